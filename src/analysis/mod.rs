@@ -1,0 +1,1 @@
+//! Log triage, compiler and linker diagnostics, and crash (fault) decoding and symbolisation.

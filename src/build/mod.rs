@@ -1,0 +1,1 @@
+//! Runs the profile's build command, streams and keeps its output, and parses its diagnostics.

@@ -1,0 +1,91 @@
+//! Console capture: timestamped lines from a DUT, how the attempt ended, and the fault state of the
+//! core when it crashed. Backends fill these in; parsers and analysis read them.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a console line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    /// The target's UART (or RTT) console: what the firmware printed.
+    Uart,
+    /// The emulator's or flasher's own diagnostics (QEMU's stderr, semihosting text).
+    Host,
+}
+
+/// One line of console output, with the time since the attempt started.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleLine {
+    pub t_ms: u64,
+    pub stream: Stream,
+    pub text: String,
+}
+
+/// How an attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEnd {
+    /// The harness printed its final verdict.
+    Verdict,
+    /// The target exited by itself (semihosting exit), with its exit code.
+    Exited { code: i32 },
+    /// The core faulted; see [`Capture::fault`].
+    Crashed,
+    /// Nothing final arrived before the test timeout: a hang.
+    Timeout,
+    /// The runner itself died (e.g. QEMU killed by a signal): not a test result.
+    RunnerDied { signal: Option<i32>, code: Option<i32> },
+    /// The attempt was cancelled (Ctrl+C, deadline).
+    Cancelled,
+}
+
+/// Core registers and fault status registers read when the target crashed. Any value the backend
+/// could not read is None.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultSnapshot {
+    /// The exception number in xPSR's low bits (3 = HardFault).
+    pub exception: Option<u32>,
+    /// PC and LR from the stacked exception frame: where the fault happened.
+    pub pc: Option<u32>,
+    pub lr: Option<u32>,
+    pub sp: Option<u32>,
+    pub xpsr: Option<u32>,
+    /// Stacked r0-r3 and r12.
+    pub r: [Option<u32>; 5],
+    pub cfsr: Option<u32>,
+    pub hfsr: Option<u32>,
+    pub mmfar: Option<u32>,
+    pub bfar: Option<u32>,
+    /// A lockup (fault inside the fault handler) rather than a handled fault.
+    pub lockup: bool,
+    /// The emulator's or debugger's raw text the values came from.
+    pub raw: String,
+}
+
+/// Everything captured from one attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capture {
+    pub lines: Vec<ConsoleLine>,
+    pub end: RunEnd,
+    pub fault: Option<FaultSnapshot>,
+    pub duration_ms: u64,
+    /// Lines were dropped to keep memory bounded (the full text is still in console.log).
+    pub truncated: bool,
+}
+
+impl Capture {
+    /// The firmware's own console text (UART lines only).
+    pub fn uart_lines(&self) -> impl Iterator<Item = &str> {
+        self.lines
+            .iter()
+            .filter(|l| l.stream == Stream::Uart)
+            .map(|l| l.text.as_str())
+    }
+}
+
+/// Watches console lines as they arrive and says when the harness has printed its final verdict,
+/// so an attempt can end at once instead of at process exit.
+pub trait EndDetector: Send {
+    /// Called for each UART line in order; true once the verdict is final.
+    fn is_final(&mut self, line: &str) -> bool;
+}

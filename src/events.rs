@@ -1,0 +1,93 @@
+//! The events the library emits while it works. Only `ui/` renders them: as progress on a
+//! terminal, or as one JSON object per line with `--json`.
+
+use crate::capture::Stream;
+use crate::machine::{ErrorClass, State};
+use crate::results::{CaseStatus, Verdict};
+use serde::Serialize;
+
+/// Something that happened, in the order it happened.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    RunStarted {
+        run_id: String,
+        command: String,
+        run_dir: String,
+        repo: String,
+    },
+    Transition {
+        seq: u64,
+        from: State,
+        to: State,
+        reason: String,
+        iteration: u32,
+        error_class: Option<ErrorClass>,
+    },
+    BuildStarted {
+        command: String,
+    },
+    BuildOutput {
+        line: String,
+    },
+    BuildFinished {
+        success: bool,
+        duration_ms: u64,
+        errors: usize,
+        warnings: usize,
+    },
+    BootStarted {
+        target: String,
+        attempt: u32,
+    },
+    ConsoleLine {
+        attempt: u32,
+        t_ms: u64,
+        stream: Stream,
+        text: String,
+    },
+    CaseResult {
+        attempt: u32,
+        name: String,
+        status: CaseStatus,
+    },
+    AttemptFinished {
+        attempt: u32,
+        verdict: Verdict,
+        passed: usize,
+        failed: usize,
+        duration_ms: u64,
+        end: String,
+    },
+    Message {
+        level: Level,
+        text: String,
+    },
+    Finished {
+        status: String,
+        exit_code: i32,
+        run_dir: Option<String>,
+        error_class: Option<ErrorClass>,
+        message: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    Info,
+    Warning,
+    Error,
+}
+
+/// Receives events. Implementations must be cheap: they are called from the hot capture path.
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: &Event);
+}
+
+/// Drops every event (for tests and for library users that do not care).
+pub struct NullSink;
+
+impl EventSink for NullSink {
+    fn emit(&self, _event: &Event) {}
+}

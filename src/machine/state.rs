@@ -1,0 +1,143 @@
+//! The states of a run and the error classes that ERROR_RECOVERY deals with. Their names are part
+//! of the interface: they appear in traces, reports and `fwfix graph`.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// A state of the run's state machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum State {
+    Idle,
+    Init,
+    CodeAnalysis,
+    PatchGeneration,
+    PatchReview,
+    PatchApply,
+    BuildSetup,
+    BuildRun,
+    TestSetup,
+    TestRun,
+    ResultCollection,
+    ResultAnalysis,
+    ConvergenceCheck,
+    ErrorRecovery,
+    Success,
+    Failure,
+    Aborted,
+}
+
+impl State {
+    /// Every state, in the order DESIGN.md lists them.
+    pub const ALL: [State; 17] = [
+        State::Idle,
+        State::Init,
+        State::CodeAnalysis,
+        State::PatchGeneration,
+        State::PatchReview,
+        State::PatchApply,
+        State::BuildSetup,
+        State::BuildRun,
+        State::TestSetup,
+        State::TestRun,
+        State::ResultCollection,
+        State::ResultAnalysis,
+        State::ConvergenceCheck,
+        State::ErrorRecovery,
+        State::Success,
+        State::Failure,
+        State::Aborted,
+    ];
+
+    /// The interface name, e.g. `BUILD_RUN`.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Idle => "IDLE",
+            State::Init => "INIT",
+            State::CodeAnalysis => "CODE_ANALYSIS",
+            State::PatchGeneration => "PATCH_GENERATION",
+            State::PatchReview => "PATCH_REVIEW",
+            State::PatchApply => "PATCH_APPLY",
+            State::BuildSetup => "BUILD_SETUP",
+            State::BuildRun => "BUILD_RUN",
+            State::TestSetup => "TEST_SETUP",
+            State::TestRun => "TEST_RUN",
+            State::ResultCollection => "RESULT_COLLECTION",
+            State::ResultAnalysis => "RESULT_ANALYSIS",
+            State::ConvergenceCheck => "CONVERGENCE_CHECK",
+            State::ErrorRecovery => "ERROR_RECOVERY",
+            State::Success => "SUCCESS",
+            State::Failure => "FAILURE",
+            State::Aborted => "ABORTED",
+        }
+    }
+
+    /// SUCCESS, FAILURE and ABORTED end a run.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            State::Success | State::Failure | State::Aborted => true,
+            State::Idle
+            | State::Init
+            | State::CodeAnalysis
+            | State::PatchGeneration
+            | State::PatchReview
+            | State::PatchApply
+            | State::BuildSetup
+            | State::BuildRun
+            | State::TestSetup
+            | State::TestRun
+            | State::ResultCollection
+            | State::ResultAnalysis
+            | State::ConvergenceCheck
+            | State::ErrorRecovery => false,
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Why a step could not go on. Each class has a retry budget and a recovery target; the
+/// infrastructure classes never count as a test failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorClass {
+    /// The build failed because of the code (a patch, or the baseline itself).
+    BuildFailure,
+    /// The build failed because of the environment (tool crashed, toolchain missing).
+    BuildEnvFailure,
+    TestEnvFailure,
+    FlashFailure,
+    Timeout,
+    ArtifactMissing,
+    ModelFailure,
+    PolicyViolation,
+    PatchApplyFailure,
+    Unhandled,
+}
+
+impl ErrorClass {
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::BuildFailure => "BUILD_FAILURE",
+            ErrorClass::BuildEnvFailure => "BUILD_ENV_FAILURE",
+            ErrorClass::TestEnvFailure => "TEST_ENV_FAILURE",
+            ErrorClass::FlashFailure => "FLASH_FAILURE",
+            ErrorClass::Timeout => "TIMEOUT",
+            ErrorClass::ArtifactMissing => "ARTIFACT_MISSING",
+            ErrorClass::ModelFailure => "MODEL_FAILURE",
+            ErrorClass::PolicyViolation => "POLICY_VIOLATION",
+            ErrorClass::PatchApplyFailure => "PATCH_APPLY_FAILURE",
+            ErrorClass::Unhandled => "UNHANDLED",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

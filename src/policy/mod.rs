@@ -1,0 +1,1 @@
+//! Patch policy: rules as data, risk score, and the approval gate.

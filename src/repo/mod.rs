@@ -1,0 +1,1 @@
+//! The firmware repository through git2: snapshots, rollback, patch apply, worktrees, fix branch.

@@ -1,0 +1,1 @@
+//! The run's outputs: report.json, report.md and junit.xml.

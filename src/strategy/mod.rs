@@ -1,0 +1,1 @@
+//! Patch strategies: turn evidence into candidate patches.

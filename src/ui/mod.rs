@@ -1,0 +1,1 @@
+//! Renders events: progress on a terminal, or JSON lines with `--json`; the final summary table.
