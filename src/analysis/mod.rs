@@ -1,1 +1,63 @@
 //! Log triage, compiler and linker diagnostics, and crash (fault) decoding and symbolisation.
+
+use serde::{Deserialize, Serialize};
+
+/// Severity of a build diagnostic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Note,
+}
+
+/// One compiler or linker diagnostic, e.g. `src/crc.c:12:5: error: expected ';'`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    /// `compiler` or `linker`.
+    pub tool: String,
+    /// A short machine-readable kind: `compile`, `undefined_reference`, `region_overflow`,
+    /// `multiple_definition`, ...
+    pub kind: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub column: Option<u32>,
+    pub message: String,
+    /// 1-based line in build.log where it was found.
+    pub log_line: usize,
+}
+
+/// A decoded, symbolised crash: what report.json's `crash` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CrashReport {
+    /// Hex strings (`0x000001a4`) so they read like a debugger's output.
+    pub pc: Option<String>,
+    pub lr: Option<String>,
+    pub cfsr: Option<String>,
+    pub hfsr: Option<String>,
+    /// Function, file and line of PC.
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    /// Function, file and line of LR (the caller).
+    pub caller: Option<Location>,
+    /// Named fault bits that are set, e.g. `IACCVIOL`, `PRECISERR`, `FORCED`.
+    pub fault_bits: Vec<String>,
+    /// The faulting data address when BFAR/MMFAR is valid.
+    pub fault_address: Option<String>,
+    /// Exception name, e.g. `HardFault`.
+    pub exception: Option<String>,
+    pub lockup: bool,
+    /// One line a person reads first.
+    pub summary: String,
+}
+
+/// A source location of a code address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Location {
+    pub address: String,
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
