@@ -28,6 +28,7 @@ pub mod events;
 pub mod machine;
 pub mod orchestrator;
 pub mod policy;
+pub mod process;
 pub mod repo;
 pub mod report;
 pub mod results;

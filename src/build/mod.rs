@@ -1,1 +1,254 @@
-//! Runs the profile's build command, streams and keeps its output, and parses its diagnostics.
+//! Runs the profile's build command: `sh -c` in the build directory, under a timeout, with its
+//! output streamed to build.log and to the event sink line by line, and the whole process group
+//! killed on timeout, cancellation or drop. Parsing diagnostics out of the log is `analysis`'s job;
+//! this module only reports what happened.
+
+use crate::events::{Event, EventSink};
+use crate::process::spawn_group;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// One build to run.
+#[derive(Debug, Clone)]
+pub struct BuildRequest {
+    /// Run with `sh -c`.
+    pub command: String,
+    /// Absolute directory to run in.
+    pub cwd: PathBuf,
+    pub timeout: Duration,
+    /// Where the combined output goes (created or truncated).
+    pub log_path: PathBuf,
+    /// Extra environment for the command.
+    pub env: Vec<(String, String)>,
+}
+
+/// How a build ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildEnd {
+    /// The command exited with this status (0 is success).
+    Exited(i32),
+    /// Killed by a signal that fwfix did not send.
+    Signalled(i32),
+    TimedOut,
+    Cancelled,
+}
+
+/// The result of a build that ran.
+#[derive(Debug, Clone)]
+pub struct BuildOutput {
+    pub end: BuildEnd,
+    pub duration: Duration,
+    /// The build log's full text (also in `log_path`).
+    pub log: String,
+    /// A program the shell or make could not find, e.g. `arm-none-eabi-gcc`.
+    pub missing_tool: Option<String>,
+}
+
+impl BuildOutput {
+    pub fn success(&self) -> bool {
+        self.end == BuildEnd::Exited(0)
+    }
+}
+
+/// Errors that stop a build from running at all.
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("build directory {} does not exist", path.display())]
+    NoSuchDirectory { path: PathBuf },
+    #[error("cannot start `sh -c {command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot write build log {}: {source}", path.display())]
+    Log {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The log never holds more than this in memory; the file gets everything.
+const MAX_LOG_IN_MEMORY: usize = 8 * 1024 * 1024;
+/// Time a build gets to stop on SIGTERM before its group is killed.
+const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// Runs the build. Returns `Ok` whenever the command ran, whatever its status.
+pub async fn run(
+    req: &BuildRequest,
+    cancel: &CancellationToken,
+    events: &dyn EventSink,
+) -> Result<BuildOutput, BuildError> {
+    if !req.cwd.is_dir() {
+        return Err(BuildError::NoSuchDirectory {
+            path: req.cwd.clone(),
+        });
+    }
+    let log_err = |source| BuildError::Log {
+        path: req.log_path.clone(),
+        source,
+    };
+    let mut log_file = tokio::fs::File::create(&req.log_path)
+        .await
+        .map_err(log_err)?;
+    events.emit(&Event::BuildStarted {
+        command: req.command.clone(),
+    });
+    let started = Instant::now();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(&req.command)
+        .current_dir(&req.cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .envs(req.env.iter().map(|(k, v)| (k, v)));
+    let (mut child, mut guard) = spawn_group(&mut cmd).map_err(|source| BuildError::Spawn {
+        command: req.command.clone(),
+        source,
+    })?;
+
+    // Both pipes feed one channel so the log keeps the order the lines arrived in.
+    let (tx, mut rx) = mpsc::channel::<String>(256);
+    if let Some(out) = child.stdout.take() {
+        tokio::spawn(forward_lines(out, tx.clone()));
+    }
+    if let Some(err) = child.stderr.take() {
+        tokio::spawn(forward_lines(err, tx.clone()));
+    }
+    drop(tx);
+
+    let mut log = String::new();
+    let mut missing_tool = None;
+    let deadline = tokio::time::sleep(req.timeout);
+    tokio::pin!(deadline);
+    let mut ended: Option<BuildEnd> = None;
+    let mut lines_open = true;
+    let status = loop {
+        tokio::select! {
+            line = rx.recv(), if lines_open => match line {
+                Some(line) => {
+                    log_file.write_all(line.as_bytes()).await.map_err(log_err)?;
+                    log_file.write_all(b"\n").await.map_err(log_err)?;
+                    if missing_tool.is_none() {
+                        missing_tool = missing_tool_in(&line);
+                    }
+                    if log.len() < MAX_LOG_IN_MEMORY {
+                        log.push_str(&line);
+                        log.push('\n');
+                    }
+                    events.emit(&Event::BuildOutput { line });
+                }
+                None => lines_open = false,
+            },
+            status = child.wait(), if ended.is_none() && !lines_open => break status.ok(),
+            _ = &mut deadline, if ended.is_none() => {
+                guard.terminate(&mut child, TERM_GRACE).await;
+                ended = Some(BuildEnd::TimedOut);
+            }
+            _ = cancel.cancelled(), if ended.is_none() => {
+                guard.terminate(&mut child, TERM_GRACE).await;
+                ended = Some(BuildEnd::Cancelled);
+            }
+            else => break None,
+        }
+    };
+    guard.kill_rest();
+    log_file.flush().await.map_err(log_err)?;
+    let end = match ended {
+        Some(end) => end,
+        None => exit_of(status),
+    };
+    Ok(BuildOutput {
+        end,
+        duration: started.elapsed(),
+        log,
+        missing_tool,
+    })
+}
+
+fn exit_of(status: Option<std::process::ExitStatus>) -> BuildEnd {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => BuildEnd::Exited(code),
+            (None, Some(sig)) => BuildEnd::Signalled(sig),
+            (None, None) => BuildEnd::Exited(-1),
+        },
+        None => BuildEnd::Exited(-1),
+    }
+}
+
+async fn forward_lines(stream: impl AsyncRead + Unpin, tx: mpsc::Sender<String>) {
+    let mut reader = BufReader::new(stream);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {
+                let text = String::from_utf8_lossy(&buf);
+                let line = text.trim_end_matches(['\n', '\r']).to_string();
+                if tx.send(line).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Recognises the shell's and make's "program not found" lines and names the program.
+fn missing_tool_in(line: &str) -> Option<String> {
+    // dash: `sh: 1: arm-none-eabi-gcc: not found`; bash: `bash: line 1: foo: command not found`
+    for suffix in [": not found", ": command not found"] {
+        if let Some(head) = line.strip_suffix(suffix) {
+            return head.rsplit(": ").next().map(str::to_string);
+        }
+    }
+    // make: `make: arm-none-eabi-gcc: No such file or directory` (exec failed for a recipe).
+    if let Some(rest) = line.strip_prefix("make: ") {
+        if let Some(tool) = rest.strip_suffix(": No such file or directory") {
+            if !tool.contains(' ') && !tool.contains('/') {
+                return Some(tool.to_string());
+            }
+        }
+    }
+    None
+}
+
+/// Resolves the build directory: `cwd` relative to the repository root.
+pub fn build_dir(repo: &Path, cwd: &Path) -> PathBuf {
+    repo.join(cwd)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_missing_programs() {
+        assert_eq!(
+            missing_tool_in("sh: 1: arm-none-eabi-gcc: not found").as_deref(),
+            Some("arm-none-eabi-gcc")
+        );
+        assert_eq!(
+            missing_tool_in("bash: line 1: cmake: command not found").as_deref(),
+            Some("cmake")
+        );
+        assert_eq!(
+            missing_tool_in("make: arm-none-eabi-gcc: No such file or directory").as_deref(),
+            Some("arm-none-eabi-gcc")
+        );
+        assert_eq!(
+            missing_tool_in("src/crc.c:3:10: fatal error: x.h: No such file or directory"),
+            None
+        );
+        assert_eq!(missing_tool_in("test_not_found:PASS"), None);
+    }
+}

@@ -34,7 +34,10 @@ pub enum RunEnd {
     /// Nothing final arrived before the test timeout: a hang.
     Timeout,
     /// The runner itself died (e.g. QEMU killed by a signal): not a test result.
-    RunnerDied { signal: Option<i32>, code: Option<i32> },
+    RunnerDied {
+        signal: Option<i32>,
+        code: Option<i32>,
+    },
     /// The attempt was cancelled (Ctrl+C, deadline).
     Cancelled,
 }

@@ -1,5 +1,21 @@
-//! The state machine: states, outcomes, and the one pure transition function.
+//! The state machine: states, outcomes, the one pure transition function, and the pure rules that
+//! pick outcomes where a decision is needed (error recovery, convergence).
+//!
+//! Nothing here does I/O or reads a clock. A run, as the machine sees it:
+//! 1. IDLE → INIT: a task arrives; INIT checks the environment.
+//! 2. INIT → BUILD_SETUP: iteration 0 is the baseline, the unpatched tree.
+//! 3. BUILD_SETUP → BUILD_RUN → TEST_SETUP → TEST_RUN → RESULT_COLLECTION → RESULT_ANALYSIS: build
+//!    the image, run it on the DUT, parse what it printed into a verdict.
+//! 4. CONVERGENCE_CHECK decides: SUCCESS, FAILURE, run the same image again (TEST_SETUP), or go
+//!    round again (CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY → BUILD_SETUP).
+//! 5. Any working step can fail into ERROR_RECOVERY, which either recovers to the nearest state that
+//!    can go on or gives up ([`recovery`]); any non-terminal state can be ABORTED.
 
+mod graph;
+pub mod recovery;
 mod state;
+mod transition;
 
+pub use graph::{dot, mermaid};
 pub use state::{ErrorClass, State};
+pub use transition::{edges, next, Edge, IllegalTransition, Outcome, RecoveryTarget};

@@ -120,6 +120,52 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    pub const ALL: [ErrorClass; 10] = [
+        ErrorClass::BuildFailure,
+        ErrorClass::BuildEnvFailure,
+        ErrorClass::TestEnvFailure,
+        ErrorClass::FlashFailure,
+        ErrorClass::Timeout,
+        ErrorClass::ArtifactMissing,
+        ErrorClass::ModelFailure,
+        ErrorClass::PolicyViolation,
+        ErrorClass::PatchApplyFailure,
+        ErrorClass::Unhandled,
+    ];
+
+    /// Infrastructure classes: the environment failed, not the firmware or the patch. A run that
+    /// ends on one of them is an infrastructure error, never a test failure.
+    pub fn is_infrastructure(self) -> bool {
+        match self {
+            ErrorClass::BuildEnvFailure
+            | ErrorClass::TestEnvFailure
+            | ErrorClass::FlashFailure
+            | ErrorClass::Timeout
+            | ErrorClass::ArtifactMissing
+            | ErrorClass::ModelFailure
+            | ErrorClass::Unhandled => true,
+            ErrorClass::BuildFailure
+            | ErrorClass::PolicyViolation
+            | ErrorClass::PatchApplyFailure => false,
+        }
+    }
+
+    /// The lower-case key used in profile tables, e.g. `build_failure`.
+    pub fn key(self) -> &'static str {
+        match self {
+            ErrorClass::BuildFailure => "build_failure",
+            ErrorClass::BuildEnvFailure => "build_env_failure",
+            ErrorClass::TestEnvFailure => "test_env_failure",
+            ErrorClass::FlashFailure => "flash_failure",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::ArtifactMissing => "artifact_missing",
+            ErrorClass::ModelFailure => "model_failure",
+            ErrorClass::PolicyViolation => "policy_violation",
+            ErrorClass::PatchApplyFailure => "patch_apply_failure",
+            ErrorClass::Unhandled => "unhandled",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ErrorClass::BuildFailure => "BUILD_FAILURE",

@@ -1,0 +1,269 @@
+//! ERROR_RECOVERY's rules: for each error class, where a run can go on from and how many times.
+//!
+//! Pure: the orchestrator passes in what failed, where, and how often this class has been retried;
+//! [`decide`] answers with the outcome to feed the transition function. Infrastructure failures
+//! retry the step; failures caused by a patch go back to analysis when the run is patching, and end
+//! the run when it is not (`fwfix test` has nothing to go back to).
+
+use super::state::{ErrorClass, State};
+use super::transition::{Outcome, RecoveryTarget};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Retry budgets per error class.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budgets {
+    budgets: BTreeMap<ErrorClass, u32>,
+}
+
+impl Default for Budgets {
+    /// Three retries for every class except UNHANDLED, which is a bug and never retried.
+    fn default() -> Self {
+        let budgets = ErrorClass::ALL
+            .iter()
+            .map(|c| (*c, if *c == ErrorClass::Unhandled { 0 } else { 3 }))
+            .collect();
+        Budgets { budgets }
+    }
+}
+
+impl Budgets {
+    /// Overrides one class's budget.
+    pub fn set(&mut self, class: ErrorClass, retries: u32) {
+        self.budgets.insert(class, retries);
+    }
+
+    pub fn get(&self, class: ErrorClass) -> u32 {
+        self.budgets.get(&class).copied().unwrap_or(0)
+    }
+}
+
+/// What ERROR_RECOVERY knows about the failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    pub class: ErrorClass,
+    /// The state whose step failed.
+    pub failed_in: State,
+    /// How many times this class has already been recovered from in this run.
+    pub retries_used: u32,
+    /// True when the run can generate patches (`fwfix run`), false for `fwfix test`.
+    pub patching: bool,
+}
+
+/// The decision, with the reason that goes into the trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub outcome: Outcome,
+    pub reason: String,
+}
+
+/// Decides how to recover from `failure` within `budgets`.
+pub fn decide(failure: Failure, budgets: &Budgets) -> Decision {
+    let class = failure.class;
+    let Some(target) = target(failure) else {
+        return Decision {
+            outcome: Outcome::Unrecoverable,
+            reason: format!(
+                "{class} in {} cannot be recovered from{}",
+                failure.failed_in,
+                if failure.patching {
+                    ""
+                } else {
+                    " without patching"
+                }
+            ),
+        };
+    };
+    let budget = budgets.get(class);
+    if failure.retries_used >= budget {
+        return Decision {
+            outcome: Outcome::Unrecoverable,
+            reason: format!("{class}: retry budget of {budget} spent"),
+        };
+    }
+    Decision {
+        outcome: Outcome::Recovered(target),
+        reason: format!(
+            "{class} in {}: retry {} of {budget} from {}",
+            failure.failed_in,
+            failure.retries_used + 1,
+            target.state()
+        ),
+    }
+}
+
+/// The nearest state that can go on after `failure`, or None when nothing can.
+fn target(failure: Failure) -> Option<RecoveryTarget> {
+    use RecoveryTarget as T;
+    let patch_fault = if failure.patching {
+        Some(T::CodeAnalysis)
+    } else {
+        None
+    };
+    match failure.class {
+        // The code does not build: only a (new) patch can help.
+        ErrorClass::BuildFailure
+        | ErrorClass::ModelFailure
+        | ErrorClass::PolicyViolation
+        | ErrorClass::PatchApplyFailure => patch_fault,
+        ErrorClass::BuildEnvFailure => Some(T::BuildRun),
+        ErrorClass::TestEnvFailure | ErrorClass::FlashFailure => Some(T::TestSetup),
+        // A missing image means building again; missing console output means running again.
+        ErrorClass::ArtifactMissing => match failure.failed_in {
+            State::BuildRun | State::TestSetup => Some(T::BuildRun),
+            State::TestRun | State::ResultCollection | State::ResultAnalysis => Some(T::TestSetup),
+            other => step_target(other, failure.patching),
+        },
+        ErrorClass::Timeout => step_target(failure.failed_in, failure.patching),
+        ErrorClass::Unhandled => None,
+    }
+}
+
+/// Retrying a state's step: where to re-enter the pipeline for it.
+fn step_target(state: State, patching: bool) -> Option<RecoveryTarget> {
+    use RecoveryTarget as T;
+    match state {
+        State::CodeAnalysis | State::PatchGeneration | State::PatchReview | State::PatchApply => {
+            if patching {
+                Some(T::CodeAnalysis)
+            } else {
+                None
+            }
+        }
+        State::BuildSetup | State::BuildRun => Some(T::BuildRun),
+        State::TestSetup | State::TestRun => Some(T::TestSetup),
+        State::ResultCollection | State::ResultAnalysis => Some(T::ResultCollection),
+        State::Idle
+        | State::Init
+        | State::ConvergenceCheck
+        | State::ErrorRecovery
+        | State::Success
+        | State::Failure
+        | State::Aborted => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failure(class: ErrorClass, failed_in: State, retries_used: u32, patching: bool) -> Failure {
+        Failure {
+            class,
+            failed_in,
+            retries_used,
+            patching,
+        }
+    }
+
+    #[test]
+    fn a_patch_that_breaks_the_build_goes_back_to_analysis() {
+        let d = decide(
+            failure(ErrorClass::BuildFailure, State::BuildRun, 0, true),
+            &Budgets::default(),
+        );
+        assert_eq!(d.outcome, Outcome::Recovered(RecoveryTarget::CodeAnalysis));
+    }
+
+    #[test]
+    fn a_build_failure_without_patching_ends_the_run() {
+        let d = decide(
+            failure(ErrorClass::BuildFailure, State::BuildRun, 0, false),
+            &Budgets::default(),
+        );
+        assert_eq!(d.outcome, Outcome::Unrecoverable);
+        assert!(d.reason.contains("without patching"), "{}", d.reason);
+    }
+
+    #[test]
+    fn environment_failures_retry_their_step() {
+        let b = Budgets::default();
+        let cases = [
+            (
+                ErrorClass::BuildEnvFailure,
+                State::BuildRun,
+                RecoveryTarget::BuildRun,
+            ),
+            (
+                ErrorClass::TestEnvFailure,
+                State::TestRun,
+                RecoveryTarget::TestSetup,
+            ),
+            (
+                ErrorClass::FlashFailure,
+                State::TestSetup,
+                RecoveryTarget::TestSetup,
+            ),
+            (
+                ErrorClass::Timeout,
+                State::BuildRun,
+                RecoveryTarget::BuildRun,
+            ),
+            (
+                ErrorClass::Timeout,
+                State::TestRun,
+                RecoveryTarget::TestSetup,
+            ),
+            (
+                ErrorClass::Timeout,
+                State::ResultAnalysis,
+                RecoveryTarget::ResultCollection,
+            ),
+            (
+                ErrorClass::ArtifactMissing,
+                State::TestSetup,
+                RecoveryTarget::BuildRun,
+            ),
+            (
+                ErrorClass::ArtifactMissing,
+                State::ResultCollection,
+                RecoveryTarget::TestSetup,
+            ),
+        ];
+        for (class, state, want) in cases {
+            for patching in [false, true] {
+                let d = decide(failure(class, state, 0, patching), &b);
+                assert_eq!(d.outcome, Outcome::Recovered(want), "{class} in {state}");
+            }
+        }
+    }
+
+    #[test]
+    fn budget_is_spent_after_the_configured_retries() {
+        let mut b = Budgets::default();
+        b.set(ErrorClass::TestEnvFailure, 2);
+        let f = |n| failure(ErrorClass::TestEnvFailure, State::TestRun, n, false);
+        assert!(matches!(decide(f(0), &b).outcome, Outcome::Recovered(_)));
+        assert!(matches!(decide(f(1), &b).outcome, Outcome::Recovered(_)));
+        let d = decide(f(2), &b);
+        assert_eq!(d.outcome, Outcome::Unrecoverable);
+        assert_eq!(d.reason, "TEST_ENV_FAILURE: retry budget of 2 spent");
+    }
+
+    #[test]
+    fn unhandled_is_never_retried_and_init_failures_end_the_run() {
+        let b = Budgets::default();
+        for patching in [false, true] {
+            let d = decide(
+                failure(ErrorClass::Unhandled, State::TestRun, 0, patching),
+                &b,
+            );
+            assert_eq!(d.outcome, Outcome::Unrecoverable);
+            let d = decide(failure(ErrorClass::Timeout, State::Init, 0, patching), &b);
+            assert_eq!(d.outcome, Outcome::Unrecoverable);
+        }
+    }
+
+    #[test]
+    fn every_recovery_target_is_a_legal_edge() {
+        let b = Budgets::default();
+        for class in ErrorClass::ALL {
+            for state in State::ALL {
+                for patching in [false, true] {
+                    let d = decide(failure(class, state, 0, patching), &b);
+                    assert!(super::super::next(State::ErrorRecovery, d.outcome).is_ok());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! Child processes that must never outlive fwfix: each is put in its own process group, and a
+//! guard kills the whole group when it is dropped (normal exit, error, panic, cancelled future).
+//! Build commands spawn compilers and make spawns more; killing only `sh` would leave them running.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// Kills a child's process group when dropped, unless disarmed after the child was reaped.
+#[derive(Debug)]
+pub struct GroupGuard {
+    pgid: Option<Pid>,
+}
+
+impl GroupGuard {
+    /// Sends SIGTERM to the group, waits up to `grace` for the child to exit, then SIGKILLs the
+    /// group. Returns once the child is reaped.
+    pub async fn terminate(&mut self, child: &mut Child, grace: Duration) {
+        if let Some(pgid) = self.pgid {
+            let _ = killpg(pgid, Signal::SIGTERM);
+            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                let _ = killpg(pgid, Signal::SIGKILL);
+                let _ = child.wait().await;
+            } else {
+                // The leader is gone; anything it left in the group goes too.
+                let _ = killpg(pgid, Signal::SIGKILL);
+            }
+        }
+        self.pgid = None;
+    }
+
+    /// Kills whatever is left in the group now (after the leader exited by itself, its children
+    /// may still be running).
+    pub fn kill_rest(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill_rest();
+    }
+}
+
+/// Spawns `command` as the leader of a new process group and returns it with its guard.
+pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, GroupGuard)> {
+    command.process_group(0).kill_on_drop(true);
+    let child = command.spawn()?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(Pid::from_raw);
+    Ok((child, GroupGuard { pgid }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+
+    fn alive(pid: i32) -> bool {
+        nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
+    }
+
+    #[tokio::test]
+    async fn dropping_the_guard_kills_grandchildren() {
+        let dir = tempfile::tempdir().unwrap();
+        let pidfile = dir.path().join("pid");
+        let script = format!("sleep 30 & echo $! > {}; wait", pidfile.display());
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(script).stdout(Stdio::null());
+        let (child, guard) = spawn_group(&mut cmd).unwrap();
+        let mut pid = None;
+        for _ in 0..100 {
+            if let Ok(text) = std::fs::read_to_string(&pidfile) {
+                if let Ok(p) = text.trim().parse::<i32>() {
+                    pid = Some(p);
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid = pid.unwrap();
+        assert!(alive(pid));
+        drop(guard);
+        drop(child);
+        for _ in 0..100 {
+            if !alive(pid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("grandchild {pid} survived the guard");
+    }
+}
