@@ -1,8 +1,183 @@
 //! The command line: clap definitions, one file per subcommand, and the exit-code table.
+//!
+//! Commands turn their arguments into the library's options, call one library function, and hand
+//! the result to `ui` to render. No run logic lives here.
 
+mod doctor;
+mod exit;
+mod graph;
+mod test;
+mod validate;
+
+pub use exit::Exit;
+
+use crate::ui::{ColorChoice, UiOptions};
+use clap::{Parser, Subcommand};
 use std::process::ExitCode;
+
+/// fwfix: build firmware, run it on QEMU or a board, capture, parse, report — and fix it.
+#[derive(Debug, Parser)]
+#[command(name = "fwfix", version, about, max_term_width = 100)]
+struct Cli {
+    #[command(flatten)]
+    global: GlobalArgs,
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Flags every command takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct GlobalArgs {
+    /// Write one JSON event per line to stdout instead of progress and a summary.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// No progress display; only warnings, errors and the final summary.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+    /// Show the target's console lines as they arrive.
+    #[arg(long, short, global = true)]
+    pub verbose: bool,
+    /// When to colour output (NO_COLOR is respected with `auto`).
+    #[arg(long, value_enum, default_value = "auto", global = true)]
+    pub color: ColorArg,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl GlobalArgs {
+    pub fn ui_options(&self) -> UiOptions {
+        UiOptions {
+            quiet: self.quiet,
+            verbose: self.verbose,
+            color: match self.color {
+                ColorArg::Auto => ColorChoice::Auto,
+                ColorArg::Always => ColorChoice::Always,
+                ColorArg::Never => ColorChoice::Never,
+            },
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Build the firmware and run its tests once on a board (no patching).
+    Test(test::Args),
+    /// Check board and profile files without running anything.
+    Validate(validate::Args),
+    /// Check the host tools fwfix needs and say how to install what is missing.
+    Doctor(doctor::Args),
+    /// Print the state machine as a Mermaid (or Graphviz) diagram.
+    Graph(graph::Args),
+}
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
-    ExitCode::from(2)
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout and usage errors to stderr.
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::Usage.into()
+            } else {
+                Exit::Success.into()
+            };
+        }
+    };
+    let exit = match cli.command {
+        Command::Test(args) => test::run(args, &cli.global),
+        Command::Validate(args) => validate::run(args, &cli.global),
+        Command::Doctor(args) => doctor::run(args, &cli.global),
+        Command::Graph(args) => graph::run(args),
+    };
+    exit.into()
+}
+
+/// A multi-threaded runtime for commands that do I/O, with Ctrl+C and SIGTERM wired to `cancel`.
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+}
+
+/// Cancels `cancel` on the first Ctrl+C or SIGTERM. Later signals are ignored on purpose: the run
+/// is already stopping its children and writing its report, and must not be cut off half-way.
+pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+    tokio::spawn(async move {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = tokio::signal::ctrl_c().await;
+                    cancel.cancel();
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+        cancel.cancel();
+    });
+}
+
+/// The event sink for `global`: JSON lines, or the terminal display.
+pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::ui::Sink> {
+    if global.json {
+        Box::new(crate::ui::JsonSink::new())
+    } else {
+        Box::new(crate::ui::TerminalSink::new(global.ui_options()))
+    }
+}
+
+/// Ends a command that ran (or failed to start): the final event or summary, and the exit code.
+pub(crate) fn finish(
+    result: Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>,
+    sink: Box<dyn crate::ui::Sink>,
+    global: &GlobalArgs,
+) -> Exit {
+    use crate::events::Event;
+    match result {
+        Ok(finished) => {
+            let exit = Exit::of_finished(&finished);
+            sink.emit(&Event::Finished {
+                status: finished.report.status.clone(),
+                exit_code: exit.code(),
+                run_dir: Some(finished.run_dir.display().to_string()),
+                error_class: finished.error_class,
+                message: finished.report.message.clone(),
+            });
+            sink.close();
+            if !global.json {
+                crate::ui::print_summary(&finished.report, &global.ui_options());
+            }
+            exit
+        }
+        Err(e) => {
+            let exit = Exit::of_error(&e);
+            sink.close();
+            fail_early(global, exit, &e.to_string())
+        }
+    }
+}
+
+/// Reports an error that stopped a command before it produced a run.
+pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit {
+    use std::io::Write;
+    if global.json {
+        let line = serde_json::json!({
+            "event": "finished", "status": "ERROR", "exit_code": exit.code(),
+            "run_dir": null, "error_class": null, "message": message,
+        });
+        let _ = writeln!(std::io::stdout().lock(), "{line}");
+    } else {
+        let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+    }
+    exit
 }

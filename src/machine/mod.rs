@@ -11,6 +11,7 @@
 //! 5. Any working step can fail into ERROR_RECOVERY, which either recovers to the nearest state that
 //!    can go on or gives up ([`recovery`]); any non-terminal state can be ABORTED.
 
+pub mod convergence;
 mod graph;
 pub mod recovery;
 mod state;

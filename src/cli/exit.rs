@@ -1,0 +1,92 @@
+//! The exit-code table: the one place a command's outcome becomes a process exit status.
+
+use crate::machine::{ErrorClass, State};
+use crate::orchestrator::{Finished, OrchestratorError};
+use std::process::ExitCode;
+
+/// fwfix's exit statuses (DESIGN.md "Exit codes").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The loop converged, or every test passed.
+    Success = 0,
+    /// Not converged, or tests failed.
+    Failed = 1,
+    /// Usage or configuration error.
+    Usage = 2,
+    /// Aborted by a signal or the deadline.
+    Aborted = 3,
+    /// Infrastructure error: toolchain, QEMU, board or probe unavailable.
+    Infrastructure = 4,
+}
+
+impl Exit {
+    /// The exit status of a run that reached a terminal state.
+    pub fn of_run(final_state: State, error_class: Option<ErrorClass>) -> Exit {
+        match final_state {
+            State::Success => Exit::Success,
+            State::Aborted => Exit::Aborted,
+            State::Failure => match error_class {
+                Some(class) if class.is_infrastructure() => Exit::Infrastructure,
+                _ => Exit::Failed,
+            },
+            // A run never ends elsewhere; if it did, it did not succeed.
+            State::Idle
+            | State::Init
+            | State::CodeAnalysis
+            | State::PatchGeneration
+            | State::PatchReview
+            | State::PatchApply
+            | State::BuildSetup
+            | State::BuildRun
+            | State::TestSetup
+            | State::TestRun
+            | State::ResultCollection
+            | State::ResultAnalysis
+            | State::ConvergenceCheck
+            | State::ErrorRecovery => Exit::Infrastructure,
+        }
+    }
+
+    pub fn of_finished(f: &Finished) -> Exit {
+        Exit::of_run(f.final_state, f.error_class)
+    }
+
+    pub fn of_error(e: &OrchestratorError) -> Exit {
+        match e {
+            OrchestratorError::Config(_) | OrchestratorError::Usage(_) => Exit::Usage,
+            OrchestratorError::RunDir { .. } | OrchestratorError::Internal(_) => {
+                Exit::Infrastructure
+            }
+        }
+    }
+
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn infrastructure_failures_are_never_test_failures() {
+        assert_eq!(Exit::of_run(State::Success, None), Exit::Success);
+        assert_eq!(Exit::of_run(State::Failure, None), Exit::Failed);
+        assert_eq!(
+            Exit::of_run(State::Failure, Some(ErrorClass::BuildFailure)),
+            Exit::Failed
+        );
+        assert_eq!(
+            Exit::of_run(State::Failure, Some(ErrorClass::TestEnvFailure)),
+            Exit::Infrastructure
+        );
+        assert_eq!(Exit::of_run(State::Aborted, None), Exit::Aborted);
+    }
+}

@@ -1,0 +1,41 @@
+//! `fwfix validate FILE...`: checks board and profile files without running anything.
+
+use super::{Exit, GlobalArgs};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Board or profile files.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+pub fn run(args: Args, global: &GlobalArgs) -> Exit {
+    let mut exit = Exit::Success;
+    let mut out = std::io::stdout().lock();
+    for file in &args.files {
+        let (ok, text) = match crate::config::validate_file(file) {
+            Ok(v) => (true, format!("ok: {} ({v})", file.display())),
+            Err(e) => {
+                exit = Exit::Usage;
+                (false, e.to_string())
+            }
+        };
+        let written = if global.json {
+            let line = serde_json::json!({
+                "event": "validated", "file": file.display().to_string(), "ok": ok, "message": text,
+            });
+            writeln!(out, "{line}")
+        } else if ok {
+            writeln!(out, "{text}")
+        } else {
+            let mut err = std::io::stderr().lock();
+            writeln!(err, "error: {text}")
+        };
+        if written.is_err() {
+            return Exit::Infrastructure;
+        }
+    }
+    exit
+}

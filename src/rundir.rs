@@ -1,0 +1,207 @@
+//! The run directory `.fwfix/runs/<run-id>/`: run ids, the per-iteration layout, atomic file
+//! writes, and the append-only trace. Everything a run leaves on disk goes through here, so a run
+//! killed at any point leaves whole files behind, never half-written ones.
+
+use crate::machine::{ErrorClass, State};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Where runs live, relative to the repository root.
+pub const RUNS_DIR: &str = ".fwfix/runs";
+
+/// A run's directory.
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    id: String,
+    root: PathBuf,
+}
+
+impl RunDir {
+    /// Creates a fresh run directory under `<repo>/.fwfix/runs/`.
+    pub fn create(repo: &Path, now: DateTime<Utc>) -> io::Result<RunDir> {
+        let runs = repo.join(RUNS_DIR);
+        std::fs::create_dir_all(&runs)?;
+        // The id is second-resolution time plus a short suffix; retry on the rare collision.
+        for salt in 0..100u32 {
+            let id = run_id(now, salt);
+            let root = runs.join(&id);
+            match std::fs::create_dir(&root) {
+                Ok(()) => return Ok(RunDir { id, root }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("no free run id under {}", runs.display()),
+        ))
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// `iter-NNN/`, created on first use. Iteration 0 is the baseline.
+    pub fn iteration(&self, n: u32) -> io::Result<PathBuf> {
+        let dir = self.root.join(iteration_name(n));
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir)
+    }
+
+    /// A path inside the run directory as the trace and report name it (relative, `/`-separated).
+    pub fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .replace('\\', "/")
+    }
+}
+
+/// `iter-000`, `iter-001`, ...
+pub fn iteration_name(n: u32) -> String {
+    format!("iter-{n:03}")
+}
+
+fn run_id(now: DateTime<Utc>, salt: u32) -> String {
+    let nanos = now.timestamp_subsec_nanos();
+    let mix = (nanos ^ std::process::id().rotate_left(16)).wrapping_add(salt.wrapping_mul(0x9e37));
+    format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), mix & 0xffff)
+}
+
+/// Writes a file so that readers only ever see the old or the new contents: a temporary file in
+/// the same directory, fsync, rename, fsync of the directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// One line of `trace.jsonl`: a transition of the state machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceLine {
+    pub seq: u64,
+    /// RFC 3339 with milliseconds.
+    pub ts: String,
+    pub from: State,
+    pub to: State,
+    pub reason: String,
+    pub iteration: u32,
+    pub error_class: Option<ErrorClass>,
+    /// Paths relative to the run directory.
+    pub evidence: Vec<String>,
+    /// SHA-256 of each evidence file when it was recorded, in the same order.
+    #[serde(default)]
+    pub evidence_sha256: Vec<String>,
+}
+
+/// Appends transitions to `trace.jsonl`, each flushed and fsync'd before the next step starts.
+#[derive(Debug)]
+pub struct TraceWriter {
+    file: File,
+    next_seq: u64,
+}
+
+impl TraceWriter {
+    pub fn create(run_dir: &RunDir) -> io::Result<TraceWriter> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.path().join("trace.jsonl"))?;
+        Ok(TraceWriter { file, next_seq: 1 })
+    }
+
+    /// Appends one transition; `seq` and `ts` are filled in here.
+    pub fn append(&mut self, mut line: TraceLine, now: DateTime<Utc>) -> io::Result<TraceLine> {
+        line.seq = self.next_seq;
+        line.ts = now.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut text = serde_json::to_string(&line).map_err(io::Error::other)?;
+        text.push('\n');
+        self.file.write_all(text.as_bytes())?;
+        self.file.sync_data()?;
+        self.next_seq += 1;
+        Ok(line)
+    }
+}
+
+/// Hex SHA-256 of a file's contents.
+pub fn sha256_file(path: &Path) -> io::Result<String> {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path)?;
+    let digest = Sha256::digest(&bytes);
+    Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_sort_by_time_and_never_collide() {
+        let repo = tempfile::tempdir().unwrap();
+        let now = Utc::now();
+        let a = RunDir::create(repo.path(), now).unwrap();
+        let b = RunDir::create(repo.path(), now).unwrap();
+        assert_ne!(a.id(), b.id());
+        assert!(a.id().starts_with(&now.format("%Y%m%d-%H%M%S").to_string()));
+        assert!(a.path().is_dir() && b.path().is_dir());
+    }
+
+    #[test]
+    fn trace_lines_are_numbered_and_parse_back() {
+        let repo = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(repo.path(), Utc::now()).unwrap();
+        let mut w = TraceWriter::create(&dir).unwrap();
+        let line = TraceLine {
+            seq: 0,
+            ts: String::new(),
+            from: State::Idle,
+            to: State::Init,
+            reason: "task received".into(),
+            iteration: 0,
+            error_class: None,
+            evidence: vec![],
+            evidence_sha256: vec![],
+        };
+        w.append(line.clone(), Utc::now()).unwrap();
+        w.append(line, Utc::now()).unwrap();
+        let text = std::fs::read_to_string(dir.path().join("trace.jsonl")).unwrap();
+        let lines: Vec<TraceLine> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.iter().map(|l| l.seq).collect::<Vec<_>>(), vec![1, 2]);
+        assert!(text.contains("\"from\":\"IDLE\",\"to\":\"INIT\""));
+        assert!(text.contains("\"error_class\":null"));
+    }
+
+    #[test]
+    fn atomic_write_replaces_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("report.json");
+        write_atomic(&p, b"old").unwrap();
+        write_atomic(&p, b"new contents").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new contents");
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1);
+    }
+}

@@ -1,0 +1,173 @@
+//! Test support: throwaway firmware repositories made from the bundled fixtures, a runner for the
+//! real `fwfix` binary, and checks that no QEMU outlived a test.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// Fails loudly when a tool the integration tests drive is missing: these tests never skip.
+pub fn require_tools() {
+    for tool in ["qemu-system-arm", "arm-none-eabi-gcc", "make", "git"] {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        assert!(
+            found,
+            "{tool} is not installed: run `bash scripts/prerequisites.sh` (the test suite needs the real tools)"
+        );
+    }
+}
+
+pub fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
+}
+
+/// A git repository holding a copy of the fixture firmware, committed, in a temp dir.
+pub struct FixtureRepo {
+    pub dir: tempfile::TempDir,
+}
+
+impl FixtureRepo {
+    pub fn new() -> FixtureRepo {
+        require_tools();
+        let dir = tempfile::Builder::new()
+            .prefix("fwfix-test-")
+            .tempdir()
+            .unwrap();
+        copy_tree(&fixture_dir(), dir.path());
+        let repo = FixtureRepo { dir };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo.git(&["add", "-A"]);
+        repo.git(&["commit", "-q", "-m", "fixture firmware"]);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(self.path())
+            .env("GIT_AUTHOR_NAME", "Fixture")
+            .env("GIT_AUTHOR_EMAIL", "fixture@example.com")
+            .env("GIT_COMMITTER_NAME", "Fixture")
+            .env("GIT_COMMITTER_EMAIL", "fixture@example.com")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", self.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Applies one of the fixture's patches (as a user editing the tree would).
+    pub fn apply_fixture_patch(&self, name: &str) {
+        let patch = fixture_dir().join("patches").join(name);
+        self.git(&["apply", patch.to_str().unwrap()]);
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.path().join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == "build" {
+            continue;
+        }
+        let src = entry.path();
+        let dst = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&dst).unwrap();
+            copy_tree(&src, &dst);
+        } else {
+            std::fs::copy(&src, &dst).unwrap();
+        }
+    }
+}
+
+/// Runs the real fwfix binary.
+pub fn fwfix(args: &[&str], cwd: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The JSON event lines a `--json` run printed.
+pub fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect()
+}
+
+/// The run directory named by the last (`finished`) event.
+pub fn run_dir(out: &Output) -> PathBuf {
+    let events = events(out);
+    let last = events.last().unwrap_or_else(|| panic!("no events\n{}", text(out)));
+    assert_eq!(last["event"], "finished", "{}", text(out));
+    PathBuf::from(last["run_dir"].as_str().unwrap())
+}
+
+pub fn report(run_dir: &Path) -> Value {
+    let text = std::fs::read_to_string(run_dir.join("report.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+pub fn case<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .unwrap_or_else(|| panic!("no case {name} in {:#}", report["cases"]))
+}
+
+/// QEMU processes whose command line mentions `needle` (a test's unique temp dir).
+pub fn qemu_processes_mentioning(needle: &Path) -> Vec<String> {
+    let needle = needle.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("qemu-system") && cmdline.contains(&needle) {
+            found.push(cmdline);
+        }
+    }
+    found
+}

@@ -1,0 +1,267 @@
+//! `fwfix test` end to end: the real binary builds the fixture firmware with arm-none-eabi-gcc,
+//! runs it on real QEMU, and the tests read the run directory it leaves.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+fn test_cmd(repo: &FixtureRepo, board: &str, profile: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "test",
+        "--json",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--board",
+        board,
+        "--profile",
+        profile,
+    ];
+    args.extend_from_slice(extra);
+    fwfix(&args, repo.path())
+}
+
+const MPS2: &str = "qemu-mps2-an385";
+const LM3S: &str = "qemu-lm3s6965evb";
+
+#[test]
+fn passing_image_exits_0_with_every_case_in_junit() {
+    let repo = FixtureRepo::new();
+    let out = test_cmd(&repo, MPS2, "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "PASSED");
+    assert_eq!(report["command"], "test");
+    assert_eq!(report["final_state"], "SUCCESS");
+    assert_eq!(report["iterations"], 0);
+    assert!(report["error_class"].is_null());
+    assert!(report["crash"].is_null());
+    let cases = report["cases"].as_array().unwrap();
+    assert!(cases.len() >= 3, "{cases:#?}");
+    assert!(cases.iter().all(|c| c["status"] == "PASS"));
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    for c in cases {
+        let name = c["name"].as_str().unwrap();
+        assert!(junit.contains(&format!("name=\"{name}\"")), "{name} missing in\n{junit}");
+    }
+    for f in ["report.md", "trace.jsonl", "iter-000/build.log", "iter-000/console.log", "iter-000/results.json"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    // The run directory is kept out of git, and the user's tree is untouched.
+    let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).unwrap();
+    assert!(exclude.contains(".fwfix/"), "{exclude}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert!(!repo.path().join(".gitignore").exists());
+}
+
+#[test]
+fn failing_assertion_exits_1_with_file_line_and_message() {
+    let repo = FixtureRepo::new();
+    let out = test_cmd(&repo, MPS2, "crc", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "FAILED");
+    let failed: Vec<_> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "FAIL")
+        .collect();
+    assert_eq!(failed.len(), 1, "{:#}", report["cases"]);
+    let case = failed[0];
+    assert_eq!(case["name"], "test_crc16_known_vector");
+    assert_eq!(case["file"], "tests/test_crc.c");
+    // The line is the assertion's own line in the test source.
+    let line = case["line"].as_u64().unwrap() as usize;
+    let source = std::fs::read_to_string(repo.path().join("tests/test_crc.c")).unwrap();
+    let at = source.lines().nth(line - 1).unwrap();
+    assert!(at.contains("TEST_ASSERT"), "line {line} is `{at}`");
+    let message = case["message"].as_str().unwrap();
+    assert!(message.starts_with("Expected 0x29B1"), "{message}");
+    let junit = std::fs::read_to_string(run_dir(&out).join("junit.xml")).unwrap();
+    assert!(junit.contains("<failure"), "{junit}");
+}
+
+#[test]
+fn spinning_hardfault_is_a_crash_named_by_function_long_before_the_timeout() {
+    let repo = FixtureRepo::new();
+    let out = test_cmd(&repo, MPS2, "sensor", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    let crash = &report["crash"];
+    assert!(crash.is_object(), "{report:#}");
+    for field in ["pc", "lr", "cfsr", "function", "file", "line"] {
+        assert!(crash.get(field).is_some(), "crash.{field} missing: {crash:#}");
+    }
+    assert!(crash["cfsr"].as_str().unwrap().starts_with("0x"));
+    let summary = crash["summary"].as_str().unwrap();
+    assert!(summary.contains("sensor"), "{summary}");
+    let crashed: Vec<_> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "CRASH")
+        .collect();
+    assert_eq!(crashed.len(), 1, "{:#}", report["cases"]);
+    // Detected when it happened, not at the 20 s test timeout.
+    let attempt_ms = report["attempts"][0]["duration_ms"].as_u64().unwrap();
+    assert!(attempt_ms < 10_000, "crash took {attempt_ms} ms to report");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("<error"), "{junit}");
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn hang_is_reported_at_the_timeout_and_no_qemu_is_left() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/event-fast.toml",
+        r#"name = "event-fast"
+[build]
+command = "make BOARD={machine} build/{machine}/test_event.elf"
+artifact = "build/{machine}/test_event.elf"
+[test]
+harness = "unity"
+timeout_s = 2
+"#,
+    );
+    let out = test_cmd(&repo, MPS2, "event-fast", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    let hung: Vec<_> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["status"] == "HANG")
+        .collect();
+    assert_eq!(hung.len(), 1, "{:#}", report["cases"]);
+    assert_eq!(report["attempts"][0]["end"], "timeout");
+    assert!(report["hang_site"]["function"].is_string(), "{report:#}");
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn build_break_exits_1_with_the_diagnostic_in_the_report() {
+    let repo = FixtureRepo::new();
+    repo.apply_fixture_patch("02-breaks-build.diff");
+    let out = test_cmd(&repo, MPS2, "crc", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["error_class"], "BUILD_FAILURE");
+    let diags = report["build"]["diagnostics"].as_array().unwrap();
+    let err = diags
+        .iter()
+        .find(|d| d["severity"] == "error")
+        .unwrap_or_else(|| panic!("{diags:#?}"));
+    assert_eq!(err["file"], "src/crc.c");
+    assert!(err["line"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn malformed_board_file_exits_2_naming_line_and_column() {
+    let repo = FixtureRepo::new();
+    let bad = repo.write(
+        "boards/bad.toml",
+        "name = \"bad\"\nbackend = \"qemu\"\n[qemu]\nmachin = \"mps2-an385\"\n",
+    );
+    let out = fwfix(
+        &["test", "--repo", repo.path().to_str().unwrap(), "--board", bad.to_str().unwrap(), "--profile", "crc"],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("bad.toml:4:1"), "{stderr}");
+    assert!(stderr.contains("machin"), "{stderr}");
+    // Nothing ran, so no run directory was made.
+    assert!(!repo.path().join(".fwfix").exists());
+}
+
+#[test]
+fn missing_qemu_binary_exits_4_with_a_hint() {
+    let repo = FixtureRepo::new();
+    let board = repo.write(
+        "boards/noqemu.toml",
+        "name = \"noqemu\"\nbackend = \"qemu\"\n[qemu]\nbinary = \"qemu-system-fwfix-missing\"\nmachine = \"mps2-an385\"\n",
+    );
+    let out = test_cmd(&repo, board.to_str().unwrap(), "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let events = events(&out);
+    let last = events.last().unwrap();
+    assert_eq!(last["status"], "ERROR");
+    assert_eq!(last["error_class"], "TEST_ENV_FAILURE");
+    assert!(last["message"].as_str().unwrap().contains("qemu-system-fwfix-missing"), "{last}");
+}
+
+#[test]
+fn lm3s6965evb_runs_the_same_fixtures() {
+    let repo = FixtureRepo::new();
+    let out = test_cmd(&repo, LM3S, "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let out = test_cmd(&repo, LM3S, "crc", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(case(&report, "test_crc16_known_vector")["status"], "FAIL");
+    assert_eq!(report["board"], LM3S);
+}
+
+#[test]
+fn repeat_reports_per_test_pass_counts() {
+    let repo = FixtureRepo::new();
+    let out = test_cmd(&repo, MPS2, "crc", &["--repeat", "3"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 3);
+    let counts = report["pass_counts"].as_array().unwrap();
+    let crc16 = counts.iter().find(|c| c["name"] == "test_crc16_known_vector").unwrap();
+    assert_eq!((crc16["passed"].as_u64(), crc16["runs"].as_u64()), (Some(0), Some(3)));
+    assert!(dir.join("iter-000/console-3.log").is_file());
+}
+
+#[test]
+fn json_events_follow_the_state_machine_and_end_with_finished() {
+    let repo = FixtureRepo::new();
+    let out = test_cmd(&repo, MPS2, "math", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let events = events(&out);
+    let states: Vec<String> = events
+        .iter()
+        .filter(|e| e["event"] == "transition")
+        .map(|e| e["to"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        states,
+        ["INIT", "BUILD_SETUP", "BUILD_RUN", "TEST_SETUP", "TEST_RUN", "RESULT_COLLECTION",
+         "RESULT_ANALYSIS", "CONVERGENCE_CHECK", "SUCCESS"]
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "finished");
+    assert_eq!(last["status"], "PASSED");
+    assert_eq!(last["exit_code"], 0);
+    let trace = std::fs::read_to_string(run_dir(&out).join("trace.jsonl")).unwrap();
+    assert_eq!(trace.lines().count(), states.len());
+}
+
+#[test]
+fn test_without_a_terminal_prints_a_summary_and_no_progress_codes() {
+    let repo = FixtureRepo::new();
+    let out = fwfix(
+        &["test", "--repo", repo.path().to_str().unwrap(), "--board", MPS2, "--profile", "crc"],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("test_crc16_known_vector"), "{stdout}");
+    assert!(!stdout.contains('\x1b') && !String::from_utf8_lossy(&out.stderr).contains('\x1b'));
+}
+
+#[test]
+fn repo_that_does_not_exist_is_a_usage_error() {
+    let out = fwfix(
+        &["test", "--repo", "/nonexistent/fwfix", "--board", MPS2, "--profile", "crc"],
+        Path::new("."),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+}
