@@ -15,8 +15,8 @@
 //! step (classname `fwfix`) carries the error, so CI never shows an empty green run.
 
 use super::model::{
-    crash_headline, crash_lines, describe_diagnostic, describe_location, file_line, verdict_name,
-    Report,
+    crash_headline, crash_lines, describe_diagnostic, describe_location, file_line, plural,
+    verdict_name, Report,
 };
 use crate::analysis::Severity;
 use crate::results::{CaseStatus, TestCase};
@@ -51,7 +51,7 @@ pub fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeErr
         let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
         status
             .set_type("BUILD_FAILURE")
-            .set_message(format!("the build failed with {errors} errors"));
+            .set_message(format!("the build failed with {}", plural(errors, "error")));
         let mut text: Vec<String> = vec![format!("$ {}", build.command)];
         text.extend(
             build
@@ -73,14 +73,15 @@ pub fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeErr
         suite.add_test_case(fwfix_case("run", status));
     }
 
-    let extra_skipped = report
+    // quick-junit counts skips only as `disabled`; Jenkins and most readers look for `skipped`.
+    let skipped = report
         .cases
         .iter()
         .filter(|c| c.status == CaseStatus::Ignore)
         .count();
     suite
         .extra
-        .insert("skipped".into(), extra_skipped.to_string().into());
+        .insert("skipped".into(), skipped.to_string().into());
 
     junit.add_test_suite(suite);
     junit.to_string()
@@ -482,7 +483,7 @@ mod tests {
         assert!(build.contains(r#"classname="fwfix""#), "{build}");
         assert!(
             build.contains(
-                r#"<error message="the build failed with 1 errors" type="BUILD_FAILURE">"#
+                r#"<error message="the build failed with 1 error" type="BUILD_FAILURE">"#
             ),
             "{build}"
         );

@@ -4,7 +4,7 @@
 
 use super::model::{
     case_status_name, crash_lines, describe_diagnostic, describe_location, file_line,
-    format_duration, verdict_name, Command, Report,
+    format_duration, plural, verdict_name, Command, Report,
 };
 use crate::analysis::Severity;
 use crate::results::CaseStatus;
@@ -188,11 +188,11 @@ fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "- **Command:** {}", code(&build.command))?;
     writeln!(
         out,
-        "- **Result:** {} in {} ({} errors, {} warnings)",
+        "- **Result:** {} in {} ({}, {})",
         if build.success { "built" } else { "failed" },
         format_duration(build.duration_ms),
-        build.count(Severity::Error),
-        build.count(Severity::Warning)
+        plural(build.count(Severity::Error), "error"),
+        plural(build.count(Severity::Warning), "warning")
     )?;
     writeln!(out, "- **Log:** {}", code(&build.log))?;
     writeln!(out)?;
@@ -478,7 +478,7 @@ mod tests {
     #[test]
     fn markdown_build_attempts_and_files() {
         let md = render_markdown(&sample());
-        assert!(md.contains("- **Result:** built in 3.2 s (0 errors, 1 warnings)"));
+        assert!(md.contains("- **Result:** built in 3.2 s (0 errors, 1 warning)"));
         assert!(md.contains("```text\nsrc/crc.c:9:3: warning: unused variable `x`\n```"));
         assert!(md.contains("| 1 | FAIL | crash |  | 420 ms | 1 | 2 | `iter-000/console.log` |"));
         assert!(md.contains("- console log of attempt 1: `iter-000/console.log`"));

@@ -10,7 +10,7 @@ pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use model::{
     case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
-    file_line, format_duration, pass_counts, verdict_name, AttemptSummary, BuildSummary,
+    file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,
     CaseCounts, Command, PassCount, Report, Status,
 };
 

@@ -447,6 +447,15 @@ pub fn crash_lines(crash: &CrashReport) -> Vec<String> {
     lines
 }
 
+/// `1 error`, `2 errors`.
+pub fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("{count} {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
 /// `420 ms`, `3.2 s`, `2 min 05 s`.
 pub fn format_duration(ms: u64) -> String {
     if ms < 1_000 {
@@ -572,6 +581,13 @@ mod tests {
             let json = serde_json::to_value(verdict).unwrap();
             assert_eq!(json, verdict_name(verdict));
         }
+    }
+
+    #[test]
+    fn plural_counts() {
+        assert_eq!(plural(0, "error"), "0 errors");
+        assert_eq!(plural(1, "warning"), "1 warning");
+        assert_eq!(plural(2, "error"), "2 errors");
     }
 
     #[test]

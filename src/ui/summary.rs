@@ -6,7 +6,7 @@ use super::{paint, truncate, ColorChoice, Paint};
 use crate::analysis::Severity;
 use crate::report::{
     case_status_name, crash_headline, describe_diagnostic, describe_location, file_line,
-    format_duration, Command, Report,
+    format_duration, plural, Command, Report,
 };
 use crate::results::CaseStatus;
 use std::fmt::Write as _;
@@ -88,7 +88,9 @@ fn write_summary(
             let warnings = build.count(Severity::Warning);
             let result = if build.success { "built" } else { "failed" };
             let line = format!(
-                "build: {result}, {errors} errors, {warnings} warnings (log: {})",
+                "build: {result}, {}, {} (log: {})",
+                plural(errors, "error"),
+                plural(warnings, "warning"),
                 run_dir.join(&build.log).display()
             );
             let tint = if build.success {

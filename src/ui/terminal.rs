@@ -8,7 +8,7 @@ use super::{paint, Paint, UiOptions};
 use crate::capture::Stream;
 use crate::events::{Event, EventSink, Level};
 use crate::machine::State;
-use crate::report::{format_duration, verdict_name};
+use crate::report::{format_duration, plural, verdict_name};
 use crate::results::{CaseStatus, Verdict};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
@@ -201,11 +201,11 @@ impl Progress {
                     (true, 0) => Notice::new(NoticeKind::Done, format!("build {took}")),
                     (true, _) => Notice::new(
                         NoticeKind::Done,
-                        format!("build {took}, {warnings} warnings"),
+                        format!("build {took}, {}", plural(*warnings, "warning")),
                     ),
                     (false, _) => Notice::new(
                         NoticeKind::Failed,
-                        format!("build failed: {errors} errors ({took})"),
+                        format!("build failed: {} ({took})", plural(*errors, "error")),
                     ),
                 };
                 vec![notice]
