@@ -1,0 +1,548 @@
+//! `report.md`: the run told to a person — what happened, which tests failed where, the crash,
+//! the build's diagnostics, the attempts, and where the logs are. Pure rendering from a
+//! [`Report`]; no I/O and no decisions.
+
+use super::model::{
+    case_status_name, crash_lines, describe_diagnostic, describe_location, file_line,
+    format_duration, plural, verdict_name, Command, Report,
+};
+use crate::analysis::Severity;
+use crate::results::CaseStatus;
+use std::fmt::Write;
+
+/// How many build diagnostics the report lists before pointing at the log.
+const MAX_DIAGNOSTICS: usize = 20;
+
+/// Renders `report.md`.
+pub fn render_markdown(report: &Report) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail; the results are discarded for that reason only.
+    let _ = write_report(&mut out, report);
+    out
+}
+
+fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "# fwfix {}: {}", report.command, report.status)?;
+    writeln!(out)?;
+    if !report.message.is_empty() {
+        writeln!(out, "{}", text(&report.message))?;
+        writeln!(out)?;
+    }
+    write_facts(out, report)?;
+    write_outcome(out, report)?;
+    write_cases(out, report)?;
+    write_crash(out, report)?;
+    write_hang(out, report)?;
+    write_build(out, report)?;
+    write_attempts(out, report)?;
+    write_pass_counts(out, report)?;
+    write_notes(out, report)?;
+    write_files(out, report)
+}
+
+fn write_facts(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "- **Run:** {}", code(&report.run_id))?;
+    if !report.board.is_empty() || !report.profile.is_empty() {
+        writeln!(
+            out,
+            "- **Board:** {} — **profile:** {}",
+            optional_code(Some(&report.board)),
+            optional_code(Some(&report.profile))
+        )?;
+    }
+    if !report.repo.is_empty() {
+        writeln!(out, "- **Repository:** {}", code(&report.repo))?;
+    }
+    let error_class = report
+        .error_class
+        .map(|class| code(class.name()))
+        .unwrap_or_else(|| "none".to_string());
+    writeln!(
+        out,
+        "- **Final state:** {} — **error class:** {error_class}",
+        code(report.final_state.name())
+    )?;
+    if let Some(verdict) = report.verdict {
+        writeln!(out, "- **Verdict:** {}", code(verdict_name(verdict)))?;
+    }
+    if report.command != Command::Test {
+        writeln!(out, "- **Iterations:** {}", report.iterations)?;
+    }
+    writeln!(
+        out,
+        "- **Started:** {} — **took:** {}",
+        report
+            .started_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        format_duration(report.duration_ms)
+    )?;
+    writeln!(out, "- **fwfix:** {}", report.version)?;
+    writeln!(out)
+}
+
+fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
+    match report.command {
+        Command::Test => Ok(()),
+        Command::Run => {
+            writeln!(out, "## Fix")?;
+            writeln!(out)?;
+            match &report.fixed {
+                Some(fixed) if !fixed.is_empty() => {
+                    let names: Vec<String> = fixed.iter().map(|n| code(n)).collect();
+                    writeln!(out, "- **Now passing:** {}", names.join(", "))?;
+                }
+                Some(_) | None => writeln!(out, "- **Now passing:** none of the targets")?,
+            }
+            writeln!(
+                out,
+                "- **Patch:** {}",
+                optional_code(report.patch.as_deref())
+            )?;
+            writeln!(
+                out,
+                "- **Branch:** {}",
+                optional_code(report.branch.as_deref())
+            )?;
+            writeln!(out)
+        }
+        Command::Bisect => {
+            writeln!(out, "## Culprit")?;
+            writeln!(out)?;
+            match &report.culprit {
+                Some(culprit) => writeln!(out, "The first bad commit is {}.", code(culprit))?,
+                None => writeln!(out, "No culprit commit was found.")?,
+            }
+            writeln!(out)
+        }
+    }
+}
+
+fn write_cases(out: &mut String, report: &Report) -> std::fmt::Result {
+    let counts = report.counts();
+    writeln!(
+        out,
+        "## Test cases ({} total: {})",
+        counts.total(),
+        counts.describe()
+    )?;
+    writeln!(out)?;
+    if report.cases.is_empty() {
+        writeln!(out, "No test results were collected.")?;
+        return writeln!(out);
+    }
+    writeln!(out, "| Status | Test | Location | Message |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    for case in &report.cases {
+        let status = case_status_name(case.status);
+        let status = match case.status {
+            CaseStatus::Pass | CaseStatus::Ignore => status.to_string(),
+            CaseStatus::Fail | CaseStatus::Crash | CaseStatus::Hang | CaseStatus::Missing => {
+                format!("**{status}**")
+            }
+        };
+        let location = file_line(case.file.as_deref(), case.line)
+            .map(|place| code(&place))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "| {status} | {} | {location} | {} |",
+            code(&case.name),
+            text(case.message.as_deref().unwrap_or(""))
+        )?;
+    }
+    writeln!(out)
+}
+
+fn write_crash(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(crash) = &report.crash else {
+        return Ok(());
+    };
+    writeln!(out, "## Crash")?;
+    writeln!(out)?;
+    for line in crash_lines(crash) {
+        writeln!(out, "- {}", text(&line))?;
+    }
+    writeln!(out)
+}
+
+fn write_hang(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(site) = &report.hang_site else {
+        return Ok(());
+    };
+    writeln!(out, "## Hang")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "The image stopped making progress; it was stuck in {}.",
+        code(&describe_location(site))
+    )?;
+    writeln!(out)
+}
+
+fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(build) = &report.build else {
+        return Ok(());
+    };
+    writeln!(out, "## Build")?;
+    writeln!(out)?;
+    writeln!(out, "- **Command:** {}", code(&build.command))?;
+    writeln!(
+        out,
+        "- **Result:** {} in {} ({}, {})",
+        if build.success { "built" } else { "failed" },
+        format_duration(build.duration_ms),
+        plural(build.count(Severity::Error), "error"),
+        plural(build.count(Severity::Warning), "warning")
+    )?;
+    writeln!(out, "- **Log:** {}", code(&build.log))?;
+    writeln!(out)?;
+    if build.diagnostics.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = build
+        .diagnostics
+        .iter()
+        .take(MAX_DIAGNOSTICS)
+        .map(describe_diagnostic)
+        .collect();
+    write_fenced(out, &lines.join("\n"))?;
+    if build.diagnostics.len() > MAX_DIAGNOSTICS {
+        writeln!(
+            out,
+            "{} more in {}.",
+            build.diagnostics.len() - MAX_DIAGNOSTICS,
+            code(&build.log)
+        )?;
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.attempts.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Attempts")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| # | Verdict | Ended | Exit code | Duration | Passed | Failed | Console log |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+    for attempt in &report.attempts {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            attempt.attempt,
+            verdict_name(attempt.verdict),
+            text(&attempt.end),
+            attempt
+                .exit_code
+                .map(|code| code.to_string())
+                .unwrap_or_default(),
+            format_duration(attempt.duration_ms),
+            attempt.passed,
+            attempt.failed,
+            code(&attempt.console_log)
+        )?;
+    }
+    writeln!(out)
+}
+
+fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.pass_counts.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "## Pass counts over {} attempts",
+        report.attempts.len()
+    )?;
+    writeln!(out)?;
+    writeln!(out, "| Test | Passed | Runs |")?;
+    writeln!(out, "|---|---|---|")?;
+    for count in &report.pass_counts {
+        writeln!(
+            out,
+            "| {} | {} | {} |",
+            code(&count.name),
+            count.passed,
+            count.runs
+        )?;
+    }
+    writeln!(out)
+}
+
+fn write_notes(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.notes.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Notes")?;
+    writeln!(out)?;
+    for note in &report.notes {
+        writeln!(out, "- {}", text(note))?;
+    }
+    writeln!(out)
+}
+
+fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "## Files")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Relative to the run directory: {} (machine-readable), {} (for CI).",
+        code(super::REPORT_JSON),
+        code(super::JUNIT_XML)
+    )?;
+    writeln!(out)?;
+    if let Some(build) = &report.build {
+        writeln!(out, "- build log: {}", code(&build.log))?;
+    }
+    for attempt in &report.attempts {
+        writeln!(
+            out,
+            "- console log of attempt {}: {}",
+            attempt.attempt,
+            code(&attempt.console_log)
+        )?;
+    }
+    if let Some(patch) = &report.patch {
+        writeln!(out, "- fix: {}", code(patch))?;
+    }
+    Ok(())
+}
+
+/// Plain text safe inside a table cell or list item: one line, no table breaks, no raw HTML.
+fn text(s: &str) -> String {
+    s.replace(['\r', '\n'], " ")
+        .replace('|', "\\|")
+        .replace('<', "&lt;")
+}
+
+/// An inline code span that survives backticks in the content and pipes inside tables.
+fn code(s: &str) -> String {
+    let s = s.replace(['\r', '\n'], " ").replace('|', "\\|");
+    let longest_run = longest_backtick_run(&s);
+    let fence = "`".repeat(longest_run + 1);
+    if longest_run > 0 {
+        format!("{fence} {s} {fence}")
+    } else {
+        format!("{fence}{s}{fence}")
+    }
+}
+
+/// A code span, or `none` for a missing or empty value.
+fn optional_code(s: Option<&str>) -> String {
+    s.filter(|s| !s.is_empty())
+        .map(code)
+        .unwrap_or_else(|| "none".to_string())
+}
+
+/// A fenced block longer than any backtick run in `body`, so compiler output cannot close it.
+fn write_fenced(out: &mut String, body: &str) -> std::fmt::Result {
+    let fence = "`".repeat(longest_backtick_run(body).max(2) + 1);
+    writeln!(out, "{fence}text")?;
+    writeln!(out, "{body}")?;
+    writeln!(out, "{fence}")?;
+    writeln!(out)
+}
+
+fn longest_backtick_run(s: &str) -> usize {
+    s.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{CrashReport, Diagnostic, Location};
+    use crate::machine::{ErrorClass, State};
+    use crate::report::model::{AttemptSummary, BuildSummary, PassCount, Status};
+    use crate::results::{TestCase, Verdict};
+    use chrono::{TimeZone, Utc};
+
+    fn sample() -> Report {
+        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
+        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
+        let mut report = Report::new(
+            "20240501-120000-crc",
+            Command::Test,
+            Status::Failed,
+            State::ResultAnalysis,
+            started,
+            finished,
+        );
+        report.message = "1 of 3 tests failed, 1 crashed: test_crc_empty".into();
+        report.board = "qemu-mps2-an385".into();
+        report.profile = "crc".into();
+        report.repo = "fw".into();
+        report.verdict = Some(Verdict::Fail);
+        report.cases = vec![
+            TestCase {
+                name: "test_crc_basic".into(),
+                status: CaseStatus::Pass,
+                message: None,
+                file: Some("test/test_crc.c".into()),
+                line: Some(12),
+            },
+            TestCase {
+                name: "test_crc_empty".into(),
+                status: CaseStatus::Fail,
+                message: Some("Expected 0 Was 255 | <odd>".into()),
+                file: Some("test/test_crc.c".into()),
+                line: Some(42),
+            },
+            TestCase {
+                name: "test_crc_null".into(),
+                status: CaseStatus::Crash,
+                message: None,
+                file: None,
+                line: None,
+            },
+        ];
+        report.crash = Some(CrashReport {
+            pc: Some("0x000001a4".into()),
+            lr: Some("0x00000151".into()),
+            cfsr: Some("0x00008200".into()),
+            hfsr: None,
+            function: Some("crc_update".into()),
+            file: Some("src/crc.c".into()),
+            line: Some(17),
+            caller: None,
+            fault_bits: vec!["PRECISERR".into(), "BFARVALID".into()],
+            fault_address: Some("0x00000000".into()),
+            exception: Some("HardFault".into()),
+            lockup: false,
+            summary: "HardFault: bus error reading 0x00000000".into(),
+        });
+        report.build = Some(BuildSummary {
+            command: "make test".into(),
+            success: true,
+            duration_ms: 3_200,
+            log: "iter-000/build.log".into(),
+            diagnostics: vec![Diagnostic {
+                severity: Severity::Warning,
+                tool: "compiler".into(),
+                kind: "compile".into(),
+                file: Some("src/crc.c".into()),
+                line: Some(9),
+                column: Some(3),
+                message: "unused variable `x`".into(),
+                log_line: 4,
+            }],
+        });
+        report.attempts = vec![AttemptSummary {
+            attempt: 1,
+            verdict: Verdict::Fail,
+            end: "crash".into(),
+            exit_code: None,
+            duration_ms: 420,
+            console_log: "iter-000/console.log".into(),
+            passed: 1,
+            failed: 2,
+        }];
+        report
+    }
+
+    #[test]
+    fn markdown_states_status_message_and_context() {
+        let md = render_markdown(&sample());
+        assert!(md.starts_with("# fwfix test: FAILED\n"));
+        assert!(md.contains("1 of 3 tests failed, 1 crashed: test_crc_empty"));
+        assert!(md.contains("`qemu-mps2-an385`"));
+        assert!(md.contains("`RESULT_ANALYSIS`"));
+        assert!(md.contains("- **Started:** 2024-05-01T12:00:00Z — **took:** 3.0 s"));
+        assert!(md.contains("**Verdict:** `FAIL`"));
+        assert!(!md.contains("Iterations"), "test runs have no iterations");
+    }
+
+    #[test]
+    fn markdown_case_table_has_status_location_and_escaped_message() {
+        let md = render_markdown(&sample());
+        assert!(md.contains("## Test cases (3 total: 1 passed, 1 failed, 1 crashed)"));
+        assert!(md.contains(
+            "| **FAIL** | `test_crc_empty` | `test/test_crc.c:42` | Expected 0 Was 255 \\| &lt;odd> |"
+        ));
+        assert!(md.contains("| PASS | `test_crc_basic` | `test/test_crc.c:12` |  |"));
+        assert!(md.contains("| **CRASH** | `test_crc_null` |  |  |"));
+    }
+
+    #[test]
+    fn markdown_crash_section_has_location_and_fault_bits() {
+        let md = render_markdown(&sample());
+        assert!(md.contains("## Crash"));
+        assert!(md.contains("- HardFault in crc_update (src/crc.c:17)"));
+        assert!(md.contains("- fault bits: PRECISERR, BFARVALID"));
+        assert!(md.contains("CFSR 0x00008200"));
+    }
+
+    #[test]
+    fn markdown_build_attempts_and_files() {
+        let md = render_markdown(&sample());
+        assert!(md.contains("- **Result:** built in 3.2 s (0 errors, 1 warning)"));
+        assert!(md.contains("```text\nsrc/crc.c:9:3: warning: unused variable `x`\n```"));
+        assert!(md.contains("| 1 | FAIL | crash |  | 420 ms | 1 | 2 | `iter-000/console.log` |"));
+        assert!(md.contains("- console log of attempt 1: `iter-000/console.log`"));
+        assert!(md.contains("- build log: `iter-000/build.log`"));
+    }
+
+    #[test]
+    fn markdown_run_and_bisect_outcomes() {
+        let mut report = sample();
+        report.command = Command::Run;
+        report.status = Status::Success;
+        report.iterations = 2;
+        report.fixed = Some(vec!["test_crc_empty".into()]);
+        report.patch = Some("fix.patch".into());
+        report.branch = Some("fwfix/20240501-120000-crc".into());
+        let md = render_markdown(&report);
+        assert!(md.contains("- **Iterations:** 2"));
+        assert!(md.contains("- **Now passing:** `test_crc_empty`"));
+        assert!(md.contains("- **Branch:** `fwfix/20240501-120000-crc`"));
+
+        report.command = Command::Bisect;
+        report.status = Status::Failure;
+        report.error_class = Some(ErrorClass::Timeout);
+        let md = render_markdown(&report);
+        assert!(md.contains("No culprit commit was found."));
+        assert!(md.contains("**error class:** `TIMEOUT`"));
+        report.culprit = Some("a1b2c3d".into());
+        assert!(render_markdown(&report).contains("The first bad commit is `a1b2c3d`."));
+    }
+
+    #[test]
+    fn markdown_hang_pass_counts_and_empty_cases() {
+        let mut report = sample();
+        report.cases.clear();
+        report.crash = None;
+        report.hang_site = Some(Location {
+            address: "0x00000210".into(),
+            function: Some("wait_ready".into()),
+            file: Some("src/uart.c".into()),
+            line: Some(33),
+        });
+        report.pass_counts = vec![PassCount {
+            name: "test_flaky".into(),
+            passed: 2,
+            runs: 3,
+        }];
+        let md = render_markdown(&report);
+        assert!(md.contains("No test results were collected."));
+        report.repo.clear();
+        report.profile.clear();
+        let md = render_markdown(&report);
+        assert!(!md.contains("Repository"));
+        assert!(md.contains("- **Board:** `qemu-mps2-an385` — **profile:** none"));
+        assert!(!md.contains("## Crash"));
+        assert!(md.contains("stuck in `wait_ready (src/uart.c:33) at 0x00000210`"));
+        assert!(md.contains("| `test_flaky` | 2 | 3 |"));
+    }
+
+    #[test]
+    fn code_spans_survive_backticks() {
+        assert_eq!(code("a`b"), "`` a`b ``");
+        assert_eq!(code("plain"), "`plain`");
+        let mut out = String::new();
+        write_fenced(&mut out, "x ``` y").unwrap();
+        assert!(out.starts_with("````text\n"));
+    }
+}

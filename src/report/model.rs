@@ -1,0 +1,676 @@
+//! The report a run leaves behind: the types serialised to `report.json` and the small pure helpers
+//! the writers and the terminal summary share (counts, crash and location text, durations). No I/O.
+
+use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
+use crate::capture::RunEnd;
+use crate::machine::{ErrorClass, State};
+use crate::results::{CaseStatus, TestCase, Verdict};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Which command produced the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Command {
+    Test,
+    Run,
+    Bisect,
+}
+
+impl Command {
+    /// The interface name, e.g. `test`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Command::Test => "test",
+            Command::Run => "run",
+            Command::Bisect => "bisect",
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How the run ended. `run` and `bisect` end in SUCCESS, FAILURE or ABORTED; `test` ends in
+/// PASSED, FAILED or ERROR.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    Success,
+    Failure,
+    Aborted,
+    Passed,
+    Failed,
+    Error,
+}
+
+impl Status {
+    /// The interface name, e.g. `PASSED`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Success => "SUCCESS",
+            Status::Failure => "FAILURE",
+            Status::Aborted => "ABORTED",
+            Status::Passed => "PASSED",
+            Status::Failed => "FAILED",
+            Status::Error => "ERROR",
+        }
+    }
+
+    /// True for the statuses that mean "what was asked for happened".
+    pub fn is_ok(self) -> bool {
+        match self {
+            Status::Success | Status::Passed => true,
+            Status::Failure | Status::Aborted | Status::Failed | Status::Error => false,
+        }
+    }
+
+    /// Whether this status belongs to `command` (`test` has its own three).
+    pub fn fits(self, command: Command) -> bool {
+        let test_status = match self {
+            Status::Passed | Status::Failed | Status::Error => true,
+            Status::Success | Status::Failure | Status::Aborted => false,
+        };
+        match command {
+            Command::Test => test_status,
+            Command::Run | Command::Bisect => !test_status,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The build step of the last iteration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildSummary {
+    pub command: String,
+    pub success: bool,
+    pub duration_ms: u64,
+    /// `build.log`, relative to the run directory.
+    pub log: String,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl BuildSummary {
+    /// Number of diagnostics with the given severity.
+    pub fn count(&self, severity: Severity) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == severity)
+            .count()
+    }
+}
+
+/// One boot of the image in the last test run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptSummary {
+    /// 1-based.
+    pub attempt: u32,
+    pub verdict: Verdict,
+    /// How the attempt ended, short: `verdict`, `exit 1`, `crash`, `timeout`, ...
+    pub end: String,
+    /// The target's own exit code when it exited through semihosting.
+    pub exit_code: Option<i32>,
+    pub duration_ms: u64,
+    /// `console.log` of this attempt, relative to the run directory.
+    pub console_log: String,
+    pub passed: usize,
+    pub failed: usize,
+}
+
+impl AttemptSummary {
+    /// The short `end` text for how a capture ended.
+    pub fn end_text(end: &RunEnd) -> String {
+        match end {
+            RunEnd::Verdict => "verdict".to_string(),
+            RunEnd::Exited { code } => format!("exit {code}"),
+            RunEnd::Crashed => "crash".to_string(),
+            RunEnd::Timeout => "timeout".to_string(),
+            RunEnd::RunnerDied {
+                signal: Some(signal),
+                ..
+            } => format!("runner killed by signal {signal}"),
+            RunEnd::RunnerDied {
+                signal: None,
+                code: Some(code),
+            } => format!("runner died with status {code}"),
+            RunEnd::RunnerDied {
+                signal: None,
+                code: None,
+            } => "runner died".to_string(),
+            RunEnd::Cancelled => "cancelled".to_string(),
+        }
+    }
+
+    /// The target's exit code, when the capture ended with one.
+    pub fn exit_code_of(end: &RunEnd) -> Option<i32> {
+        match end {
+            RunEnd::Exited { code } => Some(*code),
+            RunEnd::Verdict
+            | RunEnd::Crashed
+            | RunEnd::Timeout
+            | RunEnd::RunnerDied { .. }
+            | RunEnd::Cancelled => None,
+        }
+    }
+}
+
+/// How often one test passed over the attempts of a `--repeat` run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PassCount {
+    pub name: String,
+    pub passed: u32,
+    /// Attempts that reported this test at all.
+    pub runs: u32,
+}
+
+/// Per-test pass counts over several attempts, in the order tests were first seen.
+pub fn pass_counts<'a>(attempts: impl IntoIterator<Item = &'a [TestCase]>) -> Vec<PassCount> {
+    let mut counts: Vec<PassCount> = Vec::new();
+    for cases in attempts {
+        for case in cases {
+            let index = match counts.iter().position(|c| c.name == case.name) {
+                Some(index) => index,
+                None => {
+                    counts.push(PassCount {
+                        name: case.name.clone(),
+                        passed: 0,
+                        runs: 0,
+                    });
+                    counts.len() - 1
+                }
+            };
+            let count = &mut counts[index];
+            count.runs += 1;
+            if case.status == CaseStatus::Pass {
+                count.passed += 1;
+            }
+        }
+    }
+    counts
+}
+
+/// Everything a run leaves for people and scripts. `report.json` is this struct; the field names
+/// are part of the interface. The optional outcome fields (`fixed`, `patch`, `branch`, `culprit`)
+/// are written as `null` when absent, never left out, so scripts can rely on the keys.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// The fwfix version that wrote the report.
+    pub version: String,
+    pub run_id: String,
+    pub command: Command,
+    pub status: Status,
+    pub final_state: State,
+    /// Patch iterations tried (0 for `test`).
+    pub iterations: u32,
+    pub error_class: Option<ErrorClass>,
+    /// One line: what happened and why.
+    pub message: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: u64,
+    pub repo: String,
+    pub board: String,
+    pub profile: String,
+    #[serde(default)]
+    pub verdict: Option<Verdict>,
+    /// The cases of the last test run.
+    pub cases: Vec<TestCase>,
+    pub crash: Option<CrashReport>,
+    /// Where a hung image was stuck, when it could be read.
+    #[serde(default)]
+    pub hang_site: Option<Location>,
+    #[serde(default)]
+    pub build: Option<BuildSummary>,
+    #[serde(default)]
+    pub attempts: Vec<AttemptSummary>,
+    #[serde(default)]
+    pub pass_counts: Vec<PassCount>,
+    /// `run`: the target tests that now pass.
+    pub fixed: Option<Vec<String>>,
+    /// `run`: path of `fix.patch`.
+    pub patch: Option<String>,
+    /// `run`: the branch holding the fix.
+    pub branch: Option<String>,
+    /// `bisect`: the first bad commit.
+    pub culprit: Option<String>,
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// A report with the required facts set and everything else empty; set the rest as fields.
+    pub fn new(
+        run_id: impl Into<String>,
+        command: Command,
+        status: Status,
+        final_state: State,
+        started_at: DateTime<Utc>,
+        finished_at: DateTime<Utc>,
+    ) -> Report {
+        let duration_ms = (finished_at - started_at)
+            .num_milliseconds()
+            .try_into()
+            .unwrap_or(0);
+        Report {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: run_id.into(),
+            command,
+            status,
+            final_state,
+            iterations: 0,
+            error_class: None,
+            message: String::new(),
+            started_at,
+            finished_at,
+            duration_ms,
+            repo: String::new(),
+            board: String::new(),
+            profile: String::new(),
+            verdict: None,
+            cases: Vec::new(),
+            crash: None,
+            hang_site: None,
+            build: None,
+            attempts: Vec::new(),
+            pass_counts: Vec::new(),
+            fixed: None,
+            patch: None,
+            branch: None,
+            culprit: None,
+            notes: Vec::new(),
+        }
+    }
+
+    /// How the cases of the last test run ended.
+    pub fn counts(&self) -> CaseCounts {
+        CaseCounts::of(&self.cases)
+    }
+}
+
+/// Cases of one test run, by status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaseCounts {
+    pub passed: usize,
+    pub failed: usize,
+    pub ignored: usize,
+    pub crashed: usize,
+    pub hung: usize,
+    pub missing: usize,
+}
+
+impl CaseCounts {
+    pub fn of(cases: &[TestCase]) -> CaseCounts {
+        let mut counts = CaseCounts::default();
+        for case in cases {
+            match case.status {
+                CaseStatus::Pass => counts.passed += 1,
+                CaseStatus::Fail => counts.failed += 1,
+                CaseStatus::Ignore => counts.ignored += 1,
+                CaseStatus::Crash => counts.crashed += 1,
+                CaseStatus::Hang => counts.hung += 1,
+                CaseStatus::Missing => counts.missing += 1,
+            }
+        }
+        counts
+    }
+
+    pub fn total(&self) -> usize {
+        self.passed + self.failed + self.ignored + self.crashed + self.hung + self.missing
+    }
+
+    /// `4 passed, 1 failed, 1 crashed` — the zero counts after `passed` are left out.
+    pub fn describe(&self) -> String {
+        let mut parts = vec![format!("{} passed", self.passed)];
+        for (count, word) in [
+            (self.failed, "failed"),
+            (self.crashed, "crashed"),
+            (self.hung, "hung"),
+            (self.missing, "missing"),
+            (self.ignored, "ignored"),
+        ] {
+            if count > 0 {
+                parts.push(format!("{count} {word}"));
+            }
+        }
+        parts.join(", ")
+    }
+}
+
+/// The interface name of a case status, e.g. `PASS`.
+pub fn case_status_name(status: CaseStatus) -> &'static str {
+    match status {
+        CaseStatus::Pass => "PASS",
+        CaseStatus::Fail => "FAIL",
+        CaseStatus::Ignore => "IGNORE",
+        CaseStatus::Crash => "CRASH",
+        CaseStatus::Hang => "HANG",
+        CaseStatus::Missing => "MISSING",
+    }
+}
+
+/// The interface name of a verdict, e.g. `ENV_ERROR`.
+pub fn verdict_name(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Pass => "PASS",
+        Verdict::Fail => "FAIL",
+        Verdict::Flaky => "FLAKY",
+        Verdict::EnvError => "ENV_ERROR",
+        Verdict::Inconclusive => "INCONCLUSIVE",
+    }
+}
+
+/// `file:line`, `file`, or nothing.
+pub fn file_line(file: Option<&str>, line: Option<u32>) -> Option<String> {
+    match (file, line) {
+        (Some(file), Some(line)) => Some(format!("{file}:{line}")),
+        (Some(file), None) => Some(file.to_string()),
+        (None, _) => None,
+    }
+}
+
+/// `crc_update (src/crc.c:17)`, falling back to whatever is known.
+fn describe_code(function: Option<&str>, file: Option<&str>, line: Option<u32>) -> Option<String> {
+    match (function, file_line(file, line)) {
+        (Some(function), Some(place)) => Some(format!("{function} ({place})")),
+        (Some(function), None) => Some(function.to_string()),
+        (None, Some(place)) => Some(place),
+        (None, None) => None,
+    }
+}
+
+/// A symbolised address in one phrase: `wait_ready (src/uart.c:33) at 0x00000210`.
+pub fn describe_location(location: &Location) -> String {
+    match describe_code(
+        location.function.as_deref(),
+        location.file.as_deref(),
+        location.line,
+    ) {
+        Some(code) => format!("{code} at {}", location.address),
+        None => location.address.clone(),
+    }
+}
+
+/// Where and what the crash was, in one phrase: `HardFault in crc_update (src/crc.c:17)`, or
+/// `HardFault at PC 0x00000008` when the address could not be symbolised.
+pub fn crash_headline(crash: &CrashReport) -> String {
+    let exception = crash.exception.as_deref().unwrap_or("fault");
+    match (
+        describe_code(crash.function.as_deref(), crash.file.as_deref(), crash.line),
+        &crash.pc,
+    ) {
+        (Some(code), _) => format!("{exception} in {code}"),
+        (None, Some(pc)) => format!("{exception} at PC {pc}"),
+        (None, None) => format!("{exception} at an unknown location"),
+    }
+}
+
+/// The crash as a few lines for people: summary, location, caller, registers and fault bits.
+pub fn crash_lines(crash: &CrashReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !crash.summary.is_empty() {
+        lines.push(crash.summary.clone());
+    }
+    lines.push(crash_headline(crash));
+    if let Some(caller) = &crash.caller {
+        lines.push(format!("called from {}", describe_location(caller)));
+    }
+    let registers: Vec<String> = [
+        ("PC", &crash.pc),
+        ("LR", &crash.lr),
+        ("CFSR", &crash.cfsr),
+        ("HFSR", &crash.hfsr),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name} {v}")))
+    .collect();
+    if !registers.is_empty() {
+        lines.push(registers.join("  "));
+    }
+    if !crash.fault_bits.is_empty() {
+        lines.push(format!("fault bits: {}", crash.fault_bits.join(", ")));
+    }
+    if let Some(address) = &crash.fault_address {
+        lines.push(format!("faulting address {address}"));
+    }
+    if crash.lockup {
+        lines.push("the core locked up (a fault inside the fault handler)".to_string());
+    }
+    lines
+}
+
+/// `1 error`, `2 errors`.
+pub fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("{count} {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// `420 ms`, `3.2 s`, `2 min 05 s`.
+pub fn format_duration(ms: u64) -> String {
+    if ms < 1_000 {
+        format!("{ms} ms")
+    } else if ms < 60_000 {
+        format!("{}.{} s", ms / 1_000, (ms % 1_000) / 100)
+    } else {
+        let seconds = ms / 1_000;
+        format!("{} min {:02} s", seconds / 60, seconds % 60)
+    }
+}
+
+/// A compiler diagnostic as the compiler would print it: `src/crc.c:12:5: error: expected ';'`.
+pub fn describe_diagnostic(diagnostic: &Diagnostic) -> String {
+    let severity = match diagnostic.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Note => "note",
+    };
+    let place = match (&diagnostic.file, diagnostic.line, diagnostic.column) {
+        (Some(file), Some(line), Some(column)) => format!("{file}:{line}:{column}: "),
+        (Some(file), Some(line), None) => format!("{file}:{line}: "),
+        (Some(file), None, _) => format!("{file}: "),
+        (None, _, _) => format!("{}: ", diagnostic.tool),
+    };
+    format!("{place}{severity}: {}", diagnostic.message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn case(name: &str, status: CaseStatus) -> TestCase {
+        TestCase {
+            name: name.to_string(),
+            status,
+            message: None,
+            file: None,
+            line: None,
+        }
+    }
+
+    #[test]
+    fn status_fits_its_command() {
+        assert!(Status::Passed.fits(Command::Test));
+        assert!(Status::Error.fits(Command::Test));
+        assert!(!Status::Success.fits(Command::Test));
+        assert!(Status::Aborted.fits(Command::Run));
+        assert!(Status::Failure.fits(Command::Bisect));
+        assert!(!Status::Failed.fits(Command::Run));
+    }
+
+    #[test]
+    fn pass_counts_follow_first_appearance_and_count_runs() {
+        let first = vec![case("a", CaseStatus::Pass), case("b", CaseStatus::Fail)];
+        let second = vec![case("b", CaseStatus::Pass), case("a", CaseStatus::Pass)];
+        let third = vec![case("a", CaseStatus::Crash), case("c", CaseStatus::Pass)];
+        let counts = pass_counts([first.as_slice(), second.as_slice(), third.as_slice()]);
+        let got: Vec<(&str, u32, u32)> = counts
+            .iter()
+            .map(|c| (c.name.as_str(), c.passed, c.runs))
+            .collect();
+        assert_eq!(got, vec![("a", 2, 3), ("b", 1, 2), ("c", 1, 1)]);
+    }
+
+    #[test]
+    fn counts_describe_leaves_out_zeroes() {
+        let cases = vec![
+            case("a", CaseStatus::Pass),
+            case("b", CaseStatus::Fail),
+            case("c", CaseStatus::Crash),
+            case("d", CaseStatus::Pass),
+        ];
+        let counts = CaseCounts::of(&cases);
+        assert_eq!(counts.total(), 4);
+        assert_eq!(counts.describe(), "2 passed, 1 failed, 1 crashed");
+        assert_eq!(CaseCounts::default().describe(), "0 passed");
+    }
+
+    #[test]
+    fn end_text_is_short_and_plain() {
+        assert_eq!(AttemptSummary::end_text(&RunEnd::Verdict), "verdict");
+        assert_eq!(
+            AttemptSummary::end_text(&RunEnd::Exited { code: 1 }),
+            "exit 1"
+        );
+        assert_eq!(AttemptSummary::end_text(&RunEnd::Crashed), "crash");
+        assert_eq!(AttemptSummary::end_text(&RunEnd::Timeout), "timeout");
+        assert_eq!(
+            AttemptSummary::end_text(&RunEnd::RunnerDied {
+                signal: Some(9),
+                code: None
+            }),
+            "runner killed by signal 9"
+        );
+        assert_eq!(
+            AttemptSummary::exit_code_of(&RunEnd::Exited { code: 42 }),
+            Some(42)
+        );
+        assert_eq!(AttemptSummary::exit_code_of(&RunEnd::Timeout), None);
+    }
+
+    #[test]
+    fn names_match_the_serialised_form() {
+        for status in [
+            CaseStatus::Pass,
+            CaseStatus::Fail,
+            CaseStatus::Ignore,
+            CaseStatus::Crash,
+            CaseStatus::Hang,
+            CaseStatus::Missing,
+        ] {
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json, case_status_name(status));
+        }
+        for verdict in [
+            Verdict::Pass,
+            Verdict::Fail,
+            Verdict::Flaky,
+            Verdict::EnvError,
+            Verdict::Inconclusive,
+        ] {
+            let json = serde_json::to_value(verdict).unwrap();
+            assert_eq!(json, verdict_name(verdict));
+        }
+    }
+
+    #[test]
+    fn plural_counts() {
+        assert_eq!(plural(0, "error"), "0 errors");
+        assert_eq!(plural(1, "warning"), "1 warning");
+        assert_eq!(plural(2, "error"), "2 errors");
+    }
+
+    #[test]
+    fn durations_read_naturally() {
+        assert_eq!(format_duration(420), "420 ms");
+        assert_eq!(format_duration(3_250), "3.2 s");
+        assert_eq!(format_duration(125_000), "2 min 05 s");
+    }
+
+    #[test]
+    fn crash_lines_name_site_registers_and_bits() {
+        let crash = CrashReport {
+            pc: Some("0x000001a4".into()),
+            lr: Some("0x00000151".into()),
+            cfsr: Some("0x00008200".into()),
+            hfsr: Some("0x40000000".into()),
+            function: Some("crc_update".into()),
+            file: Some("src/crc.c".into()),
+            line: Some(17),
+            caller: Some(Location {
+                address: "0x00000151".into(),
+                function: Some("main".into()),
+                file: Some("src/main.c".into()),
+                line: Some(40),
+            }),
+            fault_bits: vec!["PRECISERR".into(), "BFARVALID".into(), "FORCED".into()],
+            fault_address: Some("0xdeadbeef".into()),
+            exception: Some("HardFault".into()),
+            lockup: false,
+            summary: "HardFault: precise bus error reading 0xdeadbeef".into(),
+        };
+        let lines = crash_lines(&crash);
+        assert_eq!(
+            lines,
+            vec![
+                "HardFault: precise bus error reading 0xdeadbeef",
+                "HardFault in crc_update (src/crc.c:17)",
+                "called from main (src/main.c:40) at 0x00000151",
+                "PC 0x000001a4  LR 0x00000151  CFSR 0x00008200  HFSR 0x40000000",
+                "fault bits: PRECISERR, BFARVALID, FORCED",
+                "faulting address 0xdeadbeef",
+            ]
+        );
+    }
+
+    #[test]
+    fn unsymbolised_crash_falls_back_to_pc() {
+        let crash = CrashReport {
+            pc: Some("0x00000008".into()),
+            lr: None,
+            cfsr: None,
+            hfsr: None,
+            function: None,
+            file: None,
+            line: None,
+            caller: None,
+            fault_bits: vec![],
+            fault_address: None,
+            exception: None,
+            lockup: true,
+            summary: String::new(),
+        };
+        assert_eq!(crash_headline(&crash), "fault at PC 0x00000008");
+        let lines = crash_lines(&crash);
+        assert_eq!(lines[0], "fault at PC 0x00000008");
+        assert!(lines.iter().any(|l| l.contains("locked up")));
+    }
+
+    #[test]
+    fn diagnostics_print_like_the_compiler() {
+        let diagnostic = Diagnostic {
+            severity: Severity::Error,
+            tool: "compiler".into(),
+            kind: "compile".into(),
+            file: Some("src/crc.c".into()),
+            line: Some(12),
+            column: Some(5),
+            message: "expected ';'".into(),
+            log_line: 3,
+        };
+        assert_eq!(
+            describe_diagnostic(&diagnostic),
+            "src/crc.c:12:5: error: expected ';'"
+        );
+    }
+}

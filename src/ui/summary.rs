@@ -1,0 +1,450 @@
+//! The summary a command prints on stdout when it ends: the cases, the crash, the hang site, the
+//! build's first diagnostics, pass counts over repeated attempts, and one status line. Rendering is
+//! pure ([`render_summary`]) so it can be tested; [`print_summary`] only adds the terminal.
+
+use super::{paint, truncate, ColorChoice, Paint};
+use crate::analysis::Severity;
+use crate::report::{
+    case_status_name, crash_headline, describe_diagnostic, describe_location, file_line,
+    format_duration, plural, Command, Report,
+};
+use crate::results::CaseStatus;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+
+/// Width used when stdout is not a terminal (or its size is unknown).
+const DEFAULT_WIDTH: usize = 100;
+/// Build diagnostics shown before pointing at the log.
+const MAX_DIAGNOSTICS: usize = 5;
+const MAX_NAME_WIDTH: usize = 40;
+const MAX_LOCATION_WIDTH: usize = 32;
+/// A message column narrower than this is not worth having; it wraps instead.
+const MIN_MESSAGE_WIDTH: usize = 20;
+/// `MISSING`, the longest case status.
+const STATUS_WIDTH: usize = 7;
+
+/// How to render the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SummaryStyle {
+    pub color: bool,
+    /// Line width to fit the case table into.
+    pub width: usize,
+}
+
+/// Prints the summary of `report` (written to `run_dir`) on stdout. A closed stdout is ignored:
+/// the report files hold the same facts.
+pub fn print_summary(report: &Report, run_dir: &Path, color: ColorChoice) {
+    let width = console::Term::stdout()
+        .size_checked()
+        .map(|(_rows, columns)| usize::from(columns))
+        .unwrap_or(DEFAULT_WIDTH);
+    let style = SummaryStyle {
+        color: color.for_stdout(),
+        width,
+    };
+    let text = render_summary(report, run_dir, style);
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// The summary as text, one `\n`-terminated line after another.
+pub fn render_summary(report: &Report, run_dir: &Path, style: SummaryStyle) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail; the results are discarded for that reason only.
+    let _ = write_summary(&mut out, report, run_dir, style);
+    out
+}
+
+fn write_summary(
+    out: &mut String,
+    report: &Report,
+    run_dir: &Path,
+    style: SummaryStyle,
+) -> std::fmt::Result {
+    write_cases(out, report, style)?;
+    let color = style.color;
+    let width = style.width.max(MIN_MESSAGE_WIDTH);
+
+    if let Some(crash) = &report.crash {
+        let mut line = format!("crash: {}", crash_headline(crash));
+        if !crash.fault_bits.is_empty() {
+            write!(line, " [{}]", crash.fault_bits.join(", "))?;
+        }
+        if let Some(cfsr) = &crash.cfsr {
+            write!(line, " CFSR {cfsr}")?;
+        }
+        writeln!(out, "{}", paint(&truncate(&line, width), Paint::Red, color))?;
+    }
+    if let Some(site) = &report.hang_site {
+        let line = format!("hang: stuck in {}", describe_location(site));
+        writeln!(out, "{}", paint(&truncate(&line, width), Paint::Red, color))?;
+    }
+    if let Some(build) = &report.build {
+        if !build.success || !build.diagnostics.is_empty() {
+            let errors = build.count(Severity::Error);
+            let warnings = build.count(Severity::Warning);
+            let result = if build.success { "built" } else { "failed" };
+            let line = format!(
+                "build: {result}, {}, {} (log: {})",
+                plural(errors, "error"),
+                plural(warnings, "warning"),
+                run_dir.join(&build.log).display()
+            );
+            let tint = if build.success {
+                Paint::Yellow
+            } else {
+                Paint::Red
+            };
+            writeln!(out, "{}", paint(&line, tint, color))?;
+            for diagnostic in build.diagnostics.iter().take(MAX_DIAGNOSTICS) {
+                let line = truncate(&describe_diagnostic(diagnostic), width.saturating_sub(2));
+                writeln!(out, "  {line}")?;
+            }
+            if build.diagnostics.len() > MAX_DIAGNOSTICS {
+                writeln!(
+                    out,
+                    "  … and {} more",
+                    build.diagnostics.len() - MAX_DIAGNOSTICS
+                )?;
+            }
+        }
+    }
+    if report.attempts.len() > 1 && !report.pass_counts.is_empty() {
+        writeln!(out, "pass counts over {} attempts:", report.attempts.len())?;
+        let name_width = report
+            .pass_counts
+            .iter()
+            .map(|c| c.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(MAX_NAME_WIDTH);
+        for count in &report.pass_counts {
+            let ratio = format!("{}/{}", count.passed, count.runs);
+            let tint = if count.passed == count.runs {
+                Paint::Green
+            } else if count.passed == 0 {
+                Paint::Red
+            } else {
+                Paint::Yellow
+            };
+            writeln!(
+                out,
+                "  {:<name_width$}  {}",
+                truncate(&count.name, name_width),
+                paint(&ratio, tint, color)
+            )?;
+        }
+    }
+    write_outcome(out, report)?;
+
+    let counts = report.counts();
+    let status = paint(
+        report.status.name(),
+        if report.status.is_ok() {
+            Paint::Green
+        } else {
+            Paint::Red
+        },
+        color,
+    );
+    let mut line = format!(
+        "{} {} ({} tests) in {}",
+        paint(&status, Paint::Bold, color),
+        counts.describe(),
+        counts.total(),
+        format_duration(report.duration_ms)
+    );
+    if let Some(class) = report.error_class {
+        write!(line, " [{class}]")?;
+    }
+    writeln!(out, "{line}")?;
+    if !report.message.is_empty() {
+        writeln!(out, "{}", report.message)?;
+    }
+    writeln!(out, "run: {}", run_dir.display())
+}
+
+fn write_cases(out: &mut String, report: &Report, style: SummaryStyle) -> std::fmt::Result {
+    if report.cases.is_empty() {
+        return Ok(());
+    }
+    let name_width = report
+        .cases
+        .iter()
+        .map(|c| c.name.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(MAX_NAME_WIDTH);
+    let locations: Vec<String> = report
+        .cases
+        .iter()
+        .map(|c| file_line(c.file.as_deref(), c.line).unwrap_or_default())
+        .collect();
+    let location_width = locations
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(MAX_LOCATION_WIDTH);
+    let used = STATUS_WIDTH + 2 + name_width + 2 + location_width + 2;
+    let message_width = style.width.saturating_sub(used).max(MIN_MESSAGE_WIDTH);
+
+    for (case, location) in report.cases.iter().zip(&locations) {
+        let status = format!("{:<STATUS_WIDTH$}", case_status_name(case.status));
+        let tint = match case.status {
+            CaseStatus::Pass => Paint::Green,
+            CaseStatus::Ignore => Paint::Yellow,
+            CaseStatus::Fail | CaseStatus::Crash | CaseStatus::Hang | CaseStatus::Missing => {
+                Paint::Red
+            }
+        };
+        let message = case.message.as_deref().unwrap_or("").replace('\n', " ");
+        let line = format!(
+            "{}  {:<name_width$}  {:<location_width$}  {}",
+            paint(&status, tint, style.color),
+            truncate(&case.name, name_width),
+            truncate(location, location_width),
+            truncate(&message, message_width)
+        );
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    writeln!(out)
+}
+
+fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
+    match report.command {
+        Command::Test => Ok(()),
+        Command::Run => {
+            if let Some(fixed) = report.fixed.as_ref().filter(|f| !f.is_empty()) {
+                writeln!(out, "fixed: {}", fixed.join(", "))?;
+            }
+            if let Some(patch) = &report.patch {
+                writeln!(out, "patch: {patch}")?;
+            }
+            if let Some(branch) = &report.branch {
+                writeln!(out, "branch: {branch}")?;
+            }
+            Ok(())
+        }
+        Command::Bisect => match &report.culprit {
+            Some(culprit) => writeln!(out, "culprit: {culprit}"),
+            None => writeln!(out, "culprit: not found"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{CrashReport, Diagnostic, Location};
+    use crate::machine::{ErrorClass, State};
+    use crate::report::{AttemptSummary, BuildSummary, PassCount, Status};
+    use crate::results::{TestCase, Verdict};
+    use chrono::{TimeZone, Utc};
+
+    const PLAIN: SummaryStyle = SummaryStyle {
+        color: false,
+        width: 100,
+    };
+
+    fn case(name: &str, status: CaseStatus, message: Option<&str>, line: Option<u32>) -> TestCase {
+        TestCase {
+            name: name.into(),
+            status,
+            message: message.map(String::from),
+            file: line.map(|_| "test/test_crc.c".to_string()),
+            line,
+        }
+    }
+
+    fn sample() -> Report {
+        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
+        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
+        let mut report = Report::new(
+            "r1",
+            Command::Test,
+            Status::Failed,
+            State::ResultAnalysis,
+            started,
+            finished,
+        );
+        report.message = "1 test failed, 1 crashed".into();
+        report.cases = vec![
+            case("test_crc_basic", CaseStatus::Pass, None, Some(12)),
+            case(
+                "test_crc_empty",
+                CaseStatus::Fail,
+                Some("Expected 0 Was 255"),
+                Some(42),
+            ),
+            case("test_crc_null", CaseStatus::Crash, None, None),
+        ];
+        report
+    }
+
+    fn run_dir() -> &'static Path {
+        Path::new(".fwfix/runs/r1")
+    }
+
+    #[test]
+    fn summary_lists_cases_then_status_line_and_run_dir() {
+        let text = render_summary(&sample(), run_dir(), PLAIN);
+        let expected = "\
+PASS     test_crc_basic  test/test_crc.c:12
+FAIL     test_crc_empty  test/test_crc.c:42  Expected 0 Was 255
+CRASH    test_crc_null
+
+FAILED 1 passed, 1 failed, 1 crashed (3 tests) in 3.0 s
+1 test failed, 1 crashed
+run: .fwfix/runs/r1
+";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn long_messages_are_cut_to_the_width() {
+        let mut report = sample();
+        report.cases[1].message = Some("x".repeat(300));
+        let text = render_summary(&report, run_dir(), PLAIN);
+        let fail = text.lines().nth(1).unwrap();
+        assert_eq!(fail.chars().count(), 100, "{fail}");
+        assert!(fail.ends_with('…'));
+
+        let narrow = render_summary(
+            &report,
+            run_dir(),
+            SummaryStyle {
+                color: false,
+                width: 70,
+            },
+        );
+        let fail = narrow.lines().nth(1).unwrap();
+        assert_eq!(fail.chars().count(), 70, "{fail}");
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let report = sample();
+        let plain = render_summary(&report, run_dir(), PLAIN);
+        assert!(!plain.contains('\x1b'));
+        let coloured = render_summary(
+            &report,
+            run_dir(),
+            SummaryStyle {
+                color: true,
+                width: 100,
+            },
+        );
+        assert!(coloured.contains("\x1b[32mPASS   \x1b[0m"));
+        assert!(coloured.contains("\x1b[31mFAIL   \x1b[0m"));
+        assert!(coloured.contains("\x1b[31mFAILED\x1b[0m"));
+    }
+
+    #[test]
+    fn crash_hang_build_and_pass_counts() {
+        let mut report = sample();
+        report.crash = Some(CrashReport {
+            pc: Some("0x000001a4".into()),
+            lr: None,
+            cfsr: Some("0x00008200".into()),
+            hfsr: None,
+            function: Some("crc_update".into()),
+            file: Some("src/crc.c".into()),
+            line: Some(17),
+            caller: None,
+            fault_bits: vec!["PRECISERR".into(), "BFARVALID".into()],
+            fault_address: None,
+            exception: Some("HardFault".into()),
+            lockup: false,
+            summary: String::new(),
+        });
+        report.hang_site = Some(Location {
+            address: "0x00000210".into(),
+            function: Some("wait_ready".into()),
+            file: Some("src/uart.c".into()),
+            line: Some(33),
+        });
+        let diagnostic = Diagnostic {
+            severity: Severity::Warning,
+            tool: "compiler".into(),
+            kind: "compile".into(),
+            file: Some("src/crc.c".into()),
+            line: Some(9),
+            column: Some(3),
+            message: "unused variable 'x'".into(),
+            log_line: 4,
+        };
+        report.build = Some(BuildSummary {
+            command: "make".into(),
+            success: true,
+            duration_ms: 800,
+            log: "iter-000/build.log".into(),
+            diagnostics: vec![diagnostic; 7],
+        });
+        let attempt = AttemptSummary {
+            attempt: 1,
+            verdict: Verdict::Fail,
+            end: "verdict".into(),
+            exit_code: None,
+            duration_ms: 40,
+            console_log: "iter-000/console-1.log".into(),
+            passed: 1,
+            failed: 2,
+        };
+        report.attempts = vec![attempt.clone(), attempt];
+        report.pass_counts = vec![
+            PassCount {
+                name: "test_crc_basic".into(),
+                passed: 2,
+                runs: 2,
+            },
+            PassCount {
+                name: "test_crc_empty".into(),
+                passed: 1,
+                runs: 2,
+            },
+        ];
+        report.error_class = Some(ErrorClass::Timeout);
+        let text = render_summary(&report, run_dir(), PLAIN);
+        assert!(text.contains(
+            "crash: HardFault in crc_update (src/crc.c:17) [PRECISERR, BFARVALID] CFSR 0x00008200\n"
+        ));
+        assert!(text.contains("hang: stuck in wait_ready (src/uart.c:33) at 0x00000210\n"));
+        assert!(text.contains(
+            "build: built, 0 errors, 7 warnings (log: .fwfix/runs/r1/iter-000/build.log)\n"
+        ));
+        assert_eq!(
+            text.matches("  src/crc.c:9:3: warning: unused variable 'x'\n")
+                .count(),
+            5
+        );
+        assert!(text.contains("  … and 2 more\n"));
+        assert!(text.contains(
+            "pass counts over 2 attempts:\n  test_crc_basic  2/2\n  test_crc_empty  1/2\n"
+        ));
+        assert!(text.contains("(3 tests) in 3.0 s [TIMEOUT]\n"));
+    }
+
+    #[test]
+    fn run_and_bisect_outcomes_and_no_cases() {
+        let mut report = sample();
+        report.cases.clear();
+        report.command = Command::Run;
+        report.status = Status::Success;
+        report.fixed = Some(vec!["test_crc_empty".into()]);
+        report.patch = Some("fix.patch".into());
+        report.branch = Some("fwfix/r1".into());
+        let text = render_summary(&report, run_dir(), PLAIN);
+        assert!(text.starts_with(
+            "fixed: test_crc_empty\npatch: fix.patch\nbranch: fwfix/r1\nSUCCESS 0 passed (0 tests)"
+        ));
+
+        report.command = Command::Bisect;
+        report.culprit = Some("a1b2c3d".into());
+        let text = render_summary(&report, run_dir(), PLAIN);
+        assert!(text.contains("culprit: a1b2c3d\n"));
+    }
+}
