@@ -18,6 +18,8 @@ pub mod placeholder;
 pub mod raw;
 mod resolve;
 mod shipped;
+#[cfg(test)]
+mod tests;
 
 pub use error::{ConfigError, ConfigKind, KeyPath, Location};
 pub use lookup::{
