@@ -1,6 +1,31 @@
 //! Board and profile files: raw TOML types, loading, validation with file:line:col errors, and
 //! name resolution (the repository's `boards/` and `profiles/`, then the ones shipped with fwfix).
+//!
+//! The pipeline for one file, each step in its own module:
+//! 1. `lookup`: find the file (a path, a repository name, or a shipped name) and read it;
+//! 2. `parse`: TOML syntax, then the key schema of `raw`, then serde into the `Raw*` types;
+//! 3. `resolve`: defaults, cross-field rules, ranges, paths and placeholders, into `model`.
+//!
+//! This module must not run anything (no build, no QEMU, no probe): `fwfix validate` relies on
+//! loading being free of side effects.
 
+mod error;
+mod lookup;
 pub mod model;
+mod names;
+mod parse;
+pub mod placeholder;
+pub mod raw;
+mod resolve;
+mod shipped;
+#[cfg(test)]
+mod tests;
 
+pub use error::{ConfigError, ConfigKind, KeyPath, Location};
+pub use lookup::{
+    list_boards, list_profiles, list_shipped_boards, list_shipped_profiles, load_board,
+    load_profile, parse_board, parse_profile, resolve_board, resolve_profile, validate_file,
+    Listed, Origin, Validated,
+};
 pub use model::*;
+pub use shipped::{shipped_files, ShippedFile};

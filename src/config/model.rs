@@ -1,14 +1,21 @@
-//! Resolved configuration: what the rest of fwfix uses. Built from the raw TOML by `load`; by the
-//! time a value is here it has been checked (paths relative, durations positive, names known).
+//! Resolved configuration: what the rest of fwfix uses. Built from the raw TOML by `resolve`; by
+//! the time a value is here it has been checked (paths relative, durations positive, names known).
+//! Nothing here reads files or the environment.
 
+use crate::config::placeholder;
+use crate::machine::{ErrorClass, State};
+use std::collections::BTreeMap;
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// A board definition (`boards/NAME.toml`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Board {
+    /// Letters, digits, `.`, `_`, `-`, starting with a letter or digit: safe to expand into a
+    /// shell command or a path component.
     pub name: String,
-    /// The file it was loaded from.
+    /// The file it was loaded from; `<shipped>/boards/NAME.toml` for a board shipped with fwfix.
     pub source: PathBuf,
     pub backend: BoardBackend,
     pub power: Option<PowerSpec>,
@@ -22,11 +29,22 @@ pub enum BoardBackend {
     Labgrid(LabgridSpec),
 }
 
+impl Board {
+    /// What `{machine}` expands to: the QEMU machine for a QEMU board, the board's name otherwise.
+    pub fn machine(&self) -> &str {
+        match &self.backend {
+            BoardBackend::Qemu(qemu) => &qemu.machine,
+            BoardBackend::Hardware(_) | BoardBackend::Labgrid(_) => &self.name,
+        }
+    }
+}
+
 /// `[qemu]`
 #[derive(Debug, Clone, PartialEq)]
 pub struct QemuSpec {
     /// Program name or path, default `qemu-system-arm`.
     pub binary: String,
+    /// Same character set as a board name, plus `,` and `=` for machine options.
     pub machine: String,
     pub cpu: Option<String>,
     pub extra_args: Vec<String>,
@@ -36,6 +54,8 @@ pub struct QemuSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct HardwareSpec {
     pub flash: FlashSpec,
+    /// `[flash] timeout_s`, default 120 s: a flash that takes longer is a FLASH_FAILURE.
+    pub flash_timeout: Duration,
     pub console: ConsoleSpec,
 }
 
@@ -43,10 +63,10 @@ pub struct HardwareSpec {
 pub enum FlashSpec {
     ProbeRs(ProbeSpec),
     Gdb(GdbSpec),
-    /// A flasher command line with `{elf}`, `{bin}`, `{hex}` placeholders, run with `sh -c`.
+    /// A flasher command line with `{elf}`, `{bin}`, `{hex}` placeholders (see
+    /// [`FLASH_PLACEHOLDERS`]), run with `sh -c`. Its timeout is [`HardwareSpec::flash_timeout`].
     Command {
         command: String,
-        timeout: Duration,
     },
 }
 
@@ -54,8 +74,9 @@ pub enum FlashSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProbeSpec {
     pub chip: String,
-    /// `VID:PID[:SERIAL]`
+    /// `VID:PID[:SERIAL]`, VID and PID in hex.
     pub selector: Option<String>,
+    /// `swd` or `jtag`, lower-case.
     pub protocol: Option<String>,
     pub speed_khz: Option<u32>,
     /// Use the RTT up channel as the console.
@@ -65,7 +86,8 @@ pub struct ProbeSpec {
 /// `[gdb]`
 #[derive(Debug, Clone, PartialEq)]
 pub struct GdbSpec {
-    /// `HOST:PORT` of the GDB server.
+    /// `HOST:PORT` of the GDB server, or the absolute path of a serial GDB server (a Black Magic
+    /// Probe's `/dev/ttyACM0`).
     pub remote: String,
     /// Program name or path, default `gdb-multiarch`.
     pub gdb: String,
@@ -74,19 +96,42 @@ pub struct GdbSpec {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConsoleSpec {
     /// `[serial]`: a device path or `socket://HOST:PORT`.
-    Serial { port: String, baud: u32 },
+    Serial { port: SerialPort, baud: u32 },
     /// The probe's RTT up channel.
     Rtt,
 }
 
-/// `[labgrid]`
+/// `[serial] port`, parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SerialPort {
+    /// An absolute device path, e.g. `/dev/ttyACM0`.
+    Device(PathBuf),
+    /// `socket://HOST:PORT`: a raw TCP console (ser2net, QEMU's `-serial tcp:`). An IPv6 host is
+    /// kept without its brackets.
+    Socket { host: String, port: u16 },
+}
+
+impl fmt::Display for SerialPort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SerialPort::Device(path) => write!(f, "{}", path.display()),
+            SerialPort::Socket { host, port } if host.contains(':') => {
+                write!(f, "socket://[{host}]:{port}")
+            }
+            SerialPort::Socket { host, port } => write!(f, "socket://{host}:{port}"),
+        }
+    }
+}
+
+/// `[labgrid]`: a place by name, or any place matching the tags; at least one of the two.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabgridSpec {
     pub place: Option<String>,
+    /// `KEY=VALUE` each, as `labgrid-client reserve` takes them.
     pub tags: Vec<String>,
 }
 
-/// `[power]`: commands run with `sh -c`.
+/// `[power]`: commands run with `sh -c`; at least one is set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PowerSpec {
     pub on: Option<String>,
@@ -110,9 +155,43 @@ pub struct Profile {
     pub goal: GoalSpec,
     pub limits: LoopSpec,
     pub policy: PolicySpec,
+    pub strategy: StrategySpec,
+    /// `[timeouts]`: per-state watchdogs that override the orchestrator's defaults. Only
+    /// non-terminal states other than IDLE can have one.
+    pub timeouts: BTreeMap<State, Duration>,
+    /// `[recovery]`: retry budgets per error class that override the machine's defaults.
+    pub recovery: BTreeMap<ErrorClass, u32>,
 }
 
-/// `[build]`
+impl Profile {
+    /// The build for `board`: `{board}` and `{machine}` (see [`BUILD_PLACEHOLDERS`]) expanded in
+    /// the command, the working directory and the artifact. Board names and QEMU machines contain
+    /// no `/` and never start with `.`, so the expanded paths stay inside the repository.
+    pub fn build_for(&self, board: &Board) -> BuildSpec {
+        let values = [("board", board.name.as_str()), ("machine", board.machine())];
+        BuildSpec {
+            command: placeholder::expand(&self.build.command, &values),
+            cwd: PathBuf::from(placeholder::expand(
+                &self.build.cwd.to_string_lossy(),
+                &values,
+            )),
+            artifact: PathBuf::from(placeholder::expand(
+                &self.build.artifact.to_string_lossy(),
+                &values,
+            )),
+            timeout: self.build.timeout,
+        }
+    }
+}
+
+/// The placeholders `[build]` `command`, `cwd` and `artifact` may use.
+pub const BUILD_PLACEHOLDERS: &[&str] = &["board", "machine"];
+
+/// The placeholders `[flash] command` may use.
+pub const FLASH_PLACEHOLDERS: &[&str] = &["elf", "bin", "hex"];
+
+/// `[build]`. In a [`Profile`] the strings may still hold placeholders; [`Profile::build_for`]
+/// gives the expanded one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BuildSpec {
     /// Run with `sh -c`.
@@ -160,4 +239,37 @@ pub struct PolicySpec {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub max_changed_lines: u32,
+}
+
+/// `[strategy.*]`: settings for the patch strategies that need them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StrategySpec {
+    pub llm: Option<LlmSpec>,
+    pub command: Option<CommandStrategySpec>,
+}
+
+/// `[strategy.llm]`: an OpenAI-compatible chat-completions endpoint. Every field can be left to
+/// the environment (`FWFIX_LLM_*`), so none is required here.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmSpec {
+    /// `http://` or `https://`, e.g. `http://127.0.0.1:11434/v1`.
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The name of the environment variable that holds the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// 0.0 to 2.0.
+    pub temperature: Option<f64>,
+    /// One request, default 120 s.
+    pub timeout: Duration,
+    /// Candidate patches asked for per iteration, default 1.
+    pub candidates: u32,
+}
+
+/// `[strategy.command]`: an external agent program.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommandStrategySpec {
+    /// Program and arguments, run without a shell; never empty.
+    pub argv: Vec<String>,
+    /// One invocation, default 600 s.
+    pub timeout: Duration,
 }

@@ -1,0 +1,1158 @@
+//! Raw types to the model: every default, every cross-field rule, every range and path check,
+//! and placeholder validation. Errors point at the value at fault, or at the table (or key) that
+//! requires a missing one. It must not read files: it gets text already parsed by `parse`.
+
+use super::error::{ConfigError, KeyPath};
+use super::model::{
+    Board, BoardBackend, BuildSpec, CommandStrategySpec, ConsoleSpec, FlashSpec, GdbSpec, GoalSpec,
+    HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, PolicySpec, PowerSpec,
+    ProbeSpec, Profile, QemuSpec, SerialPort, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
+    FLASH_PLACEHOLDERS,
+};
+use super::names;
+use super::parse::Source;
+use super::placeholder;
+use super::raw::{
+    RawBoard, RawBuild, RawCommandStrategy, RawFlash, RawGdb, RawGoal, RawHealth, RawLabgrid,
+    RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawSerial, RawStrategy,
+    RawTest, Seconds, Str, StrList,
+};
+use serde_spanned::Spanned;
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+const DEFAULT_QEMU_BINARY: &str = "qemu-system-arm";
+const DEFAULT_GDB: &str = "gdb-multiarch";
+const DEFAULT_BAUD: u32 = 115_200;
+const DEFAULT_FLASH_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_BUILD_CWD: &str = ".";
+const DEFAULT_BUILD_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_TEST_TIMEOUT: Duration = Duration::from_secs(30);
+const DEFAULT_CONFIRM_RUNS: u32 = 1;
+const DEFAULT_MAX_ITERATIONS: u32 = 10;
+const DEFAULT_NO_PROGRESS_LIMIT: u32 = 3;
+const DEFAULT_ALLOW: &[&str] = &["src/**"];
+const DEFAULT_MAX_CHANGED_LINES: u32 = 60;
+const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
+const DEFAULT_LLM_CANDIDATES: u32 = 1;
+const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
+const MAX_TEMPERATURE: f64 = 2.0;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Qemu,
+    Board,
+    Labgrid,
+}
+
+impl Backend {
+    const NAMES: &[&str] = &["qemu", "board", "labgrid"];
+
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Qemu => "qemu",
+            Backend::Board => "board",
+            Backend::Labgrid => "labgrid",
+        }
+    }
+
+    /// The tables a board file with this backend may have besides `name` and `backend`.
+    fn tables(self) -> &'static [&'static str] {
+        match self {
+            Backend::Qemu => &["qemu", "health"],
+            Backend::Board => &["flash", "gdb", "serial", "probe", "power", "health"],
+            Backend::Labgrid => &["labgrid", "power", "health"],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Method {
+    ProbeRs,
+    Gdb,
+    Command,
+}
+
+impl Method {
+    const NAMES: &[&str] = &["probe-rs", "gdb", "command"];
+}
+
+const HARNESS_NAMES: &[&str] = &["unity", "ztest", "regex"];
+const PROTOCOL_NAMES: &[&str] = &["swd", "jtag"];
+
+/// Resolves a parsed board file.
+pub fn board(src: Source<'_>, raw: RawBoard) -> Result<Board, ConfigError> {
+    let c = Checker { src };
+    let name_key = KeyPath::new(&["name"]);
+    let name = c.required(raw.name.as_ref(), 0, &name_key, "every board has a name")?;
+    let name = c.name(name, &name_key)?;
+
+    let backend_key = KeyPath::new(&["backend"]);
+    let backend_value = c.required(
+        raw.backend.as_ref(),
+        0,
+        &backend_key,
+        "one of: qemu, board, labgrid",
+    )?;
+    let backend = match backend_value.get_ref().as_str() {
+        "qemu" => Backend::Qemu,
+        "board" => Backend::Board,
+        "labgrid" => Backend::Labgrid,
+        other => return Err(c.unknown_choice(backend_value, &backend_key, other, Backend::NAMES)),
+    };
+    let backend_at = backend_value.span().start;
+
+    let present = [
+        ("qemu", raw.qemu.as_ref().map(Spanned::span)),
+        ("flash", raw.flash.as_ref().map(Spanned::span)),
+        ("gdb", raw.gdb.as_ref().map(Spanned::span)),
+        ("serial", raw.serial.as_ref().map(Spanned::span)),
+        ("probe", raw.probe.as_ref().map(Spanned::span)),
+        ("labgrid", raw.labgrid.as_ref().map(Spanned::span)),
+        ("power", raw.power.as_ref().map(Spanned::span)),
+        ("health", raw.health.as_ref().map(Spanned::span)),
+    ];
+    let stray = present
+        .into_iter()
+        .filter_map(|(table, span)| span.map(|span| (table, span)))
+        .filter(|(table, _)| !backend.tables().contains(table))
+        .min_by_key(|(_, span)| span.start);
+    if let Some((table, span)) = stray {
+        let uses: Vec<String> = backend.tables().iter().map(|t| format!("[{t}]")).collect();
+        return Err(c.not_allowed(
+            span,
+            table,
+            format!(
+                "backend = \"{}\" uses only {}",
+                backend.name(),
+                uses.join(", ")
+            ),
+        ));
+    }
+
+    let resolved_backend = match backend {
+        Backend::Qemu => BoardBackend::Qemu(c.qemu(raw.qemu, backend_at)?),
+        Backend::Board => BoardBackend::Hardware(
+            c.hardware(raw.flash, raw.gdb, raw.serial, raw.probe, backend_at)?,
+        ),
+        Backend::Labgrid => BoardBackend::Labgrid(c.labgrid(raw.labgrid, backend_at)?),
+    };
+    Ok(Board {
+        name,
+        source: src.file.to_path_buf(),
+        backend: resolved_backend,
+        power: raw.power.map(|p| c.power(p)).transpose()?,
+        health: raw.health.map(|h| c.health(h)).transpose()?,
+    })
+}
+
+/// Resolves a parsed profile file.
+pub fn profile(src: Source<'_>, raw: RawProfile) -> Result<Profile, ConfigError> {
+    let c = Checker { src };
+    let name_key = KeyPath::new(&["name"]);
+    let name = c.required(raw.name.as_ref(), 0, &name_key, "every profile has a name")?;
+    let name = c.name(name, &name_key)?;
+
+    let Some(build) = raw.build else {
+        return Err(c.missing(
+            0,
+            KeyPath::new(&["build"]),
+            "every profile has a [build] table with `command` and `artifact`",
+        ));
+    };
+    let build = c.build(build)?;
+    let Some(test) = raw.test else {
+        return Err(c.missing(
+            0,
+            KeyPath::new(&["test"]),
+            "every profile has a [test] table with `harness`",
+        ));
+    };
+    let test = c.test(test)?;
+    Ok(Profile {
+        name,
+        source: src.file.to_path_buf(),
+        build,
+        test,
+        goal: c.goal(raw.goal)?,
+        limits: c.limits(raw.loop_)?,
+        policy: c.policy(raw.policy)?,
+        strategy: c.strategy(raw.strategy)?,
+        timeouts: c.timeouts(raw.timeouts)?,
+        recovery: c.recovery(raw.recovery)?,
+    })
+}
+
+/// The checks, with the file they report against.
+struct Checker<'a> {
+    src: Source<'a>,
+}
+
+impl Checker<'_> {
+    fn invalid(&self, span: Range<usize>, key: &KeyPath, reason: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidValue {
+            at: self.src.at(span.start),
+            key: key.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn missing(&self, offset: usize, key: KeyPath, why: impl Into<String>) -> ConfigError {
+        ConfigError::MissingKey {
+            at: self.src.at(offset),
+            key,
+            why: why.into(),
+        }
+    }
+
+    fn not_allowed(&self, span: Range<usize>, table: &str, reason: String) -> ConfigError {
+        ConfigError::TableNotAllowed {
+            at: self.src.at(span.start),
+            key: KeyPath::new(&[table]),
+            reason,
+        }
+    }
+
+    fn unknown_choice(&self, value: &Str, key: &KeyPath, got: &str, names: &[&str]) -> ConfigError {
+        self.invalid(
+            value.span(),
+            key,
+            format!(
+                "unknown {} `{got}` (expected one of: {})",
+                key.leaf(),
+                names.join(", ")
+            ),
+        )
+    }
+
+    /// `value`, or a MissingKey error at `offset` (the table header, or whatever requires it).
+    fn required<'v, T>(
+        &self,
+        value: Option<&'v Spanned<T>>,
+        offset: usize,
+        key: &KeyPath,
+        why: &str,
+    ) -> Result<&'v Spanned<T>, ConfigError> {
+        value.ok_or_else(|| self.missing(offset, key.clone(), why))
+    }
+
+    fn non_empty(&self, value: &Str, key: &KeyPath) -> Result<String, ConfigError> {
+        if value.get_ref().trim().is_empty() {
+            return Err(self.invalid(value.span(), key, "must not be empty"));
+        }
+        Ok(value.get_ref().clone())
+    }
+
+    fn optional_non_empty(
+        &self,
+        value: Option<&Str>,
+        key: &KeyPath,
+    ) -> Result<Option<String>, ConfigError> {
+        value.map(|v| self.non_empty(v, key)).transpose()
+    }
+
+    /// Board and profile names end up in shell commands and paths through `{board}`: keep them to
+    /// characters that are safe in both.
+    fn name(&self, value: &Str, key: &KeyPath) -> Result<String, ConfigError> {
+        if !is_safe_word(value.get_ref(), "._-") {
+            return Err(self.invalid(
+                value.span(),
+                key,
+                format!(
+                    "`{}` is not a valid name: use letters, digits, `.`, `_` and `-`, starting \
+                     with a letter or digit",
+                    value.get_ref()
+                ),
+            ));
+        }
+        Ok(value.get_ref().clone())
+    }
+
+    fn seconds(
+        &self,
+        value: Option<&Spanned<Seconds>>,
+        key: &KeyPath,
+        default: Duration,
+    ) -> Result<Duration, ConfigError> {
+        let Some(value) = value else {
+            return Ok(default);
+        };
+        let Seconds(secs) = *value.get_ref();
+        let valid = secs.is_finite() && secs > 0.0;
+        match Duration::try_from_secs_f64(secs) {
+            Ok(duration) if valid && !duration.is_zero() => Ok(duration),
+            Ok(_) | Err(_) => Err(self.invalid(
+                value.span(),
+                key,
+                format!("must be a number of seconds greater than 0, got {secs}"),
+            )),
+        }
+    }
+
+    fn at_least(
+        &self,
+        value: Option<&Spanned<u32>>,
+        key: &KeyPath,
+        min: u32,
+        default: u32,
+    ) -> Result<u32, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(v) if *v.get_ref() >= min => Ok(*v.get_ref()),
+            Some(v) => Err(self.invalid(
+                v.span(),
+                key,
+                format!("must be at least {min}, got {}", v.get_ref()),
+            )),
+        }
+    }
+
+    fn strings(&self, list: &StrList, key: &KeyPath) -> Result<Vec<String>, ConfigError> {
+        list.get_ref()
+            .iter()
+            .map(|item| self.non_empty(item, key))
+            .collect()
+    }
+
+    fn placeholders(&self, value: &Str, key: &KeyPath, known: &[&str]) -> Result<(), ConfigError> {
+        match placeholder::first_unknown(value.get_ref(), known) {
+            None => Ok(()),
+            Some((index, name)) => {
+                let offset = self
+                    .src
+                    .offset_in_string(value.span(), value.get_ref(), index);
+                let expected: Vec<String> = known.iter().map(|k| format!("{{{k}}}")).collect();
+                Err(ConfigError::InvalidValue {
+                    at: self.src.at(offset),
+                    key: key.clone(),
+                    reason: format!(
+                        "unknown placeholder `{{{name}}}` (expected one of: {})",
+                        expected.join(", ")
+                    ),
+                })
+            }
+        }
+    }
+
+    /// A path relative to the repository root that stays inside it.
+    fn repo_path(&self, value: &Str, key: &KeyPath, file: bool) -> Result<PathBuf, ConfigError> {
+        let text = value.get_ref();
+        if text.is_empty() {
+            return Err(self.invalid(value.span(), key, "must not be empty"));
+        }
+        let path = Path::new(text);
+        let mut depth = 0usize;
+        for component in path.components() {
+            match component {
+                Component::Normal(_) => depth += 1,
+                Component::CurDir => {}
+                Component::ParentDir if depth > 0 => depth -= 1,
+                Component::ParentDir => {
+                    return Err(self.invalid(
+                        value.span(),
+                        key,
+                        format!("`{text}` leads outside the repository through `..`"),
+                    ))
+                }
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(self.invalid(
+                        value.span(),
+                        key,
+                        format!("`{text}` must be relative to the repository root"),
+                    ))
+                }
+            }
+        }
+        if file && depth == 0 {
+            return Err(self.invalid(
+                value.span(),
+                key,
+                format!("`{text}` must name a file inside the repository"),
+            ));
+        }
+        Ok(path.to_path_buf())
+    }
+
+    fn qemu(
+        &self,
+        raw: Option<Spanned<RawQemu>>,
+        needed_at: usize,
+    ) -> Result<QemuSpec, ConfigError> {
+        let table = KeyPath::new(&["qemu"]);
+        let Some(raw) = raw else {
+            return Err(self.missing(
+                needed_at,
+                table,
+                "backend = \"qemu\" needs a [qemu] table with `machine`",
+            ));
+        };
+        let at = raw.span().start;
+        let q = raw.get_ref();
+        let machine_key = table.child("machine");
+        let machine = self.required(
+            q.machine.as_ref(),
+            at,
+            &machine_key,
+            "the QEMU machine to boot, e.g. \"mps2-an385\"",
+        )?;
+        // `{machine}` expands into build commands and paths: same safety rule as names, plus the
+        // `,` and `=` of machine options.
+        if !is_safe_word(machine.get_ref(), "._-,=") {
+            return Err(self.invalid(
+                machine.span(),
+                &machine_key,
+                format!(
+                    "`{}` is not a QEMU machine name: use letters, digits, `.`, `_`, `-`, `,` and \
+                     `=`, starting with a letter or digit",
+                    machine.get_ref()
+                ),
+            ));
+        }
+        Ok(QemuSpec {
+            binary: self
+                .optional_non_empty(q.binary.as_ref(), &table.child("binary"))?
+                .unwrap_or_else(|| DEFAULT_QEMU_BINARY.to_string()),
+            machine: machine.get_ref().clone(),
+            cpu: self.optional_non_empty(q.cpu.as_ref(), &table.child("cpu"))?,
+            extra_args: q
+                .extra_args
+                .as_ref()
+                .map(|args| args.get_ref().iter().map(|a| a.get_ref().clone()).collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    fn hardware(
+        &self,
+        flash: Option<Spanned<RawFlash>>,
+        gdb: Option<Spanned<RawGdb>>,
+        serial: Option<Spanned<RawSerial>>,
+        probe: Option<Spanned<RawProbe>>,
+        backend_at: usize,
+    ) -> Result<HardwareSpec, ConfigError> {
+        let table = KeyPath::new(&["flash"]);
+        let Some(flash) = flash else {
+            return Err(self.missing(
+                backend_at,
+                table,
+                "backend = \"board\" needs a [flash] table with `method`",
+            ));
+        };
+        let f = flash.get_ref();
+        let method_key = table.child("method");
+        let method_value = self.required(
+            f.method.as_ref(),
+            flash.span().start,
+            &method_key,
+            "one of: probe-rs, gdb, command",
+        )?;
+        let method = match method_value.get_ref().as_str() {
+            "probe-rs" => Method::ProbeRs,
+            "gdb" => Method::Gdb,
+            "command" => Method::Command,
+            other => {
+                return Err(self.unknown_choice(method_value, &method_key, other, Method::NAMES))
+            }
+        };
+        let method_at = method_value.span().start;
+
+        if let Some(command) = f.command.as_ref().filter(|_| method != Method::Command) {
+            return Err(self.invalid(
+                command.span(),
+                &table.child("command"),
+                "only used with method = \"command\"",
+            ));
+        }
+        if let Some(gdb) = gdb.as_ref().filter(|_| method != Method::Gdb) {
+            return Err(self.not_allowed(
+                gdb.span(),
+                "gdb",
+                "[gdb] is only used with [flash] method = \"gdb\"".to_string(),
+            ));
+        }
+        if let Some(probe) = probe.as_ref().filter(|_| method != Method::ProbeRs) {
+            return Err(self.not_allowed(
+                probe.span(),
+                "probe",
+                "[probe] is only used with [flash] method = \"probe-rs\"".to_string(),
+            ));
+        }
+
+        let flash_spec = match method {
+            Method::ProbeRs => FlashSpec::ProbeRs(self.probe(probe, method_at)?),
+            Method::Gdb => FlashSpec::Gdb(self.gdb(gdb, method_at)?),
+            Method::Command => {
+                let key = table.child("command");
+                let command = self.required(
+                    f.command.as_ref(),
+                    flash.span().start,
+                    &key,
+                    "method = \"command\" needs the flasher's command line",
+                )?;
+                self.placeholders(command, &key, FLASH_PLACEHOLDERS)?;
+                FlashSpec::Command {
+                    command: self.non_empty(command, &key)?,
+                }
+            }
+        };
+        let flash_timeout = self.seconds(
+            f.timeout_s.as_ref(),
+            &table.child("timeout_s"),
+            DEFAULT_FLASH_TIMEOUT,
+        )?;
+
+        let rtt = matches!(&flash_spec, FlashSpec::ProbeRs(p) if p.rtt);
+        let console =
+            match (serial, rtt) {
+                (Some(serial), true) => {
+                    return Err(self.not_allowed(
+                        serial.span(),
+                        "serial",
+                        "[probe] rtt = true already makes RTT the console; keep one of the two"
+                            .to_string(),
+                    ))
+                }
+                (Some(serial), false) => self.serial(serial)?,
+                (None, true) => ConsoleSpec::Rtt,
+                (None, false) => return Err(self.missing(
+                    backend_at,
+                    KeyPath::new(&["serial"]),
+                    "backend = \"board\" needs a console: a [serial] table, or [probe] rtt = true",
+                )),
+            };
+        Ok(HardwareSpec {
+            flash: flash_spec,
+            flash_timeout,
+            console,
+        })
+    }
+
+    fn probe(
+        &self,
+        raw: Option<Spanned<RawProbe>>,
+        needed_at: usize,
+    ) -> Result<ProbeSpec, ConfigError> {
+        let table = KeyPath::new(&["probe"]);
+        let Some(raw) = raw else {
+            return Err(self.missing(
+                needed_at,
+                table,
+                "method = \"probe-rs\" needs a [probe] table with `chip`",
+            ));
+        };
+        let p = raw.get_ref();
+        let chip_key = table.child("chip");
+        let chip = self.required(
+            p.chip.as_ref(),
+            raw.span().start,
+            &chip_key,
+            "method = \"probe-rs\" needs the target chip, e.g. \"STM32F401RETx\"",
+        )?;
+        let selector_key = table.child("selector");
+        let selector = self.optional_non_empty(p.selector.as_ref(), &selector_key)?;
+        if let (Some(value), Some(selector)) = (&p.selector, &selector) {
+            if !is_probe_selector(selector) {
+                return Err(self.invalid(
+                    value.span(),
+                    &selector_key,
+                    format!("`{selector}` is not VID:PID[:SERIAL] with VID and PID in hex"),
+                ));
+            }
+        }
+        let protocol_key = table.child("protocol");
+        let protocol = match &p.protocol {
+            None => None,
+            Some(value) => {
+                let lower = value.get_ref().to_ascii_lowercase();
+                if !PROTOCOL_NAMES.contains(&lower.as_str()) {
+                    return Err(self.unknown_choice(
+                        value,
+                        &protocol_key,
+                        value.get_ref(),
+                        PROTOCOL_NAMES,
+                    ));
+                }
+                Some(lower)
+            }
+        };
+        let speed_khz = p
+            .speed_khz
+            .as_ref()
+            .map(|s| self.at_least(Some(s), &table.child("speed_khz"), 1, 0))
+            .transpose()?;
+        Ok(ProbeSpec {
+            chip: self.non_empty(chip, &chip_key)?,
+            selector,
+            protocol,
+            speed_khz,
+            rtt: p.rtt.as_ref().is_some_and(|r| *r.get_ref()),
+        })
+    }
+
+    fn gdb(&self, raw: Option<Spanned<RawGdb>>, needed_at: usize) -> Result<GdbSpec, ConfigError> {
+        let table = KeyPath::new(&["gdb"]);
+        let Some(raw) = raw else {
+            return Err(self.missing(
+                needed_at,
+                table,
+                "method = \"gdb\" needs a [gdb] table with `remote`",
+            ));
+        };
+        let g = raw.get_ref();
+        let remote_key = table.child("remote");
+        let remote = self.required(
+            g.remote.as_ref(),
+            raw.span().start,
+            &remote_key,
+            "the GDB server, e.g. \"127.0.0.1:3333\"",
+        )?;
+        let text = remote.get_ref();
+        // A serial GDB server (Black Magic Probe) is a device path; anything else is HOST:PORT.
+        if !text.starts_with('/') {
+            parse_host_port(text).map_err(|why| {
+                self.invalid(
+                    remote.span(),
+                    &remote_key,
+                    format!("`{text}` is not HOST:PORT or a device path: {why}"),
+                )
+            })?;
+        }
+        Ok(GdbSpec {
+            remote: text.clone(),
+            gdb: self
+                .optional_non_empty(g.gdb.as_ref(), &table.child("gdb"))?
+                .unwrap_or_else(|| DEFAULT_GDB.to_string()),
+        })
+    }
+
+    fn serial(&self, raw: Spanned<RawSerial>) -> Result<ConsoleSpec, ConfigError> {
+        let table = KeyPath::new(&["serial"]);
+        let s = raw.get_ref();
+        let port_key = table.child("port");
+        let port = self.required(
+            s.port.as_ref(),
+            raw.span().start,
+            &port_key,
+            "a device path like \"/dev/ttyACM0\", or \"socket://HOST:PORT\"",
+        )?;
+        let parsed = parse_serial_port(port.get_ref())
+            .map_err(|why| self.invalid(port.span(), &port_key, why))?;
+        Ok(ConsoleSpec::Serial {
+            port: parsed,
+            baud: self.at_least(s.baud.as_ref(), &table.child("baud"), 1, DEFAULT_BAUD)?,
+        })
+    }
+
+    fn labgrid(
+        &self,
+        raw: Option<Spanned<RawLabgrid>>,
+        needed_at: usize,
+    ) -> Result<LabgridSpec, ConfigError> {
+        let table = KeyPath::new(&["labgrid"]);
+        let Some(raw) = raw else {
+            return Err(self.missing(
+                needed_at,
+                table,
+                "backend = \"labgrid\" needs a [labgrid] table with `place` or `tags`",
+            ));
+        };
+        let l = raw.get_ref();
+        let place = self.optional_non_empty(l.place.as_ref(), &table.child("place"))?;
+        let tags_key = table.child("tags");
+        let mut tags = Vec::new();
+        for tag in l.tags.iter().flat_map(|t| t.get_ref()) {
+            let well_formed = tag
+                .get_ref()
+                .split_once('=')
+                .is_some_and(|(k, v)| !k.trim().is_empty() && !v.trim().is_empty());
+            if !well_formed {
+                return Err(self.invalid(
+                    tag.span(),
+                    &tags_key,
+                    format!("`{}` is not KEY=VALUE", tag.get_ref()),
+                ));
+            }
+            tags.push(tag.get_ref().clone());
+        }
+        if place.is_none() && tags.is_empty() {
+            return Err(self.missing(
+                raw.span().start,
+                table.child("place"),
+                "[labgrid] needs `place` or `tags` to know which place to reserve",
+            ));
+        }
+        Ok(LabgridSpec { place, tags })
+    }
+
+    fn power(&self, raw: Spanned<RawPower>) -> Result<PowerSpec, ConfigError> {
+        let table = KeyPath::new(&["power"]);
+        let p = raw.get_ref();
+        let spec = PowerSpec {
+            on: self.optional_non_empty(p.on.as_ref(), &table.child("on"))?,
+            off: self.optional_non_empty(p.off.as_ref(), &table.child("off"))?,
+            cycle: self.optional_non_empty(p.cycle.as_ref(), &table.child("cycle"))?,
+        };
+        if spec.on.is_none() && spec.off.is_none() && spec.cycle.is_none() {
+            return Err(self.missing(
+                raw.span().start,
+                table.child("cycle"),
+                "[power] needs at least one of `on`, `off`, `cycle`",
+            ));
+        }
+        Ok(spec)
+    }
+
+    fn health(&self, raw: Spanned<RawHealth>) -> Result<HealthSpec, ConfigError> {
+        let key = KeyPath::new(&["health", "profile"]);
+        let profile = self.required(
+            raw.get_ref().profile.as_ref(),
+            raw.span().start,
+            &key,
+            "the known-good profile that checks the board",
+        )?;
+        Ok(HealthSpec {
+            profile: self.non_empty(profile, &key)?,
+        })
+    }
+
+    fn build(&self, raw: Spanned<RawBuild>) -> Result<BuildSpec, ConfigError> {
+        let table = KeyPath::new(&["build"]);
+        let at = raw.span().start;
+        let b = raw.get_ref();
+
+        let command_key = table.child("command");
+        let command = self.required(
+            b.command.as_ref(),
+            at,
+            &command_key,
+            "the shell command that builds the image",
+        )?;
+        self.placeholders(command, &command_key, BUILD_PLACEHOLDERS)?;
+        let command = self.non_empty(command, &command_key)?;
+
+        let cwd_key = table.child("cwd");
+        let cwd = match &b.cwd {
+            None => PathBuf::from(DEFAULT_BUILD_CWD),
+            Some(value) => {
+                self.placeholders(value, &cwd_key, BUILD_PLACEHOLDERS)?;
+                self.repo_path(value, &cwd_key, false)?
+            }
+        };
+
+        let artifact_key = table.child("artifact");
+        let artifact = self.required(
+            b.artifact.as_ref(),
+            at,
+            &artifact_key,
+            "the ELF the build produces, relative to the repository root",
+        )?;
+        self.placeholders(artifact, &artifact_key, BUILD_PLACEHOLDERS)?;
+        let artifact = self.repo_path(artifact, &artifact_key, true)?;
+
+        Ok(BuildSpec {
+            command,
+            cwd,
+            artifact,
+            timeout: self.seconds(
+                b.timeout_s.as_ref(),
+                &table.child("timeout_s"),
+                DEFAULT_BUILD_TIMEOUT,
+            )?,
+        })
+    }
+
+    fn test(&self, raw: Spanned<RawTest>) -> Result<TestSpec, ConfigError> {
+        let table = KeyPath::new(&["test"]);
+        let t = raw.get_ref();
+        let harness_key = table.child("harness");
+        let harness_value = self.required(
+            t.harness.as_ref(),
+            raw.span().start,
+            &harness_key,
+            "one of: unity, ztest, regex",
+        )?;
+        let harness = match harness_value.get_ref().as_str() {
+            "unity" => Harness::Unity,
+            "ztest" => Harness::Ztest,
+            "regex" => Harness::Regex,
+            other => {
+                return Err(self.unknown_choice(harness_value, &harness_key, other, HARNESS_NAMES))
+            }
+        };
+        Ok(TestSpec {
+            harness,
+            timeout: self.seconds(
+                t.timeout_s.as_ref(),
+                &table.child("timeout_s"),
+                DEFAULT_TEST_TIMEOUT,
+            )?,
+        })
+    }
+
+    fn goal(&self, raw: Option<Spanned<RawGoal>>) -> Result<GoalSpec, ConfigError> {
+        let table = KeyPath::new(&["goal"]);
+        let g = raw.as_ref().map(Spanned::get_ref);
+        Ok(GoalSpec {
+            fail_to_pass: g
+                .and_then(|g| g.fail_to_pass.as_ref())
+                .map(|list| self.strings(list, &table.child("fail_to_pass")))
+                .transpose()?
+                .unwrap_or_default(),
+            confirm_runs: self.at_least(
+                g.and_then(|g| g.confirm_runs.as_ref()),
+                &table.child("confirm_runs"),
+                1,
+                DEFAULT_CONFIRM_RUNS,
+            )?,
+        })
+    }
+
+    fn limits(&self, raw: Option<Spanned<RawLoop>>) -> Result<LoopSpec, ConfigError> {
+        let table = KeyPath::new(&["loop"]);
+        let l = raw.as_ref().map(Spanned::get_ref);
+        Ok(LoopSpec {
+            max_iterations: self.at_least(
+                l.and_then(|l| l.max_iterations.as_ref()),
+                &table.child("max_iterations"),
+                1,
+                DEFAULT_MAX_ITERATIONS,
+            )?,
+            no_progress_limit: self.at_least(
+                l.and_then(|l| l.no_progress_limit.as_ref()),
+                &table.child("no_progress_limit"),
+                1,
+                DEFAULT_NO_PROGRESS_LIMIT,
+            )?,
+        })
+    }
+
+    fn policy(&self, raw: Option<Spanned<RawPolicy>>) -> Result<PolicySpec, ConfigError> {
+        let table = KeyPath::new(&["policy"]);
+        let p = raw.as_ref().map(Spanned::get_ref);
+        let allow = match p.and_then(|p| p.allow.as_ref()) {
+            None => DEFAULT_ALLOW.iter().map(|g| g.to_string()).collect(),
+            Some(list) => self.globs(list, &table.child("allow"))?,
+        };
+        let deny = match p.and_then(|p| p.deny.as_ref()) {
+            None => Vec::new(),
+            Some(list) => self.globs(list, &table.child("deny"))?,
+        };
+        Ok(PolicySpec {
+            allow,
+            deny,
+            max_changed_lines: self.at_least(
+                p.and_then(|p| p.max_changed_lines.as_ref()),
+                &table.child("max_changed_lines"),
+                1,
+                DEFAULT_MAX_CHANGED_LINES,
+            )?,
+        })
+    }
+
+    /// Globs matched against repository-relative paths: they must compile, and a leading `/`
+    /// would never match anything.
+    fn globs(&self, list: &StrList, key: &KeyPath) -> Result<Vec<String>, ConfigError> {
+        let mut globs = Vec::new();
+        for item in list.get_ref() {
+            let glob = self.non_empty(item, key)?;
+            if glob.starts_with('/') {
+                return Err(self.invalid(
+                    item.span(),
+                    key,
+                    format!("`{glob}` must be relative to the repository root"),
+                ));
+            }
+            if let Err(e) = globset::Glob::new(&glob) {
+                return Err(self.invalid(
+                    item.span(),
+                    key,
+                    format!("`{glob}` is not a valid glob: {}", e.kind()),
+                ));
+            }
+            globs.push(glob);
+        }
+        Ok(globs)
+    }
+
+    fn strategy(&self, raw: Option<Spanned<RawStrategy>>) -> Result<StrategySpec, ConfigError> {
+        let Some(raw) = raw else {
+            return Ok(StrategySpec::default());
+        };
+        let s = raw.into_inner();
+        Ok(StrategySpec {
+            llm: s.llm.map(|l| self.llm(l)).transpose()?,
+            command: s.command.map(|c| self.command_strategy(c)).transpose()?,
+        })
+    }
+
+    fn llm(&self, raw: Spanned<RawLlm>) -> Result<LlmSpec, ConfigError> {
+        let table = KeyPath::new(&["strategy", "llm"]);
+        let l = raw.get_ref();
+
+        let url_key = table.child("base_url");
+        let base_url = self.optional_non_empty(l.base_url.as_ref(), &url_key)?;
+        if let (Some(value), Some(url)) = (&l.base_url, &base_url) {
+            let rest = url
+                .strip_prefix("http://")
+                .or_else(|| url.strip_prefix("https://"));
+            if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) {
+                return Err(self.invalid(
+                    value.span(),
+                    &url_key,
+                    format!("`{url}` is not an http:// or https:// URL with a host"),
+                ));
+            }
+        }
+
+        let env_key = table.child("api_key_env");
+        let api_key_env = self.optional_non_empty(l.api_key_env.as_ref(), &env_key)?;
+        if let (Some(value), Some(var)) = (&l.api_key_env, &api_key_env) {
+            let is_var_name = var.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !is_var_name {
+                return Err(self.invalid(
+                    value.span(),
+                    &env_key,
+                    "must be the name of the environment variable that holds the key (like \
+                     OPENAI_API_KEY), never the key itself",
+                ));
+            }
+        }
+
+        let temperature = match &l.temperature {
+            None => None,
+            Some(value) => {
+                let t = *value.get_ref();
+                if !(t.is_finite() && (0.0..=MAX_TEMPERATURE).contains(&t)) {
+                    return Err(self.invalid(
+                        value.span(),
+                        &table.child("temperature"),
+                        format!("must be between 0.0 and {MAX_TEMPERATURE:.1}, got {t}"),
+                    ));
+                }
+                Some(t)
+            }
+        };
+
+        Ok(LlmSpec {
+            base_url,
+            model: self.optional_non_empty(l.model.as_ref(), &table.child("model"))?,
+            api_key_env,
+            temperature,
+            timeout: self.seconds(
+                l.timeout_s.as_ref(),
+                &table.child("timeout_s"),
+                DEFAULT_LLM_TIMEOUT,
+            )?,
+            candidates: self.at_least(
+                l.candidates.as_ref(),
+                &table.child("candidates"),
+                1,
+                DEFAULT_LLM_CANDIDATES,
+            )?,
+        })
+    }
+
+    fn command_strategy(
+        &self,
+        raw: Spanned<RawCommandStrategy>,
+    ) -> Result<CommandStrategySpec, ConfigError> {
+        let table = KeyPath::new(&["strategy", "command"]);
+        let c = raw.get_ref();
+        let argv_key = table.child("argv");
+        let argv = self.required(
+            c.argv.as_ref(),
+            raw.span().start,
+            &argv_key,
+            "the agent program and its arguments, e.g. [\"my-agent\", \"--json\"]",
+        )?;
+        if argv.get_ref().is_empty() {
+            return Err(self.invalid(argv.span(), &argv_key, "must name a program"));
+        }
+        Ok(CommandStrategySpec {
+            argv: self.strings(argv, &argv_key)?,
+            timeout: self.seconds(
+                c.timeout_s.as_ref(),
+                &table.child("timeout_s"),
+                DEFAULT_COMMAND_TIMEOUT,
+            )?,
+        })
+    }
+
+    fn timeouts(
+        &self,
+        raw: Option<Spanned<BTreeMap<Str, Spanned<Seconds>>>>,
+    ) -> Result<BTreeMap<crate::machine::State, Duration>, ConfigError> {
+        let table = KeyPath::new(&["timeouts"]);
+        let mut timeouts = BTreeMap::new();
+        for (key, value) in raw.iter().flat_map(|t| t.get_ref()) {
+            let here = table.child(key.get_ref());
+            let state =
+                names::state_for_key(key.get_ref()).ok_or_else(|| ConfigError::UnknownKey {
+                    at: self.src.at(key.span().start),
+                    key: here.clone(),
+                    expected: names::timeout_state_names(),
+                })?;
+            timeouts.insert(state, self.seconds(Some(value), &here, Duration::ZERO)?);
+        }
+        Ok(timeouts)
+    }
+
+    fn recovery(
+        &self,
+        raw: Option<Spanned<BTreeMap<Str, Spanned<u32>>>>,
+    ) -> Result<BTreeMap<crate::machine::ErrorClass, u32>, ConfigError> {
+        let table = KeyPath::new(&["recovery"]);
+        let mut budgets = BTreeMap::new();
+        for (key, value) in raw.iter().flat_map(|t| t.get_ref()) {
+            let class =
+                names::class_for_key(key.get_ref()).ok_or_else(|| ConfigError::UnknownKey {
+                    at: self.src.at(key.span().start),
+                    key: table.child(key.get_ref()),
+                    expected: names::recovery_class_names(),
+                })?;
+            budgets.insert(class, *value.get_ref());
+        }
+        Ok(budgets)
+    }
+}
+
+/// Non-empty, starts with an ASCII letter or digit, and otherwise holds only ASCII letters,
+/// digits and `extra`.
+fn is_safe_word(text: &str, extra: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || extra.contains(c))
+}
+
+/// `VID:PID[:SERIAL]`, as probe-rs takes it.
+fn is_probe_selector(text: &str) -> bool {
+    let mut parts = text.splitn(3, ':');
+    let is_hex_id = |p: Option<&str>| {
+        p.is_some_and(|p| (1..=4).contains(&p.len()) && p.chars().all(|c| c.is_ascii_hexdigit()))
+    };
+    let ids = is_hex_id(parts.next()) && is_hex_id(parts.next());
+    ids && parts.next().is_none_or(|serial| !serial.is_empty())
+}
+
+/// `HOST:PORT`, `[IPV6]:PORT`. The host comes back without brackets.
+fn parse_host_port(text: &str) -> Result<(String, u16), String> {
+    let (host, port) = match text.strip_prefix('[') {
+        Some(rest) => {
+            let (host, after) = rest
+                .split_once(']')
+                .ok_or_else(|| "`[` without `]`".to_string())?;
+            let port = after
+                .strip_prefix(':')
+                .ok_or_else(|| "no `:PORT` after the address".to_string())?;
+            (host, port)
+        }
+        None => {
+            let (host, port) = text
+                .rsplit_once(':')
+                .ok_or_else(|| "no `:PORT`".to_string())?;
+            if host.contains(':') {
+                return Err("write an IPv6 address in brackets, like [::1]:3333".to_string());
+            }
+            (host, port)
+        }
+    };
+    if host.is_empty() || host.contains(|c: char| c.is_whitespace() || c == '/') {
+        return Err(format!("`{host}` is not a host name or address"));
+    }
+    match port.parse::<u16>() {
+        Ok(port) if port > 0 => Ok((host.to_string(), port)),
+        Ok(_) | Err(_) => Err(format!("`{port}` is not a port number (1-65535)")),
+    }
+}
+
+fn parse_serial_port(text: &str) -> Result<SerialPort, String> {
+    if let Some(rest) = text.strip_prefix("socket://") {
+        let (host, port) = parse_host_port(rest).map_err(|why| format!("`{text}`: {why}"))?;
+        return Ok(SerialPort::Socket { host, port });
+    }
+    if text.contains("://") {
+        return Err(format!(
+            "`{text}`: unsupported scheme; use a device path like /dev/ttyACM0 or \
+             socket://HOST:PORT"
+        ));
+    }
+    if !text.starts_with('/') {
+        return Err(format!(
+            "`{text}` is not an absolute device path like /dev/ttyACM0, nor socket://HOST:PORT"
+        ));
+    }
+    Ok(SerialPort::Device(PathBuf::from(text)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_port_forms() {
+        assert_eq!(
+            parse_host_port("127.0.0.1:3333"),
+            Ok(("127.0.0.1".into(), 3333))
+        );
+        assert_eq!(parse_host_port("lab-pi:2000"), Ok(("lab-pi".into(), 2000)));
+        assert_eq!(parse_host_port("[::1]:5000"), Ok(("::1".into(), 5000)));
+        assert!(parse_host_port("::1:5000").is_err());
+        assert!(parse_host_port("host").is_err());
+        assert!(parse_host_port(":3333").is_err());
+        assert!(parse_host_port("host:0").is_err());
+        assert!(parse_host_port("host:70000").is_err());
+        assert!(parse_host_port("host:port").is_err());
+    }
+
+    #[test]
+    fn serial_port_forms() {
+        assert_eq!(
+            parse_serial_port("/dev/ttyACM0"),
+            Ok(SerialPort::Device(PathBuf::from("/dev/ttyACM0")))
+        );
+        assert_eq!(
+            parse_serial_port("socket://10.0.0.5:4000"),
+            Ok(SerialPort::Socket {
+                host: "10.0.0.5".into(),
+                port: 4000
+            })
+        );
+        assert!(parse_serial_port("rfc2217://h:1").is_err());
+        assert!(parse_serial_port("ttyACM0").is_err());
+        assert!(parse_serial_port("socket://h").is_err());
+    }
+
+    #[test]
+    fn serial_port_display_round_trips() {
+        for text in ["/dev/ttyUSB1", "socket://lab:4000", "socket://[::1]:4000"] {
+            assert_eq!(
+                parse_serial_port(text).map(|p| p.to_string()),
+                Ok(text.to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn probe_selectors() {
+        assert!(is_probe_selector("0483:374b"));
+        assert!(is_probe_selector("0483:374B:066DFF515551"));
+        assert!(!is_probe_selector("0483"));
+        assert!(!is_probe_selector("0483:zzzz"));
+        assert!(!is_probe_selector("04830:374b"));
+        assert!(!is_probe_selector("0483:374b:"));
+    }
+
+    #[test]
+    fn safe_words() {
+        assert!(is_safe_word("qemu-mps2-an385", "._-"));
+        assert!(!is_safe_word("..", "._-"));
+        assert!(!is_safe_word("a b", "._-"));
+        assert!(!is_safe_word("a/b", "._-"));
+        assert!(!is_safe_word("", "._-"));
+        assert!(is_safe_word("virt,gic-version=3", "._-,="));
+    }
+}
