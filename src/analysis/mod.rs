@@ -1,5 +1,13 @@
 //! Log triage, compiler and linker diagnostics, and crash (fault) decoding and symbolisation.
 
+pub mod diagnostics;
+pub mod fault;
+pub mod symbols;
+
+pub use diagnostics::parse_build_log;
+pub use fault::crash_report;
+pub use symbols::{SymbolError, Symbolizer};
+
 use serde::{Deserialize, Serialize};
 
 /// Severity of a build diagnostic.
