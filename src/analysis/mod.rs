@@ -23,7 +23,7 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     pub severity: Severity,
-    /// `compiler` or `linker`.
+    /// `compiler`, `assembler`, `linker`, or `make` (its "no rule to make target").
     pub tool: String,
     /// A short machine-readable kind: `compile`, `undefined_reference`, `region_overflow`,
     /// `multiple_definition`, ...

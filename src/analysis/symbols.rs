@@ -8,8 +8,8 @@
 //! It must not run external tools (`addr2line`, `nm`) or guess: an address it cannot place gets a
 //! [`Location`] with only its address.
 //!
-//! A `Symbolizer` holds `addr2line`'s loader, which is not thread-safe: open and use it on one
-//! thread (inside `spawn_blocking` from async code).
+//! A `Symbolizer` holds `addr2line`'s loader, which caches lazily without locks: it is `Send` but
+//! not `Sync`. Move it into `spawn_blocking` from async code; do not share it between threads.
 
 use std::path::{Path, PathBuf};
 
@@ -227,6 +227,12 @@ impl Symbolizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn can_move_to_a_blocking_thread() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Symbolizer>();
+    }
 
     #[test]
     fn thumb_bit_is_stripped() {
