@@ -1,5 +1,13 @@
 //! Log triage, compiler and linker diagnostics, and crash (fault) decoding and symbolisation.
 
+pub mod diagnostics;
+pub mod fault;
+pub mod symbols;
+
+pub use diagnostics::parse_build_log;
+pub use fault::crash_report;
+pub use symbols::{SymbolError, Symbolizer};
+
 use serde::{Deserialize, Serialize};
 
 /// Severity of a build diagnostic.
@@ -15,7 +23,7 @@ pub enum Severity {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diagnostic {
     pub severity: Severity,
-    /// `compiler` or `linker`.
+    /// `compiler`, `assembler`, `linker`, or `make` (its "no rule to make target").
     pub tool: String,
     /// A short machine-readable kind: `compile`, `undefined_reference`, `region_overflow`,
     /// `multiple_definition`, ...

@@ -1,0 +1,536 @@
+//! Cortex-M fault decoding: what the fault status registers say, which exception was taken, and a
+//! [`CrashReport`] a person can act on.
+//!
+//! Pure: it reads a [`FaultSnapshot`] the DUT backend captured and, when the image's symbols are
+//! at hand, asks the [`Symbolizer`] where PC and LR point. It must not read registers, files or
+//! consoles itself, and it never guesses a value the backend could not read.
+//!
+//! Bit positions are those of the ARMv7-M Architecture Reference Manual (B3.2.15 CFSR, B3.2.16
+//! HFSR); STKOF is the ARMv8-M addition.
+
+use crate::capture::FaultSnapshot;
+
+use super::symbols::Symbolizer;
+use super::{CrashReport, Location};
+
+/// CFSR bits, MemManage (bits 0-7), BusFault (8-15) and UsageFault (16-31) parts in that order.
+const CFSR_BITS: [(u32, &str); 20] = [
+    (0, "IACCVIOL"),
+    (1, "DACCVIOL"),
+    (3, "MUNSTKERR"),
+    (4, "MSTKERR"),
+    (5, "MLSPERR"),
+    (7, "MMARVALID"),
+    (8, "IBUSERR"),
+    (9, "PRECISERR"),
+    (10, "IMPRECISERR"),
+    (11, "UNSTKERR"),
+    (12, "STKERR"),
+    (13, "LSPERR"),
+    (15, "BFARVALID"),
+    (16, "UNDEFINSTR"),
+    (17, "INVSTATE"),
+    (18, "INVPC"),
+    (19, "NOCP"),
+    (20, "STKOF"),
+    (24, "UNALIGNED"),
+    (25, "DIVBYZERO"),
+];
+
+const HFSR_BITS: [(u32, &str); 3] = [(1, "VECTTBL"), (30, "FORCED"), (31, "DEBUGEVT")];
+
+const MMARVALID: u32 = 1 << 7;
+const BFARVALID: u32 = 1 << 15;
+
+/// Stacked LR values from here up are EXC_RETURN codes, not code addresses.
+const EXC_RETURN_MIN: u32 = 0xF000_0000;
+
+fn named_bits(value: u32, table: &[(u32, &'static str)]) -> Vec<&'static str> {
+    table
+        .iter()
+        .filter(|(bit, _)| value & (1 << bit) != 0)
+        .map(|(_, name)| *name)
+        .collect()
+}
+
+/// The names of the CFSR bits set in `cfsr`, MemManage then BusFault then UsageFault.
+pub fn cfsr_bits(cfsr: u32) -> Vec<&'static str> {
+    named_bits(cfsr, &CFSR_BITS)
+}
+
+/// The names of the HFSR bits set in `hfsr`.
+pub fn hfsr_bits(hfsr: u32) -> Vec<&'static str> {
+    named_bits(hfsr, &HFSR_BITS)
+}
+
+/// The exception with number `n` (xPSR's low 9 bits); None in thread mode (0).
+pub fn exception_name(n: u32) -> Option<String> {
+    let name = match n {
+        0 => return None,
+        1 => "Reset",
+        2 => "NMI",
+        3 => "HardFault",
+        4 => "MemManage",
+        5 => "BusFault",
+        6 => "UsageFault",
+        7 => "SecureFault",
+        11 => "SVCall",
+        12 => "DebugMonitor",
+        14 => "PendSV",
+        15 => "SysTick",
+        8..=10 | 13 => return Some(format!("reserved exception {n}")),
+        irq => return Some(format!("IRQ{}", irq - 16)),
+    };
+    Some(name.to_string())
+}
+
+/// A 32-bit value the way a debugger prints it: `0x000001a4`.
+pub fn hex(value: u32) -> String {
+    format!("{value:#010x}")
+}
+
+/// The data address that faulted, when the CFSR says MMFAR or BFAR holds it.
+pub fn fault_address(snap: &FaultSnapshot) -> Option<u32> {
+    let cfsr = snap.cfsr?;
+    if cfsr & MMARVALID != 0 {
+        if let Some(address) = snap.mmfar {
+            return Some(address);
+        }
+    }
+    if cfsr & BFARVALID != 0 {
+        return snap.bfar;
+    }
+    None
+}
+
+/// Whether a stacked LR is a return address into code (not an EXC_RETURN value).
+fn is_code_address(lr: u32) -> bool {
+    lr < EXC_RETURN_MIN
+}
+
+/// The functions at the crash site, innermost first: PC's (with inlined frames), then LR's.
+///
+/// This is what [`crate::results::ParseContext::site_functions`] wants: a test function on that
+/// list is the test that was running.
+pub fn site_functions(snap: &FaultSnapshot, symbols: &Symbolizer) -> Vec<String> {
+    let mut names = Vec::new();
+    if let Some(pc) = snap.pc {
+        names.extend(symbols.functions_at(u64::from(pc)));
+    }
+    if let Some(lr) = snap.lr.filter(|lr| is_code_address(*lr)) {
+        names.extend(symbols.functions_at_call_site(u64::from(lr)));
+    }
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|name| seen.insert(name.clone()));
+    names
+}
+
+/// `sensor_poll (src/sensor.c:42)`, or as much of it as is known.
+fn describe(location: &Location) -> Option<String> {
+    let function = location.function.as_deref()?;
+    Some(match (&location.file, location.line) {
+        (Some(file), Some(line)) => format!("{function} ({file}:{line})"),
+        (Some(file), None) => format!("{function} ({file})"),
+        _ => function.to_string(),
+    })
+}
+
+/// Decodes and symbolises a crash; every field of the report is filled in from what is known.
+pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> CrashReport {
+    let hfsr_names = snap.hfsr.map(hfsr_bits).unwrap_or_default();
+    let cfsr_names = snap.cfsr.map(cfsr_bits).unwrap_or_default();
+    let fault_bits: Vec<String> = hfsr_names
+        .iter()
+        .chain(&cfsr_names)
+        .map(|s| s.to_string())
+        .collect();
+    let exception = snap.exception.and_then(exception_name);
+    let fault_address = fault_address(snap);
+
+    let pc_location = match (snap.pc, symbols) {
+        (Some(pc), Some(symbols)) => Some(symbols.locate(u64::from(pc))),
+        _ => None,
+    };
+    let caller = snap.lr.map(|lr| match symbols {
+        Some(symbols) if is_code_address(lr) => symbols.locate_call_site(u64::from(lr)),
+        _ => Location {
+            address: hex(lr),
+            function: None,
+            file: None,
+            line: None,
+        },
+    });
+
+    let summary = summarise(
+        snap,
+        exception.as_deref(),
+        (&hfsr_names, &cfsr_names),
+        pc_location.as_ref(),
+        caller.as_ref(),
+        symbols.is_some(),
+        fault_address,
+    );
+
+    CrashReport {
+        pc: snap.pc.map(hex),
+        lr: snap.lr.map(hex),
+        cfsr: snap.cfsr.map(hex),
+        hfsr: snap.hfsr.map(hex),
+        function: pc_location.as_ref().and_then(|l| l.function.clone()),
+        file: pc_location.as_ref().and_then(|l| l.file.clone()),
+        line: pc_location.as_ref().and_then(|l| l.line),
+        caller,
+        fault_bits,
+        fault_address: fault_address.map(hex),
+        exception,
+        lockup: snap.lockup,
+        summary,
+    }
+}
+
+/// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
+fn summarise(
+    snap: &FaultSnapshot,
+    exception: Option<&str>,
+    (hfsr_names, cfsr_names): (&[&str], &[&str]),
+    pc_location: Option<&Location>,
+    caller: Option<&Location>,
+    have_symbols: bool,
+    fault_address: Option<u32>,
+) -> String {
+    let mut text = String::new();
+    if snap.lockup {
+        text.push_str("Lockup (fault while handling a fault): ");
+    }
+    text.push_str(exception.unwrap_or("Fault"));
+
+    // The *VALID bits only say an address register is meaningful; the address itself is shown.
+    let groups: Vec<String> = [hfsr_names, cfsr_names]
+        .iter()
+        .map(|names| {
+            names
+                .iter()
+                .filter(|n| !n.ends_with("VALID"))
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .filter(|g| !g.is_empty())
+        .collect();
+    if !groups.is_empty() {
+        text.push_str(&format!(" ({})", groups.join("; ")));
+    }
+
+    let pc_described = pc_location.and_then(describe);
+    let caller_described = caller.and_then(describe);
+    match snap.pc {
+        Some(pc) => {
+            text.push_str(&format!(" at {}", hex(pc)));
+            if let Some(at) = &pc_described {
+                text.push_str(&format!(" in {at}"));
+            }
+        }
+        None => text.push_str(" at an unknown PC"),
+    }
+    match (&caller_described, snap.lr) {
+        (Some(from), _) => {
+            let sep = if pc_described.is_some() { "," } else { "" };
+            text.push_str(&format!("{sep} called from {from}"));
+        }
+        (None, Some(lr)) if !is_code_address(lr) => {
+            text.push_str(&format!(
+                " (LR {}: the fault interrupted an exception handler)",
+                hex(lr)
+            ));
+        }
+        (None, Some(lr)) => text.push_str(&format!(" (LR {})", hex(lr))),
+        (None, None) => {}
+    }
+    if let Some(address) = fault_address {
+        text.push_str(&format!("; data address {}", hex(address)));
+    }
+    if have_symbols && snap.pc.is_some() && pc_described.is_none() {
+        text.push_str(if caller_described.is_some() {
+            "; PC is in no function (a call through a bad pointer?): the caller is where to look"
+        } else {
+            "; PC is in no function and the caller is unknown"
+        });
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_cfsr_bit_has_its_name() {
+        let expected = [
+            (0x0000_0001, "IACCVIOL"),
+            (0x0000_0002, "DACCVIOL"),
+            (0x0000_0008, "MUNSTKERR"),
+            (0x0000_0010, "MSTKERR"),
+            (0x0000_0020, "MLSPERR"),
+            (0x0000_0080, "MMARVALID"),
+            (0x0000_0100, "IBUSERR"),
+            (0x0000_0200, "PRECISERR"),
+            (0x0000_0400, "IMPRECISERR"),
+            (0x0000_0800, "UNSTKERR"),
+            (0x0000_1000, "STKERR"),
+            (0x0000_2000, "LSPERR"),
+            (0x0000_8000, "BFARVALID"),
+            (0x0001_0000, "UNDEFINSTR"),
+            (0x0002_0000, "INVSTATE"),
+            (0x0004_0000, "INVPC"),
+            (0x0008_0000, "NOCP"),
+            (0x0010_0000, "STKOF"),
+            (0x0100_0000, "UNALIGNED"),
+            (0x0200_0000, "DIVBYZERO"),
+        ];
+        for (value, name) in expected {
+            assert_eq!(cfsr_bits(value), vec![name], "{value:#x}");
+        }
+        assert_eq!(cfsr_bits(0), Vec::<&str>::new());
+        // Reserved bits have no name.
+        assert_eq!(cfsr_bits(0x0000_4044 | 0xfc00_0000), Vec::<&str>::new());
+        assert_eq!(
+            cfsr_bits(0x0000_8201 | 0x0200_0000),
+            vec!["IACCVIOL", "PRECISERR", "BFARVALID", "DIVBYZERO"]
+        );
+    }
+
+    #[test]
+    fn each_hfsr_bit_has_its_name() {
+        assert_eq!(hfsr_bits(0x0000_0002), vec!["VECTTBL"]);
+        assert_eq!(hfsr_bits(0x4000_0000), vec!["FORCED"]);
+        assert_eq!(hfsr_bits(0x8000_0000), vec!["DEBUGEVT"]);
+        assert_eq!(hfsr_bits(0), Vec::<&str>::new());
+        assert_eq!(
+            hfsr_bits(0xc000_0002),
+            vec!["VECTTBL", "FORCED", "DEBUGEVT"]
+        );
+    }
+
+    #[test]
+    fn exception_names() {
+        let names: Vec<_> = (0..=16).map(exception_name).collect();
+        assert_eq!(names[0], None);
+        assert_eq!(names[1].as_deref(), Some("Reset"));
+        assert_eq!(names[2].as_deref(), Some("NMI"));
+        assert_eq!(names[3].as_deref(), Some("HardFault"));
+        assert_eq!(names[4].as_deref(), Some("MemManage"));
+        assert_eq!(names[5].as_deref(), Some("BusFault"));
+        assert_eq!(names[6].as_deref(), Some("UsageFault"));
+        assert_eq!(names[7].as_deref(), Some("SecureFault"));
+        assert_eq!(names[8].as_deref(), Some("reserved exception 8"));
+        assert_eq!(names[11].as_deref(), Some("SVCall"));
+        assert_eq!(names[12].as_deref(), Some("DebugMonitor"));
+        assert_eq!(names[14].as_deref(), Some("PendSV"));
+        assert_eq!(names[15].as_deref(), Some("SysTick"));
+        assert_eq!(names[16].as_deref(), Some("IRQ0"));
+        assert_eq!(exception_name(16 + 42).as_deref(), Some("IRQ42"));
+    }
+
+    #[test]
+    fn hex_is_zero_padded_to_32_bits() {
+        assert_eq!(hex(0x1a4), "0x000001a4");
+        assert_eq!(hex(0), "0x00000000");
+        assert_eq!(hex(0xffff_fff9), "0xfffffff9");
+    }
+
+    #[test]
+    fn fault_addresses_only_when_valid() {
+        let mut snap = FaultSnapshot {
+            cfsr: Some(0x0000_0200),
+            bfar: Some(0x4001_0000),
+            mmfar: Some(0x2000_0000),
+            ..FaultSnapshot::default()
+        };
+        assert_eq!(fault_address(&snap), None);
+        snap.cfsr = Some(0x0000_8200);
+        assert_eq!(fault_address(&snap), Some(0x4001_0000));
+        snap.cfsr = Some(0x0000_0082);
+        assert_eq!(fault_address(&snap), Some(0x2000_0000));
+        snap.cfsr = None;
+        assert_eq!(fault_address(&snap), None);
+    }
+
+    fn forced_iaccviol() -> FaultSnapshot {
+        FaultSnapshot {
+            exception: Some(3),
+            pc: Some(0),
+            lr: Some(0x0000_01a5),
+            sp: Some(0x2000_0fd8),
+            xpsr: Some(0x4000_0000),
+            cfsr: Some(0x0000_0001),
+            hfsr: Some(0x4000_0000),
+            mmfar: Some(0xe000_edf8),
+            bfar: Some(0xe000_edf8),
+            ..FaultSnapshot::default()
+        }
+    }
+
+    #[test]
+    fn report_without_symbols() {
+        let report = crash_report(&forced_iaccviol(), None);
+        assert_eq!(report.pc.as_deref(), Some("0x00000000"));
+        assert_eq!(report.lr.as_deref(), Some("0x000001a5"));
+        assert_eq!(report.cfsr.as_deref(), Some("0x00000001"));
+        assert_eq!(report.hfsr.as_deref(), Some("0x40000000"));
+        assert_eq!(report.exception.as_deref(), Some("HardFault"));
+        assert_eq!(report.fault_bits, vec!["FORCED", "IACCVIOL"]);
+        // MMARVALID is clear: MMFAR holds junk and must not be reported.
+        assert_eq!(report.fault_address, None);
+        assert_eq!(report.function, None);
+        assert_eq!(
+            report.caller,
+            Some(Location {
+                address: "0x000001a5".to_string(),
+                function: None,
+                file: None,
+                line: None,
+            })
+        );
+        assert!(!report.lockup);
+        assert_eq!(
+            report.summary,
+            "HardFault (FORCED; IACCVIOL) at 0x00000000 (LR 0x000001a5)"
+        );
+    }
+
+    #[test]
+    fn precise_bus_fault_names_the_data_address() {
+        let snap = FaultSnapshot {
+            exception: Some(5),
+            pc: Some(0x0000_0210),
+            lr: Some(0x0000_0301),
+            cfsr: Some(0x0000_8200),
+            bfar: Some(0x4001_0000),
+            ..FaultSnapshot::default()
+        };
+        let report = crash_report(&snap, None);
+        assert_eq!(report.fault_address.as_deref(), Some("0x40010000"));
+        assert_eq!(report.fault_bits, vec!["PRECISERR", "BFARVALID"]);
+        assert_eq!(
+            report.summary,
+            "BusFault (PRECISERR) at 0x00000210 (LR 0x00000301); data address 0x40010000"
+        );
+    }
+
+    #[test]
+    fn lockup_and_exc_return_lr() {
+        let snap = FaultSnapshot {
+            pc: Some(0x0000_0120),
+            lr: Some(0xffff_fff9),
+            lockup: true,
+            ..FaultSnapshot::default()
+        };
+        let report = crash_report(&snap, None);
+        assert!(report.lockup);
+        assert_eq!(report.exception, None);
+        assert_eq!(report.fault_bits, Vec::<String>::new());
+        assert_eq!(
+            report.summary,
+            "Lockup (fault while handling a fault): Fault at 0x00000120 (LR 0xfffffff9: the \
+             fault interrupted an exception handler)"
+        );
+    }
+
+    #[test]
+    fn empty_snapshot_still_reports() {
+        let report = crash_report(&FaultSnapshot::default(), None);
+        assert_eq!(report.pc, None);
+        assert_eq!(report.caller, None);
+        assert_eq!(report.summary, "Fault at an unknown PC");
+    }
+
+    #[test]
+    fn symbolised_summaries() {
+        let caller = Location {
+            address: hex(0x1a5),
+            function: Some("sensor_poll".to_string()),
+            file: Some("src/sensor.c".to_string()),
+            line: Some(42),
+        };
+        let nowhere = Location {
+            address: hex(0),
+            function: None,
+            file: None,
+            line: None,
+        };
+        let snap = forced_iaccviol();
+        let bits = (&["FORCED"][..], &["IACCVIOL"][..]);
+        assert_eq!(
+            summarise(
+                &snap,
+                Some("HardFault"),
+                bits,
+                Some(&nowhere),
+                Some(&caller),
+                true,
+                None
+            ),
+            "HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll \
+             (src/sensor.c:42); PC is in no function (a call through a bad pointer?): the caller \
+             is where to look"
+        );
+        assert_eq!(
+            summarise(
+                &snap,
+                Some("HardFault"),
+                bits,
+                Some(&nowhere),
+                Some(&nowhere),
+                true,
+                None
+            ),
+            "HardFault (FORCED; IACCVIOL) at 0x00000000 (LR 0x000001a5); PC is in no function \
+             and the caller is unknown"
+        );
+        let inside = Location {
+            function: Some("sensor_read".to_string()),
+            line: Some(17),
+            ..caller.clone()
+        };
+        let snap = FaultSnapshot {
+            pc: Some(0x1a4),
+            ..snap
+        };
+        assert_eq!(
+            summarise(
+                &snap,
+                Some("UsageFault"),
+                (&[], &["DIVBYZERO"]),
+                Some(&inside),
+                Some(&caller),
+                true,
+                None
+            ),
+            "UsageFault (DIVBYZERO) at 0x000001a4 in sensor_read (src/sensor.c:17), called from \
+             sensor_poll (src/sensor.c:42)"
+        );
+    }
+
+    #[test]
+    fn describe_locations() {
+        let mut location = Location {
+            address: hex(0x1a4),
+            function: Some("sensor_poll".to_string()),
+            file: Some("src/sensor.c".to_string()),
+            line: Some(42),
+        };
+        assert_eq!(
+            describe(&location).as_deref(),
+            Some("sensor_poll (src/sensor.c:42)")
+        );
+        location.line = None;
+        assert_eq!(
+            describe(&location).as_deref(),
+            Some("sensor_poll (src/sensor.c)")
+        );
+        location.file = None;
+        assert_eq!(describe(&location).as_deref(), Some("sensor_poll"));
+        location.function = None;
+        assert_eq!(describe(&location), None);
+    }
+}

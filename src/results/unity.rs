@@ -1,0 +1,1273 @@
+//! The Unity test harness: its console format, its end-of-run detector, and the cross-checks that
+//! decide whether its output can be trusted.
+//!
+//! Unity prints one line per test (`file:line:name:PASS`, `file:line:name:FAIL: message`,
+//! `file:line:name:IGNORE: message`), then a line of 23 dashes, `N Tests N Failures N Ignored`,
+//! and `OK` or `FAIL`. A test's own output may precede its result on the same line, because Unity
+//! prints the location right after whatever the test printed; the parser therefore takes the last
+//! `:PASS`/`:FAIL`/`:IGNORE` on a line whose prefix ends in `path:digits:name`.
+//!
+//! This module only reads UART text and the [`ParseContext`]: it must not symbolise, read files or
+//! look at the clock. It never trusts a single source: the case lines, the summary, the final
+//! word and the exit code must all agree, or the verdict is INCONCLUSIVE with a note saying what
+//! disagreed.
+//!
+//! Verdicts, in order of precedence:
+//! 1. the runner died: ENV_ERROR (not a test result); cancelled: INCONCLUSIVE;
+//! 2. the image crashed or hung: FAIL, with the running test marked CRASH or HANG;
+//! 3. the output disagrees with itself (counts, `OK`/`FAIL`, exit code, repeated reports):
+//!    INCONCLUSIVE;
+//! 4. no summary (the output just stops, or the image exits first): FAIL when a case line already
+//!    reported a failure — that line is evidence enough — otherwise INCONCLUSIVE;
+//! 5. any FAIL, or an expected test that was never reported: FAIL;
+//! 6. no test reported at all: INCONCLUSIVE (a run that checked nothing proves nothing);
+//! 7. otherwise PASS.
+
+use std::collections::HashSet;
+
+use super::{CaseStatus, HarnessParser, ParseContext, Summary, TestCase, TestResults, Verdict};
+use crate::capture::{Capture, EndDetector, RunEnd};
+
+const HARNESS: &str = "unity";
+
+/// The case that takes a crash or hang nobody else can be blamed for.
+const RUN_CASE: &str = "(run)";
+
+/// The first line fwfix asks the image to print; it identifies the attempt, not a result.
+const NONCE_PREFIX: &str = "fwfix-nonce:";
+
+/// Parses Unity's console output.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UnityParser;
+
+impl HarnessParser for UnityParser {
+    fn name(&self) -> &'static str {
+        HARNESS
+    }
+
+    fn detector(&self) -> Box<dyn EndDetector> {
+        Box::new(UnityDetector::default())
+    }
+
+    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        parse_capture(capture, ctx)
+    }
+}
+
+/// Says the run is over when `OK` or `FAIL` is the next non-blank line after Unity's summary.
+///
+/// A bare `OK` printed by a test, or a test named `FAIL`, does not end the run.
+#[derive(Debug, Clone, Default)]
+pub struct UnityDetector {
+    after_summary: bool,
+}
+
+impl EndDetector for UnityDetector {
+    fn is_final(&mut self, line: &str) -> bool {
+        let line = clean(line);
+        if line.is_empty() {
+            return false;
+        }
+        if parse_summary(line).is_some() {
+            self.after_summary = true;
+            return false;
+        }
+        let is_final = self.after_summary && verdict_word(line).is_some();
+        self.after_summary = false;
+        is_final
+    }
+}
+
+/// One `file:line:name:STATUS[: message]` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ResultLine<'a> {
+    file: &'a str,
+    line: u32,
+    name: &'a str,
+    status: CaseStatus,
+    message: Option<&'a str>,
+    /// Nothing the test printed precedes the location on this line.
+    clean_start: bool,
+}
+
+/// What one console line is, as far as Unity is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum UnityLine<'a> {
+    Result(ResultLine<'a>),
+    Summary(Summary),
+    Other,
+}
+
+fn classify(line: &str) -> UnityLine<'_> {
+    if let Some(summary) = parse_summary(line) {
+        UnityLine::Summary(summary)
+    } else if let Some(result) = parse_result(line) {
+        UnityLine::Result(result)
+    } else {
+        UnityLine::Other
+    }
+}
+
+/// Strips line endings, surrounding blanks and the odd control byte a UART emits at reset.
+fn clean(line: &str) -> &str {
+    line.trim_matches(|c: char| c.is_whitespace() || c.is_control())
+}
+
+/// `N Tests N Failures N Ignored`, with nothing else on the line.
+fn parse_summary(line: &str) -> Option<Summary> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        [tests, "Tests", failures, "Failures", ignored, "Ignored"] => Some(Summary {
+            tests: tests.parse().ok()?,
+            failures: failures.parse().ok()?,
+            ignored: ignored.parse().ok()?,
+            ok: None,
+        }),
+        _ => None,
+    }
+}
+
+/// Unity's last word: `OK` is true, `FAIL` is false.
+fn verdict_word(line: &str) -> Option<bool> {
+    match line {
+        "OK" => Some(true),
+        "FAIL" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_result(line: &str) -> Option<ResultLine<'_>> {
+    const KEYWORDS: [(&str, CaseStatus); 3] = [
+        (":PASS", CaseStatus::Pass),
+        (":FAIL", CaseStatus::Fail),
+        (":IGNORE", CaseStatus::Ignore),
+    ];
+    let mut candidates: Vec<(usize, &str, CaseStatus)> = KEYWORDS
+        .iter()
+        .flat_map(|&(keyword, status)| {
+            line.match_indices(keyword)
+                .map(move |(at, _)| (at, keyword, status))
+        })
+        .collect();
+    // The last match wins: what the test printed comes first on the line.
+    candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+    candidates.into_iter().find_map(|(at, keyword, status)| {
+        let rest = &line[at + keyword.len()..];
+        let message = if rest.trim().is_empty() {
+            None
+        } else {
+            let text = rest.strip_prefix(':')?.trim();
+            (!text.is_empty()).then_some(text)
+        };
+        let (start, file, line_no, name) = split_location(&line[..at])?;
+        Some(ResultLine {
+            file,
+            line: line_no,
+            name,
+            status,
+            message,
+            clean_start: start == 0,
+        })
+    })
+}
+
+/// Splits the `path:digits:name` that ends `prefix`; returns where the path starts.
+fn split_location(prefix: &str) -> Option<(usize, &str, u32, &str)> {
+    let (before_name, name) = prefix.rsplit_once(':')?;
+    if name.is_empty() || name.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let (path_part, digits) = before_name.rsplit_once(':')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let line_no = digits.parse().ok()?;
+    let mut start = path_part
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| c == ':' || c.is_whitespace())
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    // A Windows drive letter (`C:\` or `C:/`) belongs to the path.
+    let tail = &path_part[start..];
+    if tail.starts_with('\\') || tail.starts_with('/') {
+        if let [.., letter, b':'] = path_part.as_bytes()[..start] {
+            if letter.is_ascii_alphabetic() {
+                start -= 2;
+            }
+        }
+    }
+    let file = &path_part[start..];
+    if file.is_empty() {
+        return None;
+    }
+    Some((start, file, line_no, name))
+}
+
+/// Everything read from the console, before any cross-check.
+#[derive(Debug, Default)]
+struct Scan {
+    reported: Vec<TestCase>,
+    /// Names reported more than once (the image restarted, or two runs interleaved).
+    repeated: Vec<String>,
+    summaries: Vec<Summary>,
+    saw_output: bool,
+}
+
+fn scan(capture: &Capture) -> Scan {
+    let mut scan = Scan::default();
+    let mut clean_files: HashSet<&str> = HashSet::new();
+    let mut noisy: Vec<usize> = Vec::new();
+    let mut after_summary = false;
+    for raw in capture.uart_lines() {
+        let line = clean(raw);
+        if line.is_empty() || line.starts_with(NONCE_PREFIX) {
+            continue;
+        }
+        scan.saw_output = true;
+        if after_summary {
+            after_summary = false;
+            if let (Some(ok), Some(summary)) = (verdict_word(line), scan.summaries.last_mut()) {
+                summary.ok = Some(ok);
+                continue;
+            }
+        }
+        match classify(line) {
+            UnityLine::Summary(summary) => {
+                scan.summaries.push(summary);
+                after_summary = true;
+            }
+            UnityLine::Result(result) => {
+                if scan.reported.iter().any(|c| c.name == result.name) {
+                    if !scan.repeated.iter().any(|n| n == result.name) {
+                        scan.repeated.push(result.name.to_string());
+                    }
+                    continue;
+                }
+                if result.clean_start {
+                    clean_files.insert(result.file);
+                } else {
+                    noisy.push(scan.reported.len());
+                }
+                scan.reported.push(TestCase {
+                    name: result.name.to_string(),
+                    status: result.status,
+                    message: result.message.map(str::to_string),
+                    file: Some(result.file.to_string()),
+                    line: Some(result.line),
+                });
+            }
+            UnityLine::Other => {}
+        }
+    }
+    // Text the test printed just before its result can stick to the path (`42test_crc.c`); when
+    // another result names the same file cleanly, use that.
+    for index in noisy {
+        let Some(case) = scan.reported.get_mut(index) else {
+            continue;
+        };
+        let Some(file) = case.file.as_deref() else {
+            continue;
+        };
+        let better = clean_files
+            .iter()
+            .filter(|clean| file.len() > clean.len() && file.ends_with(**clean))
+            .max_by_key(|clean| clean.len());
+        if let Some(better) = better {
+            case.file = Some((*better).to_string());
+        }
+    }
+    scan
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Attribution {
+    /// A function at the crash site is the test.
+    Site,
+    /// Unity runs tests in order: the first expected test not yet reported was running.
+    FirstUnreported,
+    /// No test can be blamed.
+    Run,
+}
+
+/// Which test was running when the image crashed or hung.
+fn running_test(
+    ctx: &ParseContext,
+    reported: &HashSet<&str>,
+    unreported: &[&str],
+) -> (String, Attribution) {
+    let is_candidate = |name: &&String| !reported.contains(name.as_str());
+    let by_site = ctx
+        .site_functions
+        .iter()
+        .filter(is_candidate)
+        .find(|name| ctx.expected.contains(name))
+        // Without a list of expected tests, Unity's naming convention is the best hint.
+        .or_else(|| {
+            ctx.site_functions
+                .iter()
+                .filter(is_candidate)
+                .find(|name| name.starts_with("test"))
+        });
+    if let Some(name) = by_site {
+        return (name.clone(), Attribution::Site);
+    }
+    match unreported.first() {
+        Some(name) => (name.to_string(), Attribution::FirstUnreported),
+        None => (RUN_CASE.to_string(), Attribution::Run),
+    }
+}
+
+fn names(cases: &[&TestCase]) -> String {
+    cases
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
+    let scan = scan(capture);
+    let mut notes = Vec::new();
+    if capture.truncated {
+        notes.push(
+            "the console capture was truncated to bound memory; console.log has the full text"
+                .to_string(),
+        );
+    }
+    let reported_names: HashSet<&str> = scan.reported.iter().map(|c| c.name.as_str()).collect();
+    let mut unreported: Vec<&str> = Vec::new();
+    for name in &ctx.expected {
+        if !reported_names.contains(name.as_str()) && !unreported.contains(&name.as_str()) {
+            unreported.push(name);
+        }
+    }
+
+    let mut cases = scan.reported.clone();
+    let stopped = match capture.end {
+        RunEnd::Crashed => Some((CaseStatus::Crash, "crashed")),
+        RunEnd::Timeout => Some((
+            CaseStatus::Hang,
+            "hung (nothing final before the test timeout)",
+        )),
+        _ => None,
+    };
+    let mut stopped_in = None;
+    if let Some((status, how)) = stopped {
+        let (name, attribution) = running_test(ctx, &reported_names, &unreported);
+        let message = match attribution {
+            Attribution::Site => format!("no verdict: the image {how} while this test was running"),
+            Attribution::FirstUnreported => format!(
+                "no verdict: the image {how} while this test was running (assumed: the first \
+                 expected test not yet reported, as Unity runs tests in order)"
+            ),
+            Attribution::Run => format!("no verdict: the image {how} outside any known test"),
+        };
+        notes.push(match attribution {
+            Attribution::Run => format!("the image {how} outside any known test"),
+            _ => format!("the image {how} while {name} was running"),
+        });
+        unreported.retain(|n| *n != name);
+        cases.push(TestCase {
+            name: name.clone(),
+            status,
+            message: Some(message),
+            file: None,
+            line: None,
+        });
+        stopped_in = Some(name);
+    }
+    let missing_message = match &stopped_in {
+        Some(name) => format!("never reported: the run stopped in {name}"),
+        None => "expected but never reported".to_string(),
+    };
+    cases.extend(unreported.iter().map(|name| TestCase {
+        name: name.to_string(),
+        status: CaseStatus::Missing,
+        message: Some(missing_message.clone()),
+        file: None,
+        line: None,
+    }));
+
+    let summary = scan.summaries.last().copied();
+    let verdict = decide(capture.end, &scan, &cases, summary, &mut notes);
+    TestResults {
+        harness: HARNESS.to_string(),
+        cases,
+        summary,
+        verdict,
+        notes,
+    }
+}
+
+fn decide(
+    end: RunEnd,
+    scan: &Scan,
+    cases: &[TestCase],
+    summary: Option<Summary>,
+    notes: &mut Vec<String>,
+) -> Verdict {
+    let with = |status| {
+        cases
+            .iter()
+            .filter(|c| c.status == status)
+            .collect::<Vec<_>>()
+    };
+    let failed = with(CaseStatus::Fail);
+    let missing = with(CaseStatus::Missing);
+    let ignored = with(CaseStatus::Ignore);
+    let failure_notes = |notes: &mut Vec<String>| {
+        if !failed.is_empty() {
+            notes.push(format!(
+                "{} of {} reported tests failed: {}",
+                failed.len(),
+                scan.reported.len(),
+                names(&failed)
+            ));
+        }
+        if !missing.is_empty() {
+            notes.push(format!(
+                "{} expected tests were never reported: {}",
+                missing.len(),
+                names(&missing)
+            ));
+        }
+    };
+
+    match end {
+        RunEnd::RunnerDied { signal, code } => {
+            let how = match (signal, code) {
+                (Some(signal), _) => format!("was killed by signal {signal}"),
+                (None, Some(code)) => format!("exited with status {code}"),
+                (None, None) => "died".to_string(),
+            };
+            notes.push(format!(
+                "the runner {how} before the run finished: an environment failure, not a test result"
+            ));
+            return Verdict::EnvError;
+        }
+        RunEnd::Cancelled => {
+            notes.push("the attempt was cancelled before the run finished".to_string());
+            return Verdict::Inconclusive;
+        }
+        RunEnd::Crashed | RunEnd::Timeout => {
+            failure_notes(notes);
+            return Verdict::Fail;
+        }
+        RunEnd::Verdict | RunEnd::Exited { .. } => {}
+    }
+
+    let mut consistent = true;
+    if !scan.repeated.is_empty() {
+        notes.push(format!(
+            "tests reported more than once (did the image restart?): {}",
+            scan.repeated.join(", ")
+        ));
+        consistent = false;
+    }
+    if scan.summaries.len() > 1 {
+        notes.push(format!(
+            "Unity printed {} summaries (did the image restart?); the last one is used",
+            scan.summaries.len()
+        ));
+        consistent = false;
+    }
+
+    let Some(summary) = summary else {
+        notes.push(match (scan.saw_output, end) {
+            (false, RunEnd::Exited { code }) => {
+                format!("the image printed no Unity output and exited with code {code}")
+            }
+            (false, _) => "the image printed no Unity output".to_string(),
+            (true, RunEnd::Exited { code }) => {
+                format!("the image exited with code {code} before Unity printed its summary")
+            }
+            (true, _) => "the output stopped before Unity printed its summary".to_string(),
+        });
+        if !failed.is_empty() {
+            failure_notes(notes);
+            return Verdict::Fail;
+        }
+        return Verdict::Inconclusive;
+    };
+
+    let reported = scan.reported.len();
+    let mut check = |what: &str, summary_says: u32, lines_say: usize| {
+        if usize::try_from(summary_says).ok() != Some(lines_say) {
+            notes.push(format!(
+                "the summary counts {summary_says} {what} but the case lines show {lines_say}"
+            ));
+            consistent = false;
+        }
+    };
+    check("tests", summary.tests, reported);
+    check("failures", summary.failures, failed.len());
+    check("ignored", summary.ignored, ignored.len());
+    match summary.ok {
+        None => {
+            notes.push("Unity printed no OK or FAIL after its summary".to_string());
+            consistent = false;
+        }
+        Some(ok) if ok != (summary.failures == 0) => {
+            notes.push(format!(
+                "Unity printed {} but its summary counts {} failures",
+                if ok { "OK" } else { "FAIL" },
+                summary.failures
+            ));
+            consistent = false;
+        }
+        Some(_) => {}
+    }
+    if let RunEnd::Exited { code } = end {
+        // An exit status carries 8 bits: past 255 failures a fixture clamps the count to 255 (or
+        // lets it wrap), so either is taken as agreeing.
+        let failures = i64::from(summary.failures);
+        let agrees = match i64::from(code) {
+            code if failures <= 255 => code == failures,
+            code => code == 255 || code == failures % 256,
+        };
+        if !agrees {
+            notes.push(format!(
+                "the image exited with code {code} but Unity counted {} failures (Unity \
+                 fixtures exit with the failure count)",
+                summary.failures
+            ));
+            consistent = false;
+        }
+    }
+
+    if !consistent {
+        return Verdict::Inconclusive;
+    }
+    if !failed.is_empty() || !missing.is_empty() {
+        failure_notes(notes);
+        return Verdict::Fail;
+    }
+    if reported == 0 {
+        notes.push("the run reported no tests".to_string());
+        return Verdict::Inconclusive;
+    }
+    notes.push(if ignored.is_empty() {
+        format!("all {reported} tests passed")
+    } else {
+        format!(
+            "all {} tests that ran passed ({} ignored: {})",
+            reported - ignored.len(),
+            ignored.len(),
+            names(&ignored)
+        )
+    });
+    Verdict::Pass
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capture::{ConsoleLine, Stream};
+    use proptest::prelude::*;
+
+    fn capture(text: &str, end: RunEnd) -> Capture {
+        Capture {
+            lines: text
+                .split_inclusive('\n')
+                .enumerate()
+                .map(|(i, line)| ConsoleLine {
+                    t_ms: i as u64,
+                    stream: Stream::Uart,
+                    text: line.trim_end_matches('\n').to_string(),
+                })
+                .collect(),
+            end,
+            fault: None,
+            duration_ms: 10,
+            truncated: false,
+        }
+    }
+
+    fn parse(text: &str, end: RunEnd) -> TestResults {
+        UnityParser.parse(&capture(text, end), &ParseContext::default())
+    }
+
+    fn parse_with(text: &str, end: RunEnd, expected: &[&str], site: &[&str]) -> TestResults {
+        let ctx = ParseContext {
+            expected: expected.iter().map(|s| s.to_string()).collect(),
+            site_functions: site.iter().map(|s| s.to_string()).collect(),
+        };
+        UnityParser.parse(&capture(text, end), &ctx)
+    }
+
+    fn statuses(results: &TestResults) -> Vec<(&str, CaseStatus)> {
+        results
+            .cases
+            .iter()
+            .map(|c| (c.name.as_str(), c.status))
+            .collect()
+    }
+
+    fn notes(results: &TestResults) -> String {
+        results.notes.join("\n")
+    }
+
+    const PASSING: &str = "\
+test/test_crc.c:12:test_crc_empty:PASS
+test/test_crc.c:18:test_crc_known_vector:PASS
+test/test_crc.c:25:test_crc_error_counter:PASS
+
+-----------------------
+3 Tests 0 Failures 0 Ignored 
+OK
+";
+
+    const FAILING: &str = "\
+test/test_crc.c:12:test_crc_empty:PASS
+test/test_crc.c:21:test_crc_known_vector:FAIL: Expected 0xCBF43926 Was 0xCBF43927
+test/test_crc.c:30:test_crc_later:IGNORE: not on this board
+
+-----------------------
+3 Tests 1 Failures 1 Ignored 
+FAIL
+";
+
+    #[test]
+    fn passing_run_is_pass() {
+        let r = parse(PASSING, RunEnd::Verdict);
+        assert_eq!(r.harness, "unity");
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_crc_empty", CaseStatus::Pass),
+                ("test_crc_known_vector", CaseStatus::Pass),
+                ("test_crc_error_counter", CaseStatus::Pass),
+            ]
+        );
+        assert_eq!(
+            r.summary,
+            Some(Summary {
+                tests: 3,
+                failures: 0,
+                ignored: 0,
+                ok: Some(true)
+            })
+        );
+        assert_eq!(r.cases[1].file.as_deref(), Some("test/test_crc.c"));
+        assert_eq!(r.cases[1].line, Some(18));
+        assert_eq!(r.cases[1].message, None);
+        assert_eq!(notes(&r), "all 3 tests passed");
+    }
+
+    #[test]
+    fn failing_run_is_fail_with_messages() {
+        let r = parse(FAILING, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_crc_empty", CaseStatus::Pass),
+                ("test_crc_known_vector", CaseStatus::Fail),
+                ("test_crc_later", CaseStatus::Ignore),
+            ]
+        );
+        assert_eq!(
+            r.cases[1].message.as_deref(),
+            Some("Expected 0xCBF43926 Was 0xCBF43927")
+        );
+        assert_eq!(r.cases[2].message.as_deref(), Some("not on this board"));
+        assert!(notes(&r).contains("1 of 3 reported tests failed: test_crc_known_vector"));
+    }
+
+    #[test]
+    fn fail_and_ignore_without_message() {
+        let text = "t.c:3:test_a:FAIL\nt.c:4:test_b:IGNORE\n\
+                    -----------------------\n2 Tests 1 Failures 1 Ignored\nFAIL\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(
+            statuses(&r),
+            vec![("test_a", CaseStatus::Fail), ("test_b", CaseStatus::Ignore)]
+        );
+        assert_eq!(r.cases[0].message, None);
+        assert_eq!(r.cases[1].message, None);
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn pass_with_message_and_ignored_tests_still_pass() {
+        let text = "t.c:3:test_a:PASS: checked 12 vectors\nt.c:9:test_b:IGNORE: later\n\
+                    -----------------------\n2 Tests 0 Failures 1 Ignored\nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.cases[0].message.as_deref(), Some("checked 12 vectors"));
+        assert!(notes(&r).contains("1 ignored: test_b"));
+    }
+
+    #[test]
+    fn crlf_line_endings() {
+        let r = parse(&FAILING.replace('\n', "\r\n"), RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            r.cases[1].message.as_deref(),
+            Some("Expected 0xCBF43926 Was 0xCBF43927")
+        );
+        assert_eq!(r.summary.and_then(|s| s.ok), Some(false));
+    }
+
+    #[test]
+    fn test_output_before_the_result_on_the_same_line() {
+        let text = "\
+t.c:3:test_a:PASS
+sensor says 42t.c:7:test_b:PASS
+value=1:2:3 done t.c:11:test_c:FAIL: Expected 1 Was 2
+x:PASS:FAILt.c:15:test_d:IGNORE
+-----------------------
+4 Tests 1 Failures 1 Ignored
+FAIL
+";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_a", CaseStatus::Pass),
+                ("test_b", CaseStatus::Pass),
+                ("test_c", CaseStatus::Fail),
+                ("test_d", CaseStatus::Ignore),
+            ]
+        );
+        // `42t.c` is repaired from the clean `t.c` of test_a.
+        assert!(r.cases.iter().all(|c| c.file.as_deref() == Some("t.c")));
+        assert_eq!(r.cases[2].message.as_deref(), Some("Expected 1 Was 2"));
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+    }
+
+    #[test]
+    fn messages_that_contain_status_words() {
+        let line = "t.c:9:test_x:FAIL: status:FAIL: bad";
+        let r = parse_result(line).unwrap();
+        assert_eq!(r.name, "test_x");
+        assert_eq!(r.status, CaseStatus::Fail);
+        assert_eq!(r.message, Some("status:FAIL: bad"));
+
+        let line = "t.c:9:test_y:FAIL: Expected \"a:PASS\" Was \"b\"";
+        let r = parse_result(line).unwrap();
+        assert_eq!(r.name, "test_y");
+        assert_eq!(r.message, Some("Expected \"a:PASS\" Was \"b\""));
+    }
+
+    #[test]
+    fn names_with_error_or_fail_are_judged_by_their_status() {
+        let text = "t.c:1:test_error_counter:PASS\nt.c:2:test_fail_safe:PASS\n\
+                    t.c:3:test_FAIL:PASS\nt.c:4:test_no_errors:FAIL: Expected 0 Was 1\n\
+                    -----------------------\n4 Tests 1 Failures 0 Ignored\nFAIL\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_error_counter", CaseStatus::Pass),
+                ("test_fail_safe", CaseStatus::Pass),
+                ("test_FAIL", CaseStatus::Pass),
+                ("test_no_errors", CaseStatus::Fail),
+            ]
+        );
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+    }
+
+    #[test]
+    fn windows_paths_keep_their_drive_letter() {
+        let r = parse_result(r"C:\fw\test\test_crc.c:12:test_crc:FAIL: boom").unwrap();
+        assert_eq!(r.file, r"C:\fw\test\test_crc.c");
+        assert_eq!(r.line, 12);
+        assert_eq!(r.name, "test_crc");
+        assert!(r.clean_start);
+
+        let r = parse_result("noise D:/fw/t.c:3:test_a:PASS").unwrap();
+        assert_eq!(r.file, "D:/fw/t.c");
+        assert!(!r.clean_start);
+    }
+
+    #[test]
+    fn lines_that_are_not_results() {
+        for line in [
+            "",
+            "PASS",
+            "t.c:test_a:PASS",
+            "t.c:12:test_a:PASSED",
+            "t.c:x12:test_a:PASS",
+            ":12:test_a:PASS",
+            "t.c:12::PASS",
+            "t.c:12: test_a:PASS",
+            "t.c:12:test_a:FAILURE",
+            "3 Tests 0 Failures 0 Ignored",
+        ] {
+            assert_eq!(parse_result(line), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn nonce_and_host_lines_are_ignored() {
+        let mut c = capture(&format!("fwfix-nonce: 8f3a\n{PASSING}"), RunEnd::Verdict);
+        c.lines.insert(
+            1,
+            ConsoleLine {
+                t_ms: 0,
+                stream: Stream::Host,
+                text: "t.c:1:test_host:FAIL: not firmware output".to_string(),
+            },
+        );
+        let r = UnityParser.parse(&c, &ParseContext::default());
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.cases.len(), 3);
+    }
+
+    #[test]
+    fn summary_test_count_disagreeing_is_inconclusive() {
+        let text = "t.c:1:test_a:PASS\n-----------------------\n2 Tests 0 Failures 0 Ignored\nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(
+            notes(&r).contains("the summary counts 2 tests but the case lines show 1"),
+            "{}",
+            notes(&r)
+        );
+    }
+
+    #[test]
+    fn summary_failure_count_disagreeing_is_inconclusive() {
+        let text = "t.c:1:test_a:FAIL: x\nt.c:2:test_b:PASS\n2 Tests 0 Failures 0 Ignored\nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("the summary counts 0 failures but the case lines show 1"));
+    }
+
+    #[test]
+    fn summary_ignored_count_disagreeing_is_inconclusive() {
+        let text = "t.c:1:test_a:PASS\nt.c:2:test_b:PASS\n2 Tests 0 Failures 1 Ignored\nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("the summary counts 1 ignored but the case lines show 0"));
+    }
+
+    #[test]
+    fn ok_with_failures_is_inconclusive() {
+        let text = "t.c:1:test_a:FAIL: x\n1 Tests 1 Failures 0 Ignored\nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("Unity printed OK but its summary counts 1 failures"));
+    }
+
+    #[test]
+    fn fail_without_failures_is_inconclusive() {
+        let text = "t.c:1:test_a:PASS\n1 Tests 0 Failures 0 Ignored\nFAIL\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("Unity printed FAIL but its summary counts 0 failures"));
+    }
+
+    #[test]
+    fn summary_without_final_word_is_inconclusive() {
+        let text = "t.c:1:test_a:PASS\n1 Tests 0 Failures 0 Ignored\n";
+        let r = parse(text, RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("no OK or FAIL after its summary"));
+    }
+
+    #[test]
+    fn exit_code_must_match_the_failure_count() {
+        let r = parse(FAILING, RunEnd::Exited { code: 1 });
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+
+        let r = parse(PASSING, RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+
+        let r = parse(FAILING, RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(
+            notes(&r).contains("exited with code 0 but Unity counted 1 failures"),
+            "{}",
+            notes(&r)
+        );
+
+        let r = parse(PASSING, RunEnd::Exited { code: 3 });
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn exit_code_past_255_failures_may_clamp_or_wrap() {
+        let mut text: String = (0..300)
+            .map(|i| format!("t.c:{i}:test_{i}:FAIL: x\n"))
+            .collect();
+        text.push_str("300 Tests 300 Failures 0 Ignored\nFAIL\n");
+        for (code, verdict) in [
+            (255, Verdict::Fail),
+            (44, Verdict::Fail),
+            (0, Verdict::Inconclusive),
+        ] {
+            let r = parse(&text, RunEnd::Exited { code });
+            assert_eq!(r.verdict, verdict, "code {code}: {}", notes(&r));
+        }
+    }
+
+    #[test]
+    fn crash_is_blamed_on_the_test_at_the_crash_site() {
+        let text = "t.c:1:test_a:PASS\nt.c:2:test_b:PASS\n";
+        let r = parse_with(
+            text,
+            RunEnd::Crashed,
+            &["test_a", "test_b", "test_c", "test_d", "test_e"],
+            &["sensor_read", "test_d", "UnityDefaultTestRun", "main"],
+        );
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_a", CaseStatus::Pass),
+                ("test_b", CaseStatus::Pass),
+                ("test_d", CaseStatus::Crash),
+                ("test_c", CaseStatus::Missing),
+                ("test_e", CaseStatus::Missing),
+            ]
+        );
+        assert_eq!(
+            r.cases[2].message.as_deref(),
+            Some("no verdict: the image crashed while this test was running")
+        );
+        assert_eq!(
+            r.cases[4].message.as_deref(),
+            Some("never reported: the run stopped in test_d")
+        );
+        assert!(notes(&r).contains("the image crashed while test_d was running"));
+    }
+
+    #[test]
+    fn crash_site_prefers_expected_tests_over_test_like_helpers() {
+        let r = parse_with(
+            "",
+            RunEnd::Crashed,
+            &["test_a", "test_b"],
+            &["test_util_fill", "test_b", "main"],
+        );
+        assert_eq!(r.cases[0].name, "test_b");
+        assert_eq!(r.cases[0].status, CaseStatus::Crash);
+    }
+
+    #[test]
+    fn crash_site_without_expected_tests_uses_the_naming_convention() {
+        let r = parse_with(
+            "t.c:1:test_a:PASS\n",
+            RunEnd::Crashed,
+            &[],
+            &["sensor_read", "test_sensor", "main"],
+        );
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_a", CaseStatus::Pass),
+                ("test_sensor", CaseStatus::Crash)
+            ]
+        );
+    }
+
+    #[test]
+    fn crash_without_site_is_blamed_on_the_first_unreported_test() {
+        let r = parse_with(
+            "t.c:1:test_a:PASS\n",
+            RunEnd::Crashed,
+            &["test_a", "test_b", "test_c"],
+            &["memcpy", "test_a"],
+        );
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_a", CaseStatus::Pass),
+                ("test_b", CaseStatus::Crash),
+                ("test_c", CaseStatus::Missing),
+            ]
+        );
+        assert!(r.cases[1]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("assumed: the first expected test not yet reported"));
+    }
+
+    #[test]
+    fn crash_with_nothing_to_blame_is_a_run_case() {
+        let r = parse_with(
+            "t.c:1:test_a:PASS\n",
+            RunEnd::Crashed,
+            &["test_a"],
+            &["main"],
+        );
+        assert_eq!(
+            statuses(&r),
+            vec![("test_a", CaseStatus::Pass), ("(run)", CaseStatus::Crash)]
+        );
+        assert_eq!(
+            r.cases[1].message.as_deref(),
+            Some("no verdict: the image crashed outside any known test")
+        );
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn hang_marks_the_running_test_and_the_rest_missing() {
+        let r = parse_with(
+            "fwfix-nonce: 1\r\nt.c:1:test_a:FAIL: Expected 1 Was 2\r\nprogress...",
+            RunEnd::Timeout,
+            &["test_a", "test_b", "test_c"],
+            &[],
+        );
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_a", CaseStatus::Fail),
+                ("test_b", CaseStatus::Hang),
+                ("test_c", CaseStatus::Missing),
+            ]
+        );
+        assert!(r.cases[1].message.as_deref().unwrap().contains("hung"));
+        assert!(notes(&r).contains("1 of 1 reported tests failed: test_a"));
+    }
+
+    #[test]
+    fn output_that_stops_without_a_summary() {
+        let r = parse_with(
+            "t.c:1:test_a:PASS\n",
+            RunEnd::Exited { code: 0 },
+            &["test_a", "test_b"],
+            &[],
+        );
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert_eq!(r.cases[1].status, CaseStatus::Missing);
+        assert!(notes(&r).contains("exited with code 0 before Unity printed its summary"));
+
+        let r = parse("t.c:1:test_a:PASS\n", RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("stopped before Unity printed its summary"));
+
+        // A failure line is evidence enough even when the summary never came.
+        let r = parse("t.c:1:test_a:FAIL: x\n", RunEnd::Exited { code: 1 });
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn no_output_at_all_is_inconclusive() {
+        let r = parse("", RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("printed no Unity output"));
+    }
+
+    #[test]
+    fn zero_tests_is_inconclusive() {
+        let r = parse("0 Tests 0 Failures 0 Ignored\nOK\n", RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("reported no tests"));
+    }
+
+    #[test]
+    fn expected_test_never_reported_after_a_complete_run_is_fail() {
+        let r = parse_with(
+            PASSING,
+            RunEnd::Verdict,
+            &["test_crc_empty", "test_gone"],
+            &[],
+        );
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(r.cases[3].name, "test_gone");
+        assert_eq!(r.cases[3].status, CaseStatus::Missing);
+        assert!(notes(&r).contains("1 expected tests were never reported: test_gone"));
+    }
+
+    #[test]
+    fn runner_death_is_an_environment_error() {
+        let r = parse_with(
+            "t.c:1:test_a:PASS\n",
+            RunEnd::RunnerDied {
+                signal: Some(9),
+                code: None,
+            },
+            &["test_a", "test_b"],
+            &[],
+        );
+        assert_eq!(r.verdict, Verdict::EnvError);
+        assert_eq!(r.cases[1].status, CaseStatus::Missing);
+        assert!(notes(&r).contains("killed by signal 9"));
+    }
+
+    #[test]
+    fn cancelled_is_inconclusive() {
+        let r = parse(PASSING, RunEnd::Cancelled);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("cancelled"));
+    }
+
+    #[test]
+    fn repeated_output_after_a_restart_is_inconclusive() {
+        let text = format!("t.c:1:test_crc_empty:PASS\n{PASSING}");
+        let r = parse(&text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("reported more than once"));
+        assert_eq!(r.cases.len(), 3);
+
+        let r = parse(&format!("{PASSING}{PASSING}"), RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("2 summaries"));
+    }
+
+    #[test]
+    fn truncated_capture_is_noted() {
+        let mut c = capture(PASSING, RunEnd::Verdict);
+        c.truncated = true;
+        let r = UnityParser.parse(&c, &ParseContext::default());
+        assert!(notes(&r).contains("truncated"));
+    }
+
+    /// Recorded from the fwtests fixture's test_crc image on QEMU mps2-an385; it exited with 1.
+    const FWTESTS_CRC: &str = "\
+fwfix-nonce: abc123
+tests/test_crc.c:11:test_crc8_known_vector:PASS
+tests/test_crc.c:16:test_crc8_empty_input_is_zero:PASS
+tests/test_crc.c:23:test_crc16_known_vector:FAIL: Expected 0x29B1 Was 0x31C3
+tests/test_crc.c:26:test_crc32_known_vector:PASS
+tests/test_crc.c:31:test_crc32_single_byte:PASS
+tests/test_crc.c:40:test_crc16_xmodem_variant:IGNORE: CRC-16/XMODEM is not provided yet
+
+-----------------------
+6 Tests 1 Failures 1 Ignored 
+FAIL
+";
+
+    #[test]
+    fn recorded_fixture_failure() {
+        let r = parse(FWTESTS_CRC, RunEnd::Exited { code: 1 });
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(r.cases.len(), 6);
+        assert_eq!(r.cases[2].name, "test_crc16_known_vector");
+        assert_eq!(r.cases[2].file.as_deref(), Some("tests/test_crc.c"));
+        assert_eq!(r.cases[2].line, Some(23));
+        assert_eq!(
+            r.cases[2].message.as_deref(),
+            Some("Expected 0x29B1 Was 0x31C3")
+        );
+        assert_eq!(r.cases[5].status, CaseStatus::Ignore);
+        assert_eq!(
+            r.summary,
+            Some(Summary {
+                tests: 6,
+                failures: 1,
+                ignored: 1,
+                ok: Some(false)
+            })
+        );
+        let fired = feed(&mut UnityDetector::default(), FWTESTS_CRC);
+        assert_eq!(fired.iter().filter(|f| **f).count(), 1);
+        assert_eq!(fired.last(), Some(&true));
+    }
+
+    #[test]
+    fn recorded_fixture_crash() {
+        // test_sensor calls through a bad function pointer inside an inlined helper; the stacked
+        // PC is 0xfffffffe and LR points into calibrate, inlined in sensor_sample. No test is on
+        // that list, so the first expected test not yet reported is blamed.
+        let text = "fwfix-nonce: abc123\n\
+                    tests/test_sensor.c:58:test_sensor_converts_raw_reading:PASS\n\
+                    tests/test_sensor.c:70:test_sensor_applies_calibration:PASS\n";
+        let r = parse_with(
+            text,
+            RunEnd::Crashed,
+            &[
+                "test_sensor_converts_raw_reading",
+                "test_sensor_applies_calibration",
+                "test_sensor_uncalibrated_unit_uses_raw_reading",
+                "test_sensor_reports_bus_error",
+            ],
+            &["calibrate", "sensor_sample"],
+        );
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_sensor_converts_raw_reading", CaseStatus::Pass),
+                ("test_sensor_applies_calibration", CaseStatus::Pass),
+                (
+                    "test_sensor_uncalibrated_unit_uses_raw_reading",
+                    CaseStatus::Crash
+                ),
+                ("test_sensor_reports_bus_error", CaseStatus::Missing),
+            ]
+        );
+    }
+
+    fn feed(detector: &mut dyn EndDetector, text: &str) -> Vec<bool> {
+        text.lines().map(|l| detector.is_final(l)).collect()
+    }
+
+    #[test]
+    fn detector_fires_on_ok_or_fail_after_the_summary() {
+        let fired = feed(&mut UnityDetector::default(), PASSING);
+        assert_eq!(fired.iter().filter(|f| **f).count(), 1);
+        assert_eq!(fired.last(), Some(&true));
+
+        let fired = feed(
+            &mut UnityDetector::default(),
+            &FAILING.replace('\n', "\r\n"),
+        );
+        assert_eq!(fired.last(), Some(&true));
+    }
+
+    #[test]
+    fn detector_ignores_ok_and_fail_elsewhere() {
+        let parser = UnityParser;
+        let mut d = parser.detector();
+        assert!(!d.is_final("OK"));
+        assert!(!d.is_final("FAIL"));
+        assert!(!d.is_final("t.c:3:FAIL:PASS"));
+        assert!(!d.is_final("t.c:4:OK:PASS"));
+        assert!(!d.is_final("3 Tests 0 Failures 0 Ignored"));
+        assert!(!d.is_final(""));
+        assert!(d.is_final("OK\r"));
+    }
+
+    #[test]
+    fn detector_wants_the_verdict_right_after_the_summary() {
+        let mut d = UnityDetector::default();
+        assert!(!d.is_final("1 Tests 0 Failures 0 Ignored"));
+        assert!(!d.is_final("some other line"));
+        assert!(!d.is_final("OK"));
+        assert!(!d.is_final("2 Tests 1 Failures 0 Ignored "));
+        assert!(d.is_final("FAIL"));
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC*") {
+            let _ = parse(&text, RunEnd::Verdict);
+            let mut d = UnityDetector::default();
+            let _ = d.is_final(&text);
+        }
+
+        #[test]
+        fn printed_results_parse_back(
+            noise in "[ -~]{0,20}",
+            file in "[a-z_/]{1,12}\\.c",
+            line in 1u32..100_000,
+            name in "test_[a-z_0-9]{1,20}",
+            status in prop_oneof![
+                Just(CaseStatus::Pass), Just(CaseStatus::Fail), Just(CaseStatus::Ignore)
+            ],
+            message in "[ -9;-~]{0,30}",
+        ) {
+            let word = match status {
+                CaseStatus::Pass => "PASS",
+                CaseStatus::Fail => "FAIL",
+                _ => "IGNORE",
+            };
+            let text = format!("{noise}{file}:{line}:{name}:{word}: {message}");
+            let r = parse_result(&text).unwrap();
+            prop_assert_eq!(r.name, name.as_str());
+            prop_assert_eq!(r.status, status);
+            prop_assert_eq!(r.line, line);
+            prop_assert!(r.file.ends_with(file.as_str()));
+            let message = message.trim();
+            prop_assert_eq!(r.message, (!message.is_empty()).then_some(message));
+        }
+    }
+}
