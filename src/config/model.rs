@@ -44,7 +44,10 @@ pub enum FlashSpec {
     ProbeRs(ProbeSpec),
     Gdb(GdbSpec),
     /// A flasher command line with `{elf}`, `{bin}`, `{hex}` placeholders, run with `sh -c`.
-    Command { command: String, timeout: Duration },
+    Command {
+        command: String,
+        timeout: Duration,
+    },
 }
 
 /// `[probe]`
