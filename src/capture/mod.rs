@@ -1,5 +1,13 @@
 //! Console capture: timestamped lines from a DUT, how the attempt ended, and the fault state of the
 //! core when it crashed. Backends fill these in; parsers and analysis read them.
+//!
+//! The pieces every backend shares live here too: [`framing`] turns bytes into lines, [`store`]
+//! keeps a bounded part of them in memory, [`log`] writes console.log. None of them knows which
+//! backend the bytes came from or what the lines mean.
+
+pub mod framing;
+pub mod log;
+pub mod store;
 
 use serde::{Deserialize, Serialize};
 
@@ -48,9 +56,11 @@ pub enum RunEnd {
 pub struct FaultSnapshot {
     /// The exception number in xPSR's low bits (3 = HardFault).
     pub exception: Option<u32>,
-    /// PC and LR from the stacked exception frame: where the fault happened.
+    /// PC and LR from the stacked exception frame: where the fault happened. (In
+    /// [`Capture::stopped_at`] they are the live registers instead.)
     pub pc: Option<u32>,
     pub lr: Option<u32>,
+    /// The faulting code's SP: just above the stacked frame (live SP in `stopped_at`).
     pub sp: Option<u32>,
     pub xpsr: Option<u32>,
     /// Stacked r0-r3 and r12.
@@ -74,6 +84,14 @@ pub struct Capture {
     pub duration_ms: u64,
     /// Lines were dropped to keep memory bounded (the full text is still in console.log).
     pub truncated: bool,
+    /// The target's own exit status when it exited (semihosting exit), also after a verdict or a
+    /// crash if it exited within the grace period.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// Where the core was when the attempt timed out (live PC, LR, SP, xPSR, not a stacked
+    /// frame), so a hang can be located.
+    #[serde(default)]
+    pub stopped_at: Option<FaultSnapshot>,
 }
 
 impl Capture {

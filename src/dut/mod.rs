@@ -1,9 +1,11 @@
 //! Devices under test behind one trait: QEMU (`qemu/`), real boards and labgrid places later, and a
-//! fake. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`.
+//! fake. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`. This
+//! module owns the trait, the factory and the DUT error type; it runs nothing itself.
 
 pub mod qemu;
 
 use crate::capture::{Capture, EndDetector};
+use crate::config::{Board, BoardBackend};
 use crate::events::EventSink;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -46,8 +48,25 @@ pub enum DutError {
         #[source]
         source: std::io::Error,
     },
+    #[error("board {board}: the {backend} backend is not supported yet")]
+    Unsupported { board: String, backend: String },
     #[error("{0}")]
     Other(String),
+}
+
+/// Opens the backend a board file asks for.
+pub fn open(board: &Board) -> Result<Box<dyn Dut>, DutError> {
+    let backend = match &board.backend {
+        BoardBackend::Qemu(spec) => {
+            return Ok(Box::new(qemu::QemuDut::new(&board.name, spec.clone())));
+        }
+        BoardBackend::Hardware(_) => "board",
+        BoardBackend::Labgrid(_) => "labgrid",
+    };
+    Err(DutError::Unsupported {
+        board: board.name.clone(),
+        backend: backend.to_string(),
+    })
 }
 
 /// A device under test. Blocking-free: backends own their processes and ports and stop them on
@@ -73,5 +92,57 @@ pub trait Dut: Send {
     /// Power-cycles the target, where the backend can.
     async fn power_cycle(&mut self) -> Option<Result<(), DutError>> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ConsoleSpec, FlashSpec, GdbSpec, HardwareSpec, LabgridSpec, QemuSpec};
+    use std::path::PathBuf;
+
+    fn board(backend: BoardBackend) -> Board {
+        Board {
+            name: "b1".into(),
+            source: PathBuf::from("boards/b1.toml"),
+            backend,
+            power: None,
+            health: None,
+        }
+    }
+
+    #[test]
+    fn opens_qemu() {
+        let dut = open(&board(BoardBackend::Qemu(QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: "mps2-an385".into(),
+            cpu: None,
+            extra_args: vec![],
+        })))
+        .unwrap();
+        assert_eq!(dut.describe(), "qemu mps2-an385");
+    }
+
+    #[test]
+    fn other_backends_are_not_supported_yet() {
+        let hw = BoardBackend::Hardware(HardwareSpec {
+            flash: FlashSpec::Gdb(GdbSpec {
+                remote: "127.0.0.1:3333".into(),
+                gdb: "gdb-multiarch".into(),
+            }),
+            console: ConsoleSpec::Rtt,
+        });
+        let lg = BoardBackend::Labgrid(LabgridSpec {
+            place: None,
+            tags: vec![],
+        });
+        for (backend, name) in [(hw, "board"), (lg, "labgrid")] {
+            let err = open(&board(backend)).err().unwrap();
+            assert!(
+                matches!(err, DutError::Unsupported { ref backend, .. } if backend == name),
+                "{err}"
+            );
+            assert!(err.to_string().contains("not supported yet"));
+        }
     }
 }

@@ -1,2 +1,137 @@
 //! The QEMU backend: runs an image on qemu-system-* with semihosting, captures UART and stderr,
-//! detects crashes as they happen and reads the fault state over QMP.
+//! detects crashes as they happen and reads the fault state over QMP. This file is the `Dut`
+//! face of it; `session` runs an attempt, `args` knows QEMU's command line, `fault` reads
+//! faults out of QEMU's text, `qmp` talks to its monitor, `process` owns the process plumbing.
+//! No QEMU process outlives the call that started it.
+
+pub mod args;
+pub mod fault;
+pub mod process;
+pub mod qmp;
+mod session;
+
+use super::{Dut, DutError, Image, RunSpec};
+use crate::capture::Capture;
+use crate::config::QemuSpec;
+use crate::events::EventSink;
+use std::process::Stdio;
+use std::time::Duration;
+
+/// How long `-machine help` / `-cpu help` may take before QEMU is considered broken.
+const LIST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A QEMU machine as a device under test.
+#[derive(Debug)]
+pub struct QemuDut {
+    board: String,
+    spec: QemuSpec,
+    last_pid: Option<u32>,
+}
+
+impl QemuDut {
+    pub fn new(board: impl Into<String>, spec: QemuSpec) -> Self {
+        Self {
+            board: board.into(),
+            spec,
+            last_pid: None,
+        }
+    }
+
+    pub fn spec(&self) -> &QemuSpec {
+        &self.spec
+    }
+
+    /// The process id of the QEMU started by the latest `run`, so callers (and tests) can check
+    /// it is gone.
+    pub fn last_pid(&self) -> Option<u32> {
+        self.last_pid
+    }
+
+    /// Runs `<binary> <option> help` and returns its stdout.
+    async fn list(&self, option: &str) -> Result<String, DutError> {
+        let program = self.spec.binary.as_str();
+        let mut command = process::command(program);
+        command
+            .args([option, "help"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let child = command
+            .spawn()
+            .map_err(|e| process::spawn_error(program, e))?;
+        let output = tokio::time::timeout(LIST_TIMEOUT, child.wait_with_output())
+            .await
+            .map_err(|_| DutError::StartFailed {
+                program: program.to_string(),
+                message: format!(
+                    "`{program} {option} help` did not finish within {} s",
+                    LIST_TIMEOUT.as_secs()
+                ),
+            })?
+            .map_err(|source| DutError::Io {
+                doing: format!("running `{program} {option} help`"),
+                source,
+            })?;
+        if !output.status.success() {
+            return Err(DutError::StartFailed {
+                program: program.to_string(),
+                message: format!(
+                    "`{program} {option} help` failed ({}): {}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                ),
+            });
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    }
+}
+
+#[async_trait::async_trait]
+impl Dut for QemuDut {
+    fn describe(&self) -> String {
+        format!("qemu {}", self.spec.machine)
+    }
+
+    /// The binary runs and knows the machine (and the CPU, when one is set).
+    async fn check(&mut self) -> Result<(), DutError> {
+        let program = self.spec.binary.clone();
+        let machines = args::parse_machine_list(&self.list("-machine").await?);
+        if !machines.contains(&self.spec.machine) {
+            return Err(DutError::BadArguments {
+                program: program.clone(),
+                message: format!(
+                    "-M {}: board {} asks for machine '{}', which {program} does not know \
+                     (`{program} -machine help` lists {} machines)",
+                    self.spec.machine,
+                    self.board,
+                    self.spec.machine,
+                    machines.len()
+                ),
+            });
+        }
+        if let Some(cpu) = &self.spec.cpu {
+            let cpus = args::parse_cpu_list(&self.list("-cpu").await?);
+            if !cpus.iter().any(|c| c == cpu) {
+                return Err(DutError::BadArguments {
+                    program: program.clone(),
+                    message: format!(
+                        "-cpu {cpu}: board {} asks for CPU '{cpu}', which {program} does not \
+                         know (`{program} -cpu help` lists them)",
+                        self.board
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn run(
+        &mut self,
+        image: &Image,
+        spec: RunSpec,
+        events: &dyn EventSink,
+    ) -> Result<Capture, DutError> {
+        let target = self.describe();
+        self.last_pid = None;
+        session::run(&self.spec, &target, image, spec, events, &mut self.last_pid).await
+    }
+}

@@ -1,0 +1,425 @@
+//! QEMU's command line and what its exit means: the argv for one attempt, the machine and CPU
+//! lists of `-machine help` / `-cpu help`, QEMU refusing to start (which argument, and QEMU's own
+//! words), and the classification of a process exit. Pure functions; no process is run here.
+
+use crate::config::QemuSpec;
+use crate::dut::DutError;
+use std::ffi::OsString;
+use std::path::Path;
+
+/// The argv (without the program) for one attempt. UART0 goes to stdout; QEMU's `-d` log and
+/// semihosting text go to stderr; the QMP socket does not wait for a client, so a firmware that
+/// runs and exits in 30 ms is never held up by it.
+pub fn qemu_args(
+    spec: &QemuSpec,
+    kernel: &Path,
+    qmp_socket: &Path,
+    append: Option<&str>,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec!["-M".into(), spec.machine.clone().into()];
+    if let Some(cpu) = &spec.cpu {
+        args.push("-cpu".into());
+        args.push(cpu.into());
+    }
+    for a in [
+        "-display",
+        "none",
+        "-monitor",
+        "none",
+        "-serial",
+        "stdio",
+        "-semihosting-config",
+        "enable=on,target=native",
+        "-d",
+        "int,guest_errors",
+        "-qmp",
+    ] {
+        args.push(a.into());
+    }
+    let mut qmp = OsString::from("unix:");
+    qmp.push(qmp_socket);
+    qmp.push(",server=on,wait=off");
+    args.push(qmp);
+    args.push("-kernel".into());
+    args.push(kernel.into());
+    if let Some(append) = append {
+        args.push("-append".into());
+        args.push(append.into());
+    }
+    args.extend(spec.extra_args.iter().map(OsString::from));
+    args
+}
+
+/// Machine names from `-machine help` (the first word of each line after the header).
+pub fn parse_machine_list(text: &str) -> Vec<String> {
+    parse_list(text, "Supported machines are:")
+}
+
+/// CPU names from `-cpu help`.
+pub fn parse_cpu_list(text: &str) -> Vec<String> {
+    parse_list(text, "Available CPUs:")
+}
+
+fn parse_list(text: &str, header: &str) -> Vec<String> {
+    text.lines()
+        .skip_while(|l| !l.trim_start().starts_with(header))
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// How a QEMU process ended, as the OS reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+}
+
+/// What fwfix makes of QEMU ending by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExitClass {
+    /// QEMU refused to start: its arguments, the kernel file, the machine.
+    StartFailure,
+    /// A signal from outside (not fwfix, not a lockup): the runner broke.
+    RunnerDied {
+        signal: Option<i32>,
+        code: Option<i32>,
+    },
+    /// The lockup abort or a fault the firmware exited from: a crash.
+    Crashed,
+    /// The firmware exited after the harness printed its verdict.
+    Verdict { code: i32 },
+    /// The firmware exited.
+    Exited { code: i32 },
+}
+
+/// What the session knew when QEMU ended by itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitContext {
+    pub exit: ExitInfo,
+    /// QEMU said `terminating on signal N` (it exits 0 after SIGTERM/SIGINT/SIGHUP).
+    pub terminated_by: Option<i32>,
+    pub lockup: bool,
+    pub fault_seen: bool,
+    pub verdict_seen: bool,
+    pub uart_seen: bool,
+    pub guest_ran: bool,
+    /// stderr has a `<program>: ...` error line.
+    pub qemu_complained: bool,
+}
+
+pub fn classify_exit(ctx: &ExitContext) -> ExitClass {
+    if ctx.lockup {
+        return ExitClass::Crashed;
+    }
+    let Some(code) = ctx.exit.code else {
+        return ExitClass::RunnerDied {
+            signal: ctx.exit.signal,
+            code: None,
+        };
+    };
+    if let Some(signal) = ctx.terminated_by {
+        return ExitClass::RunnerDied {
+            signal: Some(signal),
+            code: Some(code),
+        };
+    }
+    if code != 0 && !ctx.uart_seen && !ctx.guest_ran && ctx.qemu_complained {
+        return ExitClass::StartFailure;
+    }
+    if ctx.fault_seen {
+        return ExitClass::Crashed;
+    }
+    if ctx.verdict_seen {
+        return ExitClass::Verdict { code };
+    }
+    ExitClass::Exited { code }
+}
+
+/// The name QEMU prefixes its own error lines with: the file name it was started as.
+pub fn program_prefix(program: &str) -> String {
+    let name = Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(program);
+    format!("{name}: ")
+}
+
+/// Whether a stderr line is part of QEMU's `-d int,guest_errors` log rather than a message.
+fn is_debug_log(line: &str) -> bool {
+    line.starts_with("Loaded reset SP")
+        || line.starts_with("Taking exception")
+        || line.starts_with("...")
+        || line.starts_with("Invalid ")
+        || line.starts_with("Timer with period zero")
+        || line.trim().is_empty()
+}
+
+/// The error for QEMU refusing to start, naming the argument it refused and quoting QEMU.
+pub fn start_failure(program: &str, spec: &QemuSpec, kernel: &Path, stderr: &[String]) -> DutError {
+    let prefix = program_prefix(program);
+    let messages: Vec<&str> = stderr
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !is_debug_log(l))
+        .map(|l| l.strip_prefix(prefix.as_str()).unwrap_or(l))
+        .collect();
+    let said = if messages.is_empty() {
+        "it exited without saying why".to_string()
+    } else {
+        messages.join("; ")
+    };
+    let program_s = program.to_string();
+    if said.contains("unsupported machine type") {
+        return DutError::BadArguments {
+            program: program_s,
+            message: format!(
+                "-M {}: machine '{}' is not supported ({said}); `{program} -machine help` lists \
+                 the machines it knows",
+                spec.machine, spec.machine
+            ),
+        };
+    }
+    if said.contains("CPU model") || said.contains("only be used with CPU") {
+        let cpu = spec.cpu.as_deref().unwrap_or("(default)");
+        return DutError::BadArguments {
+            program: program_s,
+            message: format!(
+                "-cpu {cpu}: not usable with machine {} ({said})",
+                spec.machine
+            ),
+        };
+    }
+    if said.contains("Could not load kernel") {
+        return DutError::StartFailed {
+            program: program_s,
+            message: format!("-kernel {}: {said}", kernel.display()),
+        };
+    }
+    if let Some(option) = messages.iter().find_map(|m| refused_option(m)) {
+        return DutError::BadArguments {
+            program: program_s,
+            message: format!("{option}: {said}"),
+        };
+    }
+    DutError::StartFailed {
+        program: program_s,
+        message: said,
+    }
+}
+
+/// `-bogus: invalid option` names the option QEMU refused.
+fn refused_option(message: &str) -> Option<&str> {
+    let (option, _) = message.split_once(": ")?;
+    (option.starts_with('-') && !option.contains(' ')).then_some(option)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn spec() -> QemuSpec {
+        QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: "mps2-an385".into(),
+            cpu: None,
+            extra_args: vec![],
+        }
+    }
+
+    fn strings(args: &[OsString]) -> Vec<String> {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn argv_has_every_flag_in_order() {
+        let mut s = spec();
+        s.cpu = Some("cortex-m3".into());
+        s.extra_args = vec!["-icount".into(), "shift=0".into()];
+        let args = qemu_args(
+            &s,
+            Path::new("/fw/test.elf"),
+            Path::new("/tmp/x/qmp.sock"),
+            Some("seed=7"),
+        );
+        assert_eq!(
+            strings(&args).join(" "),
+            "-M mps2-an385 -cpu cortex-m3 -display none -monitor none -serial stdio \
+             -semihosting-config enable=on,target=native -d int,guest_errors \
+             -qmp unix:/tmp/x/qmp.sock,server=on,wait=off -kernel /fw/test.elf -append seed=7 \
+             -icount shift=0"
+        );
+    }
+
+    #[test]
+    fn argv_without_optional_parts() {
+        let args = strings(&qemu_args(
+            &spec(),
+            Path::new("a.elf"),
+            Path::new("q.sock"),
+            None,
+        ));
+        assert!(!args.contains(&"-cpu".to_string()));
+        assert!(!args.contains(&"-append".to_string()));
+        assert_eq!(args.last().map(String::as_str), Some("a.elf"));
+    }
+
+    #[test]
+    fn machine_and_cpu_lists() {
+        let machines = "Supported machines are:\nakita                Sharp SL-C1000 (Akita) PDA (PXA270)\nlm3s6965evb          Stellaris LM3S6965EVB (Cortex-M3)\nvirt                 QEMU 7.2 ARM Virtual Machine (alias of virt-7.2)\n";
+        assert_eq!(
+            parse_machine_list(machines),
+            vec!["akita", "lm3s6965evb", "virt"]
+        );
+        let cpus = "Available CPUs:\n  arm1026\n  cortex-m3\n";
+        assert_eq!(parse_cpu_list(cpus), vec!["arm1026", "cortex-m3"]);
+        assert!(parse_machine_list("garbage").is_empty());
+    }
+
+    fn stderr(lines: &[&str]) -> Vec<String> {
+        lines.iter().map(|l| l.to_string()).collect()
+    }
+
+    #[test]
+    fn unsupported_machine_names_the_machine() {
+        let mut s = spec();
+        s.machine = "nosuch".into();
+        let e = start_failure(
+            "qemu-system-arm",
+            &s,
+            Path::new("a.elf"),
+            &stderr(&[
+                "qemu-system-arm: unsupported machine type",
+                "Use -machine help to list supported machines",
+            ]),
+        );
+        let text = e.to_string();
+        assert!(matches!(e, DutError::BadArguments { .. }), "{text}");
+        assert!(text.contains("-M nosuch"), "{text}");
+        assert!(text.contains("unsupported machine type"), "{text}");
+    }
+
+    #[test]
+    fn missing_kernel_names_the_file() {
+        let e = start_failure(
+            "/usr/bin/qemu-system-arm",
+            &spec(),
+            &PathBuf::from("/x/nothere.elf"),
+            &stderr(&[
+                "Loaded reset SP 0x0 PC 0x0 from vector table",
+                "/x/nothere.elf: No such file or directory",
+                "qemu-system-arm: Could not load kernel '/x/nothere.elf'",
+            ]),
+        );
+        let text = e.to_string();
+        assert!(matches!(e, DutError::StartFailed { .. }), "{text}");
+        assert!(text.contains("-kernel /x/nothere.elf"), "{text}");
+        assert!(text.contains("No such file"), "{text}");
+        assert!(!text.contains("Loaded reset"), "{text}");
+    }
+
+    #[test]
+    fn bad_cpu_and_bad_option() {
+        let mut s = spec();
+        s.cpu = Some("cortex-a9".into());
+        let e = start_failure(
+            "qemu-system-arm",
+            &s,
+            Path::new("a.elf"),
+            &stderr(&["qemu-system-arm: This board can only be used with CPU cortex-m3-arm-cpu"]),
+        );
+        assert!(e.to_string().contains("-cpu cortex-a9"), "{e}");
+        let e = start_failure(
+            "qemu-system-arm",
+            &spec(),
+            Path::new("a.elf"),
+            &stderr(&["qemu-system-arm: -bogus: invalid option"]),
+        );
+        assert!(matches!(e, DutError::BadArguments { .. }));
+        assert!(
+            e.to_string().contains("-bogus: -bogus: invalid option"),
+            "{e}"
+        );
+        let e = start_failure("qemu-system-arm", &spec(), Path::new("a.elf"), &[]);
+        assert!(matches!(e, DutError::StartFailed { .. }));
+        assert!(e.to_string().contains("without saying why"));
+    }
+
+    fn ctx(code: Option<i32>, signal: Option<i32>) -> ExitContext {
+        ExitContext {
+            exit: ExitInfo { code, signal },
+            terminated_by: None,
+            lockup: false,
+            fault_seen: false,
+            verdict_seen: false,
+            uart_seen: true,
+            guest_ran: true,
+            qemu_complained: false,
+        }
+    }
+
+    #[test]
+    fn exit_classification() {
+        assert_eq!(
+            classify_exit(&ctx(Some(0), None)),
+            ExitClass::Exited { code: 0 }
+        );
+        assert_eq!(
+            classify_exit(&ExitContext {
+                verdict_seen: true,
+                ..ctx(Some(1), None)
+            }),
+            ExitClass::Verdict { code: 1 }
+        );
+        assert_eq!(
+            classify_exit(&ExitContext {
+                lockup: true,
+                ..ctx(None, Some(6))
+            }),
+            ExitClass::Crashed
+        );
+        assert_eq!(
+            classify_exit(&ctx(None, Some(6))),
+            ExitClass::RunnerDied {
+                signal: Some(6),
+                code: None
+            }
+        );
+        assert_eq!(
+            classify_exit(&ExitContext {
+                terminated_by: Some(15),
+                ..ctx(Some(0), None)
+            }),
+            ExitClass::RunnerDied {
+                signal: Some(15),
+                code: Some(0)
+            }
+        );
+        assert_eq!(
+            classify_exit(&ExitContext {
+                fault_seen: true,
+                ..ctx(Some(1), None)
+            }),
+            ExitClass::Crashed
+        );
+        let refused = ExitContext {
+            uart_seen: false,
+            guest_ran: false,
+            qemu_complained: true,
+            ..ctx(Some(1), None)
+        };
+        assert_eq!(classify_exit(&refused), ExitClass::StartFailure);
+        // A firmware that exits 1 before printing anything still ran.
+        assert_eq!(
+            classify_exit(&ExitContext {
+                guest_ran: true,
+                ..refused
+            }),
+            ExitClass::Exited { code: 1 }
+        );
+    }
+}

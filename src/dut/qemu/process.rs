@@ -1,0 +1,249 @@
+//! The QEMU process and what must die with it: the command line's process settings (own process
+//! group, null stdin, killed on drop), a guard that kills the whole group on every exit path
+//! (including a panic or the run's future being dropped), a task handle that aborts on drop, a
+//! private scratch directory, and the pumps that turn the process's pipes into timestamped lines.
+//! It does not interpret anything QEMU prints.
+
+use crate::capture::framing::LineSplitter;
+use crate::capture::{ConsoleLine, Stream};
+use crate::dut::DutError;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// A command for `program` that cannot outlive fwfix's handle on it and cannot read fwfix's
+/// terminal: stdin is null, it leads its own process group (so a terminal's Ctrl+C reaches fwfix,
+/// which then stops it, rather than killing it behind fwfix's back), and dropping the child kills
+/// it. A program given as a relative path is resolved here, because the child may run elsewhere.
+pub fn command(program: &str) -> Command {
+    let resolved = if program.contains('/') {
+        std::path::absolute(program).unwrap_or_else(|_| PathBuf::from(program))
+    } else {
+        PathBuf::from(program)
+    };
+    let mut cmd = Command::new(resolved);
+    cmd.stdin(Stdio::null()).process_group(0).kill_on_drop(true);
+    cmd
+}
+
+/// The install hint for a missing emulator.
+pub fn install_hint(program: &str) -> String {
+    let name = Path::new(program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or(program);
+    match name {
+        "qemu-system-arm" => "install it with `sudo apt-get install qemu-system-arm`".into(),
+        _ => format!(
+            "install QEMU so that `{name}` is on PATH, or set `[qemu] binary` in the board file \
+             to its full path"
+        ),
+    }
+}
+
+/// Maps a spawn error to the DUT error a user can act on.
+pub fn spawn_error(program: &str, error: io::Error) -> DutError {
+    match error.kind() {
+        io::ErrorKind::NotFound => DutError::ToolMissing {
+            program: program.to_string(),
+            hint: install_hint(program),
+        },
+        io::ErrorKind::PermissionDenied => DutError::StartFailed {
+            program: program.to_string(),
+            message: format!("permission denied ({error}); is it an executable file?"),
+        },
+        _ => DutError::StartFailed {
+            program: program.to_string(),
+            message: error.to_string(),
+        },
+    }
+}
+
+/// Kills a process group when told to and, unless disarmed, when dropped. Disarm it only once the
+/// leader has been reaped, so a recycled group id is never signalled.
+#[derive(Debug)]
+pub struct GroupKiller {
+    pgid: Option<Pid>,
+}
+
+impl GroupKiller {
+    /// Guards the group led by `pid` (a child spawned with [`command`]).
+    pub fn new(pid: Option<u32>) -> Self {
+        let pgid = pid
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|&p| p > 0)
+            .map(Pid::from_raw);
+        Self { pgid }
+    }
+
+    /// Sends SIGKILL to the whole group. QEMU gets no chance to linger: by the time fwfix kills
+    /// it, everything worth reading has been read.
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (already gone) is the expected outcome on most paths.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    pub fn disarm(&mut self) {
+        self.pgid = None;
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A spawned task that is aborted when its handle is dropped.
+#[derive(Debug)]
+pub struct AbortOnDrop<T>(pub JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A private directory (mode 0700) for one attempt's QMP socket and for anything QEMU might leave
+/// in its working directory (a core file after a lockup abort). Removed when dropped.
+#[derive(Debug)]
+pub struct ScratchDir {
+    path: PathBuf,
+}
+
+impl ScratchDir {
+    pub fn create() -> io::Result<Self> {
+        use std::os::unix::fs::DirBuilderExt;
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let mut last = None;
+        for _ in 0..16 {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!("fwfix-qemu-{}-{nanos:x}-{n}", std::process::id()));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("no free scratch directory name")))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// Reads a pipe to its end, sending each line stamped with the milliseconds since `launch`. The
+/// last line is sent even without a newline. Stops early, without error, if nobody listens.
+pub async fn pump<R: AsyncRead + Unpin>(
+    mut source: R,
+    stream: Stream,
+    launch: Instant,
+    lines: mpsc::Sender<ConsoleLine>,
+) -> io::Result<()> {
+    let mut splitter = LineSplitter::default();
+    let mut buf = vec![0u8; 8192];
+    let stamp = |text: String| ConsoleLine {
+        t_ms: launch.elapsed().as_millis() as u64,
+        stream,
+        text,
+    };
+    let result = loop {
+        match source.read(&mut buf).await {
+            Ok(0) => break Ok(()),
+            Ok(n) => {
+                for text in splitter.push(&buf[..n]) {
+                    if lines.send(stamp(text)).await.is_err() {
+                        return Ok(());
+                    }
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => break Err(e),
+        }
+    };
+    if let Some(text) = splitter.finish() {
+        let _ = lines.send(stamp(text)).await;
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints() {
+        assert!(install_hint("qemu-system-arm").contains("apt-get install qemu-system-arm"));
+        assert!(install_hint("/opt/q/bin/qemu-system-arm").contains("apt-get"));
+        let other = install_hint("qemu-system-riscv32");
+        assert!(other.contains("qemu-system-riscv32") && !other.contains("apt-get"));
+    }
+
+    #[test]
+    fn spawn_errors_map_to_dut_errors() {
+        let e = spawn_error("qemu-x", io::Error::from(io::ErrorKind::NotFound));
+        assert!(matches!(e, DutError::ToolMissing { ref program, .. } if program == "qemu-x"));
+        let e = spawn_error("qemu-x", io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(matches!(e, DutError::StartFailed { .. }));
+    }
+
+    #[test]
+    fn scratch_dir_is_private_and_removed() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = ScratchDir::create().unwrap();
+        let path = dir.path().to_path_buf();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700);
+        std::fs::write(path.join("core"), b"x").unwrap();
+        drop(dir);
+        assert!(!path.exists());
+    }
+
+    #[tokio::test]
+    async fn pump_stamps_lines_and_keeps_the_last_one() {
+        let (tx, mut rx) = mpsc::channel(16);
+        let input: &[u8] = b"one\r\ntwo\nthree";
+        pump(input, Stream::Uart, Instant::now(), tx).await.unwrap();
+        let mut got = Vec::new();
+        while let Some(line) = rx.recv().await {
+            assert_eq!(line.stream, Stream::Uart);
+            got.push(line.text);
+        }
+        assert_eq!(got, vec!["one", "two", "three"]);
+    }
+
+    #[tokio::test]
+    async fn group_killer_kills_on_drop() {
+        let mut child = command("sleep").arg("30").spawn().unwrap();
+        let killer = GroupKiller::new(child.id());
+        drop(killer);
+        let status = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9));
+    }
+}

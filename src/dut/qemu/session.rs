@@ -1,0 +1,600 @@
+//! One QEMU attempt from launch to a stopped process. Outline:
+//!
+//! 1. Open console.log and a scratch directory, spawn QEMU in its own process group behind a
+//!    guard that kills the group on every exit path, start the stdout/stderr pumps and the QMP
+//!    connection.
+//! 2. Capture: every line is logged, emitted as an event, kept (bounded), and fed to the harness's
+//!    end detector (UART) or the fault watcher (stderr), until the first of: verdict, exit, fault,
+//!    lockup, timeout, cancellation.
+//! 3. Finish that ending: a short grace for the exit code after a verdict; a monitor snapshot
+//!    (stop, registers, stack, SCB) after a fault; the stopped core's registers at a timeout.
+//! 4. Kill the group, reap QEMU, drain the pipes, close console.log, build the [`Capture`].
+//!
+//! It owns the timing policy; parsing is in `fault` and `args`, process plumbing in `process`.
+
+use super::args::{self, ExitClass, ExitContext, ExitInfo};
+use super::fault::{self, Alarm, FaultWatcher, MonitorReading, SCB_CFSR, STACK_WORDS};
+use super::process::{self, AbortOnDrop, GroupKiller, ScratchDir};
+use super::qmp::{QmpClient, QmpError};
+use crate::capture::log::ConsoleLog;
+use crate::capture::store::{LineStore, StoreLimits};
+use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
+use crate::config::QemuSpec;
+use crate::dut::{DutError, Image, RunSpec};
+use crate::events::{Event, EventSink, Level};
+use std::future::Future;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+use tokio::process::Child;
+use tokio::sync::mpsc;
+use tokio::time::{sleep, sleep_until, timeout, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// After the verdict (or a crash snapshot), how long QEMU gets to exit by semihosting so its exit
+/// code is recorded.
+const EXIT_GRACE: Duration = Duration::from_millis(300);
+/// How long fwfix keeps trying to connect to QMP after launch.
+const QMP_PATIENCE: Duration = Duration::from_secs(2);
+/// The limit on each QMP request.
+const QMP_STEP: Duration = Duration::from_millis(400);
+/// The whole monitor snapshot of a crash, connection wait included: the crash must be reported
+/// within about a second.
+const CRASH_READ_BUDGET: Duration = Duration::from_millis(900);
+/// The registers of a hung core.
+const HANG_READ_BUDGET: Duration = Duration::from_millis(1500);
+/// After QEMU's exit (or our kill), how long the pipes may take to deliver what is left.
+const DRAIN_BUDGET: Duration = Duration::from_secs(2);
+/// After a failed snapshot, how long to wait for QEMU to finish aborting on a lockup.
+const LOCKUP_WAIT: Duration = Duration::from_millis(700);
+/// stderr lines kept to explain a start failure.
+const STDERR_HEAD: usize = 64;
+/// A unix socket path must fit in `sun_path` (108 bytes with the terminator).
+const MAX_SOCKET_PATH: usize = 100;
+
+/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists.
+pub(super) async fn run(
+    spec: &QemuSpec,
+    target: &str,
+    image: &Image,
+    run: RunSpec,
+    events: &dyn EventSink,
+    pid: &mut Option<u32>,
+) -> Result<Capture, DutError> {
+    let program = spec.binary.as_str();
+    let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
+    let scratch = ScratchDir::create().map_err(|source| DutError::Io {
+        doing: "creating a scratch directory for QEMU".into(),
+        source,
+    })?;
+    let qmp_socket = scratch.path().join("qmp.sock");
+    if qmp_socket.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(DutError::Other(format!(
+            "the QMP socket path {} is too long for a unix socket; use a shorter temporary \
+             directory",
+            qmp_socket.display()
+        )));
+    }
+    let log = ConsoleLog::create(&run.console_log)
+        .await
+        .map_err(|source| DutError::Io {
+            doing: format!("creating {}", run.console_log.display()),
+            source,
+        })?;
+
+    let launch = Instant::now();
+    let mut command = process::command(program);
+    command
+        .args(args::qemu_args(
+            spec,
+            &kernel,
+            &qmp_socket,
+            run.append.as_deref(),
+        ))
+        // Anything QEMU leaves in its working directory (a core file) goes away with the scratch.
+        .current_dir(scratch.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .map_err(|e| process::spawn_error(program, e))?;
+    let mut killer = GroupKiller::new(child.id());
+    *pid = child.id();
+    events.emit(&Event::BootStarted {
+        target: target.to_string(),
+        attempt: run.attempt,
+    });
+
+    let (tx, rx) = mpsc::channel(256);
+    let mut pumps = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        pumps.push(AbortOnDrop(tokio::spawn(process::pump(
+            out,
+            Stream::Uart,
+            launch,
+            tx.clone(),
+        ))));
+    }
+    if let Some(err) = child.stderr.take() {
+        pumps.push(AbortOnDrop(tokio::spawn(process::pump(
+            err,
+            Stream::Host,
+            launch,
+            tx,
+        ))));
+    }
+    let qmp = AbortOnDrop(tokio::spawn(async move {
+        QmpClient::connect(&qmp_socket, QMP_PATIENCE, QMP_STEP).await
+    }));
+
+    let mut session = Session {
+        child,
+        rx,
+        rx_open: true,
+        status: None,
+        wait_error: None,
+        cancel: run.cancel.clone(),
+        log,
+        store: LineStore::new(StoreLimits::default()),
+        events,
+        attempt: run.attempt,
+        detector: run.detector,
+        watcher: FaultWatcher::new(),
+        verdict: false,
+        alarm: None,
+        uart_seen: false,
+        stderr_head: Vec::new(),
+        program_prefix: args::program_prefix(program),
+        qmp: Some(qmp),
+    };
+    let ending = session.capture(launch + run.timeout).await;
+
+    // 4. Stop everything, whatever happened above.
+    let exited_by_itself = session.status.is_some();
+    killer.kill();
+    session.reap().await;
+    if session.status.is_some() || session.wait_error.is_some() {
+        killer.disarm();
+    }
+    session.drain().await;
+    for mut pump in pumps {
+        if let Ok(Ok(Err(e))) = timeout(DRAIN_BUDGET, &mut pump.0).await {
+            session.warn(format!("reading QEMU's output failed: {e}"));
+        }
+    }
+    let exit = session.status.map(|s| exit_info(&s));
+
+    let (end, fault, stopped_at) = match ending {
+        Ending::Verdict => (RunEnd::Verdict, None, None),
+        Ending::Cancelled => (RunEnd::Cancelled, None, None),
+        Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
+        Ending::Crashed(mut snapshot) => {
+            if session.watcher.lockup() && !snapshot.lockup {
+                snapshot.lockup = true;
+                snapshot
+                    .raw
+                    .push_str("\n-- the fault handler then locked up --\n");
+                snapshot.raw.push_str(&session.watcher.log_text());
+            }
+            (RunEnd::Crashed, Some(snapshot), None)
+        }
+        Ending::Exited => match session.classify(exit) {
+            ExitClass::StartFailure => {
+                let _ = session.log.finish().await;
+                return Err(args::start_failure(
+                    program,
+                    spec,
+                    &kernel,
+                    &session.stderr_head,
+                ));
+            }
+            ExitClass::RunnerDied { signal, code } => {
+                (RunEnd::RunnerDied { signal, code }, None, None)
+            }
+            ExitClass::Crashed => {
+                let why = "QEMU ended before its monitor could be read";
+                let snapshot = session.watcher.snapshot_from_log(why);
+                (RunEnd::Crashed, Some(snapshot), None)
+            }
+            ExitClass::Verdict { .. } => (RunEnd::Verdict, None, None),
+            ExitClass::Exited { code } => (RunEnd::Exited { code }, None, None),
+        },
+    };
+    let exit_code = if exited_by_itself {
+        exit.and_then(|e| e.code)
+    } else {
+        None
+    };
+
+    let Session { log, store, .. } = session;
+    let log_path: PathBuf = log.path().to_path_buf();
+    log.finish().await.map_err(|source| DutError::Io {
+        doing: format!("writing {}", log_path.display()),
+        source,
+    })?;
+    let (lines, truncated) = store.into_lines();
+    Ok(Capture {
+        lines,
+        end,
+        fault,
+        duration_ms: launch.elapsed().as_millis() as u64,
+        truncated,
+        exit_code,
+        stopped_at,
+    })
+}
+
+fn exit_info(status: &ExitStatus) -> ExitInfo {
+    ExitInfo {
+        code: status.code(),
+        signal: status.signal(),
+    }
+}
+
+/// How the capture phase ended, with what that ending needs.
+enum Ending {
+    Verdict,
+    /// QEMU ended by itself: classified from its exit status once the pipes are drained.
+    Exited,
+    Crashed(FaultSnapshot),
+    Timeout(Option<FaultSnapshot>),
+    Cancelled,
+}
+
+/// What one round of waiting produced.
+enum Step<T> {
+    Done(T),
+    Line,
+    Exited,
+    Cancelled,
+}
+
+struct Session<'a> {
+    child: Child,
+    rx: mpsc::Receiver<ConsoleLine>,
+    rx_open: bool,
+    status: Option<ExitStatus>,
+    wait_error: Option<std::io::Error>,
+    cancel: CancellationToken,
+    log: ConsoleLog,
+    store: LineStore,
+    events: &'a dyn EventSink,
+    attempt: u32,
+    detector: Box<dyn EndDetector>,
+    watcher: FaultWatcher,
+    verdict: bool,
+    alarm: Option<Alarm>,
+    uart_seen: bool,
+    stderr_head: Vec<String>,
+    /// QEMU's own error lines start with this (`qemu-system-arm: `).
+    program_prefix: String,
+    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
+}
+
+impl Session<'_> {
+    /// 2 and 3: captures until the attempt's ending is decided and finished.
+    async fn capture(&mut self, timeout_at: Instant) -> Ending {
+        let mut timer = pin!(sleep_until(timeout_at));
+        loop {
+            match self.step(&mut timer).await {
+                Step::Cancelled => return Ending::Cancelled,
+                Step::Done(()) => return Ending::Timeout(self.read_stopped_core().await),
+                Step::Exited => {
+                    self.drain().await;
+                    return Ending::Exited;
+                }
+                Step::Line => {}
+            }
+            match self.alarm.take() {
+                Some(Alarm::Fault { .. }) => return Ending::Crashed(self.read_fault().await),
+                Some(Alarm::Lockup) => return Ending::Crashed(self.await_lockup().await),
+                None => {}
+            }
+            if self.verdict {
+                self.grace().await;
+                return Ending::Verdict;
+            }
+        }
+    }
+
+    /// Waits for one of: a line (handled), QEMU's exit, cancellation, or `fut`.
+    async fn step<F: Future + Unpin>(&mut self, fut: &mut F) -> Step<F::Output> {
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => Step::Cancelled,
+            line = self.rx.recv(), if self.rx_open => {
+                match line {
+                    Some(line) => self.take(line).await,
+                    None => self.rx_open = false,
+                }
+                Step::Line
+            }
+            status = self.child.wait(), if self.status.is_none() && self.wait_error.is_none() => {
+                match status {
+                    Ok(status) => self.status = Some(status),
+                    Err(e) => self.wait_error = Some(e),
+                }
+                Step::Exited
+            }
+            out = fut => Step::Done(out),
+        }
+    }
+
+    fn exited(&self) -> bool {
+        self.status.is_some() || self.wait_error.is_some()
+    }
+
+    /// One line: to console.log, to the event sink, to memory, to the detector or the watcher.
+    async fn take(&mut self, line: ConsoleLine) {
+        self.log.write(&line).await;
+        self.events.emit(&Event::ConsoleLine {
+            attempt: self.attempt,
+            t_ms: line.t_ms,
+            stream: line.stream,
+            text: line.text.clone(),
+        });
+        match line.stream {
+            Stream::Uart => {
+                self.uart_seen = true;
+                if !self.verdict && self.detector.is_final(&line.text) {
+                    self.verdict = true;
+                }
+            }
+            Stream::Host => {
+                if self.stderr_head.len() < STDERR_HEAD {
+                    self.stderr_head.push(line.text.clone());
+                }
+                if let Some(alarm) = self.watcher.feed(&line.text) {
+                    self.alarm = Some(alarm);
+                }
+            }
+        }
+        self.store.push(line);
+    }
+
+    /// Lets QEMU run for [`EXIT_GRACE`] so a semihosting exit (and its code) can arrive.
+    async fn grace(&mut self) {
+        let mut timer = pin!(sleep(EXIT_GRACE));
+        loop {
+            match self.step(&mut timer).await {
+                Step::Line => {}
+                Step::Exited => return self.drain().await,
+                Step::Done(()) | Step::Cancelled => return,
+            }
+        }
+    }
+
+    /// The fault just happened: stop the core over QMP and read where it faulted, while still
+    /// capturing (a lockup may end QEMU meanwhile). Then let the handler run for the grace, so
+    /// whatever it prints, and a semihosting exit, are captured too.
+    async fn read_fault(&mut self) -> FaultSnapshot {
+        let qmp = self.qmp.take();
+        let mut reading = pin!(timeout(CRASH_READ_BUDGET, monitor_reading(qmp)));
+        let result = loop {
+            match self.step(&mut reading).await {
+                Step::Line => {}
+                Step::Done(Ok(result)) => break result,
+                Step::Done(Err(_)) => {
+                    break Err(format!(
+                        "no monitor answer within {} ms",
+                        CRASH_READ_BUDGET.as_millis()
+                    ))
+                }
+                Step::Exited => {
+                    self.drain().await;
+                    return self
+                        .watcher
+                        .snapshot_from_log("QEMU ended before its monitor could be read");
+                }
+                Step::Cancelled => {
+                    return self
+                        .watcher
+                        .snapshot_from_log("the attempt was cancelled before the monitor answered")
+                }
+            }
+        };
+        match result {
+            Ok(reading) => {
+                let snapshot = fault::snapshot_from_monitor(&reading, &self.watcher);
+                self.grace().await;
+                snapshot
+            }
+            Err(why) => {
+                self.warn(format!("could not read the crashed core over QMP: {why}"));
+                // A lockup abort is the usual reason: give QEMU a moment to print its dump.
+                let mut wait = pin!(sleep(LOCKUP_WAIT));
+                loop {
+                    match self.step(&mut wait).await {
+                        Step::Line => {}
+                        Step::Exited => {
+                            self.drain().await;
+                            break;
+                        }
+                        Step::Done(()) | Step::Cancelled => break,
+                    }
+                }
+                self.watcher
+                    .snapshot_from_log(&format!("the monitor could not be read: {why}"))
+            }
+        }
+    }
+
+    /// QEMU announced a lockup and is aborting: wait for it and read its register dump.
+    async fn await_lockup(&mut self) -> FaultSnapshot {
+        let mut wait = pin!(sleep(LOCKUP_WAIT));
+        loop {
+            match self.step(&mut wait).await {
+                Step::Line => {}
+                Step::Exited => {
+                    self.drain().await;
+                    break;
+                }
+                Step::Done(()) | Step::Cancelled => break,
+            }
+        }
+        self.watcher
+            .snapshot_from_log("QEMU aborted on the lockup; its monitor was not read")
+    }
+
+    /// The timeout: stop the core and read where it is, so a hang can be located.
+    async fn read_stopped_core(&mut self) -> Option<FaultSnapshot> {
+        let qmp = self.qmp.take();
+        let mut reading = pin!(timeout(HANG_READ_BUDGET, stopped_registers(qmp)));
+        loop {
+            match self.step(&mut reading).await {
+                Step::Line => {}
+                Step::Done(Ok(Ok(text))) => {
+                    let snapshot = fault::snapshot_from_registers(&text);
+                    if snapshot.is_none() {
+                        self.warn(format!(
+                            "the monitor's register dump could not be parsed: {}",
+                            text.trim()
+                        ));
+                    }
+                    return snapshot;
+                }
+                Step::Done(Ok(Err(why))) => {
+                    self.warn(format!("could not read where the firmware hung: {why}"));
+                    return None;
+                }
+                Step::Done(Err(_)) => {
+                    self.warn(format!(
+                        "could not read where the firmware hung: no monitor answer within {} ms",
+                        HANG_READ_BUDGET.as_millis()
+                    ));
+                    return None;
+                }
+                Step::Exited | Step::Cancelled => return None,
+            }
+        }
+    }
+
+    /// Reads every line still in the pipes (they close once QEMU is gone), within a budget.
+    async fn drain(&mut self) {
+        let deadline = Instant::now() + DRAIN_BUDGET;
+        while self.rx_open {
+            match timeout_at_instant(deadline, self.rx.recv()).await {
+                Some(Some(line)) => self.take(line).await,
+                Some(None) => self.rx_open = false,
+                None => break,
+            }
+        }
+    }
+
+    /// Waits for the killed (or exited) QEMU to be reaped.
+    async fn reap(&mut self) {
+        if self.exited() {
+            return;
+        }
+        match timeout(DRAIN_BUDGET, self.child.wait()).await {
+            Ok(Ok(status)) => self.status = Some(status),
+            Ok(Err(e)) => self.wait_error = Some(e),
+            Err(_) => self.warn("QEMU did not go away after SIGKILL".into()),
+        }
+    }
+
+    fn classify(&self, exit: Option<ExitInfo>) -> ExitClass {
+        let qemu_complained = self
+            .stderr_head
+            .iter()
+            .any(|l| l.starts_with(&self.program_prefix));
+        args::classify_exit(&ExitContext {
+            exit: exit.unwrap_or(ExitInfo {
+                code: None,
+                signal: None,
+            }),
+            terminated_by: self.watcher.terminated_by(),
+            lockup: self.watcher.lockup(),
+            fault_seen: self.watcher.fault_vector().is_some(),
+            verdict_seen: self.verdict,
+            uart_seen: self.uart_seen,
+            guest_ran: self.watcher.guest_ran(),
+            qemu_complained,
+        })
+    }
+
+    fn warn(&self, text: String) {
+        self.events.emit(&Event::Message {
+            level: Level::Warning,
+            text,
+        });
+    }
+}
+
+async fn timeout_at_instant<F: Future>(deadline: Instant, fut: F) -> Option<F::Output> {
+    tokio::time::timeout_at(deadline, fut).await.ok()
+}
+
+/// Waits for the QMP connection made at launch.
+async fn connected(
+    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
+) -> Result<QmpClient, String> {
+    let Some(mut handle) = qmp else {
+        return Err("the QMP connection was already used".into());
+    };
+    match (&mut handle.0).await {
+        Ok(Ok(client)) => Ok(client),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(e) => Err(format!("the QMP task failed: {e}")),
+    }
+}
+
+/// stop, info registers, the stack at SP, the SCB fault registers, then cont.
+async fn monitor_reading(
+    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
+) -> Result<MonitorReading, String> {
+    let mut client = connected(qmp).await?;
+    client
+        .execute("stop", None)
+        .await
+        .map_err(|e| e.to_string())?;
+    let registers = client
+        .hmp("info registers")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut reading = MonitorReading {
+        registers,
+        ..MonitorReading::default()
+    };
+    let mut problems = Vec::new();
+    if let Some(sp) = fault::CoreRegs::parse(&reading.registers).sp() {
+        match client.hmp(&format!("xp /{STACK_WORDS}wx 0x{sp:08x}")).await {
+            Ok(text) => {
+                let words = fault::parse_words(&text, sp);
+                reading.stack = Some((text, words));
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    match client.hmp(&format!("xp /5wx 0x{SCB_CFSR:08x}")).await {
+        Ok(text) => {
+            let words = fault::parse_words(&text, SCB_CFSR);
+            reading.scb = Some((text, words));
+        }
+        Err(e) => problems.push(e.to_string()),
+    }
+    if let Err(e) = client.execute("cont", None).await {
+        problems.push(e.to_string());
+    }
+    if !problems.is_empty() {
+        reading.problem = Some(problems.join("; "));
+    }
+    Ok(reading)
+}
+
+/// stop, then info registers: where a hung core is.
+async fn stopped_registers(
+    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
+) -> Result<String, String> {
+    let mut client = connected(qmp).await?;
+    client
+        .execute("stop", None)
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .hmp("info registers")
+        .await
+        .map_err(|e| e.to_string())
+}
