@@ -29,13 +29,12 @@ use crate::events::{Event, EventSink, Level};
 use crate::machine::convergence::{self, AttemptVerdict};
 use crate::machine::recovery::{self, Budgets, Decision};
 use crate::machine::{self, ErrorClass, Outcome, State};
-use crate::report::{self, AttemptSummary, BuildSummary, PassCount, Report};
+use crate::report::{self, AttemptSummary, BuildSummary, Command, Report, Status};
 use crate::results::{self, CaseStatus, HarnessParser, ParseContext, TestResults, Verdict};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// Options of `fwfix test`.
@@ -50,28 +49,10 @@ pub struct TestOptions {
     pub repeat: u32,
 }
 
-/// Which command produced a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommandKind {
-    Test,
-    Run,
-    Bisect,
-}
-
-impl CommandKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            CommandKind::Test => "test",
-            CommandKind::Run => "run",
-            CommandKind::Bisect => "bisect",
-        }
-    }
-}
-
 /// How a command that got as far as running ended.
 #[derive(Debug, Clone)]
 pub struct Finished {
-    pub command: CommandKind,
+    pub command: Command,
     pub final_state: State,
     pub error_class: Option<ErrorClass>,
     pub run_dir: PathBuf,
@@ -116,13 +97,8 @@ pub async fn test(
     let board = config::resolve_board(&opts.board, &repo)?;
     let profile = config::resolve_profile(&opts.profile, &repo)?;
     let build = profile.build_for(&board);
-    let parser = results::parser_for(profile.test.harness).ok_or_else(|| {
-        OrchestratorError::Usage(format!(
-            "{}: harness `{}` is not supported yet (supported: unity)",
-            profile.source.display(),
-            profile.test.harness.name()
-        ))
-    })?;
+    let parser = results::parser_for(profile.test.harness)
+        .map_err(|e| OrchestratorError::Usage(format!("{}: {e}", profile.source.display())))?;
 
     let started = Utc::now();
     let run_dir = RunDir::create(&repo, started).map_err(|source| OrchestratorError::RunDir {
@@ -144,7 +120,7 @@ pub async fn test(
     let trace = TraceWriter::create(&run_dir).map_err(io_err)?;
     events.emit(&Event::RunStarted {
         run_id: run_dir.id().to_string(),
-        command: CommandKind::Test.name().to_string(),
+        command: Command::Test.name().to_string(),
         run_dir: run_dir.path().display().to_string(),
         repo: repo.display().to_string(),
     });
@@ -162,7 +138,6 @@ pub async fn test(
         cancel,
         repeat: opts.repeat.max(1),
         started,
-        clock: Instant::now(),
         dut: None,
         build_record: None,
         symbolizer: None,
@@ -182,7 +157,7 @@ pub async fn test(
         source: std::io::Error::other(e.to_string()),
     })?;
     Ok(Finished {
-        command: CommandKind::Test,
+        command: Command::Test,
         final_state,
         error_class: job.final_class,
         run_dir: job.run_dir.path().to_path_buf(),
@@ -246,7 +221,6 @@ struct TestJob<'a> {
     cancel: CancellationToken,
     repeat: u32,
     started: DateTime<Utc>,
-    clock: Instant,
     dut: Option<Box<dyn Dut>>,
     build_record: Option<BuildRecord>,
     symbolizer: Option<Symbolizer>,
@@ -604,11 +578,11 @@ impl TestJob<'_> {
             .as_ref()
             .map(|snap| fault::crash_report(snap, sym));
         let hang_site = match (&capture.stopped_at, sym) {
-            (Some(snap), Some(sym)) => snap.pc.map(|pc| sym.locate(pc)),
+            (Some(snap), Some(sym)) => snap.pc.map(|pc| sym.locate(u64::from(pc))),
             _ => None,
         };
         let hang_caller = match (&capture.stopped_at, sym) {
-            (Some(snap), Some(sym)) => snap.lr.map(|lr| sym.locate(lr)),
+            (Some(snap), Some(sym)) => snap.lr.map(|lr| sym.locate(u64::from(lr))),
             _ => None,
         };
         let mut site_functions = Vec::new();
@@ -637,7 +611,7 @@ impl TestJob<'_> {
                         case.message = Some(format!(
                             "no verdict within {} s; stuck in {}",
                             self.profile.test.timeout.as_secs(),
-                            describe_location(loc)
+                            report::describe_location(loc)
                         ));
                     }
                 }
@@ -662,7 +636,7 @@ impl TestJob<'_> {
             passed,
             failed,
             duration_ms: capture.duration_ms,
-            end: end_text(&capture.end),
+            end: AttemptSummary::end_text(&capture.end),
         });
         let results_path = self.attempt_file(attempt, "results", "json");
         let written = serde_json::to_vec_pretty(&results)
@@ -680,7 +654,7 @@ impl TestJob<'_> {
             summary: AttemptSummary {
                 attempt,
                 verdict,
-                end: end_text(&capture.end),
+                end: AttemptSummary::end_text(&capture.end),
                 exit_code: capture.exit_code,
                 duration_ms: capture.duration_ms,
                 console_log: self.run_dir.relative(&console),
@@ -695,7 +669,7 @@ impl TestJob<'_> {
             Outcome::Decided,
             format!(
                 "attempt {attempt}: {} ({passed} passed, {failed} failed)",
-                verdict_name(verdict)
+                report::verdict_name(verdict)
             ),
         )
         .with_evidence(results_path)
@@ -751,57 +725,41 @@ impl TestJob<'_> {
     }
 
     fn report(&self, final_state: State) -> Report {
-        let finished = Utc::now();
         let status = match final_state {
-            State::Success => "PASSED",
-            State::Failure if self.final_class.is_some_and(|c| c.is_infrastructure()) => "ERROR",
-            State::Failure => "FAILED",
-            _ => "ERROR",
-        };
-        let last = self.attempts.last();
-        let mut pass_counts: BTreeMap<String, (u32, u32)> = BTreeMap::new();
-        if self.attempts.len() > 1 {
-            for a in &self.attempts {
-                for c in &a.results.cases {
-                    let e = pass_counts.entry(c.name.clone()).or_default();
-                    e.1 += 1;
-                    if c.status == CaseStatus::Pass {
-                        e.0 += 1;
-                    }
-                }
+            State::Success => Status::Passed,
+            State::Failure if self.final_class.is_some_and(|c| c.is_infrastructure()) => {
+                Status::Error
             }
-        }
-        Report {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            run_id: self.run_dir.id().to_string(),
-            command: CommandKind::Test.name().to_string(),
-            status: status.to_string(),
+            State::Failure => Status::Failed,
+            _ => Status::Error,
+        };
+        let mut report = Report::new(
+            self.run_dir.id(),
+            Command::Test,
+            status,
             final_state,
-            iterations: 0,
-            error_class: self.final_class,
-            message: Some(self.final_reason.clone()),
-            started_at: self.started.to_rfc3339_opts(SecondsFormat::Millis, true),
-            finished_at: finished.to_rfc3339_opts(SecondsFormat::Millis, true),
-            duration_ms: self.clock.elapsed().as_millis() as u64,
-            repo: self.repo.display().to_string(),
-            board: self.board.name.clone(),
-            profile: self.profile.name.clone(),
-            verdict: last.map(|a| a.results.verdict),
-            cases: last.map(|a| a.results.cases.clone()).unwrap_or_default(),
-            crash: last.and_then(|a| a.crash.clone()),
-            hang_site: last.and_then(|a| a.hang_site.clone()),
-            build: self.build_record.as_ref().map(|b| b.summary.clone()),
-            attempts: self.attempts.iter().map(|a| a.summary.clone()).collect(),
-            pass_counts: pass_counts
-                .into_iter()
-                .map(|(name, (passed, runs))| PassCount { name, passed, runs })
-                .collect(),
-            notes: last.map(|a| a.results.notes.clone()).unwrap_or_default(),
-            fixed: None,
-            patch: None,
-            branch: None,
-            culprit: None,
+            self.started,
+            Utc::now(),
+        );
+        report.error_class = self.final_class;
+        report.message = self.final_reason.clone();
+        report.repo = self.repo.display().to_string();
+        report.board = self.board.name.clone();
+        report.profile = self.profile.name.clone();
+        report.build = self.build_record.as_ref().map(|b| b.summary.clone());
+        report.attempts = self.attempts.iter().map(|a| a.summary.clone()).collect();
+        if self.attempts.len() > 1 {
+            report.pass_counts =
+                report::pass_counts(self.attempts.iter().map(|a| a.results.cases.as_slice()));
         }
+        if let Some(last) = self.attempts.last() {
+            report.verdict = Some(last.results.verdict);
+            report.cases = last.results.cases.clone();
+            report.crash = last.crash.clone();
+            report.hang_site = last.hang_site.clone();
+            report.notes = last.results.notes.clone();
+        }
+        report
     }
 }
 
@@ -814,31 +772,5 @@ fn count(results: &TestResults, status: CaseStatus) -> usize {
     results.cases.iter().filter(|c| c.status == status).count()
 }
 
-fn end_text(end: &RunEnd) -> String {
-    match end {
-        RunEnd::Verdict => "verdict".to_string(),
-        RunEnd::Exited { code } => format!("exit {code}"),
-        RunEnd::Crashed => "crash".to_string(),
-        RunEnd::Timeout => "timeout".to_string(),
-        RunEnd::RunnerDied { .. } => "runner died".to_string(),
-        RunEnd::Cancelled => "cancelled".to_string(),
-    }
-}
 
-fn verdict_name(v: Verdict) -> &'static str {
-    match v {
-        Verdict::Pass => "PASS",
-        Verdict::Fail => "FAIL",
-        Verdict::Flaky => "FLAKY",
-        Verdict::EnvError => "ENV_ERROR",
-        Verdict::Inconclusive => "INCONCLUSIVE",
-    }
-}
 
-fn describe_location(loc: &Location) -> String {
-    match (&loc.function, &loc.file, loc.line) {
-        (Some(f), Some(file), Some(line)) => format!("{f} ({file}:{line})"),
-        (Some(f), _, _) => format!("{f} at {}", loc.address),
-        _ => loc.address.clone(),
-    }
-}

@@ -39,14 +39,7 @@ pub struct GlobalArgs {
     pub verbose: bool,
     /// When to colour output (NO_COLOR is respected with `auto`).
     #[arg(long, value_enum, default_value = "auto", global = true)]
-    pub color: ColorArg,
-}
-
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum ColorArg {
-    Auto,
-    Always,
-    Never,
+    pub color: ColorChoice,
 }
 
 impl GlobalArgs {
@@ -54,11 +47,7 @@ impl GlobalArgs {
         UiOptions {
             quiet: self.quiet,
             verbose: self.verbose,
-            color: match self.color {
-                ColorArg::Auto => ColorChoice::Auto,
-                ColorArg::Always => ColorChoice::Always,
-                ColorArg::Never => ColorChoice::Never,
-            },
+            color: self.color,
         }
     }
 }
@@ -128,9 +117,9 @@ pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
 }
 
 /// The event sink for `global`: JSON lines, or the terminal display.
-pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::ui::Sink> {
+pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
     if global.json {
-        Box::new(crate::ui::JsonSink::new())
+        Box::new(crate::ui::JsonSink::stdout())
     } else {
         Box::new(crate::ui::TerminalSink::new(global.ui_options()))
     }
@@ -139,7 +128,7 @@ pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::ui::Sink> {
 /// Ends a command that ran (or failed to start): the final event or summary, and the exit code.
 pub(crate) fn finish(
     result: Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>,
-    sink: Box<dyn crate::ui::Sink>,
+    sink: Box<dyn crate::events::EventSink>,
     global: &GlobalArgs,
 ) -> Exit {
     use crate::events::Event;
@@ -147,21 +136,26 @@ pub(crate) fn finish(
         Ok(finished) => {
             let exit = Exit::of_finished(&finished);
             sink.emit(&Event::Finished {
-                status: finished.report.status.clone(),
+                status: finished.report.status.name().to_string(),
                 exit_code: exit.code(),
                 run_dir: Some(finished.run_dir.display().to_string()),
                 error_class: finished.error_class,
-                message: finished.report.message.clone(),
+                message: Some(finished.report.message.clone()),
             });
-            sink.close();
+            // Dropping the terminal sink clears its progress line before the summary.
+            drop(sink);
             if !global.json {
-                crate::ui::print_summary(&finished.report, &global.ui_options());
+                crate::ui::print_summary(
+                    &finished.report,
+                    &finished.run_dir,
+                    global.ui_options().color,
+                );
             }
             exit
         }
         Err(e) => {
             let exit = Exit::of_error(&e);
-            sink.close();
+            drop(sink);
             fail_early(global, exit, &e.to_string())
         }
     }

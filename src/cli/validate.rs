@@ -1,6 +1,7 @@
 //! `fwfix validate FILE...`: checks board and profile files without running anything.
 
 use super::{Exit, GlobalArgs};
+use crate::config::Validated;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -16,7 +17,10 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
     let mut out = std::io::stdout().lock();
     for file in &args.files {
         let (ok, text) = match crate::config::validate_file(file) {
-            Ok(v) => (true, format!("ok: {} ({v})", file.display())),
+            Ok(Validated::Board(b)) => (true, format!("ok: {} (board {})", file.display(), b.name)),
+            Ok(Validated::Profile(p)) => {
+                (true, format!("ok: {} (profile {})", file.display(), p.name))
+            }
             Err(e) => {
                 exit = Exit::Usage;
                 (false, e.to_string())
