@@ -1,0 +1,475 @@
+//! Rollback points: recording HEAD, the index and the working tree (tracked and untracked, not
+//! ignored) as commits under `refs/fwfix/<run-id>/<label>`, restoring them exactly, and diffing
+//! the working tree against one. Recording must not touch the working tree, the index or HEAD;
+//! restoring must not touch ignored files or HEAD, and never resets, checks out or cleans.
+//!
+//! The snapshot commit is shaped like `git stash`'s: its tree is the working tree and its parents
+//! are HEAD and a commit of the index, so `git log`, `git show` and `git stash apply` understand it.
+
+use super::error::RepoError;
+use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
+use super::{check_name, Repo};
+use git2::{
+    Delta, DiffFormat, DiffOptions, Index, IndexEntry, IndexTime, Oid, Status, StatusOptions,
+};
+use serde::{Deserialize, Serialize};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// A rollback point. Ids are hex so a run's checkpoint can hold it and a resumed run reload it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub run_id: String,
+    pub label: String,
+    /// `refs/fwfix/<run-id>/<label>`
+    pub refname: String,
+    /// The snapshot commit: tree = working tree, parents = [head, index_commit].
+    pub commit: String,
+    /// The commit HEAD pointed at.
+    pub head: String,
+    /// The branch HEAD went through (`refs/heads/...`), `None` when HEAD was detached.
+    pub head_ref: Option<String>,
+    pub index_commit: String,
+    pub index_tree: String,
+    pub worktree_tree: String,
+}
+
+/// What a rollback changed, for the `RolledBack` event and the run's log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RestoreReport {
+    /// Files written back (deleted or modified since the snapshot).
+    pub written: Vec<String>,
+    /// Files removed (added since the snapshot).
+    pub removed: Vec<String>,
+    /// Whether the index had changed and was rebuilt.
+    pub index_restored: bool,
+}
+
+impl RestoreReport {
+    /// Nothing had changed since the snapshot.
+    pub fn is_noop(&self) -> bool {
+        self.written.is_empty() && self.removed.is_empty() && !self.index_restored
+    }
+}
+
+/// The index and the working tree as trees, written to the object database only.
+pub(crate) struct Trees {
+    pub index: Oid,
+    pub worktree: Oid,
+}
+
+/// Parsed ids of a [`Snapshot`].
+pub(crate) struct SnapshotIds {
+    pub commit: Oid,
+    pub head: Oid,
+    pub index_tree: Oid,
+    pub worktree_tree: Oid,
+}
+
+const TRAILER_RUN: &str = "fwfix-run: ";
+const TRAILER_LABEL: &str = "fwfix-label: ";
+const TRAILER_HEAD_REF: &str = "fwfix-head-ref: ";
+const DETACHED: &str = "(detached)";
+/// `GIT_INDEX_ENTRY_INTENT_TO_ADD`: such entries have no content to record.
+const INTENT_TO_ADD: u16 = 1 << 13;
+
+impl Snapshot {
+    /// Reloads a snapshot from its ref, e.g. when a killed run is resumed.
+    pub fn load(repo: &Repo, refname: &str) -> Result<Snapshot, RepoError> {
+        let bad = |reason: &str| RepoError::BadSnapshot {
+            refname: refname.to_string(),
+            reason: reason.to_string(),
+        };
+        let reference = repo
+            .git
+            .find_reference(refname)
+            .map_err(|e| match e.code() {
+                git2::ErrorCode::NotFound => bad("no such ref"),
+                _ => RepoError::git("read ref", refname, e),
+            })?;
+        let commit = reference
+            .peel_to_commit()
+            .map_err(|_| bad("it does not point at a commit"))?;
+        if commit.parent_count() != 2 {
+            return Err(bad(
+                "the commit does not have HEAD and the index as parents",
+            ));
+        }
+        let (head, index_commit) = match (commit.parent(0), commit.parent(1)) {
+            (Ok(head), Ok(index)) => (head, index),
+            _ => return Err(bad("a parent commit is missing")),
+        };
+        let message = commit.message_bytes();
+        let message = String::from_utf8_lossy(message);
+        let trailer = |key: &str| {
+            message
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .map(str::to_string)
+        };
+        let (Some(run_id), Some(label), Some(head_ref)) = (
+            trailer(TRAILER_RUN),
+            trailer(TRAILER_LABEL),
+            trailer(TRAILER_HEAD_REF),
+        ) else {
+            return Err(bad("the commit message lacks fwfix's trailers"));
+        };
+        Ok(Snapshot {
+            run_id,
+            label,
+            refname: refname.to_string(),
+            commit: commit.id().to_string(),
+            head: head.id().to_string(),
+            head_ref: (head_ref != DETACHED).then_some(head_ref),
+            index_commit: index_commit.id().to_string(),
+            index_tree: index_commit.tree_id().to_string(),
+            worktree_tree: commit.tree_id().to_string(),
+        })
+    }
+
+    pub(crate) fn ids(&self) -> Result<SnapshotIds, RepoError> {
+        let parse = |hex: &str| {
+            Oid::from_str(hex).map_err(|_| RepoError::BadSnapshot {
+                refname: self.refname.clone(),
+                reason: format!("'{hex}' is not an object id"),
+            })
+        };
+        Ok(SnapshotIds {
+            commit: parse(&self.commit)?,
+            head: parse(&self.head)?,
+            index_tree: parse(&self.index_tree)?,
+            worktree_tree: parse(&self.worktree_tree)?,
+        })
+    }
+}
+
+impl Repo {
+    /// Records a rollback point `refs/fwfix/<run_id>/<label>` (`base` before the first patch,
+    /// `iter-NNN` per iteration). HEAD must have a commit. The working tree, the index and HEAD
+    /// are only read; new objects go to the object database.
+    pub fn snapshot(&self, run_id: &str, label: &str) -> Result<Snapshot, RepoError> {
+        self.check_state()?;
+        check_name("run id", run_id)?;
+        check_name("snapshot label", label)?;
+        let refname = format!("refs/fwfix/{run_id}/{label}");
+        if self.git.find_reference(&refname).is_ok() {
+            return Err(RepoError::SnapshotExists { refname });
+        }
+        let (head, head_ref) = self.head()?;
+        let trees = self.capture_trees()?;
+        let sig = self.signature()?;
+        let head_commit = self
+            .git
+            .find_commit(head)
+            .map_err(|e| self.err("read HEAD commit", e))?;
+        let index_tree = self
+            .git
+            .find_tree(trees.index)
+            .map_err(|e| self.err("read index tree", e))?;
+        let index_commit = self
+            .git
+            .commit(
+                None,
+                &sig,
+                &sig,
+                &format!("fwfix index of run {run_id} at {label}\n"),
+                &index_tree,
+                &[&head_commit],
+            )
+            .and_then(|id| self.git.find_commit(id))
+            .map_err(|e| self.err("commit index snapshot", e))?;
+        let worktree_tree = self
+            .git
+            .find_tree(trees.worktree)
+            .map_err(|e| self.err("read working tree snapshot", e))?;
+        let message = format!(
+            "fwfix snapshot {label} of run {run_id}\n\n\
+             The working tree (tracked and untracked, not ignored) when fwfix run {run_id}\n\
+             took rollback point {label}. Parents: HEAD, then the index.\n\n\
+             {TRAILER_RUN}{run_id}\n{TRAILER_LABEL}{label}\n{TRAILER_HEAD_REF}{}\n",
+            head_ref.as_deref().unwrap_or(DETACHED)
+        );
+        let commit = self
+            .git
+            .commit(
+                None,
+                &sig,
+                &sig,
+                &message,
+                &worktree_tree,
+                &[&head_commit, &index_commit],
+            )
+            .map_err(|e| self.err("commit snapshot", e))?;
+        self.git
+            .reference(&refname, commit, false, "fwfix: rollback point")
+            .map_err(|e| match e.code() {
+                git2::ErrorCode::Exists => RepoError::SnapshotExists {
+                    refname: refname.clone(),
+                },
+                _ => RepoError::git("create ref", &refname, e),
+            })?;
+        Ok(Snapshot {
+            run_id: run_id.to_string(),
+            label: label.to_string(),
+            refname,
+            commit: commit.to_string(),
+            head: head.to_string(),
+            head_ref,
+            index_commit: index_commit.id().to_string(),
+            index_tree: trees.index.to_string(),
+            worktree_tree: trees.worktree.to_string(),
+        })
+    }
+
+    /// Rolls the working tree and the index back to `snap`: files added since are removed,
+    /// deleted ones come back, modified ones get their bytes and mode back, directories left empty
+    /// are pruned. Ignored files are never touched. Refuses, touching nothing, when HEAD moved.
+    /// Safe to run twice, and to re-run after an interruption.
+    pub fn restore(&self, snap: &Snapshot) -> Result<RestoreReport, RepoError> {
+        self.check_state()?;
+        let ids = snap.ids()?;
+        let target = self
+            .git
+            .find_tree(ids.worktree_tree)
+            .map_err(|e| RepoError::git("read snapshot tree", &snap.refname, e))?;
+        let index_tree = self
+            .git
+            .find_tree(ids.index_tree)
+            .map_err(|e| RepoError::git("read snapshot index tree", &snap.refname, e))?;
+        let found = match self.head() {
+            Ok((oid, branch)) if oid == ids.head && branch == snap.head_ref => None,
+            Ok((oid, branch)) => Some(format!(
+                "{oid} on {}",
+                branch.as_deref().unwrap_or(DETACHED)
+            )),
+            Err(RepoError::UnbornHead { .. }) => Some("no commit".to_string()),
+            Err(e) => return Err(e),
+        };
+        if let Some(found) = found {
+            return Err(RepoError::HeadMoved {
+                refname: snap.refname.clone(),
+                expected: format!(
+                    "{} on {}",
+                    snap.head,
+                    snap.head_ref.as_deref().unwrap_or(DETACHED)
+                ),
+                found,
+            });
+        }
+
+        let current = self.capture_trees()?;
+        let mut report = RestoreReport::default();
+        if current.worktree != ids.worktree_tree {
+            let now = self
+                .git
+                .find_tree(current.worktree)
+                .map_err(|e| self.err("read working tree", e))?;
+            let diff = self
+                .git
+                .diff_tree_to_tree(Some(&now), Some(&target), None)
+                .map_err(|e| self.err("compare working tree with snapshot", e))?;
+            let mut writes = Vec::new();
+            for delta in diff.deltas() {
+                match delta.status() {
+                    Delta::Deleted => {
+                        let path = delta.old_file().path_bytes().unwrap_or_default();
+                        if delta.old_file().mode() != git2::FileMode::Commit {
+                            files::remove_and_prune(
+                                &self.workdir,
+                                &files::join(&self.workdir, path),
+                            )?;
+                            report
+                                .removed
+                                .push(String::from_utf8_lossy(path).into_owned());
+                        }
+                    }
+                    _ => {
+                        let new = delta.new_file();
+                        writes.push((
+                            new.path_bytes().unwrap_or_default().to_vec(),
+                            new.id(),
+                            u32::from(new.mode()),
+                        ));
+                    }
+                }
+            }
+            // Removals first: a file may come back where a directory the patch made used to be.
+            for (path, id, mode) in writes {
+                if mode == MODE_GITLINK {
+                    continue;
+                }
+                let blob = self
+                    .git
+                    .find_blob(id)
+                    .map_err(|e| RepoError::git("read snapshot file", &snap.refname, e))?;
+                files::write_atomically(&files::join(&self.workdir, &path), blob.content(), mode)?;
+                report
+                    .written
+                    .push(String::from_utf8_lossy(&path).into_owned());
+            }
+        }
+        // The index last: an interrupted restore leaves it as the run left it, and re-running
+        // recomputes everything from the files.
+        if current.index != ids.index_tree {
+            let mut index = self.git.index().map_err(|e| self.err("open index", e))?;
+            index
+                .read(true)
+                .and_then(|()| index.read_tree(&index_tree))
+                .and_then(|()| index.write())
+                .map_err(|e| self.err("write index", e))?;
+            report.index_restored = true;
+        }
+        Ok(report)
+    }
+
+    /// A unified diff (`a/` and `b/` prefixes, binary files included) from the snapshot's working
+    /// tree to the current one, untracked files included: what an external agent changed.
+    pub fn diff_since(&self, snap: &Snapshot) -> Result<String, RepoError> {
+        String::from_utf8(self.diff_since_bytes(snap)?).map_err(|_| RepoError::DiffNotUtf8 {
+            refname: snap.refname.clone(),
+        })
+    }
+
+    /// [`Repo::diff_since`] as bytes, for files that are not UTF-8.
+    pub fn diff_since_bytes(&self, snap: &Snapshot) -> Result<Vec<u8>, RepoError> {
+        let ids = snap.ids()?;
+        let old = self
+            .git
+            .find_tree(ids.worktree_tree)
+            .map_err(|e| RepoError::git("read snapshot tree", &snap.refname, e))?;
+        let current = self.capture_trees()?;
+        let new = self
+            .git
+            .find_tree(current.worktree)
+            .map_err(|e| self.err("read working tree", e))?;
+        let mut opts = DiffOptions::new();
+        opts.show_binary(true);
+        let diff = self
+            .git
+            .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))
+            .map_err(|e| self.err("diff working tree", e))?;
+        let mut out = Vec::new();
+        diff.print(DiffFormat::Patch, |_, _, line| {
+            if matches!(line.origin(), '+' | '-' | ' ') {
+                out.push(line.origin() as u8);
+            }
+            out.extend_from_slice(line.content());
+            true
+        })
+        .map_err(|e| self.err("format diff", e))?;
+        Ok(out)
+    }
+
+    /// Writes the index and the working tree as trees, without touching either: the index is
+    /// copied into an in-memory one, and the working tree is that copy updated with what
+    /// `git status` reports changed, new (untracked, not ignored) or deleted.
+    pub(crate) fn capture_trees(&self) -> Result<Trees, RepoError> {
+        let mut index = self.git.index().map_err(|e| self.err("open index", e))?;
+        index.read(false).map_err(|e| self.err("read index", e))?;
+        if index.has_conflicts() {
+            return Err(RepoError::IndexConflicts {
+                path: self.workdir.clone(),
+            });
+        }
+        let mut staged = Index::new().map_err(|e| self.err("create in-memory index", e))?;
+        let mut work = Index::new().map_err(|e| self.err("create in-memory index", e))?;
+        for entry in index.iter() {
+            if entry.flags_extended & INTENT_TO_ADD != 0 {
+                continue;
+            }
+            staged
+                .add(&entry)
+                .and_then(|()| work.add(&entry))
+                .map_err(|e| self.err("copy index entry", e))?;
+        }
+
+        let filemode = self
+            .git
+            .config()
+            .and_then(|c| c.get_bool("core.filemode"))
+            .unwrap_or(true);
+        let mut opts = StatusOptions::new();
+        opts.include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false)
+            .include_unmodified(false)
+            .exclude_submodules(true)
+            .renames_head_to_index(false)
+            .renames_index_to_workdir(false);
+        let statuses = self
+            .git
+            .statuses(Some(&mut opts))
+            .map_err(|e| self.err("read status", e))?;
+        let mut changed = Vec::new();
+        for status in statuses.iter() {
+            let path = status.path_bytes();
+            // A nested repository shows up as a directory: it is not ours to record.
+            if path.ends_with(b"/") {
+                continue;
+            }
+            let st = status.status();
+            if st.contains(Status::WT_DELETED) {
+                remove(&mut work, path).map_err(|e| self.err("update in-memory index", e))?;
+            } else if st.intersects(Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE) {
+                changed.push(path.to_vec());
+            }
+        }
+        for path in changed {
+            match files::read_entry(&files::join(&self.workdir, &path))? {
+                Some((content, mut mode)) => {
+                    if !filemode && mode != MODE_LINK {
+                        // With core.filemode off git keeps the recorded executable bit.
+                        if let Some(old) = index.get_path(Path::new(OsStr::from_bytes(&path)), 0) {
+                            if old.mode == MODE_EXEC || old.mode == MODE_FILE {
+                                mode = old.mode;
+                            }
+                        }
+                    }
+                    let id = self
+                        .git
+                        .blob(&content)
+                        .map_err(|e| self.err("store file content", e))?;
+                    let size = u32::try_from(content.len()).unwrap_or(u32::MAX);
+                    work.add(&entry(path, id, mode, size))
+                        .map_err(|e| self.err("update in-memory index", e))?;
+                }
+                None => {
+                    remove(&mut work, &path).map_err(|e| self.err("update in-memory index", e))?
+                }
+            }
+        }
+        Ok(Trees {
+            index: staged
+                .write_tree_to(&self.git)
+                .map_err(|e| self.err("write index tree", e))?,
+            worktree: work
+                .write_tree_to(&self.git)
+                .map_err(|e| self.err("write working tree", e))?,
+        })
+    }
+}
+
+fn remove(index: &mut Index, path: &[u8]) -> Result<(), git2::Error> {
+    index.remove(Path::new(OsStr::from_bytes(path)), 0)
+}
+
+/// An index entry for content that exists only as a blob: no stat data, which is fine for an
+/// in-memory index that only becomes a tree.
+pub(crate) fn entry(path: Vec<u8>, id: Oid, mode: u32, size: u32) -> IndexEntry {
+    let flags = u16::try_from(path.len().min(0xfff)).unwrap_or(0xfff);
+    IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: size,
+        id,
+        flags,
+        flags_extended: 0,
+        path,
+    }
+}
