@@ -421,7 +421,7 @@ src/startup.s:20: Warning: end of file not at end of a line; newline inserted
 
     /// Recorded from arm-none-eabi-gcc 12.2.1 linking `main` against a missing `foo` and `bar`.
     const LD_UNDEFINED: &str = "\
-/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: /tmp/ccaojSli.o: in function `main':
+/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: build/obj/src/main.o: in function `main':
 undef.c:(.text+0x4): undefined reference to `foo'
 /usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: undef.c:(.text+0x14): undefined reference to `bar'
 collect2: error: ld returned 1 exit status
@@ -449,10 +449,10 @@ collect2: error: ld returned 1 exit status
     fn undefined_reference_with_debug_line_and_section() {
         // With -g, ld names the source line; with -ffunction-sections, the section.
         let text = "\
-/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: /tmp/ccNT5QrD.o: in function `main':
+/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: build/obj/src/undef.o: in function `main':
 src/undef.c:3: undefined reference to `foo'
 /usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: src/undef.c:(.text.main+0x14): undefined reference to `bar'
-/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: /tmp/ccdI6zAU.o:(.ARM.exidx+0x0): undefined reference to `__aeabi_unwind_cpp_pr0'
+/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: build/obj/src/drv.o:(.ARM.exidx+0x0): undefined reference to `__aeabi_unwind_cpp_pr0'
 collect2: error: ld returned 1 exit status
 ";
         let d = parse_build_log(text);
@@ -465,7 +465,7 @@ collect2: error: ld returned 1 exit status
             (d[1].file.as_deref(), d[1].line),
             (Some("src/undef.c"), None)
         );
-        assert_eq!(d[2].file.as_deref(), Some("/tmp/ccdI6zAU.o"));
+        assert_eq!(d[2].file.as_deref(), Some("build/obj/src/drv.o"));
     }
 
     #[test]
@@ -501,9 +501,9 @@ collect2: error: ld returned 1 exit status
     #[test]
     fn multiple_definition() {
         let text = "\
-/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: /tmp/cckABq55.o:(.data+0x0): multiple definition of `x'; /tmp/ccAI67hN.o:(.data+0x0): first defined here
-/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: /tmp/cckABq55.o: in function `helper':
-b.c:(.text+0x0): multiple definition of `helper'; /tmp/ccAI67hN.o:a.c:(.text+0x0): first defined here
+/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: build/obj/src/b.o:(.data+0x0): multiple definition of `x'; build/obj/src/a.o:(.data+0x0): first defined here
+/usr/lib/gcc/arm-none-eabi/12.2.1/../../../arm-none-eabi/bin/ld: build/obj/src/b.o: in function `helper':
+b.c:(.text+0x0): multiple definition of `helper'; build/obj/src/a.o:a.c:(.text+0x0): first defined here
 collect2: error: ld returned 1 exit status
 ";
         let d = parse_build_log(text);
@@ -511,7 +511,7 @@ collect2: error: ld returned 1 exit status
         assert!(d.iter().all(|d| d.kind == "multiple_definition"));
         assert_eq!(
             d[0].message,
-            "multiple definition of `x'; /tmp/ccAI67hN.o:(.data+0x0): first defined here"
+            "multiple definition of `x'; build/obj/src/a.o:(.data+0x0): first defined here"
         );
         assert_eq!(d[1].file.as_deref(), Some("b.c"));
         assert_eq!(d[1].log_line, 3);
