@@ -573,25 +573,29 @@ impl TestJob<'_> {
             );
         };
         let sym = self.symbolizer.as_ref();
-        let crash = capture
-            .fault
-            .as_ref()
-            .map(|snap| fault::crash_report(snap, sym));
+        let root = self.repo.as_path();
+        let crash = capture.fault.as_ref().map(|snap| {
+            let mut c = fault::crash_report(snap, sym);
+            relative_to(root, &mut c.file);
+            if let Some(caller) = &mut c.caller {
+                relative_to(root, &mut caller.file);
+            }
+            c.summary = c.summary.replace(&format!("{}/", root.display()), "");
+            c
+        });
         let hang_site = match (&capture.stopped_at, sym) {
-            (Some(snap), Some(sym)) => snap.pc.map(|pc| sym.locate(u64::from(pc))),
-            _ => None,
-        };
-        let hang_caller = match (&capture.stopped_at, sym) {
-            (Some(snap), Some(sym)) => snap.lr.map(|lr| sym.locate(u64::from(lr))),
+            (Some(snap), Some(sym)) => snap.pc.map(|pc| {
+                let mut loc = sym.locate(u64::from(pc));
+                relative_to(root, &mut loc.file);
+                loc
+            }),
             _ => None,
         };
         let mut site_functions = Vec::new();
-        if let Some(c) = &crash {
-            site_functions.extend(c.function.clone());
-            site_functions.extend(c.caller.as_ref().and_then(|l| l.function.clone()));
-        }
-        for loc in [&hang_site, &hang_caller].into_iter().flatten() {
-            site_functions.extend(loc.function.clone());
+        if let Some(sym) = sym {
+            for snap in [&capture.fault, &capture.stopped_at].into_iter().flatten() {
+                site_functions.extend(fault::site_functions(snap, sym));
+            }
         }
         let ctx = ParseContext {
             expected: sym.map(|s| s.test_functions()).unwrap_or_default(),
@@ -760,6 +764,15 @@ impl TestJob<'_> {
             report.notes = last.results.notes.clone();
         }
         report
+    }
+}
+
+/// Makes a source path from the ELF's debug info relative to the repository, as people read it.
+fn relative_to(root: &std::path::Path, file: &mut Option<String>) {
+    if let Some(f) = file {
+        if let Ok(rel) = std::path::Path::new(f.as_str()).strip_prefix(root) {
+            *f = rel.display().to_string();
+        }
     }
 }
 

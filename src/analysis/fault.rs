@@ -171,14 +171,20 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         fault_address,
     );
 
+    // A call through a bad pointer faults at an address in no function: the caller is the code
+    // at fault, so it is what `function`, `file` and `line` name.
+    let site = pc_location
+        .as_ref()
+        .filter(|l| l.function.is_some())
+        .or(caller.as_ref());
     CrashReport {
         pc: snap.pc.map(hex),
         lr: snap.lr.map(hex),
         cfsr: snap.cfsr.map(hex),
         hfsr: snap.hfsr.map(hex),
-        function: pc_location.as_ref().and_then(|l| l.function.clone()),
-        file: pc_location.as_ref().and_then(|l| l.file.clone()),
-        line: pc_location.as_ref().and_then(|l| l.line),
+        function: site.and_then(|l| l.function.clone()),
+        file: site.and_then(|l| l.file.clone()),
+        line: site.and_then(|l| l.line),
         caller,
         fault_bits,
         fault_address: fault_address.map(hex),

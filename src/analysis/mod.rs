@@ -44,7 +44,8 @@ pub struct CrashReport {
     pub lr: Option<String>,
     pub cfsr: Option<String>,
     pub hfsr: Option<String>,
-    /// Function, file and line of PC.
+    /// Function, file and line of the fault: PC's, or the caller's when PC is in no function
+    /// (a call through a bad pointer), as the summary then says.
     pub function: Option<String>,
     pub file: Option<String>,
     pub line: Option<u32>,

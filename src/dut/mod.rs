@@ -131,6 +131,7 @@ mod tests {
                 gdb: "gdb-multiarch".into(),
             }),
             console: ConsoleSpec::Rtt,
+            flash_timeout: std::time::Duration::from_secs(60),
         });
         let lg = BoardBackend::Labgrid(LabgridSpec {
             place: None,

@@ -580,6 +580,8 @@ mod tests {
             fault: None,
             duration_ms: 10,
             truncated: false,
+            exit_code: None,
+            stopped_at: None,
         }
     }
 
