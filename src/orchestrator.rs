@@ -240,10 +240,11 @@ impl TestJob<'_> {
         let mut state = State::Idle;
         let mut step = Step::ok(Outcome::TaskReceived, "fwfix test");
         loop {
-            if self.cancel.is_cancelled() && step.outcome != Outcome::Abort {
-                if machine::next(state, Outcome::Abort).is_ok() {
-                    step = Step::ok(Outcome::Abort, "aborted by signal");
-                }
+            if self.cancel.is_cancelled()
+                && step.outcome != Outcome::Abort
+                && machine::next(state, Outcome::Abort).is_ok()
+            {
+                step = Step::ok(Outcome::Abort, "aborted by signal");
             }
             let to = machine::next(state, step.outcome)
                 .map_err(|e| OrchestratorError::Internal(e.to_string()))?;
@@ -290,13 +291,13 @@ impl TestJob<'_> {
             evidence,
             evidence_sha256: hashes,
         };
-        let line = self
-            .trace
-            .append(line, Utc::now())
-            .map_err(|source| OrchestratorError::RunDir {
-                path: self.run_dir.path().join("trace.jsonl"),
-                source,
-            })?;
+        let line =
+            self.trace
+                .append(line, Utc::now())
+                .map_err(|source| OrchestratorError::RunDir {
+                    path: self.run_dir.path().join("trace.jsonl"),
+                    source,
+                })?;
         self.seq = line.seq;
         self.events.emit(&Event::Transition {
             seq: line.seq,
@@ -481,10 +482,7 @@ impl TestJob<'_> {
             );
         }
         let Some(dut) = &self.dut else {
-            return Step::ok(
-                Outcome::Error(ErrorClass::TestEnvFailure),
-                "no DUT is open",
-            );
+            return Step::ok(Outcome::Error(ErrorClass::TestEnvFailure), "no DUT is open");
         };
         Step::ok(
             Outcome::DutReady,
@@ -536,9 +534,10 @@ impl TestJob<'_> {
                 ),
             ),
             RunEnd::Verdict => Step::ok(Outcome::RunFinished, "the harness printed its verdict"),
-            RunEnd::Exited { code } => {
-                Step::ok(Outcome::RunFinished, format!("the image exited with {code}"))
-            }
+            RunEnd::Exited { code } => Step::ok(
+                Outcome::RunFinished,
+                format!("the image exited with {code}"),
+            ),
             RunEnd::Crashed => Step::ok(Outcome::RunFinished, "the image crashed"),
             RunEnd::Timeout => Step::ok(
                 Outcome::RunFinished,
@@ -619,10 +618,7 @@ impl TestJob<'_> {
                         ));
                     }
                 }
-                CaseStatus::Pass
-                | CaseStatus::Fail
-                | CaseStatus::Ignore
-                | CaseStatus::Missing => {}
+                CaseStatus::Pass | CaseStatus::Fail | CaseStatus::Ignore | CaseStatus::Missing => {}
             }
         }
         for case in &results.cases {
@@ -784,6 +780,3 @@ fn dut_error(e: &DutError) -> Step {
 fn count(results: &TestResults, status: CaseStatus) -> usize {
     results.cases.iter().filter(|c| c.status == status).count()
 }
-
-
-

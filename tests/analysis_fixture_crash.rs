@@ -206,6 +206,8 @@ fn sensor_crash_is_decoded_symbolised_and_blamed_on_the_running_test() {
         fault: Some(snap),
         duration_ms: 0,
         truncated: false,
+        exit_code: None,
+        stopped_at: None,
     };
     let parser = parser_for(Harness::Unity).unwrap_or_else(|e| panic!("{e}"));
     let results = parser.parse(

@@ -1,4 +1,5 @@
 //! The small commands: `validate`, `doctor`, `graph`, and usage errors.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
 mod common;
 
@@ -22,7 +23,10 @@ fn validate_accepts_every_shipped_board_and_profile() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = fwfix(&args, root());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), files.len());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).lines().count(),
+        files.len()
+    );
 }
 
 #[test]
@@ -47,7 +51,10 @@ fn doctor_finds_the_installed_tools() {
     let out = fwfix(&["doctor"], root());
     let stdout = String::from_utf8_lossy(&out.stdout);
     for tool in ["qemu-system-arm", "arm-none-eabi-gcc", "git"] {
-        let line = stdout.lines().find(|l| l.contains(tool)).unwrap_or_else(|| panic!("{stdout}"));
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(tool))
+            .unwrap_or_else(|| panic!("{stdout}"));
         assert!(line.starts_with("ok"), "{line}");
     }
 }
@@ -62,7 +69,12 @@ fn doctor_exits_4_with_the_install_command_when_tools_are_missing() {
         .unwrap();
     assert_eq!(out.status.code(), Some(4), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("apt-get install -y --no-install-recommends qemu-system-arm gcc-arm-none-eabi"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "apt-get install -y --no-install-recommends qemu-system-arm gcc-arm-none-eabi"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]
@@ -80,7 +92,15 @@ fn graph_prints_mermaid_and_dot_from_the_table() {
 fn usage_errors_exit_2() {
     assert_eq!(fwfix(&["test"], root()).status.code(), Some(2));
     assert_eq!(fwfix(&["no-such-command"], root()).status.code(), Some(2));
-    assert_eq!(fwfix(&["test", "--board", "x", "--profile", "y", "--repeat", "0"], root()).status.code(), Some(2));
+    assert_eq!(
+        fwfix(
+            &["test", "--board", "x", "--profile", "y", "--repeat", "0"],
+            root()
+        )
+        .status
+        .code(),
+        Some(2)
+    );
     assert_eq!(fwfix(&["--help"], root()).status.code(), Some(0));
 }
 
@@ -88,11 +108,22 @@ fn usage_errors_exit_2() {
 fn unknown_board_name_lists_where_it_looked() {
     let repo = FixtureRepo::new();
     let out = fwfix(
-        &["test", "--repo", repo.path().to_str().unwrap(), "--board", "no-such-board", "--profile", "crc"],
+        &[
+            "test",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            "no-such-board",
+            "--profile",
+            "crc",
+        ],
         repo.path(),
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no-such-board"), "{stderr}");
-    assert!(stderr.contains("qemu-mps2-an385"), "lists the available boards: {stderr}");
+    assert!(
+        stderr.contains("qemu-mps2-an385"),
+        "lists the available boards: {stderr}"
+    );
 }

@@ -51,6 +51,8 @@ fn capture(uart: &str, end: RunEnd) -> Capture {
         fault: None,
         duration_ms: 40,
         truncated: false,
+        exit_code: None,
+        stopped_at: None,
     }
 }
 

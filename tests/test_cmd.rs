@@ -1,12 +1,18 @@
 //! `fwfix test` end to end: the real binary builds the fixture firmware with arm-none-eabi-gcc,
 //! runs it on real QEMU, and the tests read the run directory it leaves.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
 mod common;
 
 use common::*;
 use std::path::Path;
 
-fn test_cmd(repo: &FixtureRepo, board: &str, profile: &str, extra: &[&str]) -> std::process::Output {
+fn test_cmd(
+    repo: &FixtureRepo,
+    board: &str,
+    profile: &str,
+    extra: &[&str],
+) -> std::process::Output {
     let mut args = vec![
         "test",
         "--json",
@@ -43,9 +49,18 @@ fn passing_image_exits_0_with_every_case_in_junit() {
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     for c in cases {
         let name = c["name"].as_str().unwrap();
-        assert!(junit.contains(&format!("name=\"{name}\"")), "{name} missing in\n{junit}");
+        assert!(
+            junit.contains(&format!("name=\"{name}\"")),
+            "{name} missing in\n{junit}"
+        );
     }
-    for f in ["report.md", "trace.jsonl", "iter-000/build.log", "iter-000/console.log", "iter-000/results.json"] {
+    for f in [
+        "report.md",
+        "trace.jsonl",
+        "iter-000/build.log",
+        "iter-000/console.log",
+        "iter-000/results.json",
+    ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
     // The run directory is kept out of git, and the user's tree is untouched.
@@ -93,7 +108,10 @@ fn spinning_hardfault_is_a_crash_named_by_function_long_before_the_timeout() {
     let crash = &report["crash"];
     assert!(crash.is_object(), "{report:#}");
     for field in ["pc", "lr", "cfsr", "function", "file", "line"] {
-        assert!(crash.get(field).is_some(), "crash.{field} missing: {crash:#}");
+        assert!(
+            crash.get(field).is_some(),
+            "crash.{field} missing: {crash:#}"
+        );
     }
     assert!(crash["cfsr"].as_str().unwrap().starts_with("0x"));
     let summary = crash["summary"].as_str().unwrap();
@@ -167,7 +185,15 @@ fn malformed_board_file_exits_2_naming_line_and_column() {
         "name = \"bad\"\nbackend = \"qemu\"\n[qemu]\nmachin = \"mps2-an385\"\n",
     );
     let out = fwfix(
-        &["test", "--repo", repo.path().to_str().unwrap(), "--board", bad.to_str().unwrap(), "--profile", "crc"],
+        &[
+            "test",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            bad.to_str().unwrap(),
+            "--profile",
+            "crc",
+        ],
         repo.path(),
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -191,7 +217,13 @@ fn missing_qemu_binary_exits_4_with_a_hint() {
     let last = events.last().unwrap();
     assert_eq!(last["status"], "ERROR");
     assert_eq!(last["error_class"], "TEST_ENV_FAILURE");
-    assert!(last["message"].as_str().unwrap().contains("qemu-system-fwfix-missing"), "{last}");
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap()
+            .contains("qemu-system-fwfix-missing"),
+        "{last}"
+    );
 }
 
 #[test]
@@ -215,8 +247,14 @@ fn repeat_reports_per_test_pass_counts() {
     let report = report(&dir);
     assert_eq!(report["attempts"].as_array().unwrap().len(), 3);
     let counts = report["pass_counts"].as_array().unwrap();
-    let crc16 = counts.iter().find(|c| c["name"] == "test_crc16_known_vector").unwrap();
-    assert_eq!((crc16["passed"].as_u64(), crc16["runs"].as_u64()), (Some(0), Some(3)));
+    let crc16 = counts
+        .iter()
+        .find(|c| c["name"] == "test_crc16_known_vector")
+        .unwrap();
+    assert_eq!(
+        (crc16["passed"].as_u64(), crc16["runs"].as_u64()),
+        (Some(0), Some(3))
+    );
     assert!(dir.join("iter-000/console-3.log").is_file());
 }
 
@@ -233,8 +271,17 @@ fn json_events_follow_the_state_machine_and_end_with_finished() {
         .collect();
     assert_eq!(
         states,
-        ["INIT", "BUILD_SETUP", "BUILD_RUN", "TEST_SETUP", "TEST_RUN", "RESULT_COLLECTION",
-         "RESULT_ANALYSIS", "CONVERGENCE_CHECK", "SUCCESS"]
+        [
+            "INIT",
+            "BUILD_SETUP",
+            "BUILD_RUN",
+            "TEST_SETUP",
+            "TEST_RUN",
+            "RESULT_COLLECTION",
+            "RESULT_ANALYSIS",
+            "CONVERGENCE_CHECK",
+            "SUCCESS"
+        ]
     );
     let last = events.last().unwrap();
     assert_eq!(last["event"], "finished");
@@ -248,7 +295,15 @@ fn json_events_follow_the_state_machine_and_end_with_finished() {
 fn test_without_a_terminal_prints_a_summary_and_no_progress_codes() {
     let repo = FixtureRepo::new();
     let out = fwfix(
-        &["test", "--repo", repo.path().to_str().unwrap(), "--board", MPS2, "--profile", "crc"],
+        &[
+            "test",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            MPS2,
+            "--profile",
+            "crc",
+        ],
         repo.path(),
     );
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
@@ -260,7 +315,15 @@ fn test_without_a_terminal_prints_a_summary_and_no_progress_codes() {
 #[test]
 fn repo_that_does_not_exist_is_a_usage_error() {
     let out = fwfix(
-        &["test", "--repo", "/nonexistent/fwfix", "--board", MPS2, "--profile", "crc"],
+        &[
+            "test",
+            "--repo",
+            "/nonexistent/fwfix",
+            "--board",
+            MPS2,
+            "--profile",
+            "crc",
+        ],
         Path::new("."),
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

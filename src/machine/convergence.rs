@@ -72,7 +72,10 @@ mod tests {
     #[test]
     fn passes_only_when_every_attempt_passed() {
         assert_eq!(test_mode(&[Pass], 1).outcome, Outcome::Converged);
-        assert_eq!(test_mode(&[Pass, Pass, Pass], 3).outcome, Outcome::Converged);
+        assert_eq!(
+            test_mode(&[Pass, Pass, Pass], 3).outcome,
+            Outcome::Converged
+        );
         let d = test_mode(&[Pass, Fail, Pass], 3);
         assert_eq!(d.outcome, Outcome::GiveUp);
         assert_eq!(d.reason, "flaky: passed on 2 of 3 attempts");

@@ -1,6 +1,7 @@
 //! Test support: throwaway firmware repositories made from the bundled fixtures, a runner for the
 //! real `fwfix` binary, and checks that no QEMU outlived a test.
-#![allow(dead_code)]
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // panics are how tests fail; not every test file uses every helper
+
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -134,7 +135,9 @@ pub fn events(out: &Output) -> Vec<Value> {
 /// The run directory named by the last (`finished`) event.
 pub fn run_dir(out: &Output) -> PathBuf {
     let events = events(out);
-    let last = events.last().unwrap_or_else(|| panic!("no events\n{}", text(out)));
+    let last = events
+        .last()
+        .unwrap_or_else(|| panic!("no events\n{}", text(out)));
     assert_eq!(last["event"], "finished", "{}", text(out));
     PathBuf::from(last["run_dir"].as_str().unwrap())
 }
