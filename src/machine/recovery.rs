@@ -95,6 +95,11 @@ pub fn decide(failure: Failure, budgets: &Budgets) -> Decision {
 /// The nearest state that can go on after `failure`, or None when nothing can.
 fn target(failure: Failure) -> Option<RecoveryTarget> {
     use RecoveryTarget as T;
+    // INIT checks the environment before anything runs: every later step depends on it, so
+    // there is nothing nearer to go on from.
+    if failure.failed_in == State::Init {
+        return None;
+    }
     let patch_fault = if failure.patching {
         Some(T::CodeAnalysis)
     } else {
