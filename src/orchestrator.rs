@@ -285,6 +285,7 @@ impl TestJob<'_> {
             ts: String::new(),
             from,
             to,
+            outcome: step.outcome,
             reason: step.reason.clone(),
             iteration: 0,
             error_class,

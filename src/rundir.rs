@@ -2,7 +2,7 @@
 //! writes, and the append-only trace. Everything a run leaves on disk goes through here, so a run
 //! killed at any point leaves whole files behind, never half-written ones.
 
-use crate::machine::{ErrorClass, State};
+use crate::machine::{ErrorClass, Outcome, State};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
@@ -104,6 +104,8 @@ pub struct TraceLine {
     pub ts: String,
     pub from: State,
     pub to: State,
+    /// What the handler of `from` reported; `next(from, outcome)` must give `to`.
+    pub outcome: Outcome,
     pub reason: String,
     pub iteration: u32,
     pub error_class: Option<ErrorClass>,
@@ -176,6 +178,7 @@ mod tests {
             ts: String::new(),
             from: State::Idle,
             to: State::Init,
+            outcome: Outcome::TaskReceived,
             reason: "task received".into(),
             iteration: 0,
             error_class: None,
@@ -190,7 +193,7 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(lines.iter().map(|l| l.seq).collect::<Vec<_>>(), vec![1, 2]);
-        assert!(text.contains("\"from\":\"IDLE\",\"to\":\"INIT\""));
+        assert!(text.contains("\"from\":\"IDLE\",\"to\":\"INIT\",\"outcome\":\"task_received\""));
         assert!(text.contains("\"error_class\":null"));
     }
 

@@ -38,8 +38,11 @@ impl RecoveryTarget {
 }
 
 /// What a state's handler reports. Each variant names one kind of edge of the table.
+///
+/// Serialised as its [`Outcome::code`], e.g. `"built"` or `"error:BUILD_FAILURE"`, so a trace
+/// line reads plainly and replays exactly.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "outcome", content = "value")]
+#[serde(into = "String", try_from = "String")]
 pub enum Outcome {
     /// IDLE: a task arrived.
     TaskReceived,
@@ -143,6 +146,61 @@ impl Outcome {
             Outcome::Abort => "abort".into(),
             Outcome::Finalised => "finalised".into(),
         }
+    }
+}
+
+impl Outcome {
+    /// The stable code used in traces: snake case, with the class or target after a colon.
+    pub fn code(&self) -> String {
+        match self {
+            Outcome::Error(class) => format!("error:{class}"),
+            Outcome::Recovered(target) => format!("recovered:{}", target.state()),
+            other => other.simple_code().to_string(),
+        }
+    }
+
+    fn simple_code(&self) -> &'static str {
+        match self {
+            Outcome::TaskReceived => "task_received",
+            Outcome::ContextReady => "context_ready",
+            Outcome::EvidenceReady => "evidence_ready",
+            Outcome::CandidatesReady => "candidates_ready",
+            Outcome::Approved => "approved",
+            Outcome::Rejected => "rejected",
+            Outcome::Applied => "applied",
+            Outcome::BuildReady => "build_ready",
+            Outcome::Built => "built",
+            Outcome::DutReady => "dut_ready",
+            Outcome::RunFinished => "run_finished",
+            Outcome::Collected => "collected",
+            Outcome::Decided => "decided",
+            Outcome::Converged => "converged",
+            Outcome::NextIteration => "next_iteration",
+            Outcome::Rerun => "rerun",
+            Outcome::GiveUp => "give_up",
+            Outcome::Error(_) => "error",
+            Outcome::Recovered(_) => "recovered",
+            Outcome::Unrecoverable => "unrecoverable",
+            Outcome::Abort => "abort",
+            Outcome::Finalised => "finalised",
+        }
+    }
+}
+
+impl From<Outcome> for String {
+    fn from(o: Outcome) -> String {
+        o.code()
+    }
+}
+
+impl TryFrom<String> for Outcome {
+    type Error = String;
+
+    fn try_from(code: String) -> Result<Outcome, String> {
+        Outcome::all()
+            .into_iter()
+            .find(|o| o.code() == code)
+            .ok_or_else(|| format!("unknown outcome `{code}`"))
     }
 }
 
@@ -360,6 +418,21 @@ mod tests {
         for t in RecoveryTarget::ALL {
             assert_eq!(next(S::ErrorRecovery, Outcome::Recovered(t)), Ok(t.state()));
         }
+    }
+
+    #[test]
+    fn outcome_codes_are_unique_and_round_trip() {
+        let all = Outcome::all();
+        for o in &all {
+            let json = serde_json::to_string(o).unwrap();
+            assert_eq!(&serde_json::from_str::<Outcome>(&json).unwrap(), o, "{json}");
+        }
+        let mut codes: Vec<String> = all.iter().map(Outcome::code).collect();
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(Outcome::Error(ErrorClass::BuildFailure).code(), "error:BUILD_FAILURE");
+        assert!(serde_json::from_str::<Outcome>("\"bogus\"").is_err());
     }
 
     #[test]
