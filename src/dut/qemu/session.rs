@@ -13,7 +13,7 @@
 //! It owns the timing policy; parsing is in `fault` and `args`, process plumbing in `process`.
 
 use super::args::{self, ExitClass, ExitContext, ExitInfo};
-use super::fault::{self, Alarm, FaultWatcher, MonitorReading, SCB_CFSR, STACK_WORDS};
+use super::fault::{self, Alarm, FaultWatcher, MonitorReading, SCB_CFSR};
 use super::process::{self, AbortOnDrop, GroupKiller, ScratchDir};
 use super::qmp::{QmpClient, QmpError};
 use crate::capture::log::ConsoleLog;
@@ -559,13 +559,25 @@ async fn monitor_reading(
         ..MonitorReading::default()
     };
     let mut problems = Vec::new();
-    if let Some(sp) = fault::CoreRegs::parse(&reading.registers).sp() {
-        match client.hmp(&format!("xp /{STACK_WORDS}wx 0x{sp:08x}")).await {
-            Ok(text) => {
-                let words = fault::parse_words(&text, sp);
-                reading.stack = Some((text, words));
+    let regs = fault::CoreRegs::parse(&reading.registers);
+    if let Some(sp) = regs.sp() {
+        // A short read first; more only when it shows no certain frame.
+        for words in [fault::STACK_WORDS_FIRST, fault::STACK_WORDS_MORE] {
+            match client.hmp(&format!("xp /{words}wx 0x{sp:08x}")).await {
+                Ok(text) => {
+                    let parsed = fault::parse_words(&text, sp);
+                    let certain =
+                        fault::locate_frame(&regs, &parsed).is_ok_and(|frame| frame.is_certain());
+                    reading.stack = Some((text, parsed));
+                    if certain {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    problems.push(e.to_string());
+                    break;
+                }
             }
-            Err(e) => problems.push(e.to_string()),
         }
     }
     match client.hmp(&format!("xp /5wx 0x{SCB_CFSR:08x}")).await {
