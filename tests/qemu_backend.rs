@@ -724,3 +724,38 @@ async fn awkward_console_output_is_framed() {
     assert!(log.contains("uart  no newline at the end"), "{log}");
     assert_qemu_gone(&dut);
 }
+
+#[tokio::test]
+async fn a_console_flood_still_times_out_and_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+        for (unsigned n = 0;; n++) {
+            char line[16] = "spam 0000000\n";
+            unsigned v = n;
+            for (int i = 11; i >= 5; i--) { line[i] = (char)('0' + v % 10); v /= 10; }
+            puts_(line);
+        }
+    "#;
+    let elf = mini_image(dir.path(), "flood", "for (;;) {}", body);
+    let mut dut = qemu(MPS2);
+    let started = Instant::now();
+    let (result, log_dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(2), Box::new(NeverFinal)),
+    )
+    .await;
+    let took = started.elapsed();
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Timeout);
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert!(
+        capture.lines.len() <= 40_000 + 64,
+        "{} lines kept",
+        capture.lines.len()
+    );
+    let logged = console_log(log_dir.path()).lines().count();
+    assert!(logged >= capture.lines.len());
+    assert_eq!(capture.truncated, logged > capture.lines.len());
+    assert_qemu_gone(&dut);
+}

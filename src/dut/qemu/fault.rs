@@ -552,6 +552,9 @@ pub fn snapshot_from_monitor(reading: &MonitorReading, log: &FaultWatcher) -> Fa
         ..FaultSnapshot::default()
     };
     let mut raw = String::new();
+    if let Some(n) = snap.exception {
+        let _ = writeln!(raw, "core stopped in {} (exception {n})", exception_name(n));
+    }
     match reading.stack.as_ref().map(|(_, w)| locate_frame(&regs, w)) {
         Some(Ok(frame)) => {
             let w = frame.words;
@@ -881,6 +884,9 @@ Taking exception 4 [Data Abort] on CPU 0
         assert_eq!(snap.bfar, None);
         assert!(!snap.lockup);
         assert!(snap.raw.contains("IACCVIOL"));
+        assert!(snap
+            .raw
+            .starts_with("core stopped in HardFault (exception 3)"));
         assert!(!snap.raw.contains('\r'));
     }
 

@@ -299,11 +299,14 @@ impl Session<'_> {
         }
     }
 
-    /// Waits for one of: a line (handled), QEMU's exit, cancellation, or `fut`.
+    /// Waits for one of: a line (handled), QEMU's exit, cancellation, or `fut`. `fut` (a timer or
+    /// a snapshot) is polled before the lines, so a firmware flooding its console cannot starve
+    /// the timeout.
     async fn step<F: Future + Unpin>(&mut self, fut: &mut F) -> Step<F::Output> {
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Step::Cancelled,
+            out = fut => Step::Done(out),
             line = self.rx.recv(), if self.rx_open => {
                 match line {
                     Some(line) => self.take(line).await,
@@ -318,7 +321,6 @@ impl Session<'_> {
                 }
                 Step::Exited
             }
-            out = fut => Step::Done(out),
         }
     }
 
