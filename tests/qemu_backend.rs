@@ -224,8 +224,28 @@ fn process_gone(pid: u32) -> bool {
     }
 }
 
+/// The QEMU whose command line holds `marker` (passed with `-append`), waiting up to 10 s for it.
+fn find_qemu_with(marker: &str) -> Option<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(marker) {
+                if let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() {
+                    return Some(pid);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
 fn assert_qemu_gone(dut: &QemuDut) {
-    let pid = dut.last_pid().expect("QEMU was started");
+    assert_pid_gone(dut.last_pid().expect("QEMU was started"));
+}
+
+fn assert_pid_gone(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(3);
     while !process_gone(pid) {
         assert!(
@@ -504,6 +524,47 @@ async fn dropping_the_run_kills_qemu() {
     assert!(console_log(a.dir.path()).contains("test_event_starts_with_nothing_pending"));
 }
 
+/// Panics on the first console line, so the run unwinds out of the middle of a capture. At boot
+/// it notes QEMU's pid (found by the `-append` marker) for the test to check afterwards.
+struct PanickingSink {
+    marker: String,
+    pid: std::sync::Arc<Mutex<Option<u32>>>,
+}
+
+impl EventSink for PanickingSink {
+    fn emit(&self, event: &Event) {
+        match event {
+            Event::BootStarted { .. } => {
+                *self.pid.lock().unwrap() = find_qemu_with(&self.marker);
+            }
+            Event::ConsoleLine { text, .. } => panic!("event sink failed on {text:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_panic_mid_run_leaves_no_qemu() {
+    let elf = fixture_image(MPS2, "event");
+    let mut a = attempt(Duration::from_secs(30), Box::new(UnityEnd));
+    let marker = format!("fwfix-test-panic-{}", std::process::id());
+    a.spec.append = Some(marker.clone());
+    let pid = std::sync::Arc::new(Mutex::new(None));
+    let sink = PanickingSink {
+        marker,
+        pid: pid.clone(),
+    };
+    let task = tokio::spawn(async move {
+        let mut dut = qemu(MPS2);
+        let image = Image { elf };
+        dut.run(&image, a.spec, &sink).await
+    });
+    let joined = task.await;
+    assert!(joined.is_err_and(|e| e.is_panic()));
+    let pid = pid.lock().unwrap().expect("QEMU was found at boot");
+    assert_pid_gone(pid);
+}
+
 #[tokio::test]
 async fn qemu_killed_from_outside_is_a_runner_failure() {
     let elf = fixture_image(MPS2, "event");
@@ -513,27 +574,19 @@ async fn qemu_killed_from_outside_is_a_runner_failure() {
     a.spec.append = Some(marker.clone());
     // Find this attempt's QEMU by its -append marker, then kill it as the OOM killer would.
     let killer = std::thread::spawn(move || {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-                let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-                if String::from_utf8_lossy(&cmdline).contains(&marker) {
-                    if let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() {
-                        std::thread::sleep(Duration::from_millis(300));
-                        let _ = nix::sys::signal::kill(
-                            nix::unistd::Pid::from_raw(pid),
-                            nix::sys::signal::Signal::SIGKILL,
-                        );
-                        return true;
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        false
+        let pid = find_qemu_with(&marker)?;
+        std::thread::sleep(Duration::from_millis(300));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .ok()
     });
     let (result, _dir, _) = run(&mut dut, &elf, a).await;
-    assert!(killer.join().unwrap(), "the test never found QEMU");
+    assert!(
+        killer.join().unwrap().is_some(),
+        "the test never found QEMU"
+    );
     let capture = result.unwrap();
     assert_eq!(
         capture.end,
