@@ -11,9 +11,11 @@ use std::sync::OnceLock;
 
 /// SCB fault status registers, read in one `xp /5wx` from CFSR: CFSR, HFSR, DFSR, MMFAR, BFAR.
 pub const SCB_CFSR: u32 = 0xE000_ED28;
-/// Words read from the stack at SP: room for a handler that pushed a few registers and still a
-/// whole frame above them.
-pub const STACK_WORDS: usize = 40;
+/// Words first read from the stack at SP: a frame and a few registers the handler pushed. Kept
+/// small because a read past the end of RAM shows up in QEMU's guest-error log.
+pub const STACK_WORDS_FIRST: usize = 16;
+/// Words read when the first read showed no trustworthy frame.
+pub const STACK_WORDS_MORE: usize = 40;
 /// How far above SP (in words) a stacked frame is looked for when SP does not point at it.
 const SCAN_WORDS: usize = 32;
 /// Fault log lines kept for the snapshot's raw text.
@@ -132,24 +134,44 @@ fn plausible_xpsr(v: u32) -> bool {
     v & XPSR_THUMB != 0 && v & XPSR_RESERVED == 0
 }
 
+/// How a stacked frame was found, most trustworthy first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameFound {
+    /// At SP, with EXC_RETURN still in LR.
+    AtSp,
+    /// Right above the EXC_RETURN the handler pushed.
+    AboveExcReturn,
+    /// Above a pushed EXC_RETURN, but its xPSR has no Thumb bit.
+    WithoutThumbBit,
+    /// No EXC_RETURN anywhere: the first plausible frame.
+    Guessed,
+}
+
 /// Where the stacked exception frame was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StackedFrame {
     pub addr: u32,
     /// r0, r1, r2, r3, r12, lr, pc, xpsr.
     pub words: [u32; 8],
+    pub found: FrameFound,
     /// How it was found, for the snapshot's raw text.
     pub note: String,
 }
 
 impl StackedFrame {
-    fn at(words: &[u32], k: usize, sp: u32, note: String) -> Option<Self> {
+    fn at(words: &[u32], k: usize, sp: u32, found: FrameFound, note: String) -> Option<Self> {
         let frame: [u32; 8] = words.get(k..k + 8)?.try_into().ok()?;
         Some(Self {
             addr: sp.wrapping_add(4 * k as u32),
             words: frame,
+            found,
             note,
         })
+    }
+
+    /// Found by an EXC_RETURN and a valid xPSR: no need to read more of the stack.
+    pub fn is_certain(&self) -> bool {
+        matches!(self.found, FrameFound::AtSp | FrameFound::AboveExcReturn)
     }
 
     /// The SP of the code that faulted: above the frame, plus the alignment word the core added
@@ -176,7 +198,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
                  QEMU's monitor cannot read"
             ));
         }
-        if let Some(frame) = StackedFrame::at(stack, 0, sp, String::new()) {
+        if let Some(frame) = StackedFrame::at(stack, 0, sp, FrameFound::AtSp, String::new()) {
             if plausible_xpsr(frame.words[7]) {
                 return Ok(StackedFrame {
                     note: format!(
@@ -212,7 +234,9 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
                 stack[k],
                 4 * k
             );
-            if let Some(frame) = StackedFrame::at(stack, k + 1, sp, note) {
+            if let Some(frame) =
+                StackedFrame::at(stack, k + 1, sp, FrameFound::AboveExcReturn, note)
+            {
                 return Ok(frame);
             }
         }
@@ -226,7 +250,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
             stack[k],
             4 * k
         );
-        if let Some(frame) = StackedFrame::at(stack, k + 1, sp, note) {
+        if let Some(frame) = StackedFrame::at(stack, k + 1, sp, FrameFound::WithoutThumbBit, note) {
             return Ok(frame);
         }
     }
@@ -236,7 +260,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
                 "{tried}no saved EXC_RETURN found; guessed the first plausible frame at SP+{}",
                 4 * k
             );
-            if let Some(frame) = StackedFrame::at(stack, k, sp, note) {
+            if let Some(frame) = StackedFrame::at(stack, k, sp, FrameFound::Guessed, note) {
                 return Ok(frame);
             }
         }
@@ -528,6 +552,9 @@ pub fn snapshot_from_monitor(reading: &MonitorReading, log: &FaultWatcher) -> Fa
         ..FaultSnapshot::default()
     };
     let mut raw = String::new();
+    if let Some(n) = snap.exception {
+        let _ = writeln!(raw, "core stopped in {} (exception {n})", exception_name(n));
+    }
     match reading.stack.as_ref().map(|(_, w)| locate_frame(&regs, w)) {
         Some(Ok(frame)) => {
             let w = frame.words;
@@ -700,6 +727,8 @@ FPSCR: 00000000";
         assert_eq!(frame.words[6], 0x300);
         assert_eq!(frame.caller_sp(), 0x2000_0120);
         assert!(frame.note.contains("frame at SP"));
+        assert_eq!(frame.found, FrameFound::AtSp);
+        assert!(frame.is_certain());
     }
 
     #[test]
@@ -746,6 +775,8 @@ FPSCR: 00000000";
         assert_eq!(frame.words[6], 0xffff_fff0); // PC: the bad function pointer
         assert_eq!(frame.words[5], 0x93); // LR: the caller
         assert!(frame.note.contains("no Thumb bit"), "{}", frame.note);
+        assert_eq!(frame.found, FrameFound::WithoutThumbBit);
+        assert!(!frame.is_certain());
     }
 
     #[test]
@@ -757,6 +788,7 @@ FPSCR: 00000000";
         let frame = locate_frame(&regs, &stack).unwrap();
         assert_eq!(frame.addr, 0x104);
         assert!(frame.note.contains("guessed"));
+        assert_eq!(frame.found, FrameFound::Guessed);
         assert!(locate_frame(&regs, &[0; 12]).is_err());
     }
 
@@ -852,6 +884,9 @@ Taking exception 4 [Data Abort] on CPU 0
         assert_eq!(snap.bfar, None);
         assert!(!snap.lockup);
         assert!(snap.raw.contains("IACCVIOL"));
+        assert!(snap
+            .raw
+            .starts_with("core stopped in HardFault (exception 3)"));
         assert!(!snap.raw.contains('\r'));
     }
 

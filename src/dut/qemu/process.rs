@@ -125,6 +125,8 @@ impl ScratchDir {
     pub fn create() -> io::Result<Self> {
         use std::os::unix::fs::DirBuilderExt;
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // The system temp dir rather than the run directory: a unix socket path must stay under
+        // about 100 bytes, and run directories can be deep.
         let base = std::env::temp_dir();
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -13,7 +13,7 @@
 //! It owns the timing policy; parsing is in `fault` and `args`, process plumbing in `process`.
 
 use super::args::{self, ExitClass, ExitContext, ExitInfo};
-use super::fault::{self, Alarm, FaultWatcher, MonitorReading, SCB_CFSR, STACK_WORDS};
+use super::fault::{self, Alarm, FaultWatcher, MonitorReading, SCB_CFSR};
 use super::process::{self, AbortOnDrop, GroupKiller, ScratchDir};
 use super::qmp::{QmpClient, QmpError};
 use crate::capture::log::ConsoleLog;
@@ -24,7 +24,6 @@ use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -165,51 +164,25 @@ pub(super) async fn run(
         }
     }
     let exit = session.status.map(|s| exit_info(&s));
-
-    let (end, fault, stopped_at) = match ending {
-        Ending::Verdict => (RunEnd::Verdict, None, None),
-        Ending::Cancelled => (RunEnd::Cancelled, None, None),
-        Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
-        Ending::Crashed(mut snapshot) => {
-            if session.watcher.lockup() && !snapshot.lockup {
-                snapshot.lockup = true;
-                snapshot
-                    .raw
-                    .push_str("\n-- the fault handler then locked up --\n");
-                snapshot.raw.push_str(&session.watcher.log_text());
-            }
-            (RunEnd::Crashed, Some(snapshot), None)
-        }
-        Ending::Exited => match session.classify(exit) {
-            ExitClass::StartFailure => {
-                let _ = session.log.finish().await;
-                return Err(args::start_failure(
-                    program,
-                    spec,
-                    &kernel,
-                    &session.stderr_head,
-                ));
-            }
-            ExitClass::RunnerDied { signal, code } => {
-                (RunEnd::RunnerDied { signal, code }, None, None)
-            }
-            ExitClass::Crashed => {
-                let why = "QEMU ended before its monitor could be read";
-                let snapshot = session.watcher.snapshot_from_log(why);
-                (RunEnd::Crashed, Some(snapshot), None)
-            }
-            ExitClass::Verdict { .. } => (RunEnd::Verdict, None, None),
-            ExitClass::Exited { code } => (RunEnd::Exited { code }, None, None),
-        },
+    let Some((end, fault, stopped_at)) = session.conclude(ending, exit) else {
+        // QEMU's own words stay in console.log as well as in the error.
+        let _ = session.log.finish().await;
+        return Err(args::start_failure(
+            program,
+            spec,
+            &kernel,
+            &session.stderr_head,
+        ));
     };
-    let exit_code = if exited_by_itself {
-        exit.and_then(|e| e.code)
-    } else {
-        None
+    // The firmware's exit status: only when QEMU exited by itself, and not when it was told to.
+    let exit_code = match end {
+        RunEnd::RunnerDied { .. } => None,
+        _ if exited_by_itself => exit.and_then(|e| e.code),
+        _ => None,
     };
 
     let Session { log, store, .. } = session;
-    let log_path: PathBuf = log.path().to_path_buf();
+    let log_path = log.path().to_path_buf();
     log.finish().await.map_err(|source| DutError::Io {
         doing: format!("writing {}", log_path.display()),
         source,
@@ -232,6 +205,9 @@ fn exit_info(status: &ExitStatus) -> ExitInfo {
         signal: status.signal(),
     }
 }
+
+/// How an attempt ended: the end, the crash snapshot, where a hung core was.
+type Concluded = (RunEnd, Option<FaultSnapshot>, Option<FaultSnapshot>);
 
 /// How the capture phase ended, with what that ending needs.
 enum Ending {
@@ -299,11 +275,14 @@ impl Session<'_> {
         }
     }
 
-    /// Waits for one of: a line (handled), QEMU's exit, cancellation, or `fut`.
+    /// Waits for one of: a line (handled), QEMU's exit, cancellation, or `fut`. `fut` (a timer or
+    /// a snapshot) is polled before the lines, so a firmware flooding its console cannot starve
+    /// the timeout.
     async fn step<F: Future + Unpin>(&mut self, fut: &mut F) -> Step<F::Output> {
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Step::Cancelled,
+            out = fut => Step::Done(out),
             line = self.rx.recv(), if self.rx_open => {
                 match line {
                     Some(line) => self.take(line).await,
@@ -311,14 +290,13 @@ impl Session<'_> {
                 }
                 Step::Line
             }
-            status = self.child.wait(), if self.status.is_none() && self.wait_error.is_none() => {
+            status = self.child.wait(), if !self.exited() => {
                 match status {
                     Ok(status) => self.status = Some(status),
                     Err(e) => self.wait_error = Some(e),
                 }
                 Step::Exited
             }
-            out = fut => Step::Done(out),
         }
     }
 
@@ -495,6 +473,41 @@ impl Session<'_> {
         }
     }
 
+    /// The attempt's end with its fault and stopped-at snapshots; None when QEMU refused to start.
+    fn conclude(&self, ending: Ending, exit: Option<ExitInfo>) -> Option<Concluded> {
+        Some(match ending {
+            Ending::Verdict => (RunEnd::Verdict, None, None),
+            Ending::Cancelled => (RunEnd::Cancelled, None, None),
+            Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
+            Ending::Crashed(mut snapshot) => {
+                if self.watcher.lockup() && !snapshot.lockup {
+                    snapshot.lockup = true;
+                    snapshot
+                        .raw
+                        .push_str("\n-- the fault handler then locked up --\n");
+                    snapshot.raw.push_str(&self.watcher.log_text());
+                }
+                (RunEnd::Crashed, Some(snapshot), None)
+            }
+            Ending::Exited => match self.classify(exit) {
+                ExitClass::StartFailure => return None,
+                ExitClass::RunnerDied { signal, code } => {
+                    (RunEnd::RunnerDied { signal, code }, None, None)
+                }
+                ExitClass::Crashed => {
+                    let why = "QEMU ended before its monitor could be read";
+                    (
+                        RunEnd::Crashed,
+                        Some(self.watcher.snapshot_from_log(why)),
+                        None,
+                    )
+                }
+                ExitClass::Verdict { .. } => (RunEnd::Verdict, None, None),
+                ExitClass::Exited { code } => (RunEnd::Exited { code }, None, None),
+            },
+        })
+    }
+
     fn classify(&self, exit: Option<ExitInfo>) -> ExitClass {
         let qemu_complained = self
             .stderr_head
@@ -559,13 +572,25 @@ async fn monitor_reading(
         ..MonitorReading::default()
     };
     let mut problems = Vec::new();
-    if let Some(sp) = fault::CoreRegs::parse(&reading.registers).sp() {
-        match client.hmp(&format!("xp /{STACK_WORDS}wx 0x{sp:08x}")).await {
-            Ok(text) => {
-                let words = fault::parse_words(&text, sp);
-                reading.stack = Some((text, words));
+    let regs = fault::CoreRegs::parse(&reading.registers);
+    if let Some(sp) = regs.sp() {
+        // A short read first; more only when it shows no certain frame.
+        for words in [fault::STACK_WORDS_FIRST, fault::STACK_WORDS_MORE] {
+            match client.hmp(&format!("xp /{words}wx 0x{sp:08x}")).await {
+                Ok(text) => {
+                    let parsed = fault::parse_words(&text, sp);
+                    let certain =
+                        fault::locate_frame(&regs, &parsed).is_ok_and(|frame| frame.is_certain());
+                    reading.stack = Some((text, parsed));
+                    if certain {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    problems.push(e.to_string());
+                    break;
+                }
             }
-            Err(e) => problems.push(e.to_string()),
         }
     }
     match client.hmp(&format!("xp /5wx 0x{SCB_CFSR:08x}")).await {

@@ -1,0 +1,814 @@
+//! The QEMU backend against the real qemu-system-arm and real images: the fwtests fixture (built
+//! with its Makefile) and a few tiny images compiled here for what the fixture does not do
+//! (lockup, awkward console bytes). Every test fails loudly when QEMU or the cross compiler is
+//! missing, and checks that no QEMU process is left behind.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers too should stop the test loudly on anything unexpected"
+)]
+
+use fwfix::capture::{Capture, EndDetector, RunEnd, Stream};
+use fwfix::config::QemuSpec;
+use fwfix::dut::qemu::QemuDut;
+use fwfix::dut::{Dut, DutError, Image, RunSpec};
+use fwfix::events::{Event, EventSink};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const MPS2: &str = "mps2-an385";
+const LM3S: &str = "lm3s6965evb";
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn require_tool(program: &str, install: &str) {
+    let found = Command::new(program)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{program} is required by these tests and was not found: {install}"
+    );
+}
+
+fn require_tools() {
+    require_tool("qemu-system-arm", "sudo apt-get install qemu-system-arm");
+    require_tool(
+        "arm-none-eabi-gcc",
+        "sudo apt-get install gcc-arm-none-eabi",
+    );
+}
+
+fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
+}
+
+/// Builds one fixture image with its Makefile, once per test process; tests run in parallel
+/// and make must not run twice at once in the same build directory.
+fn fixture_image(board: &str, name: &str) -> PathBuf {
+    require_tools();
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    let target = format!("build/{board}/test_{name}.elf");
+    if let Some(path) = built.get(&target) {
+        return path.clone();
+    }
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(fixture_dir())
+        .arg(format!("BOARD={board}"))
+        .arg(&target)
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "building {target} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = fixture_dir().join(&target);
+    built.insert(target, path.clone());
+    path
+}
+
+/// A tiny mps2-an385 image for what the fixture does not cover; `body` runs after the UART is
+/// set up and may use `puts_`, `putc_`, `sexit`.
+fn mini_image(dir: &Path, name: &str, handler: &str, body: &str) -> PathBuf {
+    require_tools();
+    let source = format!(
+        r#"
+#include <stdint.h>
+#define REG(a) (*(volatile uint32_t *)(a))
+static void putc_(char c) {{ while (REG(0x40004004u) & 1u) {{}} REG(0x40004000u) = (uint8_t)c; }}
+static void puts_(const char *s) {{ while (*s) putc_(*s++); }}
+static void sexit(int code) {{
+    uint32_t block[2] = {{0x20026u, (uint32_t)code}};
+    register uint32_t r0 __asm__("r0") = 0x20u;
+    register void *r1 __asm__("r1") = block;
+    __asm__ volatile("bkpt 0xab" : "+r"(r0) : "r"(r1) : "memory");
+    for (;;) {{}}
+}}
+void Reset_Handler(void);
+void Fault_Handler(void) {{ {handler} }}
+extern uint32_t _estack;
+__attribute__((section(".vectors"), used)) const void *vectors[8] = {{
+    &_estack, Reset_Handler, Fault_Handler, Fault_Handler,
+    Fault_Handler, Fault_Handler, Fault_Handler, 0 }};
+void Reset_Handler(void) {{
+    REG(0x40004010u) = 16u;
+    REG(0x40004008u) = 1u;
+    {body}
+    sexit(0);
+}}
+"#
+    );
+    let link = "MEMORY { FLASH (rx) : ORIGIN = 0x0, LENGTH = 256K  RAM (rwx) : ORIGIN = 0x20000000, LENGTH = 64K }
+_estack = ORIGIN(RAM) + LENGTH(RAM);
+SECTIONS { .text : { KEEP(*(.vectors)) *(.text*) *(.rodata*) } > FLASH
+           .bss : { *(.bss*) *(COMMON) } > RAM }
+";
+    let c = dir.join(format!("{name}.c"));
+    let ld = dir.join(format!("{name}.ld"));
+    let elf = dir.join(format!("{name}.elf"));
+    std::fs::write(&c, source).unwrap();
+    std::fs::write(&ld, link).unwrap();
+    let out = Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m3",
+            "-mthumb",
+            "-O1",
+            "-nostdlib",
+            "-ffreestanding",
+            "-T",
+        ])
+        .arg(&ld)
+        .arg(&c)
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .expect("arm-none-eabi-gcc runs");
+    assert!(
+        out.status.success(),
+        "compiling {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    elf
+}
+
+fn qemu(machine: &str) -> QemuDut {
+    QemuDut::new(
+        format!("test-{machine}"),
+        QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: machine.into(),
+            cpu: None,
+            extra_args: vec![],
+        },
+    )
+}
+
+/// Unity's last line: `OK` or `FAIL`.
+struct UnityEnd;
+
+impl EndDetector for UnityEnd {
+    fn is_final(&mut self, line: &str) -> bool {
+        line == "OK" || line == "FAIL"
+    }
+}
+
+/// Never final: the attempt ends by exit, crash, timeout or cancellation.
+struct NeverFinal;
+
+impl EndDetector for NeverFinal {
+    fn is_final(&mut self, _line: &str) -> bool {
+        false
+    }
+}
+
+#[derive(Default)]
+struct Recorder(Mutex<Vec<Event>>);
+
+impl EventSink for Recorder {
+    fn emit(&self, event: &Event) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event.clone());
+    }
+}
+
+impl Recorder {
+    fn events(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+struct Attempt {
+    dir: tempfile::TempDir,
+    spec: RunSpec,
+}
+
+fn attempt(timeout: Duration, detector: Box<dyn EndDetector>) -> Attempt {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = RunSpec {
+        timeout,
+        detector,
+        console_log: dir.path().join("console.log"),
+        append: None,
+        cancel: CancellationToken::new(),
+        attempt: 1,
+    };
+    Attempt { dir, spec }
+}
+
+fn console_log(a: &Path) -> String {
+    std::fs::read_to_string(a.join("console.log")).unwrap()
+}
+
+/// Whether a process is gone (or a zombie, which runs nothing).
+fn process_gone(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state == "Z" || state == "X"),
+    }
+}
+
+/// The QEMU whose command line holds `marker` (passed with `-append`), waiting up to 10 s for it.
+fn find_qemu_with(marker: &str) -> Option<u32> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            if String::from_utf8_lossy(&cmdline).contains(marker) {
+                if let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() {
+                    return Some(pid);
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    None
+}
+
+fn assert_qemu_gone(dut: &QemuDut) {
+    assert_pid_gone(dut.last_pid().expect("QEMU was started"));
+}
+
+fn assert_pid_gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while !process_gone(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "QEMU (pid {pid}) is still running after the attempt"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn uart(capture: &Capture) -> Vec<&str> {
+    capture.uart_lines().collect()
+}
+
+async fn run(
+    dut: &mut QemuDut,
+    elf: &Path,
+    a: Attempt,
+) -> (Result<Capture, DutError>, tempfile::TempDir, Recorder) {
+    let events = Recorder::default();
+    let image = Image {
+        elf: elf.to_path_buf(),
+    };
+    let result = dut.run(&image, a.spec, &events).await;
+    (result, a.dir, events)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Passing, failing
+
+#[tokio::test]
+async fn passing_image_ends_at_the_verdict_with_exit_code_zero() {
+    let elf = fixture_image(MPS2, "math");
+    let mut dut = qemu(MPS2);
+    let (result, dir, events) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(UnityEnd)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Verdict);
+    assert_eq!(capture.exit_code, Some(0), "{capture:?}");
+    assert!(capture.fault.is_none() && capture.stopped_at.is_none());
+    assert!(!capture.truncated);
+    let lines = uart(&capture);
+    assert!(
+        lines.contains(&"tests/test_math.c:7:test_imath_clamp:PASS"),
+        "{lines:?}"
+    );
+    assert_eq!(lines.last(), Some(&"OK"));
+    // Semihosting and -d text is host output, never UART.
+    assert!(capture
+        .lines
+        .iter()
+        .any(|l| l.stream == Stream::Host && l.text.starts_with("Taking exception 16")));
+
+    let log = console_log(dir.path());
+    assert!(
+        log.contains("] uart  tests/test_math.c:7:test_imath_clamp:PASS"),
+        "{log}"
+    );
+    assert!(log.contains("] host  Taking exception 16"), "{log}");
+    assert_eq!(log.lines().count(), capture.lines.len());
+
+    let events = events.events();
+    assert!(matches!(
+        events.first(),
+        Some(Event::BootStarted { attempt: 1, .. })
+    ));
+    let console_events = events
+        .iter()
+        .filter(|e| matches!(e, Event::ConsoleLine { .. }))
+        .count();
+    assert_eq!(console_events, capture.lines.len());
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn passing_image_without_a_verdict_detector_exits_zero() {
+    let elf = fixture_image(MPS2, "ringbuf");
+    let mut dut = qemu(MPS2);
+    let (result, _dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(NeverFinal)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Exited { code: 0 });
+    assert_eq!(capture.exit_code, Some(0));
+    assert_eq!(uart(&capture).last(), Some(&"OK"));
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn failing_image_exits_one() {
+    let elf = fixture_image(MPS2, "crc");
+    let mut dut = qemu(MPS2);
+    let (result, _dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(NeverFinal)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Exited { code: 1 });
+    assert!(uart(&capture)
+        .iter()
+        .any(|l| l.contains("test_crc16_known_vector:FAIL")));
+    assert_qemu_gone(&dut);
+
+    let (result, _dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(UnityEnd)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Verdict);
+    assert_eq!(capture.exit_code, Some(1));
+    assert_qemu_gone(&dut);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Crash, lockup, hang
+
+fn assert_crash_reported_fast(capture: &Capture) {
+    assert_eq!(capture.end, RunEnd::Crashed, "{capture:?}");
+    let fault_at = capture
+        .lines
+        .iter()
+        .find(|l| {
+            l.stream == Stream::Host && l.text.contains("taking pending nonsecure exception 3")
+        })
+        .map(|l| l.t_ms)
+        .expect("the fault shows in QEMU's log");
+    assert!(
+        capture.duration_ms.saturating_sub(fault_at) < 1200,
+        "crash reported {} ms after it happened",
+        capture.duration_ms - fault_at
+    );
+}
+
+#[tokio::test]
+async fn crash_is_reported_within_a_second_with_the_fault_state() {
+    let elf = fixture_image(MPS2, "sensor");
+    let mut dut = qemu(MPS2);
+    let started = Instant::now();
+    let (result, dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(UnityEnd)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_crash_reported_fast(&capture);
+    let fault = capture.fault.as_ref().expect("a fault snapshot");
+    assert_eq!(fault.exception, Some(3), "{}", fault.raw);
+    // The driver called its erased 0xFFFFFFFF hook: PC is that address, LR the call site.
+    assert_eq!(fault.pc, Some(0xffff_fffe), "{}", fault.raw);
+    let lr = fault.lr.expect("stacked LR");
+    assert!(
+        lr > 0 && lr < 0x0040_0000,
+        "LR {lr:#x} is not in flash\n{}",
+        fault.raw
+    );
+    let cfsr = fault.cfsr.expect("CFSR");
+    assert_ne!(cfsr & 1, 0, "IACCVIOL expected in CFSR {cfsr:#x}");
+    assert!(fault.hfsr.is_some());
+    assert!(!fault.lockup);
+    assert!(fault.raw.contains("info registers"), "{}", fault.raw);
+    assert!(uart(&capture)
+        .iter()
+        .any(|l| l.contains("test_sensor_applies_calibration:PASS")));
+    assert!(console_log(dir.path()).contains("IACCVIOL"));
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn lockup_is_a_crash_with_the_register_dump() {
+    let dir = tempfile::tempdir().unwrap();
+    // The fault handler itself jumps to a bad address: QEMU cannot escalate and aborts.
+    let elf = mini_image(
+        dir.path(),
+        "lockup",
+        "((void (*)(void))0xFFFFFFF0u)();",
+        "puts_(\"going down\\n\"); ((void (*)(void))0xFFFFFFF0u)();",
+    );
+    let mut dut = qemu(MPS2);
+    let (result, _log_dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(NeverFinal)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Crashed, "{capture:?}");
+    let fault = capture.fault.expect("a fault snapshot");
+    assert!(fault.lockup, "{}", fault.raw);
+    assert!(fault.pc.is_some(), "{}", fault.raw);
+    assert!(fault.cfsr.is_some_and(|c| c & 1 != 0), "{}", fault.raw);
+    assert!(fault.raw.contains("Lockup"), "{}", fault.raw);
+    assert!(capture.duration_ms < 3000);
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn hang_times_out_and_says_where_the_core_was() {
+    let elf = fixture_image(MPS2, "event");
+    let mut dut = qemu(MPS2);
+    let started = Instant::now();
+    let (result, dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(2), Box::new(UnityEnd)),
+    )
+    .await;
+    let capture = result.unwrap();
+    let took = started.elapsed();
+    assert_eq!(capture.end, RunEnd::Timeout);
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(5),
+        "took {took:?}"
+    );
+    let stopped = capture.stopped_at.as_ref().expect("where the core was");
+    let pc = stopped.pc.expect("PC");
+    assert!(pc < 0x0040_0000, "PC {pc:#x} is not in flash");
+    assert!(stopped.sp.is_some() && stopped.xpsr.is_some());
+    assert!(capture.fault.is_none());
+    assert!(uart(&capture)
+        .iter()
+        .any(|l| l.contains("test_event_wait_returns_posted_event:PASS")));
+    assert!(console_log(dir.path()).contains("test_event_wait_returns_posted_event"));
+    assert_qemu_gone(&dut);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cancellation, dropping, a runner killed from outside
+
+#[tokio::test]
+async fn cancellation_stops_qemu_at_once() {
+    let elf = fixture_image(MPS2, "event");
+    let mut dut = qemu(MPS2);
+    let a = attempt(Duration::from_secs(30), Box::new(UnityEnd));
+    let cancel = a.spec.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        cancel.cancel();
+    });
+    let started = Instant::now();
+    let (result, _dir, _) = run(&mut dut, &elf, a).await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Cancelled);
+    assert!(
+        started.elapsed() < Duration::from_millis(2000),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn dropping_the_run_kills_qemu() {
+    let elf = fixture_image(MPS2, "event");
+    let mut dut = qemu(MPS2);
+    let a = attempt(Duration::from_secs(30), Box::new(UnityEnd));
+    let events = Recorder::default();
+    let image = Image { elf };
+    let dropped =
+        tokio::time::timeout(Duration::from_millis(500), dut.run(&image, a.spec, &events)).await;
+    assert!(dropped.is_err(), "the hang image should still be running");
+    assert_qemu_gone(&dut);
+    // What was captured before the drop is on disk.
+    assert!(console_log(a.dir.path()).contains("test_event_starts_with_nothing_pending"));
+}
+
+/// Panics on the first console line, so the run unwinds out of the middle of a capture. At boot
+/// it notes QEMU's pid (found by the `-append` marker) for the test to check afterwards.
+struct PanickingSink {
+    marker: String,
+    pid: std::sync::Arc<Mutex<Option<u32>>>,
+}
+
+impl EventSink for PanickingSink {
+    fn emit(&self, event: &Event) {
+        match event {
+            Event::BootStarted { .. } => {
+                *self.pid.lock().unwrap() = find_qemu_with(&self.marker);
+            }
+            Event::ConsoleLine { text, .. } => panic!("event sink failed on {text:?}"),
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_panic_mid_run_leaves_no_qemu() {
+    let elf = fixture_image(MPS2, "event");
+    let mut a = attempt(Duration::from_secs(30), Box::new(UnityEnd));
+    let marker = format!("fwfix-test-panic-{}", std::process::id());
+    a.spec.append = Some(marker.clone());
+    let pid = std::sync::Arc::new(Mutex::new(None));
+    let sink = PanickingSink {
+        marker,
+        pid: pid.clone(),
+    };
+    let task = tokio::spawn(async move {
+        let mut dut = qemu(MPS2);
+        let image = Image { elf };
+        dut.run(&image, a.spec, &sink).await
+    });
+    let joined = task.await;
+    assert!(joined.is_err_and(|e| e.is_panic()));
+    let pid = pid.lock().unwrap().expect("QEMU was found at boot");
+    assert_pid_gone(pid);
+}
+
+#[tokio::test]
+async fn qemu_killed_from_outside_is_a_runner_failure() {
+    let elf = fixture_image(MPS2, "event");
+    let mut dut = qemu(MPS2);
+    let mut a = attempt(Duration::from_secs(30), Box::new(UnityEnd));
+    let marker = format!("fwfix-test-kill-{}", std::process::id());
+    a.spec.append = Some(marker.clone());
+    // Find this attempt's QEMU by its -append marker, then kill it as the OOM killer would.
+    let killer = std::thread::spawn(move || {
+        let pid = find_qemu_with(&marker)?;
+        std::thread::sleep(Duration::from_millis(300));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .ok()
+    });
+    let (result, _dir, _) = run(&mut dut, &elf, a).await;
+    assert!(
+        killer.join().unwrap().is_some(),
+        "the test never found QEMU"
+    );
+    let capture = result.unwrap();
+    assert_eq!(
+        capture.end,
+        RunEnd::RunnerDied {
+            signal: Some(9),
+            code: None
+        }
+    );
+    assert_qemu_gone(&dut);
+}
+
+// ---------------------------------------------------------------------------------------------
+// QEMU refusing to run
+
+#[tokio::test]
+async fn missing_binary_is_tool_missing() {
+    let mut dut = QemuDut::new(
+        "b",
+        QemuSpec {
+            binary: "qemu-system-arm-that-does-not-exist".into(),
+            machine: MPS2.into(),
+            cpu: None,
+            extra_args: vec![],
+        },
+    );
+    let err = dut.check().await.unwrap_err();
+    assert!(matches!(err, DutError::ToolMissing { .. }), "{err}");
+    let (result, _dir, _) = run(
+        &mut dut,
+        Path::new("x.elf"),
+        attempt(Duration::from_secs(5), Box::new(NeverFinal)),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, DutError::ToolMissing { .. }), "{err}");
+
+    let mut arm = qemu(MPS2);
+    arm.check().await.unwrap();
+    let hint = fwfix::dut::qemu::process::install_hint("qemu-system-arm");
+    assert!(hint.contains("sudo apt-get install qemu-system-arm"));
+}
+
+#[tokio::test]
+async fn bad_machine_is_bad_arguments_naming_the_machine() {
+    let elf = fixture_image(MPS2, "math");
+    let mut dut = qemu("no-such-board");
+    let err = dut.check().await.unwrap_err();
+    assert!(matches!(err, DutError::BadArguments { .. }), "{err}");
+    assert!(err.to_string().contains("no-such-board"), "{err}");
+
+    let (result, _dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(5), Box::new(UnityEnd)),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, DutError::BadArguments { .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("-M no-such-board"), "{text}");
+    assert!(text.contains("unsupported machine type"), "{text}");
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn bad_option_and_missing_kernel_say_which_argument() {
+    let elf = fixture_image(MPS2, "math");
+    let mut dut = QemuDut::new(
+        "b",
+        QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: MPS2.into(),
+            cpu: None,
+            extra_args: vec!["-no-such-option".into()],
+        },
+    );
+    let (result, _dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(5), Box::new(UnityEnd)),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, DutError::BadArguments { .. }), "{err}");
+    assert!(err.to_string().contains("-no-such-option"), "{err}");
+
+    let mut dut = qemu(MPS2);
+    let (result, _dir, _) = run(
+        &mut dut,
+        Path::new("/nonexistent/fw.elf"),
+        attempt(Duration::from_secs(5), Box::new(UnityEnd)),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, DutError::StartFailed { .. }), "{err}");
+    assert!(err.to_string().contains("/nonexistent/fw.elf"), "{err}");
+}
+
+#[tokio::test]
+async fn unknown_cpu_fails_the_check() {
+    let mut dut = QemuDut::new(
+        "b",
+        QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: MPS2.into(),
+            cpu: Some("cortex-m99".into()),
+            extra_args: vec![],
+        },
+    );
+    let err = dut.check().await.unwrap_err();
+    assert!(err.to_string().contains("cortex-m99"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other machine
+
+#[tokio::test]
+async fn lm3s6965evb_passes_fails_and_crashes() {
+    let mut dut = qemu(LM3S);
+    dut.check().await.unwrap();
+
+    let (result, _dir, _) = run(
+        &mut dut,
+        &fixture_image(LM3S, "math"),
+        attempt(Duration::from_secs(20), Box::new(UnityEnd)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Verdict);
+    assert_eq!(capture.exit_code, Some(0));
+    assert_qemu_gone(&dut);
+
+    let (result, _dir, _) = run(
+        &mut dut,
+        &fixture_image(LM3S, "crc"),
+        attempt(Duration::from_secs(20), Box::new(NeverFinal)),
+    )
+    .await;
+    assert_eq!(result.unwrap().end, RunEnd::Exited { code: 1 });
+    assert_qemu_gone(&dut);
+
+    let (result, _dir, _) = run(
+        &mut dut,
+        &fixture_image(LM3S, "sensor"),
+        attempt(Duration::from_secs(20), Box::new(UnityEnd)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_crash_reported_fast(&capture);
+    let fault = capture.fault.expect("a fault snapshot");
+    assert_eq!(fault.pc, Some(0xffff_fffe), "{}", fault.raw);
+    assert!(fault.cfsr.is_some());
+    assert_qemu_gone(&dut);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Console bytes
+
+#[tokio::test]
+async fn awkward_console_output_is_framed() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+        puts_("crlf line\r\n");
+        puts_("bad \xff\xfe bytes\n");
+        for (int i = 0; i < 10000; i++) putc_('x');
+        puts_("\n");
+        puts_("no newline at the end");
+        sexit(7);
+    "#;
+    let elf = mini_image(dir.path(), "awkward", "for (;;) {}", body);
+    let mut dut = qemu(MPS2);
+    let (result, log_dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(20), Box::new(NeverFinal)),
+    )
+    .await;
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Exited { code: 7 });
+    let lines = uart(&capture);
+    assert_eq!(lines[0], "crlf line");
+    assert_eq!(lines[1], "bad \u{fffd}\u{fffd} bytes");
+    let xs: Vec<&&str> = lines.iter().filter(|l| l.starts_with('x')).collect();
+    assert_eq!(xs.len(), 3, "10000 bytes split at 4096");
+    assert_eq!(xs.iter().map(|l| l.len()).sum::<usize>(), 10000);
+    assert_eq!(lines.last(), Some(&"no newline at the end"));
+    let log = console_log(log_dir.path());
+    assert!(log.contains("uart  no newline at the end"), "{log}");
+    assert_qemu_gone(&dut);
+}
+
+#[tokio::test]
+async fn a_console_flood_still_times_out_and_stays_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"
+        for (unsigned n = 0;; n++) {
+            char line[16] = "spam 0000000\n";
+            unsigned v = n;
+            for (int i = 11; i >= 5; i--) { line[i] = (char)('0' + v % 10); v /= 10; }
+            puts_(line);
+        }
+    "#;
+    let elf = mini_image(dir.path(), "flood", "for (;;) {}", body);
+    let mut dut = qemu(MPS2);
+    let started = Instant::now();
+    let (result, log_dir, _) = run(
+        &mut dut,
+        &elf,
+        attempt(Duration::from_secs(2), Box::new(NeverFinal)),
+    )
+    .await;
+    let took = started.elapsed();
+    let capture = result.unwrap();
+    assert_eq!(capture.end, RunEnd::Timeout);
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    assert!(
+        capture.lines.len() <= 40_000 + 64,
+        "{} lines kept",
+        capture.lines.len()
+    );
+    let logged = console_log(log_dir.path()).lines().count();
+    assert!(logged >= capture.lines.len());
+    assert_eq!(capture.truncated, logged > capture.lines.len());
+    assert_qemu_gone(&dut);
+}
