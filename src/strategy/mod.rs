@@ -1,1 +1,70 @@
-//! Patch strategies: turn evidence into candidate patches.
+//! Patch strategies: turn evidence into candidate patches (unified diffs). Every candidate, from
+//! whichever strategy, goes through the same PATCH_REVIEW gate; a strategy never touches the
+//! repository's history and never applies anything itself.
+
+use std::path::PathBuf;
+use tokio_util::sync::CancellationToken;
+
+/// What a strategy is asked for one iteration.
+#[derive(Debug, Clone)]
+pub struct PatchRequest {
+    /// The iteration the candidates are for (1 is the first patch).
+    pub iteration: u32,
+    /// One line: what must become true, e.g. "make test_crc16_known_vector pass without
+    /// breaking the 4 tests that pass now".
+    pub task: String,
+    /// The evidence bundle (analysis.json's contents).
+    pub evidence: serde_json::Value,
+    /// The same evidence rendered for a person or a model.
+    pub evidence_markdown: String,
+    /// The working tree the patch is for (the repository, or the run's worktree).
+    pub work_dir: PathBuf,
+    /// This iteration's directory in the run directory, for the strategy's own records
+    /// (prompt.md, response.json, ...).
+    pub iteration_dir: PathBuf,
+    /// How many candidates to produce at most.
+    pub candidates: u32,
+}
+
+/// One candidate patch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// Where it came from, for traces and reports: a file name, `model gpt-x #2`, ...
+    pub origin: String,
+    /// A unified diff with `a/` and `b/` prefixes, paths relative to the working tree.
+    pub diff: String,
+}
+
+/// Why a strategy produced nothing usable. Each maps to MODEL_FAILURE unless it is exhaustion.
+#[derive(Debug, thiserror::Error)]
+pub enum StrategyError {
+    /// Nothing left to propose (a queue ran out): not a failure of the model, the end.
+    #[error("no more candidates: {0}")]
+    Exhausted(String),
+    /// The model or agent answered with something that is not a usable patch; `raw` is kept.
+    #[error("unusable answer: {reason}")]
+    Unusable { reason: String, raw: String },
+    /// The endpoint or program failed (connect, HTTP status, timeout, exit status).
+    #[error("{0}")]
+    Failed(String),
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A source of candidate patches.
+#[async_trait::async_trait]
+pub trait Strategy: Send {
+    /// `queue`, `llm`, `command`, `revert`.
+    fn name(&self) -> &'static str;
+
+    /// Whether another call to [`Strategy::candidates`] could produce anything. A queue that
+    /// has handed out its last file says false; a model always says true.
+    fn has_more(&self) -> bool;
+
+    /// Produces up to `req.candidates` candidate patches.
+    async fn candidates(
+        &mut self,
+        req: &PatchRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Candidate>, StrategyError>;
+}
