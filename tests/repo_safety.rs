@@ -228,6 +228,9 @@ fn busy_fixture() -> Fixture {
     f.write("notes/todo/today.txt", "fix crc\n");
     // Deleted.
     fs::remove_file(f.path("doomed.c")).unwrap();
+    // Empty directories, which git does not track.
+    fs::create_dir_all(f.path("logs/empty")).unwrap();
+    fs::create_dir(f.path("spare")).unwrap();
     // Ignored build outputs.
     f.write("build/fw.elf", [0x7f, b'E', b'L', b'F', 0, 0]);
     f.write("src/crc.o", [1u8, 2, 3]);
@@ -336,6 +339,7 @@ fn snapshot_records_everything_and_touches_nothing() {
     assert_eq!(fs::read(f.path(".git/index")).unwrap(), index_bytes);
     assert_eq!(snap.refname, "refs/fwfix/run-1/base");
     assert_eq!(snap.head_ref.as_deref(), Some("refs/heads/main"));
+    assert_eq!(snap.empty_dirs, vec!["logs/empty", "spare"]);
 
     // Stash-shaped: parents are HEAD and the index commit; the message names the run.
     let parents = f.git(&["log", "-1", "--format=%P", &snap.refname]);
@@ -446,12 +450,15 @@ fn restore_after_patch_and_edits_is_byte_exact() {
     fs::remove_file(f.path("doomed.c")).unwrap();
     f.write("doomed.c/inner.c", "now a directory\n");
     f.git(&["add", "src/main.c", "gen/deep/er/added.c"]);
+    fs::remove_dir(f.path("logs/empty")).unwrap();
+    f.write("spare/new.c", "added into an empty directory\n");
     f.write("build/new-output.bin", [9u8; 16]);
 
     let report = repo.restore(&snap).unwrap();
     assert!(report.index_restored);
     assert!(report.removed.contains(&"gen/deep/er/added.c".to_string()));
     assert!(report.written.contains(&"scripts/flash.sh".to_string()));
+    assert_eq!(report.dirs_restored, vec!["logs/empty".to_string()]);
 
     let after = f.state();
     assert_eq!(

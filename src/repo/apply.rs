@@ -285,7 +285,9 @@ impl Repo {
         let (fix_base, tree, report) =
             match self.apply_to_tree(&head_tree, bytes, &patches, &changes, 0) {
                 Ok((tree, report)) => (FixBase::Head, tree, report),
-                Err(e) if e.is_patch_fault() => {
+                // An unsafe path stays refused; any other misfit may be the user's uncommitted
+                // changes, which only the snapshot has.
+                Err(e) if e.is_patch_fault() && !matches!(e, RepoError::UnsafePath { .. }) => {
                     let (tree, report) =
                         self.apply_to_tree(&snapshot_tree, bytes, &patches, &changes, MAX_FUZZ)?;
                     (FixBase::Snapshot, tree, report)

@@ -246,7 +246,8 @@ impl Repo {
 
     /// Rolls the working tree and the index back to `snap`: files added since are removed,
     /// deleted ones come back, modified ones get their bytes and mode back, directories left empty
-    /// are pruned. Ignored files are never touched. Refuses, touching nothing, when HEAD moved.
+    /// are pruned (those that were empty at the snapshot are kept, or made again). Ignored files
+    /// are never touched. Refuses, touching nothing, when HEAD moved.
     /// Safe to run twice, and to re-run after an interruption.
     pub fn restore(&self, snap: &Snapshot) -> Result<RestoreReport, RepoError> {
         self.check_state()?;
@@ -282,11 +283,14 @@ impl Repo {
 
         let current = self.capture_trees()?;
         let mut report = RestoreReport::default();
-        let keep: BTreeSet<PathBuf> = snap
+        // Only names a patch could also have used: a hand-edited checkpoint cannot point outside.
+        let empty_dirs: Vec<(&String, PathBuf)> = snap
             .empty_dirs
             .iter()
-            .map(|d| self.workdir.join(d))
+            .filter(|d| paths::check_path(d.as_bytes()).is_ok())
+            .map(|d| (d, self.workdir.join(d)))
             .collect();
+        let keep: BTreeSet<PathBuf> = empty_dirs.iter().map(|(_, full)| full.clone()).collect();
         if current.worktree != ids.worktree_tree {
             let now = self
                 .git
@@ -344,11 +348,11 @@ impl Repo {
                 report.written.push(text);
             }
         }
-        for (dir, full) in snap.empty_dirs.iter().zip(&keep) {
+        for (dir, full) in &empty_dirs {
             if std::fs::symlink_metadata(full).is_err() {
                 std::fs::create_dir_all(full)
                     .map_err(|e| RepoError::io("create directory", full, e))?;
-                report.dirs_restored.push(dir.clone());
+                report.dirs_restored.push((*dir).clone());
             }
         }
         // The index last: an interrupted restore leaves it as the run left it, and re-running
