@@ -13,6 +13,7 @@ use super::snapshot::entry;
 use super::{check_name, Repo, Snapshot};
 use git2::{ApplyLocation, ApplyOptions, BranchType, Delta, Diff, Index, ObjectType, Oid, Tree};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// How many leading and trailing context lines the fallback may ignore, as GNU patch's default.
@@ -174,7 +175,17 @@ impl Repo {
         let changes = describe_all(&patches)?;
         self.check_in_workdir(&changes)?;
 
-        if let Some(parsed) = libgit2_diff(bytes, &patches) {
+        // libgit2's dry run does not notice an untracked file where the patch creates one (its
+        // checkout then refuses); such patches go to the fallback, which reports it properly.
+        let targets_free = changes
+            .iter()
+            .filter(|c| c.new_path.is_some() && c.new_path != c.old_path)
+            .all(|c| {
+                let path = files::join(&self.workdir, c.path().as_bytes());
+                std::fs::symlink_metadata(path).is_err()
+            });
+        let parsed = libgit2_diff(bytes, &patches).filter(|_| targets_free);
+        if let Some(parsed) = parsed {
             let mut dry_run = ApplyOptions::new();
             dry_run.check(true);
             if self
@@ -213,11 +224,19 @@ impl Repo {
                 files::remove_and_prune(
                     &self.workdir,
                     &files::join(&self.workdir, path.as_bytes()),
+                    &BTreeSet::new(),
                 )?;
             }
         }
         for (path, result) in &plan.results {
             if let Some((content, mode)) = result {
+                // Checked again just before writing: an earlier write may have made a link.
+                paths::check_no_symlink_parent(&self.workdir, path).map_err(|reason| {
+                    RepoError::UnsafePath {
+                        path: path.clone(),
+                        reason,
+                    }
+                })?;
                 files::write_atomically(
                     &files::join(&self.workdir, path.as_bytes()),
                     content,
@@ -266,7 +285,9 @@ impl Repo {
         let (fix_base, tree, report) =
             match self.apply_to_tree(&head_tree, bytes, &patches, &changes, 0) {
                 Ok((tree, report)) => (FixBase::Head, tree, report),
-                Err(e) if e.is_patch_fault() => {
+                // An unsafe path stays refused; any other misfit may be the user's uncommitted
+                // changes, which only the snapshot has.
+                Err(e) if e.is_patch_fault() && !matches!(e, RepoError::UnsafePath { .. }) => {
                     let (tree, report) =
                         self.apply_to_tree(&snapshot_tree, bytes, &patches, &changes, MAX_FUZZ)?;
                     (FixBase::Snapshot, tree, report)
@@ -384,7 +405,30 @@ impl Repo {
 
 /// Turns parsed file sections into checked changes: the path checks that need nothing but text.
 fn describe_all(patches: &[FilePatch]) -> Result<Vec<PathChange>, RepoError> {
-    patches.iter().map(describe).collect()
+    let changes: Vec<PathChange> = patches.iter().map(describe).collect::<Result<_, _>>()?;
+    // A symlink the patch itself creates is as dangerous a parent as one already on disk.
+    let links: Vec<&str> = changes
+        .iter()
+        .filter(|c| c.new_mode == Some(MODE_LINK))
+        .filter_map(|c| c.new_path.as_deref())
+        .collect();
+    for path in changes
+        .iter()
+        .flat_map(|c| [&c.old_path, &c.new_path])
+        .flatten()
+    {
+        if let Some(link) = links.iter().find(|l| {
+            path.len() > l.len() && path.starts_with(**l) && path.as_bytes()[l.len()] == b'/'
+        }) {
+            return Err(RepoError::UnsafePath {
+                path: path.clone(),
+                reason: UnsafeReason::ThroughSymlink {
+                    link: link.to_string(),
+                },
+            });
+        }
+    }
+    Ok(changes)
 }
 
 fn describe(p: &FilePatch) -> Result<PathChange, RepoError> {

@@ -4,6 +4,7 @@
 //! to touch; callers pass paths they have already checked.
 
 use super::error::RepoError;
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::fs;
 use std::io::Write;
@@ -93,8 +94,12 @@ pub(crate) fn write_atomically(path: &Path, content: &[u8], mode: u32) -> Result
 }
 
 /// Removes the file or symlink at `path` (already gone is fine), then the directories that this
-/// left empty, up to but not including `root`.
-pub(crate) fn remove_and_prune(root: &Path, path: &Path) -> Result<(), RepoError> {
+/// left empty, up to but not including `root` and stopping at any directory in `keep`.
+pub(crate) fn remove_and_prune(
+    root: &Path,
+    path: &Path,
+    keep: &BTreeSet<PathBuf>,
+) -> Result<(), RepoError> {
     match fs::remove_file(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -102,7 +107,7 @@ pub(crate) fn remove_and_prune(root: &Path, path: &Path) -> Result<(), RepoError
     }
     let mut dir = path.parent();
     while let Some(d) = dir {
-        if d == root || !d.starts_with(root) || fs::remove_dir(d).is_err() {
+        if d == root || !d.starts_with(root) || keep.contains(d) || fs::remove_dir(d).is_err() {
             break;
         }
         dir = d.parent();
@@ -136,11 +141,13 @@ mod tests {
             read_entry(&link).unwrap(),
             Some((b"b/c.sh".to_vec(), MODE_LINK))
         );
-        remove_and_prune(root, &file).unwrap();
+        remove_and_prune(root, &file, &BTreeSet::new()).unwrap();
         assert!(!root.join("a/b").exists());
         assert!(root.join("a").exists(), "a still holds the link");
-        remove_and_prune(root, &link).unwrap();
-        assert!(!root.join("a").exists());
+        let keep = BTreeSet::from([root.join("a")]);
+        remove_and_prune(root, &link, &keep).unwrap();
+        assert!(root.join("a").exists(), "kept");
+        std::fs::remove_dir(root.join("a")).unwrap();
         assert!(root.exists());
         assert_eq!(read_entry(&file).unwrap(), None);
         assert_eq!(

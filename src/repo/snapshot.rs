@@ -8,14 +8,16 @@
 
 use super::error::RepoError;
 use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
+use super::paths;
 use super::{check_name, Repo};
 use git2::{
     Delta, DiffFormat, DiffOptions, Index, IndexEntry, IndexTime, Oid, Status, StatusOptions,
 };
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// A rollback point. Ids are hex so a run's checkpoint can hold it and a resumed run reload it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +35,10 @@ pub struct Snapshot {
     pub index_commit: String,
     pub index_tree: String,
     pub worktree_tree: String,
+    /// Empty directories (not ignored), which a git tree cannot hold: a rollback keeps them, or
+    /// makes them again.
+    #[serde(default)]
+    pub empty_dirs: Vec<String>,
 }
 
 /// What a rollback changed, for the `RolledBack` event and the run's log.
@@ -42,6 +48,8 @@ pub struct RestoreReport {
     pub written: Vec<String>,
     /// Files removed (added since the snapshot).
     pub removed: Vec<String>,
+    /// Empty directories made again.
+    pub dirs_restored: Vec<String>,
     /// Whether the index had changed and was rebuilt.
     pub index_restored: bool,
 }
@@ -49,7 +57,10 @@ pub struct RestoreReport {
 impl RestoreReport {
     /// Nothing had changed since the snapshot.
     pub fn is_noop(&self) -> bool {
-        self.written.is_empty() && self.removed.is_empty() && !self.index_restored
+        self.written.is_empty()
+            && self.removed.is_empty()
+            && self.dirs_restored.is_empty()
+            && !self.index_restored
     }
 }
 
@@ -70,6 +81,7 @@ pub(crate) struct SnapshotIds {
 const TRAILER_RUN: &str = "fwfix-run: ";
 const TRAILER_LABEL: &str = "fwfix-label: ";
 const TRAILER_HEAD_REF: &str = "fwfix-head-ref: ";
+const TRAILER_EMPTY_DIR: &str = "fwfix-empty-dir: ";
 const DETACHED: &str = "(detached)";
 /// `GIT_INDEX_ENTRY_INTENT_TO_ADD`: such entries have no content to record.
 const INTENT_TO_ADD: u16 = 1 << 13;
@@ -125,6 +137,11 @@ impl Snapshot {
             index_commit: index_commit.id().to_string(),
             index_tree: index_commit.tree_id().to_string(),
             worktree_tree: commit.tree_id().to_string(),
+            empty_dirs: message
+                .lines()
+                .filter_map(|l| l.strip_prefix(TRAILER_EMPTY_DIR))
+                .map(str::to_string)
+                .collect(),
         })
     }
 
@@ -158,6 +175,7 @@ impl Repo {
         }
         let (head, head_ref) = self.head()?;
         let trees = self.capture_trees()?;
+        let empty_dirs = self.empty_dirs()?;
         let sig = self.signature()?;
         let head_commit = self
             .git
@@ -183,13 +201,16 @@ impl Repo {
             .git
             .find_tree(trees.worktree)
             .map_err(|e| self.err("read working tree snapshot", e))?;
-        let message = format!(
+        let mut message = format!(
             "fwfix snapshot {label} of run {run_id}\n\n\
              The working tree (tracked and untracked, not ignored) when fwfix run {run_id}\n\
              took rollback point {label}. Parents: HEAD, then the index.\n\n\
              {TRAILER_RUN}{run_id}\n{TRAILER_LABEL}{label}\n{TRAILER_HEAD_REF}{}\n",
             head_ref.as_deref().unwrap_or(DETACHED)
         );
+        for dir in &empty_dirs {
+            message.push_str(&format!("{TRAILER_EMPTY_DIR}{dir}\n"));
+        }
         let commit = self
             .git
             .commit(
@@ -219,12 +240,14 @@ impl Repo {
             index_commit: index_commit.id().to_string(),
             index_tree: trees.index.to_string(),
             worktree_tree: trees.worktree.to_string(),
+            empty_dirs,
         })
     }
 
     /// Rolls the working tree and the index back to `snap`: files added since are removed,
     /// deleted ones come back, modified ones get their bytes and mode back, directories left empty
-    /// are pruned. Ignored files are never touched. Refuses, touching nothing, when HEAD moved.
+    /// are pruned (those that were empty at the snapshot are kept, or made again). Ignored files
+    /// are never touched. Refuses, touching nothing, when HEAD moved.
     /// Safe to run twice, and to re-run after an interruption.
     pub fn restore(&self, snap: &Snapshot) -> Result<RestoreReport, RepoError> {
         self.check_state()?;
@@ -260,6 +283,14 @@ impl Repo {
 
         let current = self.capture_trees()?;
         let mut report = RestoreReport::default();
+        // Only names a patch could also have used: a hand-edited checkpoint cannot point outside.
+        let empty_dirs: Vec<(&String, PathBuf)> = snap
+            .empty_dirs
+            .iter()
+            .filter(|d| paths::check_path(d.as_bytes()).is_ok())
+            .map(|d| (d, self.workdir.join(d)))
+            .collect();
+        let keep: BTreeSet<PathBuf> = empty_dirs.iter().map(|(_, full)| full.clone()).collect();
         if current.worktree != ids.worktree_tree {
             let now = self
                 .git
@@ -278,6 +309,7 @@ impl Repo {
                             files::remove_and_prune(
                                 &self.workdir,
                                 &files::join(&self.workdir, path),
+                                &keep,
                             )?;
                             report
                                 .removed
@@ -299,14 +331,28 @@ impl Repo {
                 if mode == MODE_GITLINK {
                     continue;
                 }
+                let text = String::from_utf8_lossy(&path).into_owned();
+                // Whatever made a symlink where the snapshot has a directory must not redirect
+                // the rollback's writes.
+                paths::check_no_symlink_parent(&self.workdir, &text).map_err(|reason| {
+                    RepoError::UnsafePath {
+                        path: text.clone(),
+                        reason,
+                    }
+                })?;
                 let blob = self
                     .git
                     .find_blob(id)
                     .map_err(|e| RepoError::git("read snapshot file", &snap.refname, e))?;
                 files::write_atomically(&files::join(&self.workdir, &path), blob.content(), mode)?;
-                report
-                    .written
-                    .push(String::from_utf8_lossy(&path).into_owned());
+                report.written.push(text);
+            }
+        }
+        for (dir, full) in &empty_dirs {
+            if std::fs::symlink_metadata(full).is_err() {
+                std::fs::create_dir_all(full)
+                    .map_err(|e| RepoError::io("create directory", full, e))?;
+                report.dirs_restored.push((*dir).clone());
             }
         }
         // The index last: an interrupted restore leaves it as the run left it, and re-running
@@ -447,6 +493,50 @@ impl Repo {
                 .write_tree_to(&self.git)
                 .map_err(|e| self.err("write working tree", e))?,
         })
+    }
+}
+
+impl Repo {
+    /// Empty directories that are not ignored, found by walking the working tree without
+    /// entering `.git`, ignored directories or nested repositories.
+    fn empty_dirs(&self) -> Result<Vec<String>, RepoError> {
+        let mut found = Vec::new();
+        let mut pending = vec![PathBuf::new()];
+        while let Some(rel) = pending.pop() {
+            let dir = self.workdir.join(&rel);
+            let entries =
+                std::fs::read_dir(&dir).map_err(|e| RepoError::io("list directory", &dir, e))?;
+            let mut empty = true;
+            for entry in entries {
+                let entry = entry.map_err(|e| RepoError::io("list directory", &dir, e))?;
+                empty = false;
+                let name = entry.file_name();
+                let is_dir = entry
+                    .file_type()
+                    .map_err(|e| RepoError::io("stat", entry.path(), e))?
+                    .is_dir();
+                if !is_dir || name == ".git" || entry.path().join(".git").exists() {
+                    continue;
+                }
+                let child = rel.join(&name);
+                let ignored = self
+                    .git
+                    .status_should_ignore(&child)
+                    .map_err(|e| self.err("check ignore rules", e))?;
+                if !ignored {
+                    pending.push(child);
+                }
+            }
+            // A name that cannot go in a trailer line (not UTF-8, or with a newline) is not
+            // recorded; a rollback may prune such a directory.
+            if let (true, Some(text)) = (empty && !rel.as_os_str().is_empty(), rel.to_str()) {
+                if !text.contains('\n') {
+                    found.push(text.to_string());
+                }
+            }
+        }
+        found.sort();
+        Ok(found)
     }
 }
 
