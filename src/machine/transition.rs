@@ -425,13 +425,20 @@ mod tests {
         let all = Outcome::all();
         for o in &all {
             let json = serde_json::to_string(o).unwrap();
-            assert_eq!(&serde_json::from_str::<Outcome>(&json).unwrap(), o, "{json}");
+            assert_eq!(
+                &serde_json::from_str::<Outcome>(&json).unwrap(),
+                o,
+                "{json}"
+            );
         }
         let mut codes: Vec<String> = all.iter().map(Outcome::code).collect();
         codes.sort();
         codes.dedup();
         assert_eq!(codes.len(), all.len());
-        assert_eq!(Outcome::Error(ErrorClass::BuildFailure).code(), "error:BUILD_FAILURE");
+        assert_eq!(
+            Outcome::Error(ErrorClass::BuildFailure).code(),
+            "error:BUILD_FAILURE"
+        );
         assert!(serde_json::from_str::<Outcome>("\"bogus\"").is_err());
     }
 
