@@ -125,6 +125,7 @@ pub async fn test(
         repo: repo.display().to_string(),
     });
 
+    let profile_recovery = profile.recovery.clone();
     let mut job = TestJob {
         repo,
         board,
@@ -144,7 +145,7 @@ pub async fn test(
         last_capture: None,
         attempts: Vec::new(),
         retries: BTreeMap::new(),
-        budgets: Budgets::default(),
+        budgets: budgets_of(&profile_recovery),
         failure: None,
         final_reason: String::new(),
         final_class: None,
@@ -771,6 +772,15 @@ fn relative_to(root: &std::path::Path, file: &mut Option<String>) {
             *f = rel.display().to_string();
         }
     }
+}
+
+/// The retry budgets: the defaults, overridden by the profile's `[recovery]` table.
+fn budgets_of(overrides: &BTreeMap<ErrorClass, u32>) -> Budgets {
+    let mut budgets = Budgets::default();
+    for (class, retries) in overrides {
+        budgets.set(*class, *retries);
+    }
+    budgets
 }
 
 /// A DUT error as a step: the environment failed, never the firmware.
