@@ -703,6 +703,7 @@ impl TestJob<'_> {
                 failed_in: failure.state,
                 retries_used: used,
                 patching: false,
+                candidates_left: false,
             },
             &self.budgets,
         );
