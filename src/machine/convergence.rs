@@ -180,7 +180,8 @@ impl Judgement {
 /// What CONVERGENCE_CHECK knows in a fix run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FixInput<'a> {
-    /// 0 is the baseline.
+    /// The unpatched tree is being measured (iteration 0, or a resumed run re-checking it).
+    pub baseline: bool,
     pub iteration: u32,
     pub max_iterations: u32,
     /// The latest attempt on the current image.
@@ -240,7 +241,7 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
         verdict,
         no_progress,
     };
-    if input.iteration == 0 {
+    if input.baseline {
         return if j.still_failing.is_empty() {
             decide(
                 Outcome::Converged,
@@ -375,6 +376,7 @@ mod fix_tests {
 
     fn input<'a>(iteration: u32, j: &'a Judgement, earlier: &'a [Judgement]) -> FixInput<'a> {
         FixInput {
+            baseline: iteration == 0,
             iteration,
             max_iterations: 10,
             judgement: j,

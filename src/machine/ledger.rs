@@ -107,11 +107,13 @@ impl Ledger {
     /// CONVERGENCE_CHECK in a fix run: decides and records the judgement.
     pub fn converge(
         &mut self,
+        baseline: bool,
         judgement: Judgement,
         limits: &Limits,
         candidates_left: bool,
     ) -> FixDecision {
         let d = convergence::fix_mode(&FixInput {
+            baseline,
             iteration: self.iteration,
             max_iterations: limits.max_iterations,
             judgement: &judgement,
@@ -124,7 +126,7 @@ impl Ledger {
             candidates_left: candidates_left && self.iterations_left(limits),
         });
         self.no_progress = d.no_progress;
-        if self.iteration > 0 && d.verdict.is_some() {
+        if !baseline && d.verdict.is_some() {
             let n = judgement.still_failing.len();
             if judgement.regressed.is_empty() && self.best_still_failing.is_none_or(|b| n < b) {
                 self.best_still_failing = Some(n);
@@ -229,7 +231,7 @@ mod tests {
                 State::ConvergenceCheck => {
                     r += 1;
                     let j = targets.judge(&results[r % results.len()]);
-                    ledger.converge(j, limits, true).decision.outcome
+                    ledger.converge(ledger.iteration == 0, j, limits, true).decision.outcome
                 }
                 State::ErrorRecovery => {
                     let left = ledger.iterations_left(limits);
