@@ -4,8 +4,12 @@
 //! its summary, and a verdict with the reasons for it. Parsers are pure: they read the capture and
 //! the [`ParseContext`] the orchestrator hands them, and must not touch files, the clock or the
 //! DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
-//! crash site to say which test was running.
+//! crash site to say which test was running. [`crash_dump`] reads a fault dump the firmware
+//! printed into the same snapshot a backend would have read, for the caller to symbolise.
 
+mod attribution;
+pub mod crash_dump;
+mod lines;
 pub mod model;
 pub mod unity;
 
