@@ -12,9 +12,11 @@ pub mod crash_dump;
 mod lines;
 pub mod model;
 pub mod unity;
+pub mod ztest;
 
 pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict};
 pub use unity::{UnityDetector, UnityParser};
+pub use ztest::{ZtestDetector, ZtestParser};
 
 use crate::capture::{Capture, EndDetector};
 use crate::config::Harness;
@@ -42,19 +44,18 @@ pub struct ParseContext {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
     /// The profile names a harness fwfix does not parse yet.
-    #[error("test harness `{harness}` is not supported yet (supported: unity)")]
+    #[error("test harness `{harness}` is not supported yet (supported: unity, ztest)")]
     UnsupportedHarness { harness: &'static str },
 }
 
 /// The parser for a profile's `[test] harness`.
 ///
-/// Only Unity is implemented so far; ztest and regex return
-/// [`ParseError::UnsupportedHarness`] so the caller refuses the profile up front instead of
-/// running tests whose output nobody can read.
+/// The regex harness returns [`ParseError::UnsupportedHarness`] so far, so the caller refuses
+/// the profile up front instead of running tests whose output nobody can read.
 pub fn parser_for(harness: Harness) -> Result<Box<dyn HarnessParser>, ParseError> {
     match harness {
         Harness::Unity => Ok(Box::new(UnityParser)),
-        Harness::Ztest => Err(ParseError::UnsupportedHarness { harness: "ztest" }),
+        Harness::Ztest => Ok(Box::new(ZtestParser)),
         Harness::Regex => Err(ParseError::UnsupportedHarness { harness: "regex" }),
     }
 }
@@ -64,17 +65,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unity_has_a_parser() {
-        let parser = parser_for(Harness::Unity).unwrap();
-        assert_eq!(parser.name(), "unity");
+    fn unity_and_ztest_have_parsers() {
+        assert_eq!(parser_for(Harness::Unity).unwrap().name(), "unity");
+        assert_eq!(parser_for(Harness::Ztest).unwrap().name(), "ztest");
     }
 
     #[test]
-    fn other_harnesses_are_refused_by_name() {
-        for (harness, name) in [(Harness::Ztest, "ztest"), (Harness::Regex, "regex")] {
-            let err = parser_for(harness).err().unwrap();
-            assert_eq!(err, ParseError::UnsupportedHarness { harness: name });
-            assert!(err.to_string().contains(name));
-        }
+    fn regex_is_refused_by_name() {
+        let err = parser_for(Harness::Regex).err().unwrap();
+        assert_eq!(err, ParseError::UnsupportedHarness { harness: "regex" });
+        assert!(err.to_string().contains("regex"));
     }
 }
