@@ -97,8 +97,7 @@ pub async fn test(
     let board = config::resolve_board(&opts.board, &repo)?;
     let profile = config::resolve_profile(&opts.profile, &repo)?;
     let build = profile.build_for(&board);
-    let parser = results::parser_for(profile.test.harness)
-        .map_err(|e| OrchestratorError::Usage(format!("{}: {e}", profile.source.display())))?;
+    let parser = results::parser_for(&profile.test.harness);
 
     let started = Utc::now();
     let run_dir = RunDir::create(&repo, started).map_err(|source| OrchestratorError::RunDir {

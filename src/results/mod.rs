@@ -6,20 +6,26 @@
 //! DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
 //! crash site to say which test was running. [`crash_dump`] reads a fault dump the firmware
 //! printed into the same snapshot a backend would have read, for the caller to symbolise.
+//!
+//! Harnesses: [`unity`], [`ztest`] (Zephyr, as Twister reads it) and [`regex_harness`]
+//! (patterns from the profile, like Twister's console harness). What they share lives in
+//! `lines` (cleaning a console line) and `attribution` (which test a crash or hang belongs to).
 
 mod attribution;
 pub mod crash_dump;
 mod lines;
 pub mod model;
+pub mod regex_harness;
 pub mod unity;
 pub mod ztest;
 
 pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict};
+pub use regex_harness::{RegexDetector, RegexParser};
 pub use unity::{UnityDetector, UnityParser};
 pub use ztest::{ZtestDetector, ZtestParser};
 
 use crate::capture::{Capture, EndDetector};
-use crate::config::Harness;
+use crate::config::{Harness, RegexSpec};
 
 /// One harness's console format: how to tell that the run is over, and what it reported.
 pub trait HarnessParser: Send + Sync {
@@ -40,40 +46,39 @@ pub struct ParseContext {
     pub site_functions: Vec<String>,
 }
 
-/// Why no parser could be chosen.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    /// The profile names a harness fwfix does not parse yet.
-    #[error("test harness `{harness}` is not supported yet (supported: unity, ztest)")]
-    UnsupportedHarness { harness: &'static str },
-}
-
-/// The parser for a profile's `[test] harness`.
-///
-/// The regex harness returns [`ParseError::UnsupportedHarness`] so far, so the caller refuses
-/// the profile up front instead of running tests whose output nobody can read.
-pub fn parser_for(harness: Harness) -> Result<Box<dyn HarnessParser>, ParseError> {
+/// The parser for a profile's `[test] harness`. Every harness a profile can name has one, and a
+/// regex harness's patterns were compiled when the profile was loaded, so this cannot fail.
+pub fn parser_for(harness: &Harness) -> Box<dyn HarnessParser> {
     match harness {
-        Harness::Unity => Ok(Box::new(UnityParser)),
-        Harness::Ztest => Ok(Box::new(ZtestParser)),
-        Harness::Regex => Err(ParseError::UnsupportedHarness { harness: "regex" }),
+        Harness::Unity => Box::new(UnityParser),
+        Harness::Ztest => Box::new(ZtestParser),
+        Harness::Regex(spec) => Box::new(RegexParser::new(RegexSpec::clone(spec))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Pattern, RegexMode};
 
     #[test]
-    fn unity_and_ztest_have_parsers() {
-        assert_eq!(parser_for(Harness::Unity).unwrap().name(), "unity");
-        assert_eq!(parser_for(Harness::Ztest).unwrap().name(), "ztest");
-    }
-
-    #[test]
-    fn regex_is_refused_by_name() {
-        let err = parser_for(Harness::Regex).err().unwrap();
-        assert_eq!(err, ParseError::UnsupportedHarness { harness: "regex" });
-        assert!(err.to_string().contains("regex"));
+    fn every_harness_has_its_parser() {
+        let spec = RegexSpec {
+            mode: RegexMode::OneLine,
+            ordered: true,
+            patterns: vec![Pattern::new("Hello").unwrap()],
+            fail_patterns: Vec::new(),
+            crash_patterns: Vec::new(),
+            case_name: "console".to_string(),
+        };
+        for (harness, name) in [
+            (Harness::Unity, "unity"),
+            (Harness::Ztest, "ztest"),
+            (Harness::Regex(Box::new(spec)), "regex"),
+        ] {
+            let parser = parser_for(&harness);
+            assert_eq!(parser.name(), name);
+            assert_eq!(harness.name(), name);
+        }
     }
 }
