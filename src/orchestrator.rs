@@ -566,15 +566,23 @@ impl TestJob<'_> {
 
     fn analyse(&mut self) -> Step {
         let attempt = self.attempts.len() as u32 + 1;
-        let Some(capture) = self.last_capture.take() else {
+        let Some(mut capture) = self.last_capture.take() else {
             return Step::ok(
                 Outcome::Error(ErrorClass::ArtifactMissing),
                 "no capture to analyse",
             );
         };
+        // A DUT that could not read the core (a board without a probe) may still have printed a
+        // fault dump on its console: symbolise that instead.
+        let from_console = capture.fault.is_none();
+        if from_console {
+            let uart: Vec<&str> = capture.uart_lines().collect();
+            let dumped = results::crash_dump::parse(&uart);
+            capture.fault = dumped;
+        }
         let sym = self.symbolizer.as_ref();
         let root = self.repo.as_path();
-        let crash = capture.fault.as_ref().map(|snap| {
+        let mut crash = capture.fault.as_ref().map(|snap| {
             let mut c = fault::crash_report(snap, sym);
             relative_to(root, &mut c.file);
             if let Some(caller) = &mut c.caller {
@@ -602,6 +610,10 @@ impl TestJob<'_> {
             site_functions,
         };
         let mut results = self.parser.parse(&capture, &ctx);
+        // A dump the harness did not take for a crash (a test printed one, then passed) is output.
+        if from_console && !results.cases.iter().any(|c| c.status == CaseStatus::Crash) {
+            crash = None;
+        }
         // The case the crash or hang is attributed to carries where it happened.
         for case in &mut results.cases {
             match case.status {
