@@ -331,10 +331,25 @@ impl<'a> Job<'a> {
             final_class: None,
             fix: None,
         };
-        let trace = TraceWriter::open(&run_dir, 0).map_err(|source| OrchestratorError::RunDir {
+        let io = |source| OrchestratorError::RunDir {
             path: run_dir.path().to_path_buf(),
             source,
-        })?;
+        };
+        // Who started the run and how: read by `fwfix runs` and by people, never rewritten.
+        let run_json = serde_json::json!({
+            "run_id": ctx.run_id,
+            "command": command.name(),
+            "request": ctx.request,
+            "pid": ctx.pid,
+            "host": ctx.host,
+            "started_at": ctx.started_at,
+            "fwfix_version": env!("CARGO_PKG_VERSION"),
+        });
+        let bytes = serde_json::to_vec_pretty(&run_json).map_err(std::io::Error::other);
+        bytes
+            .and_then(|b| rundir::write_atomic(&run_dir.path().join("run.json"), &b))
+            .map_err(io)?;
+        let trace = TraceWriter::open(&run_dir, 0).map_err(io)?;
         events.emit(&Event::RunStarted {
             run_id: run_dir.id().to_string(),
             command: command.name().to_string(),
