@@ -461,9 +461,14 @@ impl Shared {
                 Failure::Cancelled,
             ),
             SendError::TimedOut { attempts } => {
+                let silence = if settings.idle_timeout < settings.timeout {
+                    format!(", or {} without a byte", seconds(settings.idle_timeout))
+                } else {
+                    String::new()
+                };
                 let message = format!(
                     "POST {url} timed out: no complete answer within {} (timeout_s in \
-                     [strategy.llm]){}",
+                     [strategy.llm]){silence}{}",
                     seconds(settings.timeout),
                     retried(attempts)
                 );
