@@ -193,6 +193,31 @@ impl Strategy for LlmStrategy {
 
         gather(exchanges, count, &shared.settings.model)
     }
+
+    /// The tokens spent and whether the endpoint refused tools, so a resumed run keeps its
+    /// budget and does not ask again.
+    fn save(&self) -> Value {
+        json!({
+            "usage": self.shared.usage(),
+            "tools_refused": self.shared.tools_refused.load(Ordering::Relaxed),
+        })
+    }
+
+    fn load(&mut self, saved: &Value) {
+        if let Some(usage) = saved
+            .get("usage")
+            .and_then(|u| serde_json::from_value::<TokenUsage>(u.clone()).ok())
+        {
+            *self
+                .shared
+                .usage
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = usage;
+        }
+        if saved.get("tools_refused").and_then(Value::as_bool) == Some(true) {
+            self.shared.tools_refused.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// What went wrong with one request.
@@ -795,6 +820,24 @@ mod tests {
             "Bearer <redacted> and <redacted>"
         );
         assert_eq!(scrub("sk-abc", &settings(None)), "sk-abc");
+    }
+
+    #[test]
+    fn usage_and_tool_refusal_survive_a_resume() {
+        let first = LlmStrategy::new(settings(None)).unwrap();
+        first.shared.count_usage(TokenUsage {
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            requests: 1,
+        });
+        first.shared.tools_refused.store(true, Ordering::Relaxed);
+        let saved = first.save();
+        let mut resumed = LlmStrategy::new(settings(None)).unwrap();
+        resumed.load(&saved);
+        assert_eq!(resumed.usage(), first.usage());
+        assert!(resumed.shared.tools_refused.load(Ordering::Relaxed));
+        resumed.load(&Value::Null);
+        assert_eq!(resumed.usage().total(), 15);
     }
 
     #[test]

@@ -3,14 +3,14 @@
 //! escaped once too often) or from the text of the message. Pure: JSON in, diffs or reasons out.
 
 use crate::strategy::diff_extract::{extract_diff, UnifiedDiff};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The function the model is offered for its answer.
 pub const TOOL_NAME: &str = "propose_patch";
 
 /// Tokens spent, as the endpoint reports them in `usage`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
