@@ -108,11 +108,6 @@ impl LlmStrategy {
     pub fn usage(&self) -> TokenUsage {
         self.shared.usage()
     }
-
-    /// Where the requests go.
-    pub fn url(&self) -> &str {
-        &self.shared.url
-    }
 }
 
 #[async_trait::async_trait]
