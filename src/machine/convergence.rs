@@ -272,7 +272,10 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
         if extra < input.flaky_reruns {
             return decide(
                 Outcome::Rerun,
-                format!("flaky: verdicts differ between runs of the same image (run {})", runs_on_image + 1),
+                format!(
+                    "flaky: verdicts differ between runs of the same image (run {})",
+                    runs_on_image + 1
+                ),
                 None,
                 input.no_progress,
             );
@@ -281,7 +284,11 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
         if runs_on_image < input.confirm_runs {
             return decide(
                 Outcome::Rerun,
-                format!("confirmation run {} of {}", runs_on_image + 1, input.confirm_runs),
+                format!(
+                    "confirmation run {} of {}",
+                    runs_on_image + 1,
+                    input.confirm_runs
+                ),
                 None,
                 input.no_progress,
             );
@@ -346,7 +353,12 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
         None
     };
     match stop {
-        Some(stop) => decide(Outcome::GiveUp, format!("{why}; {stop}"), Some(verdict), no_progress),
+        Some(stop) => decide(
+            Outcome::GiveUp,
+            format!("{why}; {stop}"),
+            Some(verdict),
+            no_progress,
+        ),
         None => decide(Outcome::NextIteration, why, Some(verdict), no_progress),
     }
 }
@@ -395,10 +407,8 @@ mod fix_tests {
         let t = baseline();
         assert_eq!(t.fail_to_pass.iter().collect::<Vec<_>>(), ["crc16"]);
         assert_eq!(t.pass_to_pass.len(), 2);
-        let named = Targets::from_baseline(
-            &results(&[("a", false), ("b", false)]),
-            &["a".to_string()],
-        );
+        let named =
+            Targets::from_baseline(&results(&[("a", false), ("b", false)]), &["a".to_string()]);
         assert_eq!(named.fail_to_pass.iter().collect::<Vec<_>>(), ["a"]);
         assert!(named.pass_to_pass.is_empty());
     }
@@ -406,19 +416,30 @@ mod fix_tests {
     #[test]
     fn baseline_with_failures_goes_round_and_without_is_done() {
         let t = baseline();
-        let j = t.judge(&results(&[("crc8", true), ("crc16", false), ("crc32", true)]));
+        let j = t.judge(&results(&[
+            ("crc8", true),
+            ("crc16", false),
+            ("crc32", true),
+        ]));
         let d = fix_mode(&input(0, &j, &[]));
         assert_eq!(d.decision.outcome, Outcome::NextIteration);
         assert_eq!(d.verdict, Some(IterationVerdict::Reproduced));
         let all = Targets::from_baseline(&results(&[("a", true)]), &[]);
         let j = all.judge(&results(&[("a", true)]));
-        assert_eq!(fix_mode(&input(0, &j, &[])).decision.outcome, Outcome::Converged);
+        assert_eq!(
+            fix_mode(&input(0, &j, &[])).decision.outcome,
+            Outcome::Converged
+        );
     }
 
     #[test]
     fn a_fix_that_regresses_is_not_converged() {
         let t = baseline();
-        let j = t.judge(&results(&[("crc8", true), ("crc16", true), ("crc32", false)]));
+        let j = t.judge(&results(&[
+            ("crc8", true),
+            ("crc16", true),
+            ("crc32", false),
+        ]));
         assert_eq!(j.regressed, ["crc32"]);
         let d = fix_mode(&input(3, &j, &[]));
         assert_eq!(d.decision.outcome, Outcome::NextIteration);
@@ -429,7 +450,11 @@ mod fix_tests {
     #[test]
     fn a_fix_converges_after_its_confirmation_runs() {
         let t = baseline();
-        let j = t.judge(&results(&[("crc8", true), ("crc16", true), ("crc32", true)]));
+        let j = t.judge(&results(&[
+            ("crc8", true),
+            ("crc16", true),
+            ("crc32", true),
+        ]));
         let mut i = input(4, &j, &[]);
         i.confirm_runs = 2;
         assert_eq!(fix_mode(&i).decision.outcome, Outcome::Rerun);
@@ -443,8 +468,16 @@ mod fix_tests {
     #[test]
     fn disagreeing_runs_of_one_image_are_flaky_and_rerun_within_budget() {
         let t = baseline();
-        let good = t.judge(&results(&[("crc8", true), ("crc16", true), ("crc32", true)]));
-        let bad = t.judge(&results(&[("crc8", true), ("crc16", false), ("crc32", true)]));
+        let good = t.judge(&results(&[
+            ("crc8", true),
+            ("crc16", true),
+            ("crc32", true),
+        ]));
+        let bad = t.judge(&results(&[
+            ("crc8", true),
+            ("crc16", false),
+            ("crc32", true),
+        ]));
         let earlier = [good.clone()];
         let mut i = input(2, &bad, &earlier);
         i.confirm_runs = 2;
@@ -459,15 +492,26 @@ mod fix_tests {
     #[test]
     fn stops_on_no_progress_max_iterations_or_no_candidates() {
         let t = baseline();
-        let j = t.judge(&results(&[("crc8", true), ("crc16", false), ("crc32", true)]));
+        let j = t.judge(&results(&[
+            ("crc8", true),
+            ("crc16", false),
+            ("crc32", true),
+        ]));
         let mut i = input(2, &j, &[]);
         i.no_progress = 2;
         let d = fix_mode(&i);
         assert_eq!(d.decision.outcome, Outcome::GiveUp);
-        assert!(d.decision.reason.ends_with("no progress for 3 iterations"), "{}", d.decision.reason);
+        assert!(
+            d.decision.reason.ends_with("no progress for 3 iterations"),
+            "{}",
+            d.decision.reason
+        );
         let mut i = input(10, &j, &[]);
         i.max_iterations = 10;
-        assert!(fix_mode(&i).decision.reason.ends_with("max iterations (10) reached"));
+        assert!(fix_mode(&i)
+            .decision
+            .reason
+            .ends_with("max iterations (10) reached"));
         let mut i = input(1, &j, &[]);
         i.candidates_left = false;
         assert!(fix_mode(&i).decision.reason.ends_with("no more candidates"));

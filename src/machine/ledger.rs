@@ -54,7 +54,12 @@ impl Ledger {
     }
 
     /// ERROR_RECOVERY: decides, and spends a retry when it recovers.
-    pub fn recover(&mut self, budgets: &Budgets, patching: bool, candidates_left: bool) -> Decision {
+    pub fn recover(
+        &mut self,
+        budgets: &Budgets,
+        patching: bool,
+        candidates_left: bool,
+    ) -> Decision {
         let Some(failure) = &self.failure else {
             return Decision {
                 outcome: Outcome::Unrecoverable,
@@ -171,7 +176,12 @@ mod tests {
 
     /// Drives the machine like the orchestrator does, with the environment's answers drawn at
     /// random, and checks every step is legal and the run ends within its budgets.
-    fn simulate(envs: &[Env], results: &[Vec<(String, bool)>], limits: &Limits, abort_at: Option<usize>) {
+    fn simulate(
+        envs: &[Env],
+        results: &[Vec<(String, bool)>],
+        limits: &Limits,
+        abort_at: Option<usize>,
+    ) {
         let budgets = Budgets::default();
         let mut ledger = Ledger::default();
         let targets = Targets::from_baseline(
@@ -231,7 +241,10 @@ mod tests {
                 State::ConvergenceCheck => {
                     r += 1;
                     let j = targets.judge(&results[r % results.len()]);
-                    ledger.converge(ledger.iteration == 0, j, limits, true).decision.outcome
+                    ledger
+                        .converge(ledger.iteration == 0, j, limits, true)
+                        .decision
+                        .outcome
                 }
                 State::ErrorRecovery => {
                     let left = ledger.iterations_left(limits);
@@ -264,19 +277,33 @@ mod tests {
         let b = Budgets::default();
         for _ in 0..3 {
             l.fail(ErrorClass::TestEnvFailure, State::TestRun, "qemu died");
-            assert!(matches!(l.recover(&b, false, false).outcome, Outcome::Recovered(_)));
+            assert!(matches!(
+                l.recover(&b, false, false).outcome,
+                Outcome::Recovered(_)
+            ));
         }
         l.verdict_reached();
         l.fail(ErrorClass::TestEnvFailure, State::TestRun, "qemu died");
-        assert!(matches!(l.recover(&b, false, false).outcome, Outcome::Recovered(_)));
+        assert!(matches!(
+            l.recover(&b, false, false).outcome,
+            Outcome::Recovered(_)
+        ));
     }
 
     #[test]
     fn the_final_reason_is_the_failure_itself() {
         let mut l = Ledger::default();
-        l.fail(ErrorClass::BuildFailure, State::BuildRun, "src/crc.c:42: error");
+        l.fail(
+            ErrorClass::BuildFailure,
+            State::BuildRun,
+            "src/crc.c:42: error",
+        );
         let d = l.recover(&Budgets::default(), false, false);
         assert_eq!(d.outcome, Outcome::Unrecoverable);
-        assert!(d.reason.starts_with("src/crc.c:42: error ("), "{}", d.reason);
+        assert!(
+            d.reason.starts_with("src/crc.c:42: error ("),
+            "{}",
+            d.reason
+        );
     }
 }

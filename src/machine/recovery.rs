@@ -79,7 +79,10 @@ pub fn decide(failure: Failure, budgets: &Budgets) -> Decision {
     if target == RecoveryTarget::CodeAnalysis && !failure.candidates_left {
         return Decision {
             outcome: Outcome::Unrecoverable,
-            reason: format!("{class} in {}, and no candidate is left to try", failure.failed_in),
+            reason: format!(
+                "{class} in {}, and no candidate is left to try",
+                failure.failed_in
+            ),
         };
     }
     let budget = budgets.get(class);
@@ -180,7 +183,10 @@ mod tests {
         // An environment failure is retried whatever the candidates.
         let mut f = failure(ErrorClass::TestEnvFailure, State::TestRun, 0, true);
         f.candidates_left = false;
-        assert!(matches!(decide(f, &Budgets::default()).outcome, Outcome::Recovered(_)));
+        assert!(matches!(
+            decide(f, &Budgets::default()).outcome,
+            Outcome::Recovered(_)
+        ));
     }
 
     #[test]

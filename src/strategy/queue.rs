@@ -16,7 +16,10 @@ impl QueueStrategy {
     /// Lists the patches in `dir`. An unreadable or empty directory is an error naming it.
     pub fn open(dir: &Path) -> Result<QueueStrategy, StrategyError> {
         let entries = std::fs::read_dir(dir).map_err(|e| {
-            StrategyError::Failed(format!("cannot read patch directory {}: {e}", dir.display()))
+            StrategyError::Failed(format!(
+                "cannot read patch directory {}: {e}",
+                dir.display()
+            ))
         })?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(Result::ok)
