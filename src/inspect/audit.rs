@@ -6,9 +6,9 @@
 //! A broken line is a finding with its line number, never a panic; the audit never stops at the
 //! first problem, so one run shows everything that is wrong with it.
 
-use super::{parse_trace, TRACE_FILE};
+use super::{load_report, parse_trace, TRACE_FILE};
 use crate::machine::{self, Outcome, State};
-use crate::report::{self, ReportError, REPORT_JSON};
+use crate::report::REPORT_JSON;
 use crate::rundir::{self, TraceLine};
 use chrono::{DateTime, FixedOffset};
 use serde::Serialize;
@@ -163,13 +163,11 @@ pub fn audit(run_dir: &Path) -> AuditReport {
             )
         }
     };
-    let report = match report::load(run_dir) {
-        Ok(report) => ReportFacts::Present {
+    let report = match load_report(run_dir) {
+        Ok(Some(report)) => ReportFacts::Present {
             final_state: report.final_state,
         },
-        Err(ReportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            ReportFacts::Absent
-        }
+        Ok(None) => ReportFacts::Absent,
         Err(e) => ReportFacts::Unreadable(e.to_string()),
     };
     // Several transitions name the same file (the console log is evidence twice); hash it once.

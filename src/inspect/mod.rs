@@ -20,13 +20,14 @@ pub use runs::{list_runs, RunStatus, RunSummary};
 pub use show::{rerender, timeline, Timeline, TimelineEntry};
 
 use crate::machine::State;
-use crate::report::ReportError;
+use crate::report::{self, Report, ReportError};
 use crate::rundir::TraceLine;
 use std::path::{Path, PathBuf};
 
 /// The trace file in a run directory.
 pub const TRACE_FILE: &str = "trace.jsonl";
-/// Written by `fwfix run` while it works: its pid and options. Optional.
+/// Left by the fix loop (`fwfix run`); read leniently, for its `pid`, `command`, `board` and
+/// `profile` only. Optional.
 pub const RUN_JSON: &str = "run.json";
 /// The fix loop's checkpointed run context. Optional.
 pub const CONTEXT_JSON: &str = "context.json";
@@ -113,6 +114,18 @@ pub(crate) fn read_trace(run_dir: &Path) -> Result<Vec<TraceEntry>, InspectError
     let path = run_dir.join(TRACE_FILE);
     let bytes = std::fs::read(&path).map_err(|source| InspectError::Io { path, source })?;
     Ok(parse_trace(&String::from_utf8_lossy(&bytes)))
+}
+
+/// The run's report.json, or `None` when it has not been written (the run is still going, or was
+/// killed). A report that exists but cannot be read is an error.
+pub(crate) fn load_report(run_dir: &Path) -> Result<Option<Report>, ReportError> {
+    match report::load(run_dir) {
+        Ok(report) => Ok(Some(report)),
+        Err(ReportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The name a run directory goes by: its last path component.

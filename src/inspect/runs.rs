@@ -2,9 +2,9 @@
 //! its report.json; a run that is still going, or was killed, only by its trace (and by
 //! `run.json` when the fix loop left one). Only reads.
 
-use super::{parse_trace, run_id_of, InspectError, RUN_JSON, TRACE_FILE};
+use super::{load_report, read_trace, run_id_of, InspectError, RUN_JSON};
 use crate::machine::State;
-use crate::report::{self, ReportError, Status};
+use crate::report::Status;
 use crate::rundir::RUNS_DIR;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::{Serialize, Serializer};
@@ -120,8 +120,8 @@ fn summarise(dir: &Path) -> RunSummary {
         pid: run_json.pid(),
         problem: None,
     };
-    match report::load(dir) {
-        Ok(report) => {
+    match load_report(dir) {
+        Ok(Some(report)) => {
             summary.command = Some(report.command.name().to_string());
             summary.status = RunStatus::Finished(report.status);
             summary.state = Some(report.final_state);
@@ -132,7 +132,7 @@ fn summarise(dir: &Path) -> RunSummary {
             summary.profile = non_empty(report.profile).or(summary.profile);
             return summary;
         }
-        Err(ReportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Ok(None) => {}
         Err(e) => {
             summary.status = RunStatus::Unreadable;
             summary.problem = Some(e.to_string());
@@ -153,10 +153,10 @@ fn summarise(dir: &Path) -> RunSummary {
 
 /// The start, last state, iterations and elapsed time of a run that has no report.
 fn fill_from_trace(summary: &mut RunSummary, dir: &Path) {
-    let Ok(bytes) = std::fs::read(dir.join(TRACE_FILE)) else {
+    let Ok(entries) = read_trace(dir) else {
         return;
     };
-    let lines: Vec<_> = parse_trace(&String::from_utf8_lossy(&bytes))
+    let lines: Vec<_> = entries
         .into_iter()
         .filter_map(|entry| entry.parsed.ok())
         .collect();

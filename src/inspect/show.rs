@@ -2,8 +2,8 @@
 //! start, reason, error class and evidence) next to its report, and rendering the report files
 //! again from report.json. The timeline only reads; [`rerender`] writes the rendered files only.
 
-use super::{read_trace, run_id_of, InspectError, CONTEXT_JSON, RUN_JSON, TRACE_FILE};
-use crate::report::{self, Report, ReportError};
+use super::{load_report, read_trace, run_id_of, InspectError, CONTEXT_JSON, RUN_JSON, TRACE_FILE};
+use crate::report::{self, Report};
 use crate::rundir::TraceLine;
 use chrono::DateTime;
 use serde::Serialize;
@@ -49,11 +49,8 @@ pub enum TimelineEntry {
 
 /// The timeline of the run in `run_dir`.
 pub fn timeline(run_dir: &Path) -> Result<Timeline, InspectError> {
-    let (report, report_problem) = match report::load(run_dir) {
-        Ok(report) => (Some(Box::new(report)), None),
-        Err(ReportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            (None, None)
-        }
+    let (report, report_problem) = match load_report(run_dir) {
+        Ok(report) => (report.map(Box::new), None),
         Err(e) => (None, Some(e.to_string())),
     };
     let (entries, trace_problem) = match read_trace(run_dir) {
@@ -125,9 +122,9 @@ fn read_json(path: &Path) -> Option<serde_json::Value> {
 /// Renders report.md, junit.xml and report.html again from the run's report.json (after an
 /// upgrade of fwfix, say) and returns the files written. report.json itself is left as it is.
 pub fn rerender(run_dir: &Path) -> Result<Vec<PathBuf>, InspectError> {
-    let report = match report::load(run_dir) {
-        Ok(report) => report,
-        Err(ReportError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+    let report = match load_report(run_dir)? {
+        Some(report) => report,
+        None => {
             let last_state = read_trace(run_dir).ok().and_then(|entries| {
                 entries
                     .into_iter()
@@ -144,7 +141,6 @@ pub fn rerender(run_dir: &Path) -> Result<Vec<PathBuf>, InspectError> {
                 last_state,
             });
         }
-        Err(e) => return Err(e.into()),
     };
     Ok(report::write_renderings(run_dir, &report)?)
 }
