@@ -240,6 +240,24 @@ pub(crate) fn parse_state(text: &str) -> Result<crate::machine::State, String> {
         .ok_or_else(|| format!("`{text}` is not a state"))
 }
 
+/// Parses the test hook `STATE[@ITERATION]`, e.g. `BUILD_RUN@1`.
+pub(crate) fn parse_kill_at(text: &str) -> Result<crate::orchestrator::KillAt, String> {
+    let (state, iteration) = match text.split_once('@') {
+        Some((s, i)) => (
+            s,
+            Some(
+                i.parse()
+                    .map_err(|_| format!("`{i}` is not an iteration number"))?,
+            ),
+        ),
+        None => (text, None),
+    };
+    Ok(crate::orchestrator::KillAt {
+        state: parse_state(state)?,
+        iteration,
+    })
+}
+
 /// A run directory, or a run id (or unique prefix) under `<repo>/.fwfix/runs/`.
 pub(crate) fn find_run(arg: &str, repo: &std::path::Path) -> Result<std::path::PathBuf, String> {
     let path = std::path::Path::new(arg);

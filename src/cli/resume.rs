@@ -1,8 +1,7 @@
 //! `fwfix resume RUN`: carry on with a run that was killed, aborted, or ended in FAILURE.
 
 use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
-use crate::machine::State;
-use crate::orchestrator::{self, ResumeOptions};
+use crate::orchestrator::{self, KillAt, ResumeOptions};
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -22,9 +21,9 @@ pub struct Args {
     /// Stop the resumed run after this long, e.g. `90s`, `30m`.
     #[arg(long, value_parser = super::parse_duration)]
     deadline: Option<std::time::Duration>,
-    /// Test hook: the process kills itself right after entering this state.
-    #[arg(long, hide = true, value_parser = super::parse_state)]
-    test_kill_at: Option<State>,
+    /// Test hook: the process kills itself right after entering STATE[@ITERATION].
+    #[arg(long, hide = true, value_parser = super::parse_kill_at)]
+    test_kill_at: Option<KillAt>,
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {

@@ -1,8 +1,7 @@
 //! `fwfix run`: the fix loop.
 
 use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
-use crate::machine::State;
-use crate::orchestrator::{self, RunOptions, StrategyChoice};
+use crate::orchestrator::{self, KillAt, RunOptions, StrategyChoice};
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -32,9 +31,9 @@ pub struct Args {
     /// Stop the whole run after this long, e.g. `90s`, `30m`, `2h`.
     #[arg(long, value_parser = super::parse_duration)]
     deadline: Option<std::time::Duration>,
-    /// Test hook: the process kills itself right after entering this state.
-    #[arg(long, hide = true, value_parser = super::parse_state)]
-    test_kill_at: Option<State>,
+    /// Test hook: the process kills itself right after entering STATE[@ITERATION].
+    #[arg(long, hide = true, value_parser = super::parse_kill_at)]
+    test_kill_at: Option<KillAt>,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

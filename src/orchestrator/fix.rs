@@ -284,8 +284,16 @@ impl Job<'_> {
             // Nothing was patched (the baseline passed): there is no fix to keep.
             return Ok(());
         };
-        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
-            return Err("no repository".to_string());
+        // The fix goes on the owner's HEAD, in the owner's repository, also when the loop ran
+        // in a linked worktree (whose HEAD is a snapshot of the owner's tree).
+        let owner = crate::repo::Repo::open(&self.ctx.request.repo).map_err(|e| e.to_string())?;
+        let base = match &self.ctx.worktree {
+            Some(_) => crate::repo::Snapshot::load(
+                &owner,
+                &format!("refs/fwfix/{}/owner", self.ctx.run_id),
+            )
+            .map_err(|e| e.to_string())?,
+            None => self.ctx.base.clone().ok_or("no base snapshot")?,
         };
         let diff = std::fs::read(self.run_dir.path().join(&record.patch))
             .map_err(|e| format!("{}: {e}", record.patch))?;
@@ -306,8 +314,8 @@ impl Job<'_> {
             record.origin
         );
         let _ = writeln!(message, "\n{}", record.reason);
-        let commit = repo
-            .commit_fix(&self.ctx.run_id, base, &diff, &message)
+        let commit = owner
+            .commit_fix(&self.ctx.run_id, &base, &diff, &message)
             .map_err(|e| e.to_string())?;
         let fix_path = self.run_dir.path().join("fix.patch");
         rundir::write_atomic(&fix_path, &diff).map_err(|e| e.to_string())?;

@@ -47,7 +47,15 @@ pub struct RunOptions {
     /// Stop the whole run (ABORTED) after this long.
     pub deadline: Option<Duration>,
     /// Test hook: SIGKILL this process right after entering the named state.
-    pub kill_at: Option<State>,
+    pub kill_at: Option<KillAt>,
+}
+
+/// A test hook: where a run kills itself (SIGKILL, as a power cut would), to test resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KillAt {
+    pub state: State,
+    /// Only in this iteration (any iteration when None).
+    pub iteration: Option<u32>,
 }
 
 /// Options of `fwfix resume`.
@@ -60,7 +68,7 @@ pub struct ResumeOptions {
     /// A person's hint, added to the evidence.
     pub hint: Option<String>,
     pub deadline: Option<Duration>,
-    pub kill_at: Option<State>,
+    pub kill_at: Option<KillAt>,
 }
 
 /// How a command that got as far as running ended.
@@ -260,7 +268,7 @@ pub(super) struct Job<'a> {
     pub strategy: Option<Box<dyn Strategy>>,
     pub symbolizer: Option<Symbolizer>,
     pub last_capture: Option<Capture>,
-    kill_at: Option<State>,
+    kill_at: Option<KillAt>,
     deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -323,10 +331,25 @@ impl<'a> Job<'a> {
             final_class: None,
             fix: None,
         };
-        let trace = TraceWriter::open(&run_dir, 0).map_err(|source| OrchestratorError::RunDir {
+        let io = |source| OrchestratorError::RunDir {
             path: run_dir.path().to_path_buf(),
             source,
-        })?;
+        };
+        // Who started the run and how: read by `fwfix runs` and by people, never rewritten.
+        let run_json = serde_json::json!({
+            "run_id": ctx.run_id,
+            "command": command.name(),
+            "request": ctx.request,
+            "pid": ctx.pid,
+            "host": ctx.host,
+            "started_at": ctx.started_at,
+            "fwfix_version": env!("CARGO_PKG_VERSION"),
+        });
+        let bytes = serde_json::to_vec_pretty(&run_json).map_err(std::io::Error::other);
+        bytes
+            .and_then(|b| rundir::write_atomic(&run_dir.path().join("run.json"), &b))
+            .map_err(io)?;
+        let trace = TraceWriter::open(&run_dir, 0).map_err(io)?;
         events.emit(&Event::RunStarted {
             run_id: run_dir.id().to_string(),
             command: command.name().to_string(),
@@ -556,7 +579,9 @@ impl<'a> Job<'a> {
             State::ResultAnalysis => self.analyse(),
             State::ConvergenceCheck => self.converge(),
             State::ErrorRecovery => self.recover(),
-            State::Idle | State::Success | State::Failure | State::Aborted => {
+            // A resumed run comes back through IDLE and starts over from INIT.
+            State::Idle => Step::ok(Outcome::TaskReceived, "the run goes on"),
+            State::Success | State::Failure | State::Aborted => {
                 Step::error(ErrorClass::Unhandled, format!("{state} has no handler"))
             }
         }
@@ -614,7 +639,10 @@ impl<'a> Job<'a> {
             iteration: line.iteration,
             error_class,
         });
-        if self.kill_at == Some(to) {
+        let kill = self.kill_at.is_some_and(|k| {
+            k.state == to && k.iteration.is_none_or(|i| i == self.ctx.ledger.iteration)
+        });
+        if kill {
             // Test hook: die as a power cut would, right after the checkpoint.
             let _ =
                 nix::sys::signal::kill(nix::unistd::getpid(), nix::sys::signal::Signal::SIGKILL);

@@ -30,5 +30,5 @@ mod pipeline;
 
 pub use context::{RunContext, StrategyChoice};
 pub use job::{
-    resume, run, test, Finished, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
+    resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
 };
