@@ -291,12 +291,23 @@ fn runs_lists_both_runs_newest_first() {
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["id"], newer.as_str());
 
-    // A run killed before it wrote its report shows how far it got.
+    // A run killed before it wrote its report shows how far it got; its process is gone.
     let newer_dir = repo.path().join(".fwfix/runs").join(&newer);
     std::fs::remove_file(newer_dir.join("report.json")).unwrap();
     write_trace(&newer_dir, &trace_lines(&newer_dir)[..5]);
     let out = inspect(&["runs"], &repo);
     let printed = stdout(&out);
+    assert!(printed.contains("killed at TEST_RUN"), "{printed}");
+    let runs = events(&inspect(&["runs", "--json"], &repo));
+    assert_eq!(runs[0]["status"], "KILLED");
+    assert_eq!(runs[0]["state"], "TEST_RUN");
+    assert_eq!(runs[0]["profile"], "crc");
+
+    // Without a recorded process nobody can tell whether it still runs.
+    for file in ["run.json", "context.json"] {
+        let _ = std::fs::remove_file(newer_dir.join(file));
+    }
+    let printed = stdout(&inspect(&["runs"], &repo));
     assert!(
         printed.contains("running or killed at TEST_RUN"),
         "{printed}"

@@ -26,10 +26,9 @@ use std::path::{Path, PathBuf};
 
 /// The trace file in a run directory.
 pub const TRACE_FILE: &str = "trace.jsonl";
-/// Left by the fix loop (`fwfix run`); read leniently, for its `pid`, `command`, `board` and
-/// `profile` only. Optional.
+/// Who started the run and how (command, request, pid, host, start time). Read leniently.
 pub const RUN_JSON: &str = "run.json";
-/// The fix loop's checkpointed run context. Optional.
+/// The checkpointed run context, rewritten after every transition. Read leniently.
 pub const CONTEXT_JSON: &str = "context.json";
 
 /// Why a run could not be found or read.

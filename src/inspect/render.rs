@@ -10,8 +10,15 @@ use std::path::Path;
 
 /// Widest `FROM -> TO` column before it stops aligning.
 const MAX_TRANSITION_WIDTH: usize = 44;
-/// Top-level fields of run.json / context.json shown before `…`.
-const MAX_EXTRA_FIELDS: usize = 8;
+/// Fields of run.json / context.json worth a line in the timeline's header, in this order.
+const SHOWN_FIELDS: [&str; 6] = [
+    "command",
+    "state",
+    "pid",
+    "host",
+    "started_at",
+    "fwfix_version",
+];
 
 /// Every finding as `trace.jsonl:7: ...`, then one verdict line.
 pub fn render_audit(audit: &AuditReport, run_dir: &Path, color: bool) -> String {
@@ -285,31 +292,27 @@ fn format_offset(ms: i64) -> String {
     }
 }
 
-/// The top-level scalar fields of a JSON object, `key value, ...`; anything else in short.
+/// The few fields of run.json / context.json a person looks for, `key value, ...`, in a fixed
+/// order; the rest is in the file (and in `--json`).
 fn describe_json(value: &serde_json::Value) -> String {
     use serde_json::Value;
     let Value::Object(fields) = value else {
         return "present, not a JSON object".to_string();
     };
-    let scalars: Vec<String> = fields
+    let shown: Vec<String> = SHOWN_FIELDS
         .iter()
-        .filter_map(|(key, value)| match value {
+        .filter_map(|key| match fields.get(*key)? {
             Value::String(s) => Some(format!("{key} {}", s.replace(['\r', '\n'], " "))),
             Value::Number(n) => Some(format!("{key} {n}")),
             Value::Bool(b) => Some(format!("{key} {b}")),
             Value::Null | Value::Array(_) | Value::Object(_) => None,
         })
         .collect();
-    let mut text = scalars
-        .iter()
-        .take(MAX_EXTRA_FIELDS)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
-    if scalars.len() > MAX_EXTRA_FIELDS || scalars.len() < fields.len() {
-        text.push_str(if text.is_empty() { "…" } else { ", …" });
+    if shown.is_empty() {
+        format!("present ({})", plural(fields.len(), "field"))
+    } else {
+        shown.join(", ")
     }
-    text
 }
 
 #[cfg(test)]
@@ -369,7 +372,7 @@ mod tests {
             report: None,
             report_problem: None,
             run_json: Some(serde_json::json!({"pid": 42, "command": "run", "argv": []})),
-            context_json: None,
+            context_json: Some(serde_json::json!({"ledger": {}})),
         }
     }
 
@@ -380,7 +383,8 @@ mod tests {
 run r1
 dir: .fwfix/runs/r1
 started: 2024-05-01T12:00:00.000Z
-run.json: command run, pid 42, …
+run.json: command run, pid 42
+context.json: present (1 field)
 
  +00:00.000  #1   IDLE -> INIT            reason 1
  +00:01.250  #2   INIT -> ERROR_RECOVERY  [TEST_ENV_FAILURE]  reason 2

@@ -2,7 +2,7 @@
 //! its report.json; a run that is still going, or was killed, only by its trace (and by
 //! `run.json` when the fix loop left one). Only reads.
 
-use super::{load_report, read_trace, run_id_of, InspectError, RUN_JSON};
+use super::{load_report, read_trace, run_id_of, InspectError, CONTEXT_JSON, RUN_JSON};
 use crate::machine::State;
 use crate::report::Status;
 use crate::rundir::RUNS_DIR;
@@ -15,11 +15,11 @@ use std::path::{Path, PathBuf};
 pub enum RunStatus {
     /// It wrote its report: the status in it.
     Finished(Status),
-    /// No report, and the process named in run.json is alive.
+    /// No report, and the process recorded for the run (context.json, run.json) is alive.
     Running,
-    /// No report, and the process named in run.json is gone.
+    /// No report, and the process recorded for the run is gone.
     Killed,
-    /// No report and no pid to check.
+    /// No report, and no pid of this host to check.
     RunningOrKilled,
     /// report.json exists but cannot be read.
     Unreadable,
@@ -60,7 +60,7 @@ pub struct RunSummary {
     pub duration_ms: Option<u64>,
     pub board: Option<String>,
     pub profile: Option<String>,
-    /// The process from run.json, when there is one.
+    /// The process driving the run, as context.json or run.json recorded it.
     pub pid: Option<u32>,
     /// Why report.json could not be read.
     pub problem: Option<String>,
@@ -105,19 +105,19 @@ fn sort_newest_first(runs: &mut [RunSummary]) {
 /// Describes one run directory from whatever it holds.
 fn summarise(dir: &Path) -> RunSummary {
     let id = run_id_of(dir);
-    let run_json = read_run_json(dir);
+    let recorded = Recorded::read(dir);
     let mut summary = RunSummary {
-        started_at: started_from_id(&id),
+        started_at: recorded.started_at().or_else(|| started_from_id(&id)),
         id,
         dir: dir.to_path_buf(),
-        command: run_json.text("command"),
+        command: recorded.text(&["command"]),
         status: RunStatus::RunningOrKilled,
         state: None,
         iterations: None,
         duration_ms: None,
-        board: run_json.text("board"),
-        profile: run_json.text("profile"),
-        pid: run_json.pid(),
+        board: recorded.text(&["request", "board"]),
+        profile: recorded.text(&["request", "profile"]),
+        pid: recorded.pid(),
         problem: None,
     };
     match load_report(dir) {
@@ -140,13 +140,7 @@ fn summarise(dir: &Path) -> RunSummary {
     }
     fill_from_trace(&mut summary, dir);
     if summary.status == RunStatus::RunningOrKilled {
-        if let Some(pid) = summary.pid {
-            summary.status = if process_alive(pid) {
-                RunStatus::Running
-            } else {
-                RunStatus::Killed
-            };
-        }
+        summary.status = recorded.process_status();
     }
     summary
 }
@@ -191,29 +185,70 @@ fn non_empty(text: String) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// The fields of run.json this listing uses, read leniently: the fix loop owns its format.
-struct RunJson(Option<serde_json::Value>);
-
-fn read_run_json(dir: &Path) -> RunJson {
-    let value = std::fs::read(dir.join(RUN_JSON))
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
-    RunJson(value)
+/// What the fix loop recorded about a run: `context.json` (rewritten after every transition, so
+/// it names the process driving the run now) before `run.json` (who started it). Read leniently:
+/// the fix loop owns both formats, and a field that is not there is simply unknown.
+struct Recorded {
+    context: Option<serde_json::Value>,
+    run: Option<serde_json::Value>,
 }
 
-impl RunJson {
-    fn text(&self, key: &str) -> Option<String> {
-        self.0
-            .as_ref()?
-            .get(key)?
+impl Recorded {
+    fn read(dir: &Path) -> Recorded {
+        let read = |name: &str| {
+            std::fs::read(dir.join(name))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        };
+        Recorded {
+            context: read(CONTEXT_JSON),
+            run: read(RUN_JSON),
+        }
+    }
+
+    fn field(&self, path: &[&str]) -> Option<&serde_json::Value> {
+        [&self.context, &self.run].into_iter().find_map(|value| {
+            path.iter()
+                .try_fold(value.as_ref()?, |value, key| value.get(key))
+        })
+    }
+
+    fn text(&self, path: &[&str]) -> Option<String> {
+        self.field(path)?
             .as_str()
             .filter(|s| !s.is_empty())
             .map(str::to_string)
     }
 
     fn pid(&self) -> Option<u32> {
-        let pid = self.0.as_ref()?.get("pid")?.as_u64()?;
-        u32::try_from(pid).ok()
+        u32::try_from(self.field(&["pid"])?.as_u64()?).ok()
+    }
+
+    fn started_at(&self) -> Option<DateTime<Utc>> {
+        DateTime::parse_from_rfc3339(&self.text(&["started_at"])?)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    }
+
+    /// Whether the recorded process still runs. A pid says nothing about another host's
+    /// processes, and nothing at all when none was recorded.
+    fn process_status(&self) -> RunStatus {
+        let Some(pid) = self.pid() else {
+            return RunStatus::RunningOrKilled;
+        };
+        if let Some(host) = self.text(&["host"]) {
+            let here = nix::unistd::gethostname()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if host != here {
+                return RunStatus::RunningOrKilled;
+            }
+        }
+        if process_alive(pid) {
+            RunStatus::Running
+        } else {
+            RunStatus::Killed
+        }
     }
 }
 
@@ -292,6 +327,70 @@ mod tests {
         assert!(process_alive(std::process::id()));
         assert!(!process_alive(0));
         assert!(!process_alive(u32::MAX));
+    }
+
+    fn here() -> String {
+        nix::unistd::gethostname()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn recorded(run: serde_json::Value, context: Option<serde_json::Value>) -> Recorded {
+        Recorded {
+            context,
+            run: Some(run),
+        }
+    }
+
+    #[test]
+    fn the_recorded_process_decides_between_running_and_killed() {
+        let me = std::process::id();
+        let alive = recorded(serde_json::json!({"pid": me, "host": here()}), None);
+        assert_eq!(alive.process_status(), RunStatus::Running);
+
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let dead = recorded(serde_json::json!({"pid": gone, "host": here()}), None);
+        assert_eq!(dead.process_status(), RunStatus::Killed);
+
+        // context.json names the process driving the run now; it wins over run.json.
+        let resumed = recorded(
+            serde_json::json!({"pid": gone}),
+            Some(serde_json::json!({"pid": me})),
+        );
+        assert_eq!(resumed.process_status(), RunStatus::Running);
+
+        let elsewhere = recorded(serde_json::json!({"pid": me, "host": "another-host"}), None);
+        assert_eq!(elsewhere.process_status(), RunStatus::RunningOrKilled);
+        let unknown = recorded(serde_json::json!({"command": "run"}), None);
+        assert_eq!(unknown.process_status(), RunStatus::RunningOrKilled);
+    }
+
+    #[test]
+    fn recorded_fields_are_read_leniently() {
+        let run = recorded(
+            serde_json::json!({
+                "command": "run",
+                "request": {"board": "qemu-mps2-an385", "profile": ""},
+                "started_at": "2024-05-01T12:00:00.250Z",
+                "pid": -3,
+            }),
+            Some(serde_json::json!("not an object")),
+        );
+        assert_eq!(run.text(&["command"]).as_deref(), Some("run"));
+        assert_eq!(
+            run.text(&["request", "board"]).as_deref(),
+            Some("qemu-mps2-an385")
+        );
+        assert_eq!(run.text(&["request", "profile"]), None);
+        assert_eq!(run.text(&["request", "board", "deeper"]), None);
+        assert_eq!(run.pid(), None);
+        assert_eq!(
+            run.started_at(),
+            Some("2024-05-01T12:00:00.250Z".parse().unwrap())
+        );
     }
 
     #[test]
