@@ -341,17 +341,27 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
 
 #[test]
 fn killed_at_any_state_then_resumed_finishes_with_the_tree_restored() {
+    // Iteration 1's candidate does not apply, iteration 2's is the fix: between them the run
+    // passes through every working state, and SUCCESS before it is finalised.
     let states = [
         "INIT",
-        "BUILD_RUN",
+        "BUILD_SETUP@0",
+        "BUILD_RUN@0",
+        "CONVERGENCE_CHECK@0",
         "CODE_ANALYSIS@0",
         "PATCH_GENERATION@1",
+        "PATCH_REVIEW@1",
         "PATCH_APPLY@1",
-        "BUILD_SETUP@1",
-        "BUILD_RUN@1",
-        "TEST_RUN@1",
-        "RESULT_ANALYSIS@1",
-        "CONVERGENCE_CHECK@1",
+        "ERROR_RECOVERY@1",
+        "CODE_ANALYSIS@1",
+        "BUILD_SETUP@2",
+        "BUILD_RUN@2",
+        "TEST_SETUP@2",
+        "TEST_RUN@2",
+        "RESULT_COLLECTION@2",
+        "RESULT_ANALYSIS@2",
+        "CONVERGENCE_CHECK@2",
+        "SUCCESS",
     ];
     std::thread::scope(|scope| {
         for state in states {
@@ -364,7 +374,7 @@ fn kill_then_resume(kill_at: &str) {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let q = queue(&["03-regresses-crc32.diff", "04-fixes-crc16.diff"]);
+    let q = queue(&["01-does-not-apply.diff", "04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--test-kill-at", kill_at]);
     assert_eq!(
         out.status.code(),
@@ -501,4 +511,39 @@ fn run_refuses_a_directory_that_is_not_a_git_repository() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!dir.path().join(".fwfix").exists());
+}
+
+#[test]
+fn the_deadline_aborts_the_run_with_exit_3_and_the_tree_restored() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "crc-slow",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.to_str().unwrap(),
+            "--deadline",
+            "4s",
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "ABORTED");
+    assert!(
+        report["message"].as_str().unwrap().contains("deadline"),
+        "{report:#}"
+    );
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
 }

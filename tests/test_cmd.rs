@@ -443,3 +443,31 @@ fn ctrl_c_while_the_image_runs_exits_3_and_leaves_no_qemu() {
     assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:?}");
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
+
+#[test]
+fn a_state_that_overruns_its_timeout_is_a_timeout_naming_the_state() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/stuck.toml",
+        &SLOW_BUILD
+            .replace("timeout_s = 1", "timeout_s = 300")
+            .replace(
+                "[recovery]\ntimeout = 1",
+                "[recovery]\ntimeout = 0\n[timeouts]\nbuild_run = 1",
+            ),
+    );
+    let out = test_cmd(&repo, MPS2, "stuck", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["error_class"], "TIMEOUT");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("BUILD_RUN did not finish within 1 s"),
+        "{report:#}"
+    );
+    for pid in pids_in(&repo.path().join("sleepers.pid")) {
+        assert!(!alive(pid), "build child {pid} outlived the state timeout");
+    }
+}

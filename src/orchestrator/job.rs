@@ -174,6 +174,10 @@ pub async fn resume(
                 ctx.run_id
             )))
         }
+        // Killed after its last transition but before finalising: finalise now.
+        (State::Success | State::Failure, None) if !opts.run_dir.join("report.json").is_file() => {
+            None
+        }
         (State::Success | State::Failure, None) => {
             return Err(OrchestratorError::Usage(format!(
                 "run {} already ended in {state}{}",
@@ -474,11 +478,15 @@ impl<'a> Job<'a> {
         let mut state = from;
         let mut step = step;
         loop {
-            if self.cancel.is_cancelled()
-                && step.outcome != Outcome::Abort
-                && machine::next(state, Outcome::Abort).is_ok()
-            {
-                step = Step::ok(Outcome::Abort, self.abort_reason());
+            if self.cancel.is_cancelled() && machine::next(state, Outcome::Abort).is_ok() {
+                // Say why the run stopped (signal or deadline), and what it was doing.
+                step = match step.outcome {
+                    Outcome::Abort => Step::ok(
+                        Outcome::Abort,
+                        format!("{}: {}", self.abort_reason(), step.reason),
+                    ),
+                    _ => Step::ok(Outcome::Abort, self.abort_reason()),
+                };
             }
             let to = machine::next(state, step.outcome)
                 .map_err(|e| OrchestratorError::Internal(e.to_string()))?;
