@@ -160,8 +160,11 @@ fn invalid_regex_is_a_configuration_error_naming_line_and_column() {
 }
 
 /// Prints ztest's Zephyr 3.x console format, then idles forever like Zephyr after its final
-/// word. Built with `-DCRASH`, the second test calls through a bad pointer first.
+/// word. Built with `-DCRASH`, the second test calls through a bad pointer first; with `-DDUMP`
+/// it prints a fault handler's register dump instead and spins, as a board would.
 const ZTEST_IMAGE: &str = r#"
+#include <stdint.h>
+
 #include "console.h"
 
 static void print(const char *s)
@@ -170,6 +173,31 @@ static void print(const char *s)
         console_putc(*s++);
     }
 }
+
+#ifdef DUMP
+static void print_hex(uint32_t value)
+{
+    print("0x");
+    for (int shift = 28; shift >= 0; shift -= 4) {
+        console_putc("0123456789abcdef"[(value >> shift) & 0xFu]);
+    }
+}
+
+__attribute__((noinline, used)) void sensor_poll(void)
+{
+}
+
+static void print_fault_dump(void)
+{
+    print("HardFault!\n  PC   = ");
+    print_hex((uint32_t)(uintptr_t)&sensor_poll & ~1u);
+    print("\n  LR   = ");
+    print_hex((uint32_t)(uintptr_t)&print_fault_dump);
+    print("\n  CFSR = 0x00000100\n");
+    for (;;) {
+    }
+}
+#endif
 
 #ifdef CRASH
 static void call_bad_hook(void)
@@ -191,6 +219,10 @@ int main(void)
     print("START - test_bad_hook\n");
     call_bad_hook();
 #endif
+#ifdef DUMP
+    print("START - test_dump\n");
+    print_fault_dump();
+#endif
     print("START - test_assert\n\n");
     print("    Assertion failed at tests/ztest_demo.c:42: demo_test_assert: (1 == 2 is false)\n");
     print("values differ\n\n");
@@ -209,7 +241,7 @@ int main(void)
 }
 "#;
 
-fn ztest_profile(name: &str, defines: &str) -> String {
+fn ztest_profile(name: &str, defines: &str, timeout_s: u32) -> String {
     format!(
         r#"name = "{name}"
 [build]
@@ -217,7 +249,7 @@ command = "mkdir -p build && arm-none-eabi-gcc -mcpu=cortex-m3 -mthumb -nostdlib
 artifact = "build/{name}.elf"
 [test]
 harness = "ztest"
-timeout_s = 20
+timeout_s = {timeout_s}
 "#
     )
 }
@@ -226,7 +258,7 @@ timeout_s = 20
 fn ztest_failure_ends_at_the_final_word_with_the_assertion() {
     let repo = FixtureRepo::new();
     repo.write("tests/ztest_demo.c", ZTEST_IMAGE);
-    repo.write("profiles/zdemo.toml", &ztest_profile("zdemo", ""));
+    repo.write("profiles/zdemo.toml", &ztest_profile("zdemo", "", 20));
     let out = test_cmd(&repo, "zdemo");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let report = report(&run_dir(&out));
@@ -253,7 +285,10 @@ fn ztest_failure_ends_at_the_final_word_with_the_assertion() {
 fn ztest_crash_is_blamed_on_the_test_that_started() {
     let repo = FixtureRepo::new();
     repo.write("tests/ztest_demo.c", ZTEST_IMAGE);
-    repo.write("profiles/zcrash.toml", &ztest_profile("zcrash", "-DCRASH"));
+    repo.write(
+        "profiles/zcrash.toml",
+        &ztest_profile("zcrash", "-DCRASH", 20),
+    );
     let out = test_cmd(&repo, "zcrash");
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let report = report(&run_dir(&out));
@@ -268,5 +303,26 @@ fn ztest_crash_is_blamed_on_the_test_that_started() {
         report["attempts"][0]["duration_ms"].as_u64().unwrap() < 10_000,
         "{report:#}"
     );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn a_fault_dump_on_the_console_is_a_crash_symbolised_from_the_dump() {
+    // The image prints a register dump and spins without faulting: QEMU sees no exception, so
+    // the run times out with no fault snapshot, and the dump is all there is.
+    let repo = FixtureRepo::new();
+    repo.write("tests/ztest_demo.c", ZTEST_IMAGE);
+    repo.write("profiles/zdump.toml", &ztest_profile("zdump", "-DDUMP", 2));
+    let out = test_cmd(&repo, "zdump");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(
+        statuses(&report),
+        pairs(&[("demo.test_ok", "PASS"), ("demo.test_dump", "CRASH")])
+    );
+    assert_eq!(report["attempts"][0]["end"], "timeout", "{report:#}");
+    let crash = &report["crash"];
+    assert_eq!(crash["function"], "sensor_poll", "{crash:#}");
+    assert_eq!(crash["cfsr"], "0x00000100", "{crash:#}");
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
