@@ -4,10 +4,10 @@
 
 use super::error::{ConfigError, KeyPath};
 use super::model::{
-    Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec, GdbSpec, GoalSpec,
-    HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, PolicySpec, PowerSpec,
-    ProbeSpec, Profile, QemuSpec, SerialPort, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
-    FLASH_PLACEHOLDERS,
+    Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
+    GdbSpec, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec,
+    PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, SerialPort, StrategySpec, TestSpec,
+    BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
 };
 use super::names;
 use super::parse::Source;
@@ -862,7 +862,11 @@ impl Checker<'_> {
         })
     }
 
-    fn builtin_denies(&self, list: &StrList, key: &KeyPath) -> Result<Vec<BuiltinDeny>, ConfigError> {
+    fn builtin_denies(
+        &self,
+        list: &StrList,
+        key: &KeyPath,
+    ) -> Result<Vec<BuiltinDeny>, ConfigError> {
         let names: Vec<&str> = BuiltinDeny::ALL.iter().map(|f| f.name()).collect();
         list.get_ref()
             .iter()

@@ -748,8 +748,14 @@ mod tests {
     fn hunk_heading_is_kept() {
         let f = one("--- a/f\n+++ b/f\n@@ -3 +3 @@ void USART1_IRQHandler(void)\n-a\n+b\n");
         assert_eq!(f.hunks[0].heading, "void USART1_IRQHandler(void)");
-        assert_eq!(f.hunks[0].reversed().heading, "void USART1_IRQHandler(void)");
-        assert_eq!(one("--- a/f\n+++ b/f\n@@ -3 +3 @@\n-a\n+b\n").hunks[0].heading, "");
+        assert_eq!(
+            f.hunks[0].reversed().heading,
+            "void USART1_IRQHandler(void)"
+        );
+        assert_eq!(
+            one("--- a/f\n+++ b/f\n@@ -3 +3 @@\n-a\n+b\n").hunks[0].heading,
+            ""
+        );
     }
 
     #[test]
