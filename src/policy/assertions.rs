@@ -363,6 +363,9 @@ fn check_file(file: &FileView, findings: &mut Vec<Finding>) {
             is_registration,
         ));
         switched_off(&new, &hunk.lines, test_file, &mut push);
+        if !test_file {
+            forged_output(&new, &hunk.lines, &mut push);
+        }
         if test_file {
             expected_definitions(&hunk.lines, &mut push);
         }
@@ -781,6 +784,49 @@ fn switched_off(
                 );
             }
             _ => {}
+        }
+    }
+}
+
+/// What Unity and ztest print for a verdict. Firmware code has no business printing these: a
+/// patch that does would make the result parser report tests that never ran.
+const VERDICT_MARKERS: &[&str] = &[
+    ":PASS",
+    ":FAIL",
+    ":IGNORE",
+    " Failures ",
+    "PROJECT EXECUTION SUCCESSFUL",
+    "PROJECT EXECUTION FAILED",
+    "SUITE PASS",
+    "SUITE FAIL",
+    "PASS - test_",
+    "FAIL - test_",
+];
+
+/// An added string literal, outside the test sources, that contains a verdict marker.
+fn forged_output(
+    new: &[SideTok],
+    lines: &[super::DiffLine],
+    push: &mut impl FnMut(&'static str, Option<u32>, String),
+) {
+    for s in new {
+        let line = &lines[s.line];
+        if line.kind != LineKind::Added {
+            continue;
+        }
+        if let Tok::Lit(text) = &s.tok {
+            if let Some(marker) = VERDICT_MARKERS.iter().find(|m| text.contains(**m)) {
+                push(
+                    "test.forged_output",
+                    Some(line.line),
+                    format!(
+                        "string {} reads like a test verdict (`{}`): test results must come \
+                         from the tests",
+                        short(text),
+                        marker.trim()
+                    ),
+                );
+            }
         }
     }
 }
@@ -1271,6 +1317,31 @@ mod tests {
             vec!["assert.weakened"]
         );
         assert!(found(S, &[], &["#undef NDEBUG"]).is_empty());
+    }
+
+    #[test]
+    fn printing_a_verdict_from_firmware_code_is_forged_output() {
+        assert_eq!(
+            found(
+                S,
+                &[],
+                &["    puts(\"test_crc.c:21:test_crc16_known_vector:PASS\");"]
+            ),
+            vec!["test.forged_output"]
+        );
+        assert_eq!(
+            found(
+                S,
+                &[],
+                &["    printf(\"6 Tests 0 Failures 0 Ignored\\n\");"]
+            ),
+            vec!["test.forged_output"]
+        );
+        assert!(found(S, &[], &["    puts(\"PASSWORD:\");"]).is_empty());
+        assert!(
+            found(T, &[], &["    puts(\"x:PASS\");"]).is_empty(),
+            "a test file may print what it likes"
+        );
     }
 
     #[test]

@@ -55,7 +55,7 @@ pub enum Severity {
 }
 
 /// A rule's stable id, one of [`RULES`] (e.g. `path.deny.builtin.tests`). Named so that serde
-/// reads it through [`known_rule`] instead of borrowing from the input.
+/// reads it back through the rule table instead of borrowing from the input.
 pub type RuleId = &'static str;
 
 /// One thing a rule found in the patch.
@@ -333,6 +333,19 @@ mod tests {
             }
         );
         assert_eq!(r.risk.score, 0.0);
+    }
+
+    #[test]
+    fn fixture_patches_in_src_are_allowed_and_plain() {
+        for d in [
+            include_str!("../../fixtures/fwtests/patches/01-does-not-apply.diff"),
+            include_str!("../../fixtures/fwtests/patches/02-breaks-build.diff"),
+            include_str!("../../fixtures/fwtests/patches/03-regresses-crc32.diff"),
+        ] {
+            let r = evaluate(d, &spec());
+            assert_eq!(r.verdict, Verdict::Allow, "{:?}", r.findings);
+            assert_eq!(r.risk, Risk::default());
+        }
     }
 
     #[test]

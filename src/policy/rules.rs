@@ -102,6 +102,10 @@ pub const RULES: &[Rule] = &[
         summary: "no test turned into an ignore, skip or early pass, no code hidden by `#if 0`",
     },
     Rule {
+        id: "test.forged_output",
+        summary: "no string added outside test files that reads like a test verdict",
+    },
+    Rule {
         id: "test.expected_changed",
         summary: "no expected value changed in a test file, even when tests may be edited",
     },
