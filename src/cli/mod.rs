@@ -6,6 +6,8 @@
 mod doctor;
 mod exit;
 mod graph;
+mod resume;
+mod run;
 mod test;
 mod validate;
 
@@ -56,6 +58,10 @@ impl GlobalArgs {
 enum Command {
     /// Build the firmware and run its tests once on a board (no patching).
     Test(test::Args),
+    /// The fix loop: reproduce the failure, try candidate patches, build, test, until fixed.
+    Run(run::Args),
+    /// Carry on with a run that was killed, aborted, or ended in FAILURE.
+    Resume(resume::Args),
     /// Check board and profile files without running anything.
     Validate(validate::Args),
     /// Check the host tools fwfix needs and say how to install what is missing.
@@ -80,6 +86,8 @@ pub fn main() -> ExitCode {
     };
     let exit = match cli.command {
         Command::Test(args) => test::run(args, &cli.global),
+        Command::Run(args) => run::run(args, &cli.global),
+        Command::Resume(args) => resume::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),
@@ -174,4 +182,102 @@ pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit
         let _ = writeln!(std::io::stderr().lock(), "error: {message}");
     }
     exit
+}
+
+/// Parses `90s`, `30m`, `2h`, or plain seconds.
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map(|i| text.split_at(i))
+        .unwrap_or((text, "s"));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 90s, 30m or 2h"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("`{text}`: unit must be s, m or h")),
+    };
+    if secs == 0 {
+        return Err("the duration must be more than 0".to_string());
+    }
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+/// Parses a state name such as `BUILD_RUN`.
+pub(crate) fn parse_state(text: &str) -> Result<crate::machine::State, String> {
+    crate::machine::State::ALL
+        .into_iter()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .ok_or_else(|| format!("`{text}` is not a state"))
+}
+
+/// Parses the test hook `STATE[@ITERATION]`, e.g. `BUILD_RUN@1`.
+pub(crate) fn parse_kill_at(text: &str) -> Result<crate::orchestrator::KillAt, String> {
+    let (state, iteration) = match text.split_once('@') {
+        Some((s, i)) => (
+            s,
+            Some(
+                i.parse()
+                    .map_err(|_| format!("`{i}` is not an iteration number"))?,
+            ),
+        ),
+        None => (text, None),
+    };
+    Ok(crate::orchestrator::KillAt {
+        state: parse_state(state)?,
+        iteration,
+    })
+}
+
+/// A run directory, or a run id (or unique prefix) under `<repo>/.fwfix/runs/`.
+pub(crate) fn find_run(arg: &str, repo: &std::path::Path) -> Result<std::path::PathBuf, String> {
+    let path = std::path::Path::new(arg);
+    if path.join("trace.jsonl").is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let runs = repo.join(crate::rundir::RUNS_DIR);
+    let entries = std::fs::read_dir(&runs)
+        .map_err(|e| format!("no run `{arg}`: cannot read {}: {e}", runs.display()))?;
+    let matches: Vec<std::path::PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with(arg))
+        .map(|e| e.path())
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(format!("no run `{arg}` in {}", runs.display())),
+        many => Err(format!(
+            "`{arg}` matches {} runs: {}",
+            many.len(),
+            many.iter()
+                .filter_map(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_states_parse() {
+        assert_eq!(parse_duration("90s").unwrap().as_secs(), 90);
+        assert_eq!(parse_duration("30m").unwrap().as_secs(), 1800);
+        assert_eq!(parse_duration("2h").unwrap().as_secs(), 7200);
+        assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert_eq!(
+            parse_state("build_run").unwrap(),
+            crate::machine::State::BuildRun
+        );
+        assert!(parse_state("NOPE").is_err());
+    }
 }
