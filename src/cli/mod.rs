@@ -96,7 +96,7 @@ pub fn main() -> ExitCode {
 }
 
 /// A multi-threaded runtime for commands that do I/O, with Ctrl+C and SIGTERM wired to `cancel`.
-pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -105,7 +105,7 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Cancels `cancel` on the first Ctrl+C or SIGTERM. Later signals are ignored on purpose: the run
 /// is already stopping its children and writing its report, and must not be cut off half-way.
-pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -124,8 +124,42 @@ pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
+/// What a command that runs the engine returns: the future of its finished run.
+pub(crate) type RunFuture<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<
+                    crate::orchestrator::Finished,
+                    crate::orchestrator::OrchestratorError,
+                >,
+            > + 'a,
+    >,
+>;
+
+/// Runs an engine command: a runtime, the event sink, Ctrl+C and SIGTERM wired to cancellation,
+/// then the final event or summary and the exit code.
+pub(crate) fn execute(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> RunFuture<'a>,
+) -> Exit {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail_early(global, Exit::Infrastructure, &e.to_string()),
+    };
+    let sink = sink(global);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let result = rt.block_on(async {
+        cancel_on_signals(cancel.clone());
+        body(sink.as_ref(), cancel).await
+    });
+    finish(result, sink, global)
+}
+
 /// The event sink for `global`: JSON lines, or the terminal display.
-pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
+fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
     if global.json {
         Box::new(crate::ui::JsonSink::stdout())
     } else {
@@ -134,7 +168,7 @@ pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
 }
 
 /// Ends a command that ran (or failed to start): the final event or summary, and the exit code.
-pub(crate) fn finish(
+fn finish(
     result: Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>,
     sink: Box<dyn crate::events::EventSink>,
     global: &GlobalArgs,

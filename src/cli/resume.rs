@@ -1,9 +1,8 @@
 //! `fwfix resume RUN`: carry on with a run that was killed, aborted, or ended in FAILURE.
 
-use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
+use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, KillAt, ResumeOptions};
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -38,15 +37,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         deadline: args.deadline,
         kill_at: args.test_kill_at,
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail_early(global, Exit::Infrastructure, &e.to_string()),
-    };
-    let sink = super::sink(global);
-    let cancel = CancellationToken::new();
-    let result = rt.block_on(async {
-        cancel_on_signals(cancel.clone());
-        orchestrator::resume(opts, sink.as_ref(), cancel).await
-    });
-    finish(result, sink, global)
+    super::execute(global, |sink, cancel| {
+        Box::pin(orchestrator::resume(opts, sink, cancel))
+    })
 }

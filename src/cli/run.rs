@@ -1,9 +1,8 @@
 //! `fwfix run`: the fix loop.
 
-use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
+use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, KillAt, RunOptions, StrategyChoice};
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -58,15 +57,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         deadline: args.deadline,
         kill_at: args.test_kill_at,
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail_early(global, Exit::Infrastructure, &e.to_string()),
-    };
-    let sink = super::sink(global);
-    let cancel = CancellationToken::new();
-    let result = rt.block_on(async {
-        cancel_on_signals(cancel.clone());
-        orchestrator::run(opts, sink.as_ref(), cancel).await
-    });
-    finish(result, sink, global)
+    super::execute(global, |sink, cancel| {
+        Box::pin(orchestrator::run(opts, sink, cancel))
+    })
 }

@@ -2,6 +2,8 @@
 //! whichever strategy, goes through the same PATCH_REVIEW gate; a strategy never touches the
 //! repository's history and never applies anything itself.
 
+pub mod diff_extract;
+pub mod llm;
 pub mod queue;
 
 use std::path::PathBuf;
