@@ -168,22 +168,23 @@ fn rank_suspects(
     read: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<Suspect> {
     let mut by_name: BTreeMap<String, Suspect> = BTreeMap::new();
-    let mut add = |name: &str, file: Option<&String>, line: Option<u32>, score: f32, why: String| {
-        let s = by_name.entry(name.to_string()).or_insert_with(|| Suspect {
-            name: name.to_string(),
-            file: file.cloned(),
-            line,
-            score: 0.0,
-            reasons: Vec::new(),
-        });
-        // Independent reasons add up, but never past 1.
-        s.score = (s.score + score).min(1.0);
-        if s.file.is_none() {
-            s.file = file.cloned();
-            s.line = line;
-        }
-        s.reasons.push(why);
-    };
+    let mut add =
+        |name: &str, file: Option<&String>, line: Option<u32>, score: f32, why: String| {
+            let s = by_name.entry(name.to_string()).or_insert_with(|| Suspect {
+                name: name.to_string(),
+                file: file.cloned(),
+                line,
+                score: 0.0,
+                reasons: Vec::new(),
+            });
+            // Independent reasons add up, but never past 1.
+            s.score = (s.score + score).min(1.0);
+            if s.file.is_none() {
+                s.file = file.cloned();
+                s.line = line;
+            }
+            s.reasons.push(why);
+        };
     if let Some(c) = inputs.crash {
         if let Some(f) = &c.function {
             add(f, c.file.as_ref(), c.line, 0.9, "the crash site".into());
@@ -195,7 +196,13 @@ fn rank_suspects(
             ..
         }) = &c.caller
         {
-            add(f, file.as_ref(), *line, 0.6, "called the crashing code".into());
+            add(
+                f,
+                file.as_ref(),
+                *line,
+                0.6,
+                "called the crashing code".into(),
+            );
         }
     }
     if let Some(Location {
@@ -220,7 +227,13 @@ fn rank_suspects(
                 continue;
             }
             if contains_word(&message, func) {
-                add(func, None, None, 0.5, format!("named in {}'s message", fc.case.name));
+                add(
+                    func,
+                    None,
+                    None,
+                    0.5,
+                    format!("named in {}'s message", fc.case.name),
+                );
             }
             if contains_word(&body, func) {
                 add(func, None, None, 0.4, format!("called by {}", fc.case.name));
@@ -233,11 +246,23 @@ fn rank_suspects(
         .filter(|d| d.severity == Severity::Error)
     {
         if let Some(f) = &d.file {
-            add(f, Some(f), d.line, 0.7, format!("does not compile: {}", d.message));
+            add(
+                f,
+                Some(f),
+                d.line,
+                0.7,
+                format!("does not compile: {}", d.message),
+            );
         }
     }
     for f in inputs.changed_files {
-        add(f, Some(f), None, 0.3, "changed since the last known-good commit".into());
+        add(
+            f,
+            Some(f),
+            None,
+            0.3,
+            "changed since the last known-good commit".into(),
+        );
     }
     let mut suspects: Vec<Suspect> = by_name.into_values().collect();
     suspects.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name)));
@@ -366,14 +391,22 @@ mod tests {
             &read,
         );
         let src = e.failing[0].source.as_ref().unwrap();
-        assert!(src.text.contains(">    5 |     TEST_ASSERT_EQUAL_HEX16"), "{}", src.text);
+        assert!(
+            src.text.contains(">    5 |     TEST_ASSERT_EQUAL_HEX16"),
+            "{}",
+            src.text
+        );
         assert_eq!(src.first_line, 1);
     }
 
     #[test]
     fn functions_the_failing_test_calls_are_suspects() {
         let cases = [failing_case()];
-        let functions = ["crc16_ccitt".to_string(), "crc8".to_string(), "test_crc16_known_vector".to_string()];
+        let functions = [
+            "crc16_ccitt".to_string(),
+            "crc8".to_string(),
+            "test_crc16_known_vector".to_string(),
+        ];
         let e = build(
             Inputs {
                 cases: &cases,
@@ -431,8 +464,17 @@ mod tests {
             .collect();
         let (kept, summary) = compact(history);
         assert_eq!(kept.len(), 6);
-        assert!(kept.last().unwrap().diff.is_some(), "the newest stays whole");
-        assert!(kept.iter().filter_map(|a| a.diff.as_ref()).map(String::len).sum::<usize>() <= HISTORY_BUDGET);
+        assert!(
+            kept.last().unwrap().diff.is_some(),
+            "the newest stays whole"
+        );
+        assert!(
+            kept.iter()
+                .filter_map(|a| a.diff.as_ref())
+                .map(String::len)
+                .sum::<usize>()
+                <= HISTORY_BUDGET
+        );
         assert!(summary[0].starts_with("iteration 1 (c1): REGRESSED"));
     }
 

@@ -3,11 +3,15 @@
 //! Commands turn their arguments into the library's options, call one library function, and hand
 //! the result to `ui` to render. No run logic lives here.
 
+mod audit;
 mod doctor;
 mod exit;
 mod graph;
+mod report;
 mod resume;
 mod run;
+mod runs;
+mod show;
 mod test;
 mod validate;
 
@@ -68,6 +72,14 @@ enum Command {
     Doctor(doctor::Args),
     /// Print the state machine as a Mermaid (or Graphviz) diagram.
     Graph(graph::Args),
+    /// Replay a run's trace through the state machine and check its evidence files.
+    Audit(audit::Args),
+    /// List the runs of a repository, newest first.
+    Runs(runs::Args),
+    /// Show a run's timeline: every transition with its time, reason and evidence.
+    Show(show::Args),
+    /// Render report.md, junit.xml and report.html again from a run's report.json.
+    Report(report::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -91,6 +103,10 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),
+        Command::Audit(args) => audit::run(args, &cli.global),
+        Command::Runs(args) => runs::run(args, &cli.global),
+        Command::Show(args) => show::run(args, &cli.global),
+        Command::Report(args) => report::run(args, &cli.global),
     };
     exit.into()
 }
@@ -216,6 +232,16 @@ pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit
         let _ = writeln!(std::io::stderr().lock(), "error: {message}");
     }
     exit
+}
+
+/// Writes a command's output to stdout. A closed stdout (piped into `head`) is not an error worth
+/// reporting: the command's exit status still says how it went.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
 }
 
 /// Parses `90s`, `30m`, `2h`, or plain seconds.

@@ -37,7 +37,10 @@ pub struct Args {
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum StrategyArg {
+    /// Candidate patches from a directory, in name order.
     Queue,
+    /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM).
+    Llm,
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
@@ -45,6 +48,10 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         (StrategyArg::Queue, Some(patches)) => StrategyChoice::Queue { patches },
         (StrategyArg::Queue, None) => {
             return super::fail_early(global, Exit::Usage, "--strategy queue needs --patches DIR")
+        }
+        (StrategyArg::Llm, None) => StrategyChoice::Llm,
+        (StrategyArg::Llm, Some(_)) => {
+            return super::fail_early(global, Exit::Usage, "--patches goes with --strategy queue")
         }
     };
     let opts = RunOptions {

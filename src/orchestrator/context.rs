@@ -24,7 +24,12 @@ pub const CONTEXT_FORMAT: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StrategyChoice {
-    Queue { patches: PathBuf },
+    Queue {
+        patches: PathBuf,
+    },
+    /// An OpenAI-compatible endpoint, configured by the profile's `[strategy.llm]` and the
+    /// FWFIX_LLM_* environment.
+    Llm,
 }
 
 /// What the run was asked to do: enough to rebuild it on resume.

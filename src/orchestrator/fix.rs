@@ -4,6 +4,7 @@
 
 use super::context::FixRecord;
 use super::job::{Job, Step};
+use crate::analysis::evidence;
 use crate::events::{Event, Level};
 use crate::machine::{ErrorClass, Outcome};
 use crate::rundir;
@@ -69,41 +70,65 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// The evidence bundle for the next candidate (analysis.json).
+    /// The evidence bundle for the next candidate (analysis.json), symbolised on the image the
+    /// last iteration built.
     fn evidence(&self) -> serde_json::Value {
         let last = self.ctx.attempts.last();
-        let failing: Vec<_> = last
-            .map(|a| {
-                a.results
-                    .cases
-                    .iter()
-                    .filter(|c| {
-                        !matches!(
-                            c.status,
-                            crate::results::CaseStatus::Pass | crate::results::CaseStatus::Ignore
-                        )
-                    })
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let cases = last.map(|a| a.results.cases.as_slice()).unwrap_or_default();
         let diagnostics = self
             .ctx
             .build
             .as_ref()
             .filter(|b| !b.summary.success)
-            .map(|b| b.summary.diagnostics.clone())
+            .map(|b| b.summary.diagnostics.as_slice())
             .unwrap_or_default();
-        json!({
-            "iteration": self.ctx.ledger.iteration + 1,
-            "targets": self.ctx.targets,
-            "failing": failing,
-            "crash": last.and_then(|a| a.crash.clone()),
-            "hang_site": last.and_then(|a| a.hang_site.clone()),
-            "diagnostics": diagnostics,
-            "history": self.ctx.history,
-            "hints": self.ctx.hints,
-        })
+        let functions = self
+            .symbolizer
+            .as_ref()
+            .map(|s| s.function_names(|_| true))
+            .unwrap_or_default();
+        let history = self
+            .ctx
+            .history
+            .iter()
+            .map(|r| evidence::Attempt {
+                iteration: r.iteration,
+                origin: r.origin.clone(),
+                outcome: format!("{:?}", r.verdict),
+                reason: r.reason.clone(),
+                diff: std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok(),
+            })
+            .collect();
+        let work_dir = self.ctx.work_dir.clone();
+        // Only the work tree's own files are read into the bundle.
+        let read = |path: &str| -> Option<String> {
+            let p = work_dir.join(path);
+            let canonical = std::fs::canonicalize(&p).ok()?;
+            canonical
+                .starts_with(&work_dir)
+                .then(|| std::fs::read_to_string(canonical).ok())
+                .flatten()
+        };
+        let bundle = evidence::build(
+            evidence::Inputs {
+                cases,
+                crash: last.and_then(|a| a.crash.as_ref()),
+                hang_site: last.and_then(|a| a.hang_site.as_ref()),
+                diagnostics,
+                functions: &functions,
+                changed_files: &[],
+                history,
+                hints: &self.ctx.hints,
+            },
+            &read,
+        );
+        let mut value = serde_json::to_value(&bundle).unwrap_or_default();
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("iteration".into(), json!(self.ctx.ledger.iteration + 1));
+            obj.insert("task".into(), json!(self.task()));
+            obj.insert("targets".into(), json!(self.ctx.targets));
+        }
+        value
     }
 
     pub(super) async fn patch_generation(&mut self) -> Step {
@@ -120,7 +145,7 @@ impl Job<'_> {
             evidence,
             work_dir: self.ctx.work_dir.clone(),
             iteration_dir: dir.clone(),
-            candidates: 1,
+            candidates: self.candidates_wanted,
         };
         let Some(strategy) = self.strategy.as_mut() else {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
@@ -372,8 +397,51 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
             );
         }
     }
+    if let Some(failing) = evidence["failing"].as_array() {
+        for c in failing {
+            if let Some(src) = c["source"]["text"].as_str() {
+                let _ = writeln!(
+                    out,
+                    "\n`{}`:\n```c\n{src}```",
+                    c["source"]["file"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
     if let Some(summary) = evidence["crash"]["summary"].as_str() {
         let _ = writeln!(out, "\n## Crash\n\n{summary}");
+        for src in evidence["crash_source"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "\n`{}`:\n```c\n{}```",
+                src["file"].as_str().unwrap_or(""),
+                src["text"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(site) = evidence["hang_site"]["function"].as_str() {
+        let _ = writeln!(out, "\n## Hang\n\nThe image was stuck in {site}.");
+        if let Some(src) = evidence["hang_source"]["text"].as_str() {
+            let _ = writeln!(out, "```c\n{src}```");
+        }
+    }
+    if let Some(suspects) = evidence["suspects"].as_array().filter(|s| !s.is_empty()) {
+        out.push_str("\n## Most likely at fault\n\n");
+        for s in suspects.iter().take(8) {
+            let reasons: Vec<&str> = s["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "- {} ({:.2}): {}",
+                s["name"].as_str().unwrap_or(""),
+                s["score"].as_f64().unwrap_or(0.0),
+                reasons.join("; ")
+            );
+        }
     }
     if let Some(diags) = evidence["diagnostics"].as_array().filter(|d| !d.is_empty()) {
         out.push_str("\n## Build diagnostics\n\n");
@@ -385,6 +453,9 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
                 d["line"].as_u64().unwrap_or(0),
                 d["message"].as_str().unwrap_or("")
             );
+            if let Some(src) = d["source"]["text"].as_str() {
+                let _ = writeln!(out, "```c\n{src}```");
+            }
         }
     }
     if let Some(history) = evidence["history"].as_array().filter(|h| !h.is_empty()) {

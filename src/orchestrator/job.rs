@@ -14,6 +14,7 @@ use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
+use crate::strategy::llm::LlmStrategy;
 use crate::strategy::queue::QueueStrategy;
 use crate::strategy::Strategy;
 use chrono::Utc;
@@ -126,10 +127,8 @@ pub async fn run(
     let repo = canonical_repo(&opts.repo)?;
     // Refuse a repository fwfix cannot protect before anything is created in it.
     Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-    match &opts.strategy {
-        StrategyChoice::Queue { patches } => {
-            QueueStrategy::open(patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-        }
+    if let StrategyChoice::Queue { patches } = &opts.strategy {
+        QueueStrategy::open(patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
     }
     let request = RunRequest {
         repo,
@@ -270,6 +269,8 @@ pub(super) struct Job<'a> {
     /// The work tree's repository (fix runs).
     pub repo: Option<Repo>,
     pub strategy: Option<Box<dyn Strategy>>,
+    /// How many candidates to ask the strategy for per iteration.
+    pub candidates_wanted: u32,
     pub symbolizer: Option<Symbolizer>,
     pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
@@ -420,15 +421,26 @@ impl<'a> Job<'a> {
         for (class, retries) in &profile.recovery {
             budgets.set(*class, *retries);
         }
-        let strategy: Option<Box<dyn Strategy>> = match &ctx.request.strategy {
-            Some(StrategyChoice::Queue { patches }) => {
-                let mut q = QueueStrategy::open(patches)
-                    .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-                q.load(&ctx.strategy_state);
-                Some(Box::new(q))
-            }
-            None => None,
-        };
+        let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
+        let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32) =
+            match &ctx.request.strategy {
+                Some(StrategyChoice::Queue { patches }) => (
+                    Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
+                    1,
+                ),
+                Some(StrategyChoice::Llm) => {
+                    let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
+                    let candidates = settings.candidates;
+                    (
+                        Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
+                        candidates,
+                    )
+                }
+                None => (None, 1),
+            };
+        if let Some(s) = strategy.as_mut() {
+            s.load(&ctx.strategy_state);
+        }
         Ok(Job {
             ctx,
             run_dir,
@@ -443,6 +455,7 @@ impl<'a> Job<'a> {
             dut: None,
             repo: None,
             strategy,
+            candidates_wanted,
             symbolizer: None,
             last_capture: None,
             kill_at: None,
