@@ -114,6 +114,9 @@ pub struct RunContext {
     pub history: Vec<IterationRecord>,
     /// The current iteration's candidate: origin and diff path relative to the run directory.
     pub candidate: Option<(String, String)>,
+    /// Candidates a strategy proposed beyond the one being tried (origin, diff), tried next.
+    #[serde(default)]
+    pub pool: Vec<(String, String)>,
     pub strategy_state: serde_json::Value,
     /// Hints a person added with `fwfix resume --hint`.
     pub hints: Vec<String>,

@@ -8,7 +8,7 @@ use crate::analysis::evidence;
 use crate::events::{Event, Level};
 use crate::machine::{ErrorClass, Outcome};
 use crate::rundir;
-use crate::strategy::{PatchRequest, StrategyError};
+use crate::strategy::{Candidate, PatchRequest, StrategyError};
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -151,13 +151,21 @@ impl Job<'_> {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
         };
         let name = strategy.name();
-        let candidates = match strategy.candidates(&req, &self.cancel).await {
-            Ok(c) => c,
-            Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
-            Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
-        };
-        let Some(candidate) = candidates.into_iter().next() else {
-            return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+        // Candidates left over from an earlier answer are tried before asking again.
+        let candidate = if self.ctx.pool.is_empty() {
+            let mut candidates = match strategy.candidates(&req, &self.cancel).await {
+                Ok(c) => c.into_iter(),
+                Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
+                Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+            };
+            let Some(first) = candidates.next() else {
+                return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+            };
+            self.ctx.pool = candidates.map(|c| (c.origin, c.diff)).collect();
+            first
+        } else {
+            let (origin, diff) = self.ctx.pool.remove(0);
+            Candidate { origin, diff }
         };
         if candidate.diff.trim().is_empty() {
             return Step::error(
