@@ -30,6 +30,8 @@ pub enum StrategyChoice {
     /// An OpenAI-compatible endpoint, configured by the profile's `[strategy.llm]` and the
     /// FWFIX_LLM_* environment.
     Llm,
+    /// An external agent program, from the profile's `[strategy.command]`.
+    Command,
 }
 
 /// What the run was asked to do: enough to rebuild it on resume.

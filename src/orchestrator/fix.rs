@@ -151,6 +151,7 @@ impl Job<'_> {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
         };
         let name = strategy.name();
+        let edits_tree = strategy.edits_tree();
         // Candidates left over from an earlier answer are tried before asking again.
         let candidate = if self.ctx.pool.is_empty() {
             let mut candidates = match strategy.candidates(&req, &self.cancel).await {
@@ -167,6 +168,14 @@ impl Job<'_> {
             let (origin, diff) = self.ctx.pool.remove(0);
             Candidate { origin, diff }
         };
+        let mut candidate = candidate;
+        if edits_tree {
+            match self.take_tree_edits() {
+                Ok(edits) if candidate.diff.trim().is_empty() => candidate.diff = edits,
+                Ok(_) => {}
+                Err(step) => return step,
+            }
+        }
         if candidate.diff.trim().is_empty() {
             return Step::error(
                 ErrorClass::ModelFailure,
@@ -189,6 +198,25 @@ impl Job<'_> {
             ),
         )
         .with_evidence(path)
+    }
+
+    /// What an agent changed in the work tree, as a diff against the base snapshot; the tree is
+    /// restored so the candidate goes through review and apply like any other.
+    fn take_tree_edits(&mut self) -> Result<String, Step> {
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Err(Step::error(ErrorClass::Unhandled, "no repository"));
+        };
+        let diff = repo.diff_since(base).map_err(|e| {
+            Step::error(
+                ErrorClass::Unhandled,
+                format!("reading the agent's edits: {e}"),
+            )
+        })?;
+        if !diff.is_empty() {
+            repo.restore(base)
+                .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
+        }
+        Ok(diff)
     }
 
     /// One line saying what the candidate must achieve.

@@ -14,6 +14,7 @@ use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
+use crate::strategy::command::CommandStrategy;
 use crate::strategy::llm::LlmStrategy;
 use crate::strategy::queue::QueueStrategy;
 use crate::strategy::Strategy;
@@ -852,6 +853,15 @@ fn make_strategy(
                     Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
                     candidates,
                 )
+            }
+            Some(StrategyChoice::Command) => {
+                let spec = profile.strategy.command.clone().ok_or_else(|| {
+                    OrchestratorError::Usage(format!(
+                        "{}: --strategy command needs a [strategy.command] table with argv",
+                        profile.source.display()
+                    ))
+                })?;
+                (Some(Box::new(CommandStrategy::new(spec))), 1)
             }
             None => (None, 1),
         };
