@@ -7,6 +7,7 @@ mod doctor;
 mod exit;
 mod graph;
 mod test;
+mod triage;
 mod validate;
 
 pub use exit::Exit;
@@ -62,6 +63,9 @@ enum Command {
     Doctor(doctor::Args),
     /// Print the state machine as a Mermaid (or Graphviz) diagram.
     Graph(graph::Args),
+    /// Classify logs: build error, link error, missing tool, flash error, infrastructure, crash,
+    /// assertion, test failure, hang or pass, with the lines that decided it.
+    Triage(triage::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -83,6 +87,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),
+        Command::Triage(args) => triage::run(args, &cli.global),
     };
     exit.into()
 }
