@@ -347,7 +347,7 @@ pub static RULES: &[Rule] = &[
         "shell.killed",
         "sh",
         InfraError,
-        r"^(?:\S+: )?(?:line \d+: )?(?:\d+ )?(?P<msg>Killed|Segmentation fault|Bus error)(?: \(core dumped\))?(?:\s.*)?$",
+        r"^(?:\S+: )?(?:line \d+: )?(?:\d+ (?P<msg>(?:Killed|Segmentation fault|Bus error)(?: \(core dumped\))?)\s.*|(?:Killed|Segmentation fault|Bus error)(?: \(core dumped\))?)$",
     )
     .timeout_explains(),
     re(

@@ -412,6 +412,7 @@ fn harmless_lines_are_not_evidence() {
         "src/sensor.c:5:14: warning: unused variable 'v' [-Wunused-variable]",
         "2023-10-06T21:01:33 INFO flash_loader.c: Clear CFSR",
         "hard fault handler installed",
+        "Killed task 3 after its deadline",
         "OK",
         "FAIL",
         "Error: 3 retries left",
