@@ -2,6 +2,10 @@
 //! whichever strategy, goes through the same PATCH_REVIEW gate; a strategy never touches the
 //! repository's history and never applies anything itself.
 
+pub mod diff_extract;
+pub mod llm;
+pub mod queue;
+
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -67,4 +71,12 @@ pub trait Strategy: Send {
         req: &PatchRequest,
         cancel: &CancellationToken,
     ) -> Result<Vec<Candidate>, StrategyError>;
+
+    /// The strategy's position, checkpointed with the run so a resumed run goes on from it.
+    fn save(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    /// Restores what [`Strategy::save`] returned.
+    fn load(&mut self, _saved: &serde_json::Value) {}
 }
