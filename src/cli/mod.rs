@@ -297,35 +297,6 @@ pub(crate) fn parse_kill_at(text: &str) -> Result<crate::orchestrator::KillAt, S
     })
 }
 
-/// A run directory, or a run id (or unique prefix) under `<repo>/.fwfix/runs/`.
-pub(crate) fn find_run(arg: &str, repo: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    let path = std::path::Path::new(arg);
-    if path.join("trace.jsonl").is_file() {
-        return Ok(path.to_path_buf());
-    }
-    let runs = repo.join(crate::rundir::RUNS_DIR);
-    let entries = std::fs::read_dir(&runs)
-        .map_err(|e| format!("no run `{arg}`: cannot read {}: {e}", runs.display()))?;
-    let matches: Vec<std::path::PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(arg))
-        .map(|e| e.path())
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(format!("no run `{arg}` in {}", runs.display())),
-        many => Err(format!(
-            "`{arg}` matches {} runs: {}",
-            many.len(),
-            many.iter()
-                .filter_map(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

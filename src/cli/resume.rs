@@ -26,9 +26,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
-    let run_dir = match super::find_run(&args.run, &args.repo) {
+    let run_dir = match crate::inspect::resolve_run(&args.run, &args.repo) {
         Ok(dir) => dir,
-        Err(message) => return super::fail_early(global, Exit::Usage, &message),
+        Err(e) => return super::fail_early(global, Exit::Usage, &e.to_string()),
     };
     let opts = ResumeOptions {
         run_dir,

@@ -41,6 +41,8 @@ enum StrategyArg {
     Queue,
     /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM).
     Llm,
+    /// An external agent program from the profile's `[strategy.command]`.
+    Command,
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
@@ -50,7 +52,8 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
             return super::fail_early(global, Exit::Usage, "--strategy queue needs --patches DIR")
         }
         (StrategyArg::Llm, None) => StrategyChoice::Llm,
-        (StrategyArg::Llm, Some(_)) => {
+        (StrategyArg::Command, None) => StrategyChoice::Command,
+        (StrategyArg::Llm | StrategyArg::Command, Some(_)) => {
             return super::fail_early(global, Exit::Usage, "--patches goes with --strategy queue")
         }
     };

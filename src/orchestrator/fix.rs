@@ -8,7 +8,7 @@ use crate::analysis::evidence;
 use crate::events::{Event, Level};
 use crate::machine::{ErrorClass, Outcome};
 use crate::rundir;
-use crate::strategy::{PatchRequest, StrategyError};
+use crate::strategy::{Candidate, PatchRequest, StrategyError};
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -151,14 +151,31 @@ impl Job<'_> {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
         };
         let name = strategy.name();
-        let candidates = match strategy.candidates(&req, &self.cancel).await {
-            Ok(c) => c,
-            Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
-            Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+        let edits_tree = strategy.edits_tree();
+        // Candidates left over from an earlier answer are tried before asking again.
+        let candidate = if self.ctx.pool.is_empty() {
+            let mut candidates = match strategy.candidates(&req, &self.cancel).await {
+                Ok(c) => c.into_iter(),
+                Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
+                Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+            };
+            let Some(first) = candidates.next() else {
+                return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+            };
+            self.ctx.pool = candidates.map(|c| (c.origin, c.diff)).collect();
+            first
+        } else {
+            let (origin, diff) = self.ctx.pool.remove(0);
+            Candidate { origin, diff }
         };
-        let Some(candidate) = candidates.into_iter().next() else {
-            return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
-        };
+        let mut candidate = candidate;
+        if edits_tree {
+            match self.take_tree_edits() {
+                Ok(edits) if candidate.diff.trim().is_empty() => candidate.diff = edits,
+                Ok(_) => {}
+                Err(step) => return step,
+            }
+        }
         if candidate.diff.trim().is_empty() {
             return Step::error(
                 ErrorClass::ModelFailure,
@@ -181,6 +198,25 @@ impl Job<'_> {
             ),
         )
         .with_evidence(path)
+    }
+
+    /// What an agent changed in the work tree, as a diff against the base snapshot; the tree is
+    /// restored so the candidate goes through review and apply like any other.
+    fn take_tree_edits(&mut self) -> Result<String, Step> {
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Err(Step::error(ErrorClass::Unhandled, "no repository"));
+        };
+        let diff = repo.diff_since(base).map_err(|e| {
+            Step::error(
+                ErrorClass::Unhandled,
+                format!("reading the agent's edits: {e}"),
+            )
+        })?;
+        if !diff.is_empty() {
+            repo.restore(base)
+                .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
+        }
+        Ok(diff)
     }
 
     /// One line saying what the candidate must achieve.

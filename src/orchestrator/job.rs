@@ -14,6 +14,7 @@ use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
+use crate::strategy::command::CommandStrategy;
 use crate::strategy::llm::LlmStrategy;
 use crate::strategy::queue::QueueStrategy;
 use crate::strategy::Strategy;
@@ -194,6 +195,11 @@ pub async fn resume(
     if let Some(hint) = &opts.hint {
         ctx.hints.push(hint.clone());
     }
+    // This process carries the run on now (`fwfix runs` tells running from killed by it).
+    ctx.pid = std::process::id();
+    ctx.host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
     job.kill_at = opts.kill_at;
     job.arm_deadline(opts.deadline);
@@ -287,6 +293,8 @@ impl<'a> Job<'a> {
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
         let (board, profile) = load_config(&request)?;
+        // Everything that can be refused is checked before the run directory exists.
+        let strategy = make_strategy(&request, &profile, &serde_json::Value::Null)?;
         let started = Utc::now();
         let run_dir =
             RunDir::create(&request.repo, started).map_err(|source| OrchestratorError::RunDir {
@@ -328,6 +336,7 @@ impl<'a> Job<'a> {
             targets: None,
             history: Vec::new(),
             candidate: None,
+            pool: Vec::new(),
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,
@@ -361,7 +370,9 @@ impl<'a> Job<'a> {
             run_dir: run_dir.path().display().to_string(),
             repo: ctx.request.repo.display().to_string(),
         });
-        Job::assemble(ctx, run_dir, trace, board, profile, events, cancel)
+        Job::assemble(
+            ctx, run_dir, trace, board, profile, strategy, events, cancel,
+        )
     }
 
     /// Rebuilds a job from a checkpointed context.
@@ -372,6 +383,7 @@ impl<'a> Job<'a> {
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
         let (board, profile) = load_config(&ctx.request)?;
+        let strategy = make_strategy(&ctx.request, &profile, &ctx.strategy_state)?;
         let last_seq = rundir::last_trace_line(&run_dir)
             .map_err(|source| OrchestratorError::RunDir {
                 path: run_dir.path().to_path_buf(),
@@ -402,15 +414,19 @@ impl<'a> Job<'a> {
             run_dir: run_dir.path().display().to_string(),
             repo: ctx.request.repo.display().to_string(),
         });
-        Job::assemble(ctx, run_dir, trace, board, profile, events, cancel)
+        Job::assemble(
+            ctx, run_dir, trace, board, profile, strategy, events, cancel,
+        )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         ctx: RunContext,
         run_dir: RunDir,
         trace: TraceWriter,
         board: Board,
         profile: Profile,
+        (strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32),
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
@@ -420,26 +436,6 @@ impl<'a> Job<'a> {
         let mut budgets = Budgets::default();
         for (class, retries) in &profile.recovery {
             budgets.set(*class, *retries);
-        }
-        let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
-        let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32) =
-            match &ctx.request.strategy {
-                Some(StrategyChoice::Queue { patches }) => (
-                    Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
-                    1,
-                ),
-                Some(StrategyChoice::Llm) => {
-                    let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
-                    let candidates = settings.candidates;
-                    (
-                        Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
-                        candidates,
-                    )
-                }
-                None => (None, 1),
-            };
-        if let Some(s) = strategy.as_mut() {
-            s.load(&ctx.strategy_state);
         }
         Ok(Job {
             ctx,
@@ -482,7 +478,7 @@ impl<'a> Job<'a> {
 
     /// Whether another candidate can be tried.
     pub fn candidates_left(&self) -> bool {
-        self.strategy.as_ref().is_some_and(|s| s.has_more())
+        (!self.ctx.pool.is_empty() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
             && self.ctx.ledger.iterations_left(&self.ctx.limits)
     }
 
@@ -834,6 +830,45 @@ impl<'a> Job<'a> {
         self.repo = Some(repo);
         Ok(())
     }
+}
+
+/// The run's patch strategy (None for `fwfix test`) and how many candidates to ask it for, with
+/// its saved position restored.
+fn make_strategy(
+    request: &RunRequest,
+    profile: &Profile,
+    saved: &serde_json::Value,
+) -> Result<(Option<Box<dyn Strategy>>, u32), OrchestratorError> {
+    let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
+    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32) =
+        match &request.strategy {
+            Some(StrategyChoice::Queue { patches }) => (
+                Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
+                1,
+            ),
+            Some(StrategyChoice::Llm) => {
+                let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
+                let candidates = settings.candidates;
+                (
+                    Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
+                    candidates,
+                )
+            }
+            Some(StrategyChoice::Command) => {
+                let spec = profile.strategy.command.clone().ok_or_else(|| {
+                    OrchestratorError::Usage(format!(
+                        "{}: --strategy command needs a [strategy.command] table with argv",
+                        profile.source.display()
+                    ))
+                })?;
+                (Some(Box::new(CommandStrategy::new(spec))), 1)
+            }
+            None => (None, 1),
+        };
+    if let Some(s) = strategy.as_mut() {
+        s.load(saved);
+    }
+    Ok((strategy, candidates_wanted))
 }
 
 fn load_config(request: &RunRequest) -> Result<(Board, Profile), OrchestratorError> {
