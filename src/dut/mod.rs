@@ -2,6 +2,7 @@
 //! fake. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`. This
 //! module owns the trait, the factory and the DUT error type; it runs nothing itself.
 
+pub mod cortex_m;
 pub mod qemu;
 
 use crate::capture::{Capture, EndDetector};
