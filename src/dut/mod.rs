@@ -130,9 +130,11 @@ mod tests {
             flash: FlashSpec::Gdb(GdbSpec {
                 remote: "127.0.0.1:3333".into(),
                 gdb: "gdb-multiarch".into(),
+                init: vec![],
             }),
             console: ConsoleSpec::Rtt,
             flash_timeout: std::time::Duration::from_secs(60),
+            reset_command: None,
         });
         let lg = BoardBackend::Labgrid(LabgridSpec {
             place: None,
