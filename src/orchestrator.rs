@@ -516,12 +516,27 @@ impl TestJob<'_> {
         let image = Image {
             elf: record.artifact.clone(),
         };
+        let flash_log = dut::flash_log_path(&console);
         let capture = match dut.run(&image, spec, self.events).await {
             Ok(c) => c,
-            Err(e) => return dut_error(&e).with_evidence(console),
+            Err(e) => {
+                let step = dut_error(&e).with_evidence(console);
+                return if flash_log.is_file() {
+                    step.with_evidence(flash_log)
+                } else {
+                    step
+                };
+            }
         };
         let step = match capture.end {
             RunEnd::Cancelled => Step::ok(Outcome::Abort, "test run interrupted"),
+            RunEnd::PortLost => Step::ok(
+                Outcome::Error(ErrorClass::TestEnvFailure),
+                format!(
+                    "{}: the console port was lost before the run finished",
+                    dut.describe()
+                ),
+            ),
             RunEnd::RunnerDied { signal, code } => Step::ok(
                 Outcome::Error(ErrorClass::TestEnvFailure),
                 format!(
@@ -549,7 +564,12 @@ impl TestJob<'_> {
             ),
         };
         self.last_capture = Some(capture);
-        step.with_evidence(console)
+        let step = step.with_evidence(console);
+        if flash_log.is_file() {
+            step.with_evidence(flash_log)
+        } else {
+            step
+        }
     }
 
     fn collect(&mut self) -> Step {
@@ -773,9 +793,14 @@ fn relative_to(root: &std::path::Path, file: &mut Option<String>) {
     }
 }
 
-/// A DUT error as a step: the environment failed, never the firmware.
+/// A DUT error as a step: the environment failed, never the firmware. A failed flash is its own
+/// class, so it is retried as a flash and reported as FLASH_FAILURE.
 fn dut_error(e: &DutError) -> Step {
-    Step::ok(Outcome::Error(ErrorClass::TestEnvFailure), e.to_string())
+    let class = match e {
+        DutError::Flash { .. } => ErrorClass::FlashFailure,
+        _ => ErrorClass::TestEnvFailure,
+    };
+    Step::ok(Outcome::Error(class), e.to_string())
 }
 
 fn count(results: &TestResults, status: CaseStatus) -> usize {

@@ -49,6 +49,10 @@ pub enum RunEnd {
     },
     /// The attempt was cancelled (Ctrl+C, deadline).
     Cancelled,
+    /// The console went away before anything final arrived (a USB serial adapter unplugged or
+    /// reset, a terminal server dropping the connection) and could not be opened again: not a
+    /// test result. What was captured until then is kept.
+    PortLost,
 }
 
 /// Core registers and fault status registers read when the target crashed. Any value the backend
