@@ -34,6 +34,9 @@ pub fn script(remote: &str, init: &[String], vectors: &VectorTable) -> String {
     let mut s = String::new();
     // No pager, no questions, no line wrapping: gdb talks to a pipe.
     s.push_str("set pagination off\nset confirm off\nset width 0\nset height 0\n");
+    // fwfix checked the server answers before the build; a refused connection now is an error
+    // to report at once, not one to retry for gdb's 15 s.
+    s.push_str("set tcp auto-retry off\n");
     let _ = writeln!(s, "target remote {remote}");
     for command in init {
         let _ = writeln!(s, "{command}");

@@ -36,7 +36,6 @@ pub struct BoardDut {
     spec: HardwareSpec,
     power: Option<PowerSpec>,
     port: PortSpec,
-    reset: crate::config::SerialReset,
     reconnect: u32,
 }
 
@@ -54,7 +53,7 @@ impl BoardDut {
                  OpenOCD's GDB server, or method = \"command\"",
             ));
         }
-        let (port, reset, reconnect) = match &spec.console {
+        let (port, reconnect) = match &spec.console {
             ConsoleSpec::Serial {
                 port,
                 baud,
@@ -66,8 +65,8 @@ impl BoardDut {
                     port: port.clone(),
                     baud: *baud,
                     line: *line,
+                    reset: *reset,
                 },
-                *reset,
                 *reconnect,
             ),
             ConsoleSpec::Rtt => return Err(unsupported("an RTT console; use [serial]")),
@@ -77,7 +76,6 @@ impl BoardDut {
             power: board.power.clone(),
             spec,
             port,
-            reset,
             reconnect,
         })
     }
@@ -123,7 +121,6 @@ impl Dut for BoardDut {
             describe: &describe,
             spec: &self.spec,
             port: self.port.clone(),
-            reset: self.reset,
             reconnect: self.reconnect,
         };
         session::run(target, image, spec, events).await

@@ -34,6 +34,8 @@ pub struct PortSpec {
     pub port: SerialPort,
     pub baud: u32,
     pub line: SerialLine,
+    /// The reset pulse the board wants: the modem lines are then opened too.
+    pub reset: SerialReset,
 }
 
 /// The byte stream of an open console.
@@ -60,10 +62,11 @@ pub fn describe(port: &SerialPort) -> String {
     }
 }
 
-/// Opens the console.
-pub async fn open(spec: &PortSpec) -> Result<Console, DutError> {
+/// Opens the console; with `modem`, also a handle on the device's modem lines for
+/// [`PortSpec::reset`].
+pub async fn open(spec: &PortSpec, modem: bool) -> Result<Console, DutError> {
     match &spec.port {
-        SerialPort::Device(path) => open_device(path, spec),
+        SerialPort::Device(path) => open_device(path, spec, modem),
         SerialPort::Socket { host, port } => {
             let address = spec.port.to_string();
             let stream =
@@ -96,7 +99,7 @@ fn unreachable(address: &str, message: &str) -> DutError {
     }
 }
 
-fn open_device(path: &Path, spec: &PortSpec) -> Result<Console, DutError> {
+fn open_device(path: &Path, spec: &PortSpec, modem: bool) -> Result<Console, DutError> {
     let shown = path.display().to_string();
     let device = std::fs::canonicalize(path)
         .map(|p| p.display().to_string())
@@ -112,7 +115,7 @@ fn open_device(path: &Path, spec: &PortSpec) -> Result<Console, DutError> {
         });
     }
     let line = spec.line;
-    let stream = tokio_serial::new(shown.clone(), spec.baud)
+    let builder = tokio_serial::new(shown.clone(), spec.baud)
         .data_bits(match line.data_bits {
             5 => tokio_serial::DataBits::Five,
             6 => tokio_serial::DataBits::Six,
@@ -132,14 +135,21 @@ fn open_device(path: &Path, spec: &PortSpec) -> Result<Console, DutError> {
             FlowControl::None => tokio_serial::FlowControl::None,
             FlowControl::Software => tokio_serial::FlowControl::Software,
             FlowControl::Hardware => tokio_serial::FlowControl::Hardware,
-        })
-        .open_native_async()
-        .map_err(|e| open_error(&shown, &device, &e.kind, &e.description))?;
-    let control = tokio_serial::SerialPort::try_clone(&stream)
-        .map_err(|e| open_error(&shown, &device, &e.kind, &e.description))?;
+        });
+    let failed = |e: tokio_serial::Error| open_error(&shown, &device, &e.kind, &e.description);
+    // Opened exclusively first, so a port another program holds is reported as busy.
+    let mut stream = builder.clone().open_native_async().map_err(failed)?;
+    let mut control = None;
+    if modem && spec.reset != SerialReset::None {
+        // The reader owns the stream, and a tokio handle cannot be cloned: a second handle for
+        // the modem lines needs the lock shared between the two.
+        stream.set_exclusive(false).map_err(failed)?;
+        let lines = builder.exclusive(false).open().map_err(failed)?;
+        control = Some(ModemLines(lines));
+    }
     Ok(Console {
         reader: Box::new(stream) as Reader,
-        control: Some(ModemLines(control)),
+        control,
     })
 }
 
@@ -272,7 +282,7 @@ fn ended_because(result: io::Result<()>) -> String {
 async fn reopen(spec: &PortSpec) -> Result<Console, DutError> {
     let deadline = Instant::now() + REOPEN_WINDOW;
     loop {
-        match open(spec).await {
+        match open(spec, false).await {
             Ok(console) => return Ok(console),
             Err(e) if Instant::now() >= deadline => return Err(e),
             Err(_) => sleep(REOPEN_EVERY).await,
@@ -353,13 +363,14 @@ mod tests {
             port: SerialPort::Device(path.to_path_buf()),
             baud: 115_200,
             line: SerialLine::default(),
+            reset: SerialReset::None,
         };
         let missing = dir.path().join("ttyNONE");
-        let e = open_device(&missing, &spec(&missing)).err().unwrap();
+        let e = open_device(&missing, &spec(&missing), false).err().unwrap();
         assert!(matches!(e, DutError::NoSuchPort { .. }), "{e}");
         let link = dir.path().join("usb-board-if00");
         std::os::unix::fs::symlink(&missing, &link).unwrap();
-        let e = open_device(&link, &spec(&link)).err().unwrap();
+        let e = open_device(&link, &spec(&link), false).err().unwrap();
         assert!(e.to_string().contains("which does not exist"), "{e}");
     }
 }

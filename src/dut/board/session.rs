@@ -45,8 +45,11 @@ use tokio::sync::mpsc;
 use tokio::time::{sleep, sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// After the verdict (or a lost port), how long gdb gets to report the image's exit.
+/// After the verdict, how long gdb gets to report the image's exit.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
+/// After the console closed before any verdict, how long gdb gets to report an exit: an emulator
+/// closes its console when the image exits, and on a busy host gdb's report can lag.
+const LOST_PORT_GRACE: Duration = Duration::from_secs(2);
 /// At the timeout, how long gdb gets to stop the core and print what it read.
 const STOP_READ_BUDGET: Duration = Duration::from_secs(5);
 /// At the end, how long gdb gets to halt the core and disconnect before it is killed.
@@ -63,7 +66,6 @@ pub(super) struct Target<'a> {
     pub describe: &'a str,
     pub spec: &'a HardwareSpec,
     pub port: PortSpec,
-    pub reset: SerialReset,
     pub reconnect: u32,
 }
 
@@ -81,7 +83,7 @@ pub(super) async fn run(
 
     // 1. The console first.
     let shown = serial::describe(&target.port.port);
-    let console = match serial::open(&target.port).await {
+    let console = match serial::open(&target.port, true).await {
         Ok(console) => console,
         Err(e) => {
             let _ = log.finish().await;
@@ -303,14 +305,14 @@ impl Session<'_> {
         modem: Option<&mut ModemLines>,
     ) -> Result<ToolEnd, DutError> {
         if let (Some(modem), SerialReset::Dtr { .. } | SerialReset::Rts { .. }) =
-            (modem, target.reset)
+            (modem, target.port.reset)
         {
             self.flash_note(format!(
                 "reset: pulsing {:?} on {}",
-                target.reset, self.shown
+                target.port.reset, self.shown
             ))
             .await;
-            modem.pulse(target.reset, &self.shown).await?;
+            modem.pulse(target.port.reset, &self.shown).await?;
         }
         let Some(command) = &target.spec.reset_command else {
             return Ok(ToolEnd::Finished);
@@ -457,6 +459,11 @@ impl Session<'_> {
     async fn capture(&mut self, timeout_at: Instant) -> Concluded {
         let mut timer = pin!(sleep_until(timeout_at));
         loop {
+            // The verdict may have arrived already, while a flash command was still finishing.
+            if self.verdict {
+                self.grace(EXIT_GRACE).await;
+                return (RunEnd::Verdict, None, None);
+            }
             match self.step(&mut timer).await {
                 Step::Cancelled => return (RunEnd::Cancelled, None, None),
                 Step::Done(()) => return self.timed_out().await,
@@ -489,7 +496,7 @@ impl Session<'_> {
                     // The image may have just exited (closing an emulator's console with it):
                     // give gdb a moment to say so.
                     if !self.verdict {
-                        self.grace().await;
+                        self.grace(LOST_PORT_GRACE).await;
                     }
                     return match (self.verdict, self.image_exit) {
                         (true, _) => (RunEnd::Verdict, None, None),
@@ -499,19 +506,15 @@ impl Session<'_> {
                 }
                 Step::Line | Step::Said(_) => {}
             }
-            if self.verdict {
-                self.grace().await;
-                return (RunEnd::Verdict, None, None);
-            }
         }
     }
 
-    /// Lets gdb report an exit (and its code) for [`EXIT_GRACE`].
-    async fn grace(&mut self) {
+    /// Lets gdb report an exit (and its code) for `grace`.
+    async fn grace(&mut self, grace: Duration) {
         if self.tool.is_none() || self.image_exit.is_some() {
             return;
         }
-        let mut timer = pin!(sleep(EXIT_GRACE));
+        let mut timer = pin!(sleep(grace));
         loop {
             match self.step(&mut timer).await {
                 Step::Said(Said::Exited(code)) => {
@@ -520,7 +523,12 @@ impl Session<'_> {
                     return;
                 }
                 Step::Line | Step::Said(_) | Step::PortGone => {}
-                Step::Done(()) | Step::ToolExited | Step::Cancelled => return,
+                Step::ToolExited => {
+                    // Its last lines (the exit among them) may still be in the pipe.
+                    self.drain_tool().await;
+                    return;
+                }
+                Step::Done(()) | Step::Cancelled => return,
             }
         }
     }
