@@ -118,6 +118,7 @@ pub(super) async fn run(
         console_open: true,
         port_rx,
         port_open: true,
+        port_gone: false,
         shown,
         tool: None,
         tool_rx: None,
@@ -194,7 +195,6 @@ enum Step<T> {
 enum ToolEnd {
     Finished,
     Cancelled,
-    PortGone,
 }
 
 /// A flasher, reset command or gdb, with its output pumped into `rx`.
@@ -222,6 +222,8 @@ struct Session<'a> {
     console_open: bool,
     port_rx: mpsc::Receiver<PortEvent>,
     port_open: bool,
+    /// The console ended for good (after any reconnects).
+    port_gone: bool,
     /// The port as messages name it.
     shown: String,
     tool: Option<Tool>,
@@ -290,11 +292,12 @@ impl Session<'_> {
         Ok(self.capture(Instant::now() + timeout).await)
     }
 
-    /// The end of an attempt that stopped before the image ran.
+    /// The end of an attempt cancelled before the image ran.
     fn interrupted(&self, how: ToolEnd) -> Concluded {
         match how {
             ToolEnd::Cancelled => (RunEnd::Cancelled, None, None),
-            ToolEnd::PortGone | ToolEnd::Finished => (RunEnd::PortLost, None, None),
+            // Not called for a finished tool; were it, the capture would go on from here.
+            ToolEnd::Finished => (RunEnd::Verdict, None, None),
         }
     }
 
@@ -404,22 +407,19 @@ impl Session<'_> {
         let mut timer = pin!(sleep(limit));
         loop {
             match self.step(&mut timer).await {
-                Step::Line | Step::Said(Said::Other | Said::Stopped) => {}
-                Step::Said(Said::Started) => {
-                    self.started = true;
-                    return Ok(ToolEnd::Finished);
-                }
+                // A port lost meanwhile is the capture's to handle, once the image runs.
+                Step::Line | Step::PortGone | Step::Said(Said::Other | Said::Stopped) => {}
+                Step::Said(Said::Started) => return Ok(ToolEnd::Finished),
                 Step::Said(Said::Exited(_) | Said::ConnectionLost) | Step::ToolExited => {
                     self.wait_tool_exit(DRAIN_BUDGET).await;
-                    return Err(self.tool_failed("gdb could not load and start the image"));
+                    return Err(self.tool_failed("could not load and start the image"));
                 }
                 Step::Done(()) => {
                     return Err(self.tool_failed(&format!(
-                        "gdb did not load and start the image within {} s ([flash] timeout_s)",
+                        "did not load and start the image within {} s ([flash] timeout_s)",
                         limit.as_secs_f64()
                     )))
                 }
-                Step::PortGone => return Ok(ToolEnd::PortGone),
                 Step::Cancelled => return Ok(ToolEnd::Cancelled),
             }
         }
@@ -430,7 +430,7 @@ impl Session<'_> {
         let mut timer = pin!(sleep(limit));
         loop {
             match self.step(&mut timer).await {
-                Step::Line | Step::Said(_) => {}
+                Step::Line | Step::Said(_) | Step::PortGone => {}
                 Step::ToolExited => break,
                 Step::Done(()) => {
                     return Err(self.tool_failed(&format!(
@@ -438,7 +438,6 @@ impl Session<'_> {
                         limit.as_secs_f64()
                     )))
                 }
-                Step::PortGone => return Ok(ToolEnd::PortGone),
                 Step::Cancelled => return Ok(ToolEnd::Cancelled),
             }
         }
@@ -459,10 +458,21 @@ impl Session<'_> {
     async fn capture(&mut self, timeout_at: Instant) -> Concluded {
         let mut timer = pin!(sleep_until(timeout_at));
         loop {
-            // The verdict may have arrived already, while a flash command was still finishing.
+            // The verdict, or the end of the console, may have come while the flasher was still
+            // finishing.
             if self.verdict {
                 self.grace(EXIT_GRACE).await;
                 return (RunEnd::Verdict, None, None);
+            }
+            if self.port_gone {
+                // The image may have just exited (closing an emulator's console with it): give
+                // gdb a moment to say so.
+                self.grace(LOST_PORT_GRACE).await;
+                return match (self.verdict, self.image_exit) {
+                    (true, _) => (RunEnd::Verdict, None, None),
+                    (false, Some(code)) => (RunEnd::Exited { code }, None, None),
+                    (false, None) => (RunEnd::PortLost, None, None),
+                };
             }
             match self.step(&mut timer).await {
                 Step::Cancelled => return (RunEnd::Cancelled, None, None),
@@ -492,19 +502,7 @@ impl Session<'_> {
                     let (signal, code) = self.tool_exit_status();
                     return (RunEnd::RunnerDied { signal, code }, None, None);
                 }
-                Step::PortGone => {
-                    // The image may have just exited (closing an emulator's console with it):
-                    // give gdb a moment to say so.
-                    if !self.verdict {
-                        self.grace(LOST_PORT_GRACE).await;
-                    }
-                    return match (self.verdict, self.image_exit) {
-                        (true, _) => (RunEnd::Verdict, None, None),
-                        (false, Some(code)) => (RunEnd::Exited { code }, None, None),
-                        (false, None) => (RunEnd::PortLost, None, None),
-                    };
-                }
-                Step::Line | Step::Said(_) => {}
+                Step::Line | Step::Said(_) | Step::PortGone => {}
             }
         }
     }
@@ -592,7 +590,11 @@ impl Session<'_> {
     /// terminated.
     async fn halt_and_stop(&mut self) {
         if self.interrupt_gdb() {
+            // Even after a cancellation the core is halted before gdb goes: a fresh token lets
+            // the short wait for that happen.
+            let cancel = std::mem::replace(&mut self.cancel, CancellationToken::new());
             self.wait_tool_exit(DETACH_BUDGET).await;
+            self.cancel = cancel;
         }
         if let Some(tool) = self.tool.as_mut() {
             if tool.status.is_none() {
@@ -618,28 +620,15 @@ impl Session<'_> {
         self.drain_tool().await;
     }
 
-    /// Waits for one of: a console line, a port event, a tool line, the tool's exit,
+    /// Waits for one of: a tool line, the tool's exit, a console line, a port event,
     /// cancellation, or `fut`. `fut` is polled first, so a flooding console cannot starve a
-    /// timer.
+    /// timer; gdb's few lines come before the console's, so its start marker is not held up by
+    /// what the image it started prints.
     async fn step<F: Future + Unpin>(&mut self, fut: &mut F) -> Step<F::Output> {
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Step::Cancelled,
             out = fut => Step::Done(out),
-            event = self.port_rx.recv(), if self.port_open => match event {
-                Some(event) => self.port_event(event).await,
-                None => {
-                    self.port_open = false;
-                    Step::Line
-                }
-            },
-            line = self.console_rx.recv(), if self.console_open => {
-                match line {
-                    Some(line) => self.take(line).await,
-                    None => self.console_open = false,
-                }
-                Step::Line
-            }
             line = tool_line(&mut self.tool_rx) => match line {
                 Some(line) => match self.take_tool(line).await {
                     Some(said) => Step::Said(said),
@@ -655,6 +644,20 @@ impl Session<'_> {
                     tool.status = Some(status);
                 }
                 Step::ToolExited
+            }
+            event = self.port_rx.recv(), if self.port_open => match event {
+                Some(event) => self.port_event(event).await,
+                None => {
+                    self.port_open = false;
+                    Step::Line
+                }
+            },
+            line = self.console_rx.recv(), if self.console_open => {
+                match line {
+                    Some(line) => self.take(line).await,
+                    None => self.console_open = false,
+                }
+                Step::Line
             }
         }
     }
@@ -702,6 +705,10 @@ impl Session<'_> {
                 self.after_stop = Some(Vec::new());
                 Some(Said::Stopped)
             }
+            Said::Started => {
+                self.started = true;
+                Some(Said::Started)
+            }
             Said::Other => None,
             said => Some(said),
         }
@@ -733,6 +740,7 @@ impl Session<'_> {
                 if !self.verdict {
                     self.warn(text);
                 }
+                self.port_gone = true;
                 Step::PortGone
             }
             PortEvent::Lost { .. } => {
