@@ -1,28 +1,47 @@
 #!/usr/bin/env bash
 # fwfix's main job on the bundled fixture: installs the host tools if missing, builds fwfix,
-# makes a throwaway git repository from fixtures/fwtests, and runs fwfix on it under QEMU.
+# makes a throwaway git repository with real history from fixtures/fwtests, and runs the fix
+# loop (`fwfix run`) on it under QEMU with the fixture's queue of candidate patches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/prerequisites.sh
 cargo build --quiet --locked
 fwfix="$PWD/target/debug/fwfix"
+fixture="$PWD/fixtures/fwtests"
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/fwfix-demo.XXXXXX")"
-cp -r fixtures/fwtests/. "$work/"
+git_() { git -C "$work" -c user.name="fwfix demo" -c user.email="demo@fwfix.invalid" "$@"; }
+# History: a working CRC module, then a change that breaks CRC-16, then unrelated work on top.
+cp -r "$fixture/." "$work/"
 rm -rf "$work/build"
-git -C "$work" init -q -b main
-git -C "$work" add -A
-git -C "$work" -c user.name="fwfix demo" -c user.email="demo@fwfix.invalid" \
-    commit -q -m "Fixture firmware"
-echo "== firmware repository: $work"
+git_ init -q -b main
+git -C "$work" apply "$fixture/patches/04-fixes-crc16.diff"
+git_ add -A
+git_ commit -q -m "Firmware with CRC-8/16/32, ring buffer, sensor and event modules"
+git -C "$work" apply -R "$fixture/patches/04-fixes-crc16.diff"
+git_ commit -q -am "crc: start CRC-16 from zero"
+echo "Notes for the next release." > "$work/NOTES.md"
+git_ add NOTES.md
+git_ commit -q -m "Release notes"
+echo "== firmware repository with real history: $work"
+git -C "$work" log --oneline
 
-status=0
-for profile in ringbuf crc sensor; do
-    echo
-    echo "== fwfix test --board qemu-mps2-an385 --profile $profile"
-    "$fwfix" test --repo "$work" --board qemu-mps2-an385 --profile "$profile" || status=$?
-done
 echo
-echo "== runs are in $work/.fwfix/runs/ (report.json, report.md, junit.xml, trace.jsonl)"
-# The crc and sensor images fail on purpose: the demo succeeded if fwfix reported them (exit 1).
-[ "$status" -le 1 ]
+echo "== fwfix run --board qemu-mps2-an385 --profile crc --strategy queue --patches fixtures/fwtests/patches"
+set +e
+"$fwfix" run --repo "$work" --board qemu-mps2-an385 --profile crc \
+    --strategy queue --patches "$fixture/patches"
+status=$?
+set -e
+run="$(ls -d "$work"/.fwfix/runs/* | tail -n 1)"
+echo
+echo "== the state progression (trace.jsonl)"
+"$fwfix" show --repo "$work" "$run" 2>/dev/null || cat "$run/trace.jsonl"
+echo
+echo "== where things are"
+echo "fix branch:  $(git -C "$work" branch --list 'fwfix/*' | tr -d ' ')"
+echo "fix.patch:   $run/fix.patch"
+echo "report:      $run/report.md (and report.json, junit.xml)"
+echo "trace:       $run/trace.jsonl"
+echo "your tree:   $(git -C "$work" status --porcelain | wc -l) changed file(s) (fwfix leaves it as it was)"
+exit "$status"

@@ -40,6 +40,26 @@ impl RunDir {
         ))
     }
 
+    /// Opens an existing run directory (for `fwfix resume`).
+    pub fn open(root: &Path) -> io::Result<RunDir> {
+        let id = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| {
+                io::Error::other(format!("{} is not a run directory", root.display()))
+            })?;
+        if !root.join("trace.jsonl").is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{} has no trace.jsonl: not a run directory", root.display()),
+            ));
+        }
+        Ok(RunDir {
+            id,
+            root: root.to_path_buf(),
+        })
+    }
+
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -124,25 +144,45 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    pub fn create(run_dir: &RunDir) -> io::Result<TraceWriter> {
+    /// Opens the run's trace for appending; `last_seq` is the last line already in it (0 for a
+    /// new run).
+    pub fn open(run_dir: &RunDir, last_seq: u64) -> io::Result<TraceWriter> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(run_dir.path().join("trace.jsonl"))?;
-        Ok(TraceWriter { file, next_seq: 1 })
+        Ok(TraceWriter {
+            file,
+            next_seq: last_seq + 1,
+        })
     }
 
-    /// Appends one transition; `seq` and `ts` are filled in here.
-    pub fn append(&mut self, mut line: TraceLine, now: DateTime<Utc>) -> io::Result<TraceLine> {
+    /// Stamps a line with the next sequence number and the time, without writing it (the run
+    /// context is checkpointed with it first, so a crash between the two loses nothing).
+    pub fn stamp(&self, mut line: TraceLine, now: DateTime<Utc>) -> TraceLine {
         line.seq = self.next_seq;
         line.ts = now.to_rfc3339_opts(SecondsFormat::Millis, true);
-        let mut text = serde_json::to_string(&line).map_err(io::Error::other)?;
+        line
+    }
+
+    /// Appends a stamped line and fsyncs it.
+    pub fn write(&mut self, line: &TraceLine) -> io::Result<()> {
+        let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
         self.file.write_all(text.as_bytes())?;
         self.file.sync_data()?;
-        self.next_seq += 1;
-        Ok(line)
+        self.next_seq = line.seq + 1;
+        Ok(())
     }
+}
+
+/// The last line of a run's trace, if any (for reconciling a resumed run with its checkpoint).
+pub fn last_trace_line(run_dir: &RunDir) -> io::Result<Option<TraceLine>> {
+    let text = std::fs::read_to_string(run_dir.path().join("trace.jsonl"))?;
+    Ok(text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<TraceLine>(l).ok()))
 }
 
 /// Hex SHA-256 of a file's contents.
@@ -172,7 +212,7 @@ mod tests {
     fn trace_lines_are_numbered_and_parse_back() {
         let repo = tempfile::tempdir().unwrap();
         let dir = RunDir::create(repo.path(), Utc::now()).unwrap();
-        let mut w = TraceWriter::create(&dir).unwrap();
+        let mut w = TraceWriter::open(&dir, 0).unwrap();
         let line = TraceLine {
             seq: 0,
             ts: String::new(),
@@ -185,8 +225,11 @@ mod tests {
             evidence: vec![],
             evidence_sha256: vec![],
         };
-        w.append(line.clone(), Utc::now()).unwrap();
-        w.append(line, Utc::now()).unwrap();
+        let first = w.stamp(line.clone(), Utc::now());
+        w.write(&first).unwrap();
+        let second = w.stamp(line, Utc::now());
+        w.write(&second).unwrap();
+        assert_eq!(last_trace_line(&dir).unwrap().unwrap().seq, 2);
         let text = std::fs::read_to_string(dir.path().join("trace.jsonl")).unwrap();
         let lines: Vec<TraceLine> = text
             .lines()

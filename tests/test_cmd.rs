@@ -330,3 +330,144 @@ fn repo_that_does_not_exist_is_a_usage_error() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// Waits for the first JSON event of the given kind on a running fwfix's stdout.
+fn wait_for_event(lines: &mut impl Iterator<Item = std::io::Result<String>>, kind: &str) {
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.contains(&format!("\"event\":\"{kind}\"")) {
+            return;
+        }
+    }
+    panic!("fwfix ended before a {kind} event");
+}
+
+fn pids_in(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie still answers kill(0); /proc says whether it is really running.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+const SLOW_BUILD: &str = r#"name = "slow"
+[build]
+command = "sleep 60 & echo $! >> sleepers.pid; wait"
+artifact = "build/never.elf"
+timeout_s = 1
+[test]
+harness = "unity"
+[recovery]
+timeout = 1
+"#;
+
+#[test]
+fn build_timeout_kills_the_whole_build_and_is_an_infrastructure_error() {
+    let repo = FixtureRepo::new();
+    repo.write("profiles/slow.toml", SLOW_BUILD);
+    let out = test_cmd(&repo, MPS2, "slow", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["error_class"], "TIMEOUT");
+    assert_eq!(report["status"], "ERROR");
+    let trace = std::fs::read_to_string(run_dir(&out).join("trace.jsonl")).unwrap();
+    // One retry from the profile's [recovery] budget, then the run stops.
+    assert_eq!(trace.matches("\"to\":\"BUILD_RUN\"").count(), 2, "{trace}");
+    let sleepers = pids_in(&repo.path().join("sleepers.pid"));
+    assert_eq!(sleepers.len(), 2);
+    for pid in sleepers {
+        assert!(!alive(pid), "build child {pid} outlived the timeout");
+    }
+}
+
+#[test]
+fn ctrl_c_during_the_build_exits_3_and_kills_the_build() {
+    use std::io::BufRead;
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/slow.toml",
+        &SLOW_BUILD.replace("timeout_s = 1", "timeout_s = 60"),
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(["test", "--json", "--board", MPS2, "--profile", "slow"])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    wait_for_event(&mut lines, "build_started");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{rest:?}");
+    let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(last["event"], "finished");
+    let report = report(Path::new(last["run_dir"].as_str().unwrap()));
+    assert_eq!(report["final_state"], "ABORTED");
+    for pid in pids_in(&repo.path().join("sleepers.pid")) {
+        assert!(!alive(pid), "build child {pid} outlived Ctrl+C");
+    }
+}
+
+#[test]
+fn ctrl_c_while_the_image_runs_exits_3_and_leaves_no_qemu() {
+    use std::io::BufRead;
+    let repo = FixtureRepo::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(["test", "--json", "--board", MPS2, "--profile", "event"])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    wait_for_event(&mut lines, "boot_started");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:?}");
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn a_state_that_overruns_its_timeout_is_a_timeout_naming_the_state() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/stuck.toml",
+        &SLOW_BUILD
+            .replace("timeout_s = 1", "timeout_s = 300")
+            .replace(
+                "[recovery]\ntimeout = 1",
+                "[recovery]\ntimeout = 0\n[timeouts]\nbuild_run = 1",
+            ),
+    );
+    let out = test_cmd(&repo, MPS2, "stuck", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["error_class"], "TIMEOUT");
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("BUILD_RUN did not finish within 1 s"),
+        "{report:#}"
+    );
+    for pid in pids_in(&repo.path().join("sleepers.pid")) {
+        assert!(!alive(pid), "build child {pid} outlived the state timeout");
+    }
+}

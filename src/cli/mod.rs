@@ -3,9 +3,15 @@
 //! Commands turn their arguments into the library's options, call one library function, and hand
 //! the result to `ui` to render. No run logic lives here.
 
+mod audit;
 mod doctor;
 mod exit;
 mod graph;
+mod report;
+mod resume;
+mod run;
+mod runs;
+mod show;
 mod test;
 mod validate;
 
@@ -56,12 +62,24 @@ impl GlobalArgs {
 enum Command {
     /// Build the firmware and run its tests once on a board (no patching).
     Test(test::Args),
+    /// The fix loop: reproduce the failure, try candidate patches, build, test, until fixed.
+    Run(run::Args),
+    /// Carry on with a run that was killed, aborted, or ended in FAILURE.
+    Resume(resume::Args),
     /// Check board and profile files without running anything.
     Validate(validate::Args),
     /// Check the host tools fwfix needs and say how to install what is missing.
     Doctor(doctor::Args),
     /// Print the state machine as a Mermaid (or Graphviz) diagram.
     Graph(graph::Args),
+    /// Replay a run's trace through the state machine and check its evidence files.
+    Audit(audit::Args),
+    /// List the runs of a repository, newest first.
+    Runs(runs::Args),
+    /// Show a run's timeline: every transition with its time, reason and evidence.
+    Show(show::Args),
+    /// Render report.md, junit.xml and report.html again from a run's report.json.
+    Report(report::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -80,15 +98,21 @@ pub fn main() -> ExitCode {
     };
     let exit = match cli.command {
         Command::Test(args) => test::run(args, &cli.global),
+        Command::Run(args) => run::run(args, &cli.global),
+        Command::Resume(args) => resume::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),
+        Command::Audit(args) => audit::run(args, &cli.global),
+        Command::Runs(args) => runs::run(args, &cli.global),
+        Command::Show(args) => show::run(args, &cli.global),
+        Command::Report(args) => report::run(args, &cli.global),
     };
     exit.into()
 }
 
 /// A multi-threaded runtime for commands that do I/O, with Ctrl+C and SIGTERM wired to `cancel`.
-pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -97,7 +121,7 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Cancels `cancel` on the first Ctrl+C or SIGTERM. Later signals are ignored on purpose: the run
 /// is already stopping its children and writing its report, and must not be cut off half-way.
-pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -116,8 +140,42 @@ pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
+/// What a command that runs the engine returns: the future of its finished run.
+pub(crate) type RunFuture<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<
+                    crate::orchestrator::Finished,
+                    crate::orchestrator::OrchestratorError,
+                >,
+            > + 'a,
+    >,
+>;
+
+/// Runs an engine command: a runtime, the event sink, Ctrl+C and SIGTERM wired to cancellation,
+/// then the final event or summary and the exit code.
+pub(crate) fn execute(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> RunFuture<'a>,
+) -> Exit {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail_early(global, Exit::Infrastructure, &e.to_string()),
+    };
+    let sink = sink(global);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let result = rt.block_on(async {
+        cancel_on_signals(cancel.clone());
+        body(sink.as_ref(), cancel).await
+    });
+    finish(result, sink, global)
+}
+
 /// The event sink for `global`: JSON lines, or the terminal display.
-pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
+fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
     if global.json {
         Box::new(crate::ui::JsonSink::stdout())
     } else {
@@ -126,7 +184,7 @@ pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
 }
 
 /// Ends a command that ran (or failed to start): the final event or summary, and the exit code.
-pub(crate) fn finish(
+fn finish(
     result: Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>,
     sink: Box<dyn crate::events::EventSink>,
     global: &GlobalArgs,
@@ -174,4 +232,83 @@ pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit
         let _ = writeln!(std::io::stderr().lock(), "error: {message}");
     }
     exit
+}
+
+/// Writes a command's output to stdout. A closed stdout (piped into `head`) is not an error worth
+/// reporting: the command's exit status still says how it went.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// Parses `90s`, `30m`, `2h`, or plain seconds.
+pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map(|i| text.split_at(i))
+        .unwrap_or((text, "s"));
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration like 90s, 30m or 2h"))?;
+    let secs = match unit {
+        "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(format!("`{text}`: unit must be s, m or h")),
+    };
+    if secs == 0 {
+        return Err("the duration must be more than 0".to_string());
+    }
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+/// Parses a state name such as `BUILD_RUN`.
+pub(crate) fn parse_state(text: &str) -> Result<crate::machine::State, String> {
+    crate::machine::State::ALL
+        .into_iter()
+        .find(|s| s.name().eq_ignore_ascii_case(text))
+        .ok_or_else(|| format!("`{text}` is not a state"))
+}
+
+/// Parses the test hook `STATE[@ITERATION]`, e.g. `BUILD_RUN@1`.
+pub(crate) fn parse_kill_at(text: &str) -> Result<crate::orchestrator::KillAt, String> {
+    let (state, iteration) = match text.split_once('@') {
+        Some((s, i)) => (
+            s,
+            Some(
+                i.parse()
+                    .map_err(|_| format!("`{i}` is not an iteration number"))?,
+            ),
+        ),
+        None => (text, None),
+    };
+    Ok(crate::orchestrator::KillAt {
+        state: parse_state(state)?,
+        iteration,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_states_parse() {
+        assert_eq!(parse_duration("90s").unwrap().as_secs(), 90);
+        assert_eq!(parse_duration("30m").unwrap().as_secs(), 1800);
+        assert_eq!(parse_duration("2h").unwrap().as_secs(), 7200);
+        assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5d").is_err());
+        assert_eq!(
+            parse_state("build_run").unwrap(),
+            crate::machine::State::BuildRun
+        );
+        assert!(parse_state("NOPE").is_err());
+    }
 }

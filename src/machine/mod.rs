@@ -13,6 +13,7 @@
 
 pub mod convergence;
 mod graph;
+pub mod ledger;
 pub mod recovery;
 mod state;
 mod transition;

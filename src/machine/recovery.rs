@@ -48,6 +48,8 @@ pub struct Failure {
     pub retries_used: u32,
     /// True when the run can generate patches (`fwfix run`), false for `fwfix test`.
     pub patching: bool,
+    /// Whether another candidate can be tried (the strategy has more, iterations are left).
+    pub candidates_left: bool,
 }
 
 /// The decision, with the reason that goes into the trace.
@@ -74,6 +76,15 @@ pub fn decide(failure: Failure, budgets: &Budgets) -> Decision {
             ),
         };
     };
+    if target == RecoveryTarget::CodeAnalysis && !failure.candidates_left {
+        return Decision {
+            outcome: Outcome::Unrecoverable,
+            reason: format!(
+                "{class} in {}, and no candidate is left to try",
+                failure.failed_in
+            ),
+        };
+    }
     let budget = budgets.get(class);
     if failure.retries_used >= budget {
         return Decision {
@@ -158,7 +169,24 @@ mod tests {
             failed_in,
             retries_used,
             patching,
+            candidates_left: true,
         }
+    }
+
+    #[test]
+    fn a_failed_last_candidate_ends_the_run() {
+        let mut f = failure(ErrorClass::PatchApplyFailure, State::PatchApply, 0, true);
+        f.candidates_left = false;
+        let d = decide(f, &Budgets::default());
+        assert_eq!(d.outcome, Outcome::Unrecoverable);
+        assert!(d.reason.contains("no candidate is left"), "{}", d.reason);
+        // An environment failure is retried whatever the candidates.
+        let mut f = failure(ErrorClass::TestEnvFailure, State::TestRun, 0, true);
+        f.candidates_left = false;
+        assert!(matches!(
+            decide(f, &Budgets::default()).outcome,
+            Outcome::Recovered(_)
+        ));
     }
 
     #[test]

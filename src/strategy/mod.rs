@@ -2,6 +2,11 @@
 //! whichever strategy, goes through the same PATCH_REVIEW gate; a strategy never touches the
 //! repository's history and never applies anything itself.
 
+pub mod command;
+pub mod diff_extract;
+pub mod llm;
+pub mod queue;
+
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -61,10 +66,24 @@ pub trait Strategy: Send {
     /// has handed out its last file says false; a model always says true.
     fn has_more(&self) -> bool;
 
+    /// Whether the strategy may edit the working tree instead of returning a diff; the loop then
+    /// takes the edits as the candidate and restores the tree.
+    fn edits_tree(&self) -> bool {
+        false
+    }
+
     /// Produces up to `req.candidates` candidate patches.
     async fn candidates(
         &mut self,
         req: &PatchRequest,
         cancel: &CancellationToken,
     ) -> Result<Vec<Candidate>, StrategyError>;
+
+    /// The strategy's position, checkpointed with the run so a resumed run goes on from it.
+    fn save(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+
+    /// Restores what [`Strategy::save`] returned.
+    fn load(&mut self, _saved: &serde_json::Value) {}
 }

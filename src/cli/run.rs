@@ -1,0 +1,73 @@
+//! `fwfix run`: the fix loop.
+
+use super::{Exit, GlobalArgs};
+use crate::orchestrator::{self, KillAt, RunOptions, StrategyChoice};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The firmware repository.
+    #[arg(long, default_value = ".")]
+    repo: PathBuf,
+    /// Board file, or a board name looked up in the repository's boards/ then fwfix's own.
+    #[arg(long)]
+    board: String,
+    /// Profile file, or a profile name looked up in the repository's profiles/ then fwfix's own.
+    #[arg(long)]
+    profile: String,
+    /// Where candidate patches come from.
+    #[arg(long, value_enum)]
+    strategy: StrategyArg,
+    /// `--strategy queue`: a directory of *.diff / *.patch files, tried in name order.
+    #[arg(long, required_if_eq("strategy", "queue"))]
+    patches: Option<PathBuf>,
+    /// Overrides the profile's `[loop] max_iterations`.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    max_iterations: Option<u32>,
+    /// Run the loop in a linked git worktree, so your checkout is not touched at all.
+    #[arg(long)]
+    worktree: bool,
+    /// Stop the whole run after this long, e.g. `90s`, `30m`, `2h`.
+    #[arg(long, value_parser = super::parse_duration)]
+    deadline: Option<std::time::Duration>,
+    /// Test hook: the process kills itself right after entering STATE[@ITERATION].
+    #[arg(long, hide = true, value_parser = super::parse_kill_at)]
+    test_kill_at: Option<KillAt>,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum StrategyArg {
+    /// Candidate patches from a directory, in name order.
+    Queue,
+    /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM).
+    Llm,
+    /// An external agent program from the profile's `[strategy.command]`.
+    Command,
+}
+
+pub fn run(args: Args, global: &GlobalArgs) -> Exit {
+    let strategy = match (args.strategy, args.patches) {
+        (StrategyArg::Queue, Some(patches)) => StrategyChoice::Queue { patches },
+        (StrategyArg::Queue, None) => {
+            return super::fail_early(global, Exit::Usage, "--strategy queue needs --patches DIR")
+        }
+        (StrategyArg::Llm, None) => StrategyChoice::Llm,
+        (StrategyArg::Command, None) => StrategyChoice::Command,
+        (StrategyArg::Llm | StrategyArg::Command, Some(_)) => {
+            return super::fail_early(global, Exit::Usage, "--patches goes with --strategy queue")
+        }
+    };
+    let opts = RunOptions {
+        repo: args.repo,
+        board: args.board,
+        profile: args.profile,
+        strategy,
+        max_iterations: args.max_iterations,
+        worktree: args.worktree,
+        deadline: args.deadline,
+        kill_at: args.test_kill_at,
+    };
+    super::execute(global, |sink, cancel| {
+        Box::pin(orchestrator::run(opts, sink, cancel))
+    })
+}

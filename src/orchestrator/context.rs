@@ -1,0 +1,164 @@
+//! The run context: everything a run must remember across a crash, checkpointed atomically to
+//! `context.json` after every transition. `fwfix resume` rebuilds a run from it alone.
+//!
+//! The decision bookkeeping is `machine::ledger::Ledger`; this adds what only the orchestrator
+//! needs to carry on: the options the run was started with, the repository snapshots, the targets,
+//! the history of iterations, and the records the report is made from.
+
+use crate::analysis::{CrashReport, Location};
+use crate::machine::convergence::{IterationVerdict, Judgement, Targets};
+use crate::machine::ledger::{Ledger, Limits};
+use crate::machine::{ErrorClass, State};
+use crate::repo::Snapshot;
+use crate::report::{AttemptSummary, BuildSummary, Command};
+use crate::results::TestResults;
+use crate::rundir::{self, TraceLine};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Version of the context file's layout; a resume refuses a context it does not know.
+pub const CONTEXT_FORMAT: u32 = 1;
+
+/// Which patch strategy a fix run uses, as given on the command line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum StrategyChoice {
+    Queue {
+        patches: PathBuf,
+    },
+    /// An OpenAI-compatible endpoint, configured by the profile's `[strategy.llm]` and the
+    /// FWFIX_LLM_* environment.
+    Llm,
+    /// An external agent program, from the profile's `[strategy.command]`.
+    Command,
+}
+
+/// What the run was asked to do: enough to rebuild it on resume.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRequest {
+    /// The owner's repository (canonical path).
+    pub repo: PathBuf,
+    pub board: String,
+    pub profile: String,
+    /// `fwfix test --repeat`.
+    pub repeat: u32,
+    pub strategy: Option<StrategyChoice>,
+    pub worktree: bool,
+}
+
+/// One iteration as the report and the next analysis see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationRecord {
+    pub iteration: u32,
+    /// Where the candidate came from (a file name, a model).
+    pub origin: String,
+    /// The candidate's diff, relative to the run directory.
+    pub patch: String,
+    pub verdict: IterationVerdict,
+    pub reason: String,
+    pub error_class: Option<ErrorClass>,
+    pub judgement: Option<Judgement>,
+}
+
+/// The build as the report shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BuildRecord {
+    pub summary: BuildSummary,
+    pub artifact: PathBuf,
+}
+
+/// One attempt's results as the report shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub summary: AttemptSummary,
+    pub results: TestResults,
+    pub crash: Option<CrashReport>,
+    pub hang_site: Option<Location>,
+}
+
+/// The fix a converged run produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FixRecord {
+    pub branch: String,
+    pub commit: String,
+    /// `fix.patch`, relative to the run directory.
+    pub patch: String,
+    pub fixed: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunContext {
+    pub format: u32,
+    pub run_id: String,
+    pub command: Command,
+    pub request: RunRequest,
+    pub pid: u32,
+    pub host: String,
+    pub started_at: DateTime<Utc>,
+    /// Where builds run and patches apply: the repository, or the run's linked worktree.
+    pub work_dir: PathBuf,
+    /// The linked worktree, when `--worktree` was given.
+    pub worktree: Option<PathBuf>,
+    /// The state the run is in (the one whose handler runs next).
+    pub state: State,
+    /// The last transition, also the last line of trace.jsonl once written.
+    pub last_line: Option<TraceLine>,
+    pub ledger: Ledger,
+    pub limits: Limits,
+    /// Whether the unpatched tree has been measured in this (possibly resumed) run.
+    pub baseline_done: bool,
+    /// The owner's tree before the first patch, in the work tree's repository.
+    pub base: Option<Snapshot>,
+    /// A candidate may be in the work tree (set before applying, cleared by rollback).
+    pub patch_applied: bool,
+    pub targets: Option<Targets>,
+    pub history: Vec<IterationRecord>,
+    /// The current iteration's candidate: origin and diff path relative to the run directory.
+    pub candidate: Option<(String, String)>,
+    /// Candidates a strategy proposed beyond the one being tried (origin, diff), tried next.
+    #[serde(default)]
+    pub pool: Vec<(String, String)>,
+    pub strategy_state: serde_json::Value,
+    /// Hints a person added with `fwfix resume --hint`.
+    pub hints: Vec<String>,
+    pub build: Option<BuildRecord>,
+    /// Attempts on the current image.
+    pub attempts: Vec<AttemptRecord>,
+    pub final_reason: String,
+    pub final_class: Option<ErrorClass>,
+    pub fix: Option<FixRecord>,
+}
+
+impl RunContext {
+    /// Writes `context.json` atomically.
+    pub fn checkpoint(&self, run_dir: &Path) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        rundir::write_atomic(&run_dir.join("context.json"), &bytes)
+    }
+
+    /// Reads `context.json`.
+    pub fn load(run_dir: &Path) -> Result<RunContext, String> {
+        let path = run_dir.join("context.json");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let ctx: RunContext = serde_json::from_str(&text)
+            .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+        if ctx.format != CONTEXT_FORMAT {
+            return Err(format!(
+                "{} has format {}, this fwfix reads format {CONTEXT_FORMAT}",
+                path.display(),
+                ctx.format
+            ));
+        }
+        Ok(ctx)
+    }
+
+    /// The best partial patch so far: most targets fixed, nothing regressed.
+    pub fn best_partial(&self) -> Option<&IterationRecord> {
+        self.history
+            .iter()
+            .filter(|r| r.verdict == IterationVerdict::Partial)
+            .max_by_key(|r| r.judgement.as_ref().map(|j| j.fixed.len()).unwrap_or(0))
+    }
+}

@@ -1,0 +1,516 @@
+//! The handlers only a fix run has: CODE_ANALYSIS (roll the last candidate back, gather
+//! evidence), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
+//! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
+
+use super::context::FixRecord;
+use super::job::{Job, Step};
+use crate::analysis::evidence;
+use crate::events::{Event, Level};
+use crate::machine::{ErrorClass, Outcome};
+use crate::rundir;
+use crate::strategy::{Candidate, PatchRequest, StrategyError};
+use serde_json::json;
+use std::fmt::Write as _;
+
+impl Job<'_> {
+    pub(super) fn code_analysis(&mut self) -> Step {
+        if let Err(step) = self.roll_back() {
+            return step;
+        }
+        let dir = match self.iteration_dir() {
+            Ok(d) => d,
+            Err(step) => return step,
+        };
+        let evidence = self.evidence();
+        let path = dir.join("analysis.json");
+        let written = serde_json::to_vec_pretty(&evidence)
+            .map_err(std::io::Error::other)
+            .and_then(|b| rundir::write_atomic(&path, &b));
+        if let Err(e) = written {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot write {}: {e}", path.display()),
+            );
+        }
+        let failing = evidence["failing"].as_array().map(Vec::len).unwrap_or(0);
+        Step::ok(
+            Outcome::EvidenceReady,
+            format!(
+                "evidence: {failing} failing case(s), {} earlier attempt(s)",
+                self.ctx.history.len()
+            ),
+        )
+        .with_evidence(path)
+    }
+
+    /// Restores the work tree to the base snapshot if a candidate may be in it.
+    fn roll_back(&mut self) -> Result<(), Step> {
+        if !self.ctx.patch_applied {
+            return Ok(());
+        }
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Err(Step::error(
+                ErrorClass::Unhandled,
+                "a candidate is applied but there is no snapshot to roll back to",
+            ));
+        };
+        let report = repo
+            .restore(base)
+            .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
+        self.ctx.patch_applied = false;
+        self.events.emit(&Event::Message {
+            level: Level::Info,
+            text: format!(
+                "rolled back iteration {}: {} file(s) restored, {} removed",
+                self.ctx.ledger.iteration,
+                report.written.len(),
+                report.removed.len()
+            ),
+        });
+        Ok(())
+    }
+
+    /// The evidence bundle for the next candidate (analysis.json), symbolised on the image the
+    /// last iteration built.
+    fn evidence(&self) -> serde_json::Value {
+        let last = self.ctx.attempts.last();
+        let cases = last.map(|a| a.results.cases.as_slice()).unwrap_or_default();
+        let diagnostics = self
+            .ctx
+            .build
+            .as_ref()
+            .filter(|b| !b.summary.success)
+            .map(|b| b.summary.diagnostics.as_slice())
+            .unwrap_or_default();
+        let functions = self
+            .symbolizer
+            .as_ref()
+            .map(|s| s.function_names(|_| true))
+            .unwrap_or_default();
+        let history = self
+            .ctx
+            .history
+            .iter()
+            .map(|r| evidence::Attempt {
+                iteration: r.iteration,
+                origin: r.origin.clone(),
+                outcome: format!("{:?}", r.verdict),
+                reason: r.reason.clone(),
+                diff: std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok(),
+            })
+            .collect();
+        let work_dir = self.ctx.work_dir.clone();
+        // Only the work tree's own files are read into the bundle.
+        let read = |path: &str| -> Option<String> {
+            let p = work_dir.join(path);
+            let canonical = std::fs::canonicalize(&p).ok()?;
+            canonical
+                .starts_with(&work_dir)
+                .then(|| std::fs::read_to_string(canonical).ok())
+                .flatten()
+        };
+        let bundle = evidence::build(
+            evidence::Inputs {
+                cases,
+                crash: last.and_then(|a| a.crash.as_ref()),
+                hang_site: last.and_then(|a| a.hang_site.as_ref()),
+                diagnostics,
+                functions: &functions,
+                changed_files: &[],
+                history,
+                hints: &self.ctx.hints,
+            },
+            &read,
+        );
+        let mut value = serde_json::to_value(&bundle).unwrap_or_default();
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("iteration".into(), json!(self.ctx.ledger.iteration + 1));
+            obj.insert("task".into(), json!(self.task()));
+            obj.insert("targets".into(), json!(self.ctx.targets));
+        }
+        value
+    }
+
+    pub(super) async fn patch_generation(&mut self) -> Step {
+        let iteration = self.ctx.ledger.begin_iteration();
+        let dir = match self.iteration_dir() {
+            Ok(d) => d,
+            Err(step) => return step,
+        };
+        let evidence = self.evidence();
+        let req = PatchRequest {
+            iteration,
+            task: self.task(),
+            evidence_markdown: render_evidence(&evidence),
+            evidence,
+            work_dir: self.ctx.work_dir.clone(),
+            iteration_dir: dir.clone(),
+            candidates: self.candidates_wanted,
+        };
+        let Some(strategy) = self.strategy.as_mut() else {
+            return Step::error(ErrorClass::Unhandled, "no patch strategy");
+        };
+        let name = strategy.name();
+        let edits_tree = strategy.edits_tree();
+        // Candidates left over from an earlier answer are tried before asking again.
+        let candidate = if self.ctx.pool.is_empty() {
+            let mut candidates = match strategy.candidates(&req, &self.cancel).await {
+                Ok(c) => c.into_iter(),
+                Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
+                Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+            };
+            let Some(first) = candidates.next() else {
+                return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+            };
+            self.ctx.pool = candidates.map(|c| (c.origin, c.diff)).collect();
+            first
+        } else {
+            let (origin, diff) = self.ctx.pool.remove(0);
+            Candidate { origin, diff }
+        };
+        let mut candidate = candidate;
+        if edits_tree {
+            match self.take_tree_edits() {
+                Ok(edits) if candidate.diff.trim().is_empty() => candidate.diff = edits,
+                Ok(_) => {}
+                Err(step) => return step,
+            }
+        }
+        if candidate.diff.trim().is_empty() {
+            return Step::error(
+                ErrorClass::ModelFailure,
+                format!("{name}: {} is an empty patch", candidate.origin),
+            );
+        }
+        let path = dir.join("patch.diff");
+        if let Err(e) = rundir::write_atomic(&path, candidate.diff.as_bytes()) {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot write {}: {e}", path.display()),
+            );
+        }
+        self.ctx.candidate = Some((candidate.origin.clone(), self.run_dir.relative(&path)));
+        Step::ok(
+            Outcome::CandidatesReady,
+            format!(
+                "iteration {iteration}: candidate {} from {name}",
+                candidate.origin
+            ),
+        )
+        .with_evidence(path)
+    }
+
+    /// What an agent changed in the work tree, as a diff against the base snapshot; the tree is
+    /// restored so the candidate goes through review and apply like any other.
+    fn take_tree_edits(&mut self) -> Result<String, Step> {
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Err(Step::error(ErrorClass::Unhandled, "no repository"));
+        };
+        let diff = repo.diff_since(base).map_err(|e| {
+            Step::error(
+                ErrorClass::Unhandled,
+                format!("reading the agent's edits: {e}"),
+            )
+        })?;
+        if !diff.is_empty() {
+            repo.restore(base)
+                .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
+        }
+        Ok(diff)
+    }
+
+    /// One line saying what the candidate must achieve.
+    fn task(&self) -> String {
+        match &self.ctx.targets {
+            Some(t) if t.build_was_broken && t.fail_to_pass.is_empty() => {
+                "make the firmware build, and every test pass".to_string()
+            }
+            Some(t) => format!(
+                "make {} pass without breaking the {} test(s) that pass now",
+                t.fail_to_pass
+                    .iter()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                t.pass_to_pass.len()
+            ),
+            None => "make the failing tests pass".to_string(),
+        }
+    }
+
+    pub(super) fn patch_review(&mut self) -> Step {
+        let Some((origin, patch)) = self.ctx.candidate.clone() else {
+            return Step::error(ErrorClass::Unhandled, "no candidate to review");
+        };
+        let diff = match std::fs::read(self.run_dir.path().join(&patch)) {
+            Ok(d) => d,
+            Err(e) => {
+                return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}"));
+            }
+        };
+        let Some(repo) = &self.repo else {
+            return Step::error(ErrorClass::Unhandled, "no repository");
+        };
+        let checked = repo.check_patch_paths(&diff);
+        let (verdict, reason) = match &checked {
+            Ok(paths) => (
+                "allow",
+                format!("{origin}: {} file(s) inside the repository", paths.len()),
+            ),
+            Err(e) => ("deny", format!("{origin}: {e}")),
+        };
+        let record = json!({
+            "candidate": origin,
+            "patch": patch,
+            "verdict": verdict,
+            "decided_by": "policy",
+            "rule": if checked.is_ok() { "path.inside_repository" } else { "path.unsafe" },
+            "reason": reason,
+            "time": chrono::Utc::now().to_rfc3339(),
+        });
+        let path = self
+            .iteration_dir()
+            .map(|d| d.join("review.json"))
+            .unwrap_or_default();
+        if let Err(e) = serde_json::to_vec_pretty(&record)
+            .map_err(std::io::Error::other)
+            .and_then(|b| rundir::write_atomic(&path, &b))
+        {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot write {}: {e}", path.display()),
+            );
+        }
+        match checked {
+            Ok(_) => Step::ok(Outcome::Approved, reason).with_evidence(path),
+            Err(e) => {
+                let class = e.error_class().unwrap_or(ErrorClass::PolicyViolation);
+                Step::error(class, reason).with_evidence(path)
+            }
+        }
+    }
+
+    pub(super) fn patch_apply(&mut self) -> Step {
+        let Some((origin, patch)) = self.ctx.candidate.clone() else {
+            return Step::error(ErrorClass::Unhandled, "no candidate to apply");
+        };
+        let patch_path = self.run_dir.path().join(&patch);
+        let diff = match std::fs::read(&patch_path) {
+            Ok(d) => d,
+            Err(e) => return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}")),
+        };
+        let Some(repo) = &self.repo else {
+            return Step::error(ErrorClass::Unhandled, "no repository");
+        };
+        let label = rundir::iteration_name(self.ctx.ledger.iteration);
+        if let Err(e) = repo.snapshot(&self.ctx.run_id, &label) {
+            return Step::error(ErrorClass::Unhandled, format!("rollback point: {e}"));
+        }
+        // Set before touching the tree: a crash from here on is rolled back on resume.
+        self.ctx.patch_applied = true;
+        match repo.apply_patch(&diff) {
+            Ok(report) => {
+                let how = if report.is_exact() {
+                    String::new()
+                } else {
+                    " (with offset or fuzz)".to_string()
+                };
+                Step::ok(
+                    Outcome::Applied,
+                    format!(
+                        "applied {origin}{how} on rollback point refs/fwfix/{}/{label}",
+                        self.ctx.run_id
+                    ),
+                )
+                .with_evidence(patch_path)
+            }
+            Err(e) => {
+                let class = e.error_class().unwrap_or(ErrorClass::Unhandled);
+                Step::error(class, format!("{origin} does not apply: {e}"))
+                    .with_evidence(patch_path)
+            }
+        }
+    }
+
+    /// SUCCESS: the fix on branch `fwfix/<run-id>` and in fix.patch.
+    pub(super) fn commit_fix(&mut self) -> Result<(), String> {
+        let Some(record) = self
+            .ctx
+            .history
+            .iter()
+            .rev()
+            .find(|r| r.verdict == crate::machine::convergence::IterationVerdict::Fixed)
+            .cloned()
+        else {
+            // Nothing was patched (the baseline passed): there is no fix to keep.
+            return Ok(());
+        };
+        // The fix goes on the owner's HEAD, in the owner's repository, also when the loop ran
+        // in a linked worktree (whose HEAD is a snapshot of the owner's tree).
+        let owner = crate::repo::Repo::open(&self.ctx.request.repo).map_err(|e| e.to_string())?;
+        let base = match &self.ctx.worktree {
+            Some(_) => crate::repo::Snapshot::load(
+                &owner,
+                &format!("refs/fwfix/{}/owner", self.ctx.run_id),
+            )
+            .map_err(|e| e.to_string())?,
+            None => self.ctx.base.clone().ok_or("no base snapshot")?,
+        };
+        let diff = std::fs::read(self.run_dir.path().join(&record.patch))
+            .map_err(|e| format!("{}: {e}", record.patch))?;
+        let fixed = record
+            .judgement
+            .as_ref()
+            .map(|j| j.fixed.clone())
+            .unwrap_or_default();
+        let mut message = format!(
+            "fwfix: fix {}\n\nFound by fwfix run {} at iteration {} ({}).\n",
+            if fixed.is_empty() {
+                "the build".to_string()
+            } else {
+                fixed.join(", ")
+            },
+            self.ctx.run_id,
+            record.iteration,
+            record.origin
+        );
+        let _ = writeln!(message, "\n{}", record.reason);
+        let commit = owner
+            .commit_fix(&self.ctx.run_id, &base, &diff, &message)
+            .map_err(|e| e.to_string())?;
+        let fix_path = self.run_dir.path().join("fix.patch");
+        rundir::write_atomic(&fix_path, &diff).map_err(|e| e.to_string())?;
+        self.ctx.fix = Some(FixRecord {
+            branch: commit.branch.clone(),
+            commit: commit.commit.to_string(),
+            patch: self.run_dir.relative(&fix_path),
+            fixed,
+        });
+        Ok(())
+    }
+
+    /// Puts the work tree back exactly as the owner had it.
+    pub(super) fn restore_owner_tree(&mut self) -> Result<(), String> {
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Ok(());
+        };
+        repo.restore(base).map_err(|e| e.to_string())?;
+        self.ctx.patch_applied = false;
+        Ok(())
+    }
+
+    /// Removes the run's linked worktree once the run no longer needs it.
+    pub(super) fn remove_worktree(&mut self) {
+        let Some(path) = self.ctx.worktree.clone() else {
+            return;
+        };
+        let removed = crate::repo::Repo::open(&self.ctx.request.repo)
+            .map_err(|e| e.to_string())
+            .and_then(|owner| owner.remove_worktree(&path).map_err(|e| e.to_string()));
+        if let Err(e) = removed {
+            self.events.emit(&Event::Message {
+                level: Level::Warning,
+                text: format!("could not remove the worktree {}: {e}", path.display()),
+            });
+        }
+    }
+}
+
+/// The evidence as markdown, for a person or a model.
+fn render_evidence(evidence: &serde_json::Value) -> String {
+    let mut out = String::from("# Evidence\n\n");
+    if let Some(failing) = evidence["failing"].as_array() {
+        out.push_str("## Failing tests\n\n");
+        for c in failing {
+            let _ = writeln!(
+                out,
+                "- {} {} at {}:{}: {}",
+                c["status"].as_str().unwrap_or(""),
+                c["name"].as_str().unwrap_or(""),
+                c["file"].as_str().unwrap_or("?"),
+                c["line"].as_u64().unwrap_or(0),
+                c["message"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(failing) = evidence["failing"].as_array() {
+        for c in failing {
+            if let Some(src) = c["source"]["text"].as_str() {
+                let _ = writeln!(
+                    out,
+                    "\n`{}`:\n```c\n{src}```",
+                    c["source"]["file"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
+    if let Some(summary) = evidence["crash"]["summary"].as_str() {
+        let _ = writeln!(out, "\n## Crash\n\n{summary}");
+        for src in evidence["crash_source"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "\n`{}`:\n```c\n{}```",
+                src["file"].as_str().unwrap_or(""),
+                src["text"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(site) = evidence["hang_site"]["function"].as_str() {
+        let _ = writeln!(out, "\n## Hang\n\nThe image was stuck in {site}.");
+        if let Some(src) = evidence["hang_source"]["text"].as_str() {
+            let _ = writeln!(out, "```c\n{src}```");
+        }
+    }
+    if let Some(suspects) = evidence["suspects"].as_array().filter(|s| !s.is_empty()) {
+        out.push_str("\n## Most likely at fault\n\n");
+        for s in suspects.iter().take(8) {
+            let reasons: Vec<&str> = s["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "- {} ({:.2}): {}",
+                s["name"].as_str().unwrap_or(""),
+                s["score"].as_f64().unwrap_or(0.0),
+                reasons.join("; ")
+            );
+        }
+    }
+    if let Some(diags) = evidence["diagnostics"].as_array().filter(|d| !d.is_empty()) {
+        out.push_str("\n## Build diagnostics\n\n");
+        for d in diags {
+            let _ = writeln!(
+                out,
+                "- {}:{}: {}",
+                d["file"].as_str().unwrap_or("?"),
+                d["line"].as_u64().unwrap_or(0),
+                d["message"].as_str().unwrap_or("")
+            );
+            if let Some(src) = d["source"]["text"].as_str() {
+                let _ = writeln!(out, "```c\n{src}```");
+            }
+        }
+    }
+    if let Some(history) = evidence["history"].as_array().filter(|h| !h.is_empty()) {
+        out.push_str("\n## Earlier attempts\n\n");
+        for h in history {
+            let _ = writeln!(
+                out,
+                "- iteration {} ({}): {}",
+                h["iteration"],
+                h["origin"].as_str().unwrap_or(""),
+                h["reason"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(hints) = evidence["hints"].as_array().filter(|h| !h.is_empty()) {
+        out.push_str("\n## Hints from a person\n\n");
+        for h in hints {
+            let _ = writeln!(out, "- {}", h.as_str().unwrap_or(""));
+        }
+    }
+    out
+}

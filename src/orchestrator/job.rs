@@ -1,0 +1,878 @@
+//! One run of the engine: the entry points (`test`, `run`, `resume`), the drive loop, how a
+//! transition is recorded, per-state timeouts, and finalisation (fix branch, rollback, report).
+
+use super::context::{RunContext, RunRequest, StrategyChoice, CONTEXT_FORMAT};
+use crate::analysis::symbols::Symbolizer;
+use crate::capture::Capture;
+use crate::config::{self, Board, BuildSpec, ConfigError, Profile};
+use crate::dut::Dut;
+use crate::events::{Event, EventSink, Level};
+use crate::machine::ledger::{Ledger, Limits};
+use crate::machine::recovery::Budgets;
+use crate::machine::{self, ErrorClass, Outcome, State};
+use crate::repo::Repo;
+use crate::report::{self, Command, Report, Status};
+use crate::results::{self, HarnessParser};
+use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
+use crate::strategy::command::CommandStrategy;
+use crate::strategy::llm::LlmStrategy;
+use crate::strategy::queue::QueueStrategy;
+use crate::strategy::Strategy;
+use chrono::Utc;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Options of `fwfix test`.
+#[derive(Debug, Clone)]
+pub struct TestOptions {
+    pub repo: PathBuf,
+    /// A board file path or name.
+    pub board: String,
+    /// A profile file path or name.
+    pub profile: String,
+    /// How many times to run the same image.
+    pub repeat: u32,
+}
+
+/// Options of `fwfix run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub repo: PathBuf,
+    pub board: String,
+    pub profile: String,
+    pub strategy: StrategyChoice,
+    /// Overrides the profile's `[loop] max_iterations`.
+    pub max_iterations: Option<u32>,
+    /// Run the loop in a linked worktree under the run directory.
+    pub worktree: bool,
+    /// Stop the whole run (ABORTED) after this long.
+    pub deadline: Option<Duration>,
+    /// Test hook: SIGKILL this process right after entering the named state.
+    pub kill_at: Option<KillAt>,
+}
+
+/// A test hook: where a run kills itself (SIGKILL, as a power cut would), to test resume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KillAt {
+    pub state: State,
+    /// Only in this iteration (any iteration when None).
+    pub iteration: Option<u32>,
+}
+
+/// Options of `fwfix resume`.
+#[derive(Debug, Clone)]
+pub struct ResumeOptions {
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// For a run that ended in FAILURE: try this many more iterations.
+    pub more_iterations: Option<u32>,
+    /// A person's hint, added to the evidence.
+    pub hint: Option<String>,
+    pub deadline: Option<Duration>,
+    pub kill_at: Option<KillAt>,
+}
+
+/// How a command that got as far as running ended.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub command: Command,
+    pub final_state: State,
+    pub error_class: Option<ErrorClass>,
+    pub run_dir: PathBuf,
+    pub report: Report,
+}
+
+/// Errors that stop a command before its state machine starts, or break its records.
+#[derive(Debug, thiserror::Error)]
+pub enum OrchestratorError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot write the run directory {}: {source}", path.display())]
+    RunDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// `fwfix test`: build the image once and run it `repeat` times.
+pub async fn test(
+    opts: TestOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<Finished, OrchestratorError> {
+    let request = RunRequest {
+        repo: canonical_repo(&opts.repo)?,
+        board: opts.board,
+        profile: opts.profile,
+        repeat: opts.repeat.max(1),
+        strategy: None,
+        worktree: false,
+    };
+    let mut job = Job::start(Command::Test, request, None, events, cancel)?;
+    job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
+        .await
+}
+
+/// `fwfix run`: the fix loop.
+pub async fn run(
+    opts: RunOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<Finished, OrchestratorError> {
+    let repo = canonical_repo(&opts.repo)?;
+    // Refuse a repository fwfix cannot protect before anything is created in it.
+    Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+    if let StrategyChoice::Queue { patches } = &opts.strategy {
+        QueueStrategy::open(patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+    }
+    let request = RunRequest {
+        repo,
+        board: opts.board,
+        profile: opts.profile,
+        repeat: 1,
+        strategy: Some(opts.strategy),
+        worktree: opts.worktree,
+    };
+    let mut job = Job::start(Command::Run, request, opts.max_iterations, events, cancel)?;
+    job.kill_at = opts.kill_at;
+    job.arm_deadline(opts.deadline);
+    job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
+        .await
+}
+
+/// `fwfix resume`: reconcile the repository with the last checkpoint and carry on.
+///
+/// A run killed in a working state re-runs that state's handler. A run that was ABORTED, or that
+/// ended in FAILURE and is given `--more-iterations`, goes round through IDLE and INIT again:
+/// the unpatched tree is measured once more before the next candidate, as at the start.
+pub async fn resume(
+    opts: ResumeOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<Finished, OrchestratorError> {
+    let mut ctx = RunContext::load(&opts.run_dir).map_err(OrchestratorError::Usage)?;
+    let run_dir = RunDir::open(&opts.run_dir).map_err(|source| OrchestratorError::RunDir {
+        path: opts.run_dir.clone(),
+        source,
+    })?;
+    let state = ctx.state;
+    let restart = match (state, opts.more_iterations) {
+        (State::Failure, Some(n)) => {
+            ctx.limits.max_iterations = ctx.ledger.iteration + n;
+            ctx.ledger.no_progress = 0;
+            Some(format!("resumed with {n} more iteration(s)"))
+        }
+        (_, Some(_)) => {
+            return Err(OrchestratorError::Usage(format!(
+                "--more-iterations applies to a run that ended in FAILURE; run {} is in {state}",
+                ctx.run_id
+            )))
+        }
+        // Killed after its last transition but before finalising: finalise now.
+        (State::Success | State::Failure, None) if !opts.run_dir.join("report.json").is_file() => {
+            None
+        }
+        (State::Success | State::Failure, None) => {
+            return Err(OrchestratorError::Usage(format!(
+                "run {} already ended in {state}{}",
+                ctx.run_id,
+                if state == State::Failure {
+                    "; add --more-iterations N to try again"
+                } else {
+                    ""
+                }
+            )))
+        }
+        (State::Aborted, None) => Some("resumed after being aborted".to_string()),
+        (_, None) => None,
+    };
+    if let Some(hint) = &opts.hint {
+        ctx.hints.push(hint.clone());
+    }
+    // This process carries the run on now (`fwfix runs` tells running from killed by it).
+    ctx.pid = std::process::id();
+    ctx.host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
+    job.kill_at = opts.kill_at;
+    job.arm_deadline(opts.deadline);
+    job.reconcile()?;
+    match restart {
+        Some(reason) => {
+            job.ctx.baseline_done = false;
+            job.drive(state, Step::ok(Outcome::Finalised, reason)).await
+        }
+        None if state == State::Idle => {
+            job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "resumed"))
+                .await
+        }
+        None => job.drive_from(state).await,
+    }
+}
+
+fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
+    let canonical = std::fs::canonicalize(repo).map_err(|e| {
+        OrchestratorError::Usage(format!(
+            "repository directory {} cannot be used: {e}",
+            repo.display()
+        ))
+    })?;
+    if !canonical.is_dir() {
+        return Err(OrchestratorError::Usage(format!(
+            "--repo {} is not a directory",
+            repo.display()
+        )));
+    }
+    Ok(canonical)
+}
+
+/// What a handler decided, with the reason and evidence that go into the trace.
+pub(super) struct Step {
+    pub outcome: Outcome,
+    pub reason: String,
+    pub evidence: Vec<PathBuf>,
+}
+
+impl Step {
+    pub fn ok(outcome: Outcome, reason: impl Into<String>) -> Step {
+        Step {
+            outcome,
+            reason: reason.into(),
+            evidence: Vec::new(),
+        }
+    }
+
+    pub fn error(class: ErrorClass, reason: impl Into<String>) -> Step {
+        Step::ok(Outcome::Error(class), reason)
+    }
+
+    pub fn with_evidence(mut self, path: PathBuf) -> Step {
+        self.evidence.push(path);
+        self
+    }
+}
+
+/// One run in progress.
+pub(super) struct Job<'a> {
+    pub ctx: RunContext,
+    pub run_dir: RunDir,
+    trace: TraceWriter,
+    pub events: &'a dyn EventSink,
+    pub cancel: CancellationToken,
+    pub board: Board,
+    pub profile: Profile,
+    pub build: BuildSpec,
+    pub parser: Box<dyn HarnessParser>,
+    pub budgets: Budgets,
+    pub dut: Option<Box<dyn Dut>>,
+    /// The work tree's repository (fix runs).
+    pub repo: Option<Repo>,
+    pub strategy: Option<Box<dyn Strategy>>,
+    /// How many candidates to ask the strategy for per iteration.
+    pub candidates_wanted: u32,
+    pub symbolizer: Option<Symbolizer>,
+    pub last_capture: Option<Capture>,
+    kill_at: Option<KillAt>,
+    deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<'a> Job<'a> {
+    /// Resolves the configuration, creates the run directory and the context.
+    fn start(
+        command: Command,
+        request: RunRequest,
+        max_iterations: Option<u32>,
+        events: &'a dyn EventSink,
+        cancel: CancellationToken,
+    ) -> Result<Job<'a>, OrchestratorError> {
+        let (board, profile) = load_config(&request)?;
+        // Everything that can be refused is checked before the run directory exists.
+        let strategy = make_strategy(&request, &profile, &serde_json::Value::Null)?;
+        let started = Utc::now();
+        let run_dir =
+            RunDir::create(&request.repo, started).map_err(|source| OrchestratorError::RunDir {
+                path: request.repo.join(rundir::RUNS_DIR),
+                source,
+            })?;
+        // A repository that is not under git simply gets no exclude entry.
+        if let Err(e) = crate::repo::ensure_excluded(&request.repo, "/.fwfix/") {
+            events.emit(&Event::Message {
+                level: Level::Warning,
+                text: format!("could not add .fwfix/ to .git/info/exclude: {e}"),
+            });
+        }
+        let limits = Limits {
+            max_iterations: max_iterations.unwrap_or(profile.limits.max_iterations),
+            no_progress_limit: profile.limits.no_progress_limit,
+            confirm_runs: profile.goal.confirm_runs,
+            flaky_reruns: 2,
+        };
+        let ctx = RunContext {
+            format: CONTEXT_FORMAT,
+            run_id: run_dir.id().to_string(),
+            command,
+            work_dir: request.repo.clone(),
+            request,
+            pid: std::process::id(),
+            host: nix::unistd::gethostname()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            started_at: started,
+            worktree: None,
+            state: State::Idle,
+            last_line: None,
+            ledger: Ledger::default(),
+            limits,
+            baseline_done: false,
+            base: None,
+            patch_applied: false,
+            targets: None,
+            history: Vec::new(),
+            candidate: None,
+            pool: Vec::new(),
+            strategy_state: serde_json::Value::Null,
+            hints: Vec::new(),
+            build: None,
+            attempts: Vec::new(),
+            final_reason: String::new(),
+            final_class: None,
+            fix: None,
+        };
+        let io = |source| OrchestratorError::RunDir {
+            path: run_dir.path().to_path_buf(),
+            source,
+        };
+        // Who started the run and how: read by `fwfix runs` and by people, never rewritten.
+        let run_json = serde_json::json!({
+            "run_id": ctx.run_id,
+            "command": command.name(),
+            "request": ctx.request,
+            "pid": ctx.pid,
+            "host": ctx.host,
+            "started_at": ctx.started_at,
+            "fwfix_version": env!("CARGO_PKG_VERSION"),
+        });
+        let bytes = serde_json::to_vec_pretty(&run_json).map_err(std::io::Error::other);
+        bytes
+            .and_then(|b| rundir::write_atomic(&run_dir.path().join("run.json"), &b))
+            .map_err(io)?;
+        let trace = TraceWriter::open(&run_dir, 0).map_err(io)?;
+        events.emit(&Event::RunStarted {
+            run_id: run_dir.id().to_string(),
+            command: command.name().to_string(),
+            run_dir: run_dir.path().display().to_string(),
+            repo: ctx.request.repo.display().to_string(),
+        });
+        Job::assemble(
+            ctx, run_dir, trace, board, profile, strategy, events, cancel,
+        )
+    }
+
+    /// Rebuilds a job from a checkpointed context.
+    fn reopen(
+        ctx: RunContext,
+        run_dir: RunDir,
+        events: &'a dyn EventSink,
+        cancel: CancellationToken,
+    ) -> Result<Job<'a>, OrchestratorError> {
+        let (board, profile) = load_config(&ctx.request)?;
+        let strategy = make_strategy(&ctx.request, &profile, &ctx.strategy_state)?;
+        let last_seq = rundir::last_trace_line(&run_dir)
+            .map_err(|source| OrchestratorError::RunDir {
+                path: run_dir.path().to_path_buf(),
+                source,
+            })?
+            .map(|l| l.seq)
+            .unwrap_or(0);
+        let mut trace =
+            TraceWriter::open(&run_dir, last_seq).map_err(|source| OrchestratorError::RunDir {
+                path: run_dir.path().to_path_buf(),
+                source,
+            })?;
+        // The context is written before the trace line: a crash between the two leaves the
+        // line in the context only, and it is appended now.
+        if let Some(line) = &ctx.last_line {
+            if line.seq > last_seq {
+                trace
+                    .write(line)
+                    .map_err(|source| OrchestratorError::RunDir {
+                        path: run_dir.path().join("trace.jsonl"),
+                        source,
+                    })?;
+            }
+        }
+        events.emit(&Event::RunStarted {
+            run_id: run_dir.id().to_string(),
+            command: ctx.command.name().to_string(),
+            run_dir: run_dir.path().display().to_string(),
+            repo: ctx.request.repo.display().to_string(),
+        });
+        Job::assemble(
+            ctx, run_dir, trace, board, profile, strategy, events, cancel,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn assemble(
+        ctx: RunContext,
+        run_dir: RunDir,
+        trace: TraceWriter,
+        board: Board,
+        profile: Profile,
+        (strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32),
+        events: &'a dyn EventSink,
+        cancel: CancellationToken,
+    ) -> Result<Job<'a>, OrchestratorError> {
+        let build = profile.build_for(&board);
+        let parser = results::parser_for(profile.test.harness)
+            .map_err(|e| OrchestratorError::Usage(format!("{}: {e}", profile.source.display())))?;
+        let mut budgets = Budgets::default();
+        for (class, retries) in &profile.recovery {
+            budgets.set(*class, *retries);
+        }
+        Ok(Job {
+            ctx,
+            run_dir,
+            trace,
+            events,
+            cancel,
+            board,
+            profile,
+            build,
+            parser,
+            budgets,
+            dut: None,
+            repo: None,
+            strategy,
+            candidates_wanted,
+            symbolizer: None,
+            last_capture: None,
+            kill_at: None,
+            deadline_hit: Default::default(),
+        })
+    }
+
+    /// Cancels the run when `deadline` passes, remembering that the deadline (not a signal) did.
+    fn arm_deadline(&mut self, deadline: Option<Duration>) {
+        let Some(deadline) = deadline else { return };
+        let cancel = self.cancel.clone();
+        let hit = self.deadline_hit.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(deadline).await;
+            hit.store(true, std::sync::atomic::Ordering::SeqCst);
+            cancel.cancel();
+        });
+    }
+
+    /// Whether this run patches (a fix run) or only tests.
+    pub fn patching(&self) -> bool {
+        self.strategy.is_some()
+    }
+
+    /// Whether another candidate can be tried.
+    pub fn candidates_left(&self) -> bool {
+        (!self.ctx.pool.is_empty() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
+            && self.ctx.ledger.iterations_left(&self.ctx.limits)
+    }
+
+    /// Runs the machine from `from`, first taking the transition `step` describes.
+    async fn drive(&mut self, from: State, step: Step) -> Result<Finished, OrchestratorError> {
+        let mut state = from;
+        let mut step = step;
+        loop {
+            if self.cancel.is_cancelled() && machine::next(state, Outcome::Abort).is_ok() {
+                // Say why the run stopped (signal or deadline), and what it was doing.
+                step = match step.outcome {
+                    Outcome::Abort => Step::ok(
+                        Outcome::Abort,
+                        format!("{}: {}", self.abort_reason(), step.reason),
+                    ),
+                    _ => Step::ok(Outcome::Abort, self.abort_reason()),
+                };
+            }
+            let to = machine::next(state, step.outcome)
+                .map_err(|e| OrchestratorError::Internal(e.to_string()))?;
+            self.record(state, to, &step)?;
+            state = to;
+            if state.is_terminal() {
+                self.ctx.final_reason = step.reason;
+                return self.finalise(state).await;
+            }
+            step = self.run_handler(state).await;
+            if let Outcome::Error(class) = step.outcome {
+                self.ctx.ledger.fail(class, state, step.reason.clone());
+            }
+        }
+    }
+
+    /// Runs the machine from `state` without a transition first (a resumed run re-runs the
+    /// handler of the state it was in).
+    async fn drive_from(&mut self, state: State) -> Result<Finished, OrchestratorError> {
+        if state.is_terminal() {
+            return self.finalise(state).await;
+        }
+        let step = self.run_handler(state).await;
+        if let Outcome::Error(class) = step.outcome {
+            self.ctx.ledger.fail(class, state, step.reason.clone());
+        }
+        self.drive(state, step).await
+    }
+
+    fn abort_reason(&self) -> String {
+        if self.deadline_hit.load(std::sync::atomic::Ordering::SeqCst) {
+            "the run's deadline passed".to_string()
+        } else {
+            "interrupted (Ctrl+C or SIGTERM)".to_string()
+        }
+    }
+
+    /// Runs a state's handler under the state's timeout.
+    async fn run_handler(&mut self, state: State) -> Step {
+        let limit = self.state_timeout(state);
+        match tokio::time::timeout(limit, self.handle(state)).await {
+            Ok(step) => step,
+            Err(_) => Step::error(
+                ErrorClass::Timeout,
+                format!("{state} did not finish within {} s", limit.as_secs()),
+            ),
+        }
+    }
+
+    /// The state's timeout: the profile's `[timeouts]`, or a default with room for the step's
+    /// own timeout (the build's and the test's are enforced inside their steps).
+    fn state_timeout(&self, state: State) -> Duration {
+        if let Some(t) = self.profile.timeouts.get(&state) {
+            return *t;
+        }
+        let margin = Duration::from_secs(60);
+        match state {
+            State::BuildRun => self.build.timeout + margin,
+            State::TestRun => self.profile.test.timeout + margin + self.flash_timeout(),
+            State::TestSetup => Duration::from_secs(120) + self.flash_timeout(),
+            // A person may be reading the patch.
+            State::PatchReview => Duration::from_secs(3600),
+            State::PatchGeneration => Duration::from_secs(900),
+            State::Idle
+            | State::Init
+            | State::CodeAnalysis
+            | State::PatchApply
+            | State::BuildSetup
+            | State::ResultCollection
+            | State::ResultAnalysis
+            | State::ConvergenceCheck
+            | State::ErrorRecovery
+            | State::Success
+            | State::Failure
+            | State::Aborted => Duration::from_secs(300),
+        }
+    }
+
+    fn flash_timeout(&self) -> Duration {
+        match &self.board.backend {
+            config::BoardBackend::Hardware(hw) => hw.flash_timeout,
+            config::BoardBackend::Qemu(_) | config::BoardBackend::Labgrid(_) => Duration::ZERO,
+        }
+    }
+
+    async fn handle(&mut self, state: State) -> Step {
+        match state {
+            State::Init => self.init().await,
+            State::CodeAnalysis => self.code_analysis(),
+            State::PatchGeneration => self.patch_generation().await,
+            State::PatchReview => self.patch_review(),
+            State::PatchApply => self.patch_apply(),
+            State::BuildSetup => self.build_setup(),
+            State::BuildRun => self.build_run().await,
+            State::TestSetup => self.test_setup().await,
+            State::TestRun => self.test_run().await,
+            State::ResultCollection => self.collect(),
+            State::ResultAnalysis => self.analyse(),
+            State::ConvergenceCheck => self.converge(),
+            State::ErrorRecovery => self.recover(),
+            // A resumed run comes back through IDLE and starts over from INIT.
+            State::Idle => Step::ok(Outcome::TaskReceived, "the run goes on"),
+            State::Success | State::Failure | State::Aborted => {
+                Step::error(ErrorClass::Unhandled, format!("{state} has no handler"))
+            }
+        }
+    }
+
+    /// Checkpoints the context with the transition, appends it to the trace, and emits it.
+    fn record(&mut self, from: State, to: State, step: &Step) -> Result<(), OrchestratorError> {
+        let error_class = match step.outcome {
+            Outcome::Error(class) => Some(class),
+            Outcome::Unrecoverable => self.ctx.ledger.failure.as_ref().map(|f| f.class),
+            _ => None,
+        };
+        let mut evidence = Vec::new();
+        let mut hashes = Vec::new();
+        for path in &step.evidence {
+            if let Ok(hash) = rundir::sha256_file(path) {
+                evidence.push(self.run_dir.relative(path));
+                hashes.push(hash);
+            }
+        }
+        let line = self.trace.stamp(
+            TraceLine {
+                seq: 0,
+                ts: String::new(),
+                from,
+                to,
+                outcome: step.outcome,
+                reason: step.reason.clone(),
+                iteration: self.ctx.ledger.iteration,
+                error_class,
+                evidence,
+                evidence_sha256: hashes,
+            },
+            Utc::now(),
+        );
+        self.ctx.state = to;
+        self.ctx.last_line = Some(line.clone());
+        if to == State::Failure {
+            self.ctx.final_class = error_class;
+        }
+        if let Some(s) = &self.strategy {
+            self.ctx.strategy_state = s.save();
+        }
+        let io = |source| OrchestratorError::RunDir {
+            path: self.run_dir.path().to_path_buf(),
+            source,
+        };
+        self.ctx.checkpoint(self.run_dir.path()).map_err(io)?;
+        self.trace.write(&line).map_err(io)?;
+        self.events.emit(&Event::Transition {
+            seq: line.seq,
+            from,
+            to,
+            reason: line.reason,
+            iteration: line.iteration,
+            error_class,
+        });
+        let kill = self.kill_at.is_some_and(|k| {
+            k.state == to && k.iteration.is_none_or(|i| i == self.ctx.ledger.iteration)
+        });
+        if kill {
+            // Test hook: die as a power cut would, right after the checkpoint.
+            let _ =
+                nix::sys::signal::kill(nix::unistd::getpid(), nix::sys::signal::Signal::SIGKILL);
+        }
+        Ok(())
+    }
+
+    /// After a terminal state: the fix branch, the owner's tree restored, the report.
+    async fn finalise(&mut self, state: State) -> Result<Finished, OrchestratorError> {
+        if self.patching() {
+            if state == State::Success {
+                if let Err(e) = self.commit_fix() {
+                    self.events.emit(&Event::Message {
+                        level: Level::Error,
+                        text: format!("the fix could not be committed: {e}"),
+                    });
+                    self.ctx.final_reason = format!(
+                        "{}; but committing the fix failed: {e}",
+                        self.ctx.final_reason
+                    );
+                }
+            }
+            if let Err(e) = self.restore_owner_tree() {
+                return Err(OrchestratorError::Internal(format!(
+                    "restoring the repository failed: {e}; the snapshot is under refs/fwfix/{}/base",
+                    self.ctx.run_id
+                )));
+            }
+            if state == State::Success {
+                self.remove_worktree();
+            }
+        }
+        // The context records the finished run (resume refuses it; `fwfix runs` lists it).
+        self.ctx
+            .checkpoint(self.run_dir.path())
+            .map_err(|source| OrchestratorError::RunDir {
+                path: self.run_dir.path().to_path_buf(),
+                source,
+            })?;
+        let report = self.report(state);
+        report::write(self.run_dir.path(), &report).map_err(|e| OrchestratorError::RunDir {
+            path: self.run_dir.path().to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        Ok(Finished {
+            command: self.ctx.command,
+            final_state: state,
+            error_class: self.ctx.final_class,
+            run_dir: self.run_dir.path().to_path_buf(),
+            report,
+        })
+    }
+
+    fn report(&self, final_state: State) -> Report {
+        let ctx = &self.ctx;
+        let infra = ctx.final_class.is_some_and(|c| c.is_infrastructure());
+        let status = match (ctx.command, final_state) {
+            (Command::Test, State::Success) => Status::Passed,
+            (Command::Test, State::Failure) if infra => Status::Error,
+            (Command::Test, State::Failure) => Status::Failed,
+            (Command::Test, _) => Status::Error,
+            (_, State::Success) => Status::Success,
+            (_, State::Aborted) => Status::Aborted,
+            (_, _) => Status::Failure,
+        };
+        let mut report = Report::new(
+            ctx.run_id.clone(),
+            ctx.command,
+            status,
+            final_state,
+            ctx.started_at,
+            Utc::now(),
+        );
+        report.iterations = ctx.ledger.iteration;
+        report.error_class = ctx.final_class;
+        report.message = ctx.final_reason.clone();
+        report.repo = ctx.request.repo.display().to_string();
+        report.board = self.board.name.clone();
+        report.profile = self.profile.name.clone();
+        report.build = ctx.build.as_ref().map(|b| b.summary.clone());
+        report.attempts = ctx.attempts.iter().map(|a| a.summary.clone()).collect();
+        if ctx.attempts.len() > 1 {
+            report.pass_counts =
+                report::pass_counts(ctx.attempts.iter().map(|a| a.results.cases.as_slice()));
+        }
+        if let Some(last) = ctx.attempts.last() {
+            report.verdict = Some(last.results.verdict);
+            report.cases = last.results.cases.clone();
+            report.crash = last.crash.clone();
+            report.hang_site = last.hang_site.clone();
+            report.notes = last.results.notes.clone();
+        }
+        if ctx.command == Command::Run {
+            report.fixed = Some(match &ctx.fix {
+                Some(f) => f.fixed.clone(),
+                None => ctx
+                    .best_partial()
+                    .and_then(|b| b.judgement.as_ref())
+                    .map(|j| j.fixed.clone())
+                    .unwrap_or_default(),
+            });
+            report.patch = ctx
+                .fix
+                .as_ref()
+                .map(|f| self.run_dir.path().join(&f.patch).display().to_string());
+            report.branch = ctx.fix.as_ref().map(|f| f.branch.clone());
+            for r in &ctx.history {
+                report.notes.push(format!(
+                    "iteration {} ({}): {:?}: {}",
+                    r.iteration, r.origin, r.verdict, r.reason
+                ));
+            }
+            if ctx.fix.is_none() {
+                if let Some(best) = ctx.best_partial() {
+                    report.notes.push(format!(
+                        "best partial patch: iteration {} ({}), {}",
+                        best.iteration, best.origin, best.patch
+                    ));
+                }
+            }
+        }
+        report
+    }
+
+    /// Puts a resumed run's repository back in line with its checkpoint: the owner's tree as
+    /// snapshotted, plus the current candidate when the checkpoint says it was applied.
+    fn reconcile(&mut self) -> Result<(), OrchestratorError> {
+        if self.ctx.request.strategy.is_none() {
+            return Ok(());
+        }
+        let repo = Repo::open(&self.ctx.work_dir)
+            .map_err(|e| OrchestratorError::Usage(format!("cannot reopen the work tree: {e}")))?;
+        if let Some(base) = &self.ctx.base {
+            repo.restore(base).map_err(|e| {
+                OrchestratorError::Internal(format!("rolling back to the checkpoint failed: {e}"))
+            })?;
+            self.events.emit(&Event::Message {
+                level: Level::Info,
+                text: format!("restored the tree to refs/fwfix/{}/base", self.ctx.run_id),
+            });
+        }
+        let reapply = self.ctx.patch_applied
+            && matches!(
+                self.ctx.state,
+                State::BuildSetup
+                    | State::BuildRun
+                    | State::TestSetup
+                    | State::TestRun
+                    | State::ResultCollection
+                    | State::ResultAnalysis
+                    | State::ConvergenceCheck
+            );
+        if reapply {
+            if let Some((_, patch)) = &self.ctx.candidate {
+                let diff = std::fs::read(self.run_dir.path().join(patch)).map_err(|source| {
+                    OrchestratorError::RunDir {
+                        path: self.run_dir.path().join(patch),
+                        source,
+                    }
+                })?;
+                repo.apply_patch(&diff).map_err(|e| {
+                    OrchestratorError::Internal(format!("re-applying {patch} failed: {e}"))
+                })?;
+            }
+        } else {
+            self.ctx.patch_applied = false;
+        }
+        self.repo = Some(repo);
+        Ok(())
+    }
+}
+
+/// The run's patch strategy (None for `fwfix test`) and how many candidates to ask it for, with
+/// its saved position restored.
+fn make_strategy(
+    request: &RunRequest,
+    profile: &Profile,
+    saved: &serde_json::Value,
+) -> Result<(Option<Box<dyn Strategy>>, u32), OrchestratorError> {
+    let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
+    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32) =
+        match &request.strategy {
+            Some(StrategyChoice::Queue { patches }) => (
+                Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
+                1,
+            ),
+            Some(StrategyChoice::Llm) => {
+                let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
+                let candidates = settings.candidates;
+                (
+                    Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
+                    candidates,
+                )
+            }
+            Some(StrategyChoice::Command) => {
+                let spec = profile.strategy.command.clone().ok_or_else(|| {
+                    OrchestratorError::Usage(format!(
+                        "{}: --strategy command needs a [strategy.command] table with argv",
+                        profile.source.display()
+                    ))
+                })?;
+                (Some(Box::new(CommandStrategy::new(spec))), 1)
+            }
+            None => (None, 1),
+        };
+    if let Some(s) = strategy.as_mut() {
+        s.load(saved);
+    }
+    Ok((strategy, candidates_wanted))
+}
+
+fn load_config(request: &RunRequest) -> Result<(Board, Profile), OrchestratorError> {
+    let board = config::resolve_board(&request.board, &request.repo)?;
+    let profile = config::resolve_profile(&request.profile, &request.repo)?;
+    Ok((board, profile))
+}

@@ -1,0 +1,34 @@
+//! Drives the state machine: runs each state's handler, records every transition, and does the
+//! I/O the machine asks for. The only module that sees config, build, DUT, results, analysis,
+//! report, repo and strategy together. `fwfix test`, `fwfix run` and `fwfix resume` are one engine:
+//! a test run is a fix run without patches.
+//!
+//! A run, step by step:
+//! 1. Resolve the board and profile (a bad file is a configuration error before anything runs),
+//!    pick the harness parser, create `.fwfix/runs/<run-id>/` and keep it out of git.
+//! 2. IDLE → INIT: open the DUT backend and check it; for a fix run, open the repository,
+//!    snapshot HEAD, index and working tree under `refs/fwfix/<run-id>/base` (and with
+//!    `--worktree`, make a linked worktree so the owner's checkout is never touched).
+//! 3. BUILD_SETUP → BUILD_RUN → TEST_SETUP → TEST_RUN → RESULT_COLLECTION → RESULT_ANALYSIS:
+//!    build, boot, capture, symbolise a crash or hang, parse the console into cases.
+//! 4. CONVERGENCE_CHECK: iteration 0 is the baseline — it fixes the targets (FAIL_TO_PASS,
+//!    PASS_TO_PASS). Then SUCCESS, run the same image again, go round again, or FAILURE.
+//! 5. CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY: roll the last candidate
+//!    back, gather evidence, take the next candidate, check it, apply it on a fresh rollback point.
+//! 6. ERROR_RECOVERY: retry the failed step within its class's budget, back to analysis for a
+//!    candidate's fault, or FAILURE.
+//! 7. Finalise: on SUCCESS commit the fix on `fwfix/<run-id>` and write fix.patch; always restore
+//!    the owner's tree exactly and write report.json, report.md, junit.xml.
+//!
+//! Every transition is checkpointed to context.json and then appended to trace.jsonl (fsync'd)
+//! before the next handler starts, so a run killed at any point can be resumed.
+
+mod context;
+mod fix;
+mod job;
+mod pipeline;
+
+pub use context::{RunContext, StrategyChoice};
+pub use job::{
+    resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
+};

@@ -1,0 +1,580 @@
+//! The handlers every run shares: INIT, the build, the test run, result collection and analysis,
+//! CONVERGENCE_CHECK and ERROR_RECOVERY. Fix-only handlers are in `fix.rs`.
+
+use super::context::{AttemptRecord, BuildRecord, IterationRecord};
+use super::job::{Job, Step};
+use crate::analysis::symbols::Symbolizer;
+use crate::analysis::{fault, Severity};
+use crate::build::{self, BuildEnd, BuildRequest};
+use crate::capture::RunEnd;
+use crate::dut::{self, DutError, Image, RunSpec};
+use crate::events::Event;
+use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
+use crate::machine::{ErrorClass, Outcome};
+use crate::repo::Repo;
+use crate::report::{self, AttemptSummary, BuildSummary};
+use crate::results::{CaseStatus, ParseContext, TestResults, Verdict};
+use crate::rundir;
+use std::path::{Path, PathBuf};
+
+impl Job<'_> {
+    pub(super) async fn init(&mut self) -> Step {
+        let mut dut = match dut::open(&self.board) {
+            Ok(dut) => dut,
+            Err(e) => return dut_error(&e),
+        };
+        if let Err(e) = dut.check().await {
+            return dut_error(&e);
+        }
+        let what = dut.describe();
+        self.dut = Some(dut);
+        if self.patching() {
+            if let Err(step) = self.prepare_work_tree() {
+                return step;
+            }
+        }
+        Step::ok(
+            Outcome::ContextReady,
+            format!("{what} ready; the unpatched tree is measured first"),
+        )
+    }
+
+    /// Snapshots the owner's tree (once per run) and, with `--worktree`, makes the linked
+    /// worktree the loop runs in.
+    fn prepare_work_tree(&mut self) -> Result<(), Step> {
+        let owner = Repo::open(&self.ctx.request.repo)
+            .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?;
+        if self.ctx.request.worktree && self.ctx.worktree.is_none() {
+            let owner_base = owner
+                .snapshot(&self.ctx.run_id, "owner")
+                .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?;
+            let path = self
+                .run_dir
+                .path()
+                .join(format!("fwfix-{}", self.ctx.run_id));
+            owner
+                .add_worktree(&path, &owner_base)
+                .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?;
+            self.ctx.worktree = Some(path.clone());
+            self.ctx.work_dir = path;
+        }
+        let repo = if self.ctx.work_dir == self.ctx.request.repo {
+            owner
+        } else {
+            Repo::open(&self.ctx.work_dir)
+                .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?
+        };
+        if self.ctx.base.is_none() {
+            let base = repo
+                .snapshot(&self.ctx.run_id, "base")
+                .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?;
+            self.ctx.base = Some(base);
+        }
+        self.repo = Some(repo);
+        Ok(())
+    }
+
+    pub(super) fn build_setup(&mut self) -> Step {
+        let dir = self.ctx.work_dir.join(&self.build.cwd);
+        if !dir.is_dir() {
+            return Step::error(
+                ErrorClass::BuildEnvFailure,
+                format!(
+                    "build directory {} ({} in {}) does not exist",
+                    dir.display(),
+                    self.build.cwd.display(),
+                    self.profile.source.display()
+                ),
+            );
+        }
+        Step::ok(Outcome::BuildReady, format!("build in {}", dir.display()))
+    }
+
+    pub(super) async fn build_run(&mut self) -> Step {
+        let iter_dir = match self.iteration_dir() {
+            Ok(d) => d,
+            Err(step) => return step,
+        };
+        let log_path = iter_dir.join("build.log");
+        let req = BuildRequest {
+            command: self.build.command.clone(),
+            cwd: self.ctx.work_dir.join(&self.build.cwd),
+            timeout: self.build.timeout,
+            log_path: log_path.clone(),
+            env: vec![("FWFIX_BOARD".into(), self.board.name.clone())],
+        };
+        let out = match build::run(&req, &self.cancel, self.events).await {
+            Ok(out) => out,
+            Err(e) => return Step::error(ErrorClass::BuildEnvFailure, e.to_string()),
+        };
+        let diagnostics = crate::analysis::diagnostics::parse_build_log(&out.log);
+        let count = |sev| diagnostics.iter().filter(|d| d.severity == sev).count();
+        let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
+        self.events.emit(&Event::BuildFinished {
+            success: out.success(),
+            duration_ms: out.duration.as_millis() as u64,
+            errors,
+            warnings,
+        });
+        let first_error = diagnostics
+            .iter()
+            .find(|d| d.severity == Severity::Error)
+            .map(|d| format!(": {}", report::describe_diagnostic(d)))
+            .unwrap_or_default();
+        let artifact = self.ctx.work_dir.join(&self.build.artifact);
+        self.ctx.build = Some(BuildRecord {
+            summary: BuildSummary {
+                command: self.build.command.clone(),
+                success: out.success(),
+                duration_ms: out.duration.as_millis() as u64,
+                log: self.run_dir.relative(&log_path),
+                diagnostics,
+            },
+            artifact: artifact.clone(),
+        });
+        let step = match out.end {
+            BuildEnd::Exited(0) if artifact.is_file() => {
+                self.symbolizer = Symbolizer::open(&artifact).ok();
+                // A new image: its attempts start now.
+                self.ctx.attempts.clear();
+                Step::ok(
+                    Outcome::Built,
+                    format!("built {}", self.build.artifact.display()),
+                )
+            }
+            BuildEnd::Exited(0) => Step::error(
+                ErrorClass::ArtifactMissing,
+                format!(
+                    "the build succeeded but did not produce {} (artifact in {})",
+                    self.build.artifact.display(),
+                    self.profile.source.display()
+                ),
+            ),
+            BuildEnd::Exited(code) => match &out.missing_tool {
+                Some(tool) => Step::error(
+                    ErrorClass::BuildEnvFailure,
+                    format!("the build needs `{tool}`, which is not installed (exit {code})"),
+                ),
+                None => Step::error(
+                    ErrorClass::BuildFailure,
+                    format!(
+                        "build failed (exit {code}, {}){first_error}",
+                        report::plural(errors, "error")
+                    ),
+                ),
+            },
+            BuildEnd::Signalled(sig) => Step::error(
+                ErrorClass::BuildEnvFailure,
+                format!("the build was killed by signal {sig}"),
+            ),
+            BuildEnd::TimedOut => Step::error(
+                ErrorClass::Timeout,
+                format!(
+                    "the build did not finish within {} s",
+                    self.build.timeout.as_secs()
+                ),
+            ),
+            BuildEnd::Cancelled => Step::ok(Outcome::Abort, "build interrupted"),
+        };
+        step.with_evidence(log_path)
+    }
+
+    pub(super) async fn test_setup(&mut self) -> Step {
+        let Some(record) = &self.ctx.build else {
+            return Step::error(ErrorClass::ArtifactMissing, "no image has been built");
+        };
+        if !record.artifact.is_file() {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("image {} is missing", record.artifact.display()),
+            );
+        }
+        if self.symbolizer.is_none() {
+            self.symbolizer = Symbolizer::open(&record.artifact).ok();
+        }
+        if self.dut.is_none() {
+            // A resumed run opens its DUT here.
+            match dut::open(&self.board) {
+                Ok(d) => self.dut = Some(d),
+                Err(e) => return dut_error(&e),
+            }
+        }
+        let describe = self.dut.as_ref().map(|d| d.describe()).unwrap_or_default();
+        Step::ok(
+            Outcome::DutReady,
+            format!(
+                "{describe} ready for attempt {}",
+                self.ctx.attempts.len() + 1
+            ),
+        )
+    }
+
+    pub(super) async fn test_run(&mut self) -> Step {
+        let attempt = self.ctx.attempts.len() as u32 + 1;
+        let console = match self.attempt_file(attempt, "console", "log") {
+            Ok(p) => p,
+            Err(step) => return step,
+        };
+        let (Some(dut), Some(record)) = (self.dut.as_mut(), &self.ctx.build) else {
+            return Step::error(ErrorClass::TestEnvFailure, "no DUT or image");
+        };
+        let spec = RunSpec {
+            timeout: self.profile.test.timeout,
+            detector: self.parser.detector(),
+            console_log: console.clone(),
+            append: None,
+            cancel: self.cancel.clone(),
+            attempt,
+        };
+        let image = Image {
+            elf: record.artifact.clone(),
+        };
+        let flash_log = dut::flash_log_path(&console);
+        let capture = match dut.run(&image, spec, self.events).await {
+            Ok(c) => c,
+            Err(e) => {
+                let step = dut_error(&e).with_evidence(console);
+                return if flash_log.is_file() {
+                    step.with_evidence(flash_log)
+                } else {
+                    step
+                };
+            }
+        };
+        let step = match capture.end {
+            RunEnd::Cancelled => Step::ok(Outcome::Abort, "test run interrupted"),
+            RunEnd::PortLost => Step::error(
+                ErrorClass::TestEnvFailure,
+                format!(
+                    "{}: the console port was lost before the run finished",
+                    dut.describe()
+                ),
+            ),
+            RunEnd::RunnerDied { signal, code } => Step::error(
+                ErrorClass::TestEnvFailure,
+                format!(
+                    "{} died during the run ({})",
+                    dut.describe(),
+                    match (signal, code) {
+                        (Some(s), _) => format!("signal {s}"),
+                        (None, Some(c)) => format!("exit {c}"),
+                        (None, None) => "no status".to_string(),
+                    }
+                ),
+            ),
+            RunEnd::Verdict => Step::ok(Outcome::RunFinished, "the harness printed its verdict"),
+            RunEnd::Exited { code } => Step::ok(
+                Outcome::RunFinished,
+                format!("the image exited with {code}"),
+            ),
+            RunEnd::Crashed => Step::ok(Outcome::RunFinished, "the image crashed"),
+            RunEnd::Timeout => Step::ok(
+                Outcome::RunFinished,
+                format!(
+                    "no verdict within {} s: the image hangs",
+                    self.profile.test.timeout.as_secs()
+                ),
+            ),
+        };
+        self.last_capture = Some(capture);
+        let step = step.with_evidence(console);
+        if flash_log.is_file() {
+            step.with_evidence(flash_log)
+        } else {
+            step
+        }
+    }
+
+    pub(super) fn collect(&mut self) -> Step {
+        let attempt = self.ctx.attempts.len() as u32 + 1;
+        let console = match self.attempt_file(attempt, "console", "log") {
+            Ok(p) => p,
+            Err(step) => return step,
+        };
+        if self.last_capture.is_none() || !console.is_file() {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("console log {} is missing", console.display()),
+            );
+        }
+        Step::ok(Outcome::Collected, "console captured").with_evidence(console)
+    }
+
+    pub(super) fn analyse(&mut self) -> Step {
+        let attempt = self.ctx.attempts.len() as u32 + 1;
+        let Some(capture) = self.last_capture.take() else {
+            return Step::error(ErrorClass::ArtifactMissing, "no capture to analyse");
+        };
+        let sym = self.symbolizer.as_ref();
+        let root = self.ctx.work_dir.clone();
+        let crash = capture.fault.as_ref().map(|snap| {
+            let mut c = fault::crash_report(snap, sym);
+            relative_to(&root, &mut c.file);
+            if let Some(caller) = &mut c.caller {
+                relative_to(&root, &mut caller.file);
+            }
+            c.summary = c.summary.replace(&format!("{}/", root.display()), "");
+            c
+        });
+        let hang_site = match (&capture.stopped_at, sym) {
+            (Some(snap), Some(sym)) => snap.pc.map(|pc| {
+                let mut loc = sym.locate(u64::from(pc));
+                relative_to(&root, &mut loc.file);
+                loc
+            }),
+            _ => None,
+        };
+        let mut site_functions = Vec::new();
+        if let Some(sym) = sym {
+            for snap in [&capture.fault, &capture.stopped_at].into_iter().flatten() {
+                site_functions.extend(fault::site_functions(snap, sym));
+            }
+        }
+        let ctx = ParseContext {
+            expected: sym.map(|s| s.test_functions()).unwrap_or_default(),
+            site_functions,
+        };
+        let mut results = self.parser.parse(&capture, &ctx);
+        // The case the crash or hang is attributed to carries where it happened.
+        for case in &mut results.cases {
+            match case.status {
+                CaseStatus::Crash => {
+                    if let Some(c) = &crash {
+                        case.message = Some(c.summary.clone());
+                    }
+                }
+                CaseStatus::Hang => {
+                    if let Some(loc) = &hang_site {
+                        case.message = Some(format!(
+                            "no verdict within {} s; stuck in {}",
+                            self.profile.test.timeout.as_secs(),
+                            report::describe_location(loc)
+                        ));
+                    }
+                }
+                CaseStatus::Pass | CaseStatus::Fail | CaseStatus::Ignore | CaseStatus::Missing => {}
+            }
+        }
+        for case in &results.cases {
+            self.events.emit(&Event::CaseResult {
+                attempt,
+                name: case.name.clone(),
+                status: case.status,
+            });
+        }
+        let passed = count(&results, CaseStatus::Pass);
+        let failed = results.cases.len() - passed - count(&results, CaseStatus::Ignore);
+        let end = AttemptSummary::end_text(&capture.end);
+        self.events.emit(&Event::AttemptFinished {
+            attempt,
+            verdict: results.verdict,
+            passed,
+            failed,
+            duration_ms: capture.duration_ms,
+            end: end.clone(),
+        });
+        let results_path = match self.attempt_file(attempt, "results", "json") {
+            Ok(p) => p,
+            Err(step) => return step,
+        };
+        let written = serde_json::to_vec_pretty(&results)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| rundir::write_atomic(&results_path, &bytes));
+        if let Err(e) = written {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot write {}: {e}", results_path.display()),
+            );
+        }
+        let console = self
+            .attempt_file(attempt, "console", "log")
+            .unwrap_or_default();
+        let verdict = results.verdict;
+        self.ctx.attempts.push(AttemptRecord {
+            summary: AttemptSummary {
+                attempt,
+                verdict,
+                end,
+                exit_code: capture.exit_code,
+                duration_ms: capture.duration_ms,
+                console_log: self.run_dir.relative(&console),
+                passed,
+                failed,
+            },
+            results,
+            crash,
+            hang_site,
+        });
+        self.ctx.ledger.verdict_reached();
+        Step::ok(
+            Outcome::Decided,
+            format!(
+                "attempt {attempt}: {} ({passed} passed, {failed} failed)",
+                report::verdict_name(verdict)
+            ),
+        )
+        .with_evidence(results_path)
+    }
+
+    pub(super) fn converge(&mut self) -> Step {
+        if !self.patching() {
+            let verdicts: Vec<AttemptVerdict> = self
+                .ctx
+                .attempts
+                .iter()
+                .map(|a| attempt_verdict(a.results.verdict))
+                .collect();
+            let d = convergence::test_mode(&verdicts, self.ctx.request.repeat);
+            return Step::ok(d.outcome, d.reason);
+        }
+        let Some(last) = self.ctx.attempts.last() else {
+            return Step::ok(Outcome::GiveUp, "no test results to judge");
+        };
+        let results = passing(&last.results);
+        let baseline = !self.ctx.baseline_done;
+        if baseline {
+            let named = self.profile.goal.fail_to_pass.clone();
+            let targets = match &self.ctx.targets {
+                Some(t) if t.build_was_broken => Targets::from_baseline(&results, &named),
+                Some(t) => t.clone(),
+                None => Targets::from_baseline(&results, &named),
+            };
+            self.ctx.targets = Some(targets);
+        }
+        let Some(targets) = &self.ctx.targets else {
+            return Step::ok(Outcome::GiveUp, "no targets");
+        };
+        let judgement = targets.judge(&results);
+        let candidates_left = self.candidates_left();
+        let d = self.ctx.ledger.converge(
+            baseline,
+            judgement.clone(),
+            &self.ctx.limits,
+            candidates_left,
+        );
+        if baseline && d.verdict.is_some() {
+            self.ctx.baseline_done = true;
+        }
+        if let (false, Some(verdict)) = (baseline, d.verdict) {
+            self.close_iteration(verdict, &d.decision.reason, None, Some(judgement));
+        }
+        Step::ok(d.decision.outcome, d.decision.reason)
+    }
+
+    pub(super) fn recover(&mut self) -> Step {
+        let failure = self.ctx.ledger.failure.clone();
+        let patching = self.patching();
+        // A baseline that does not build makes the build itself the thing to fix.
+        if let Some(f) = &failure {
+            if patching && !self.ctx.baseline_done && f.class == ErrorClass::BuildFailure {
+                self.ctx.baseline_done = true;
+                self.ctx.targets = Some(Targets::broken_build(&self.profile.goal.fail_to_pass));
+            }
+        }
+        let candidates_left = self.candidates_left();
+        let d = self
+            .ctx
+            .ledger
+            .recover(&self.budgets, patching, candidates_left);
+        if let Some(f) = failure {
+            let verdict = match f.class {
+                ErrorClass::PatchApplyFailure => Some(IterationVerdict::DidNotApply),
+                ErrorClass::BuildFailure => Some(IterationVerdict::BrokeBuild),
+                ErrorClass::PolicyViolation => Some(IterationVerdict::PolicyDenied),
+                _ => None,
+            };
+            if let (true, Some(verdict)) = (self.ctx.candidate.is_some(), verdict) {
+                self.close_iteration(verdict, &f.message, Some(f.class), None);
+            }
+        }
+        Step::ok(d.outcome, d.reason)
+    }
+
+    /// Records how the current iteration ended and forgets its candidate.
+    pub(super) fn close_iteration(
+        &mut self,
+        verdict: IterationVerdict,
+        reason: &str,
+        error_class: Option<ErrorClass>,
+        judgement: Option<convergence::Judgement>,
+    ) {
+        let Some((origin, patch)) = self.ctx.candidate.clone() else {
+            return;
+        };
+        if verdict != IterationVerdict::Fixed {
+            self.ctx.candidate = None;
+        }
+        self.ctx.history.push(IterationRecord {
+            iteration: self.ctx.ledger.iteration,
+            origin,
+            patch,
+            verdict,
+            reason: reason.to_string(),
+            error_class,
+            judgement,
+        });
+    }
+
+    /// `iter-NNN/` for the current iteration.
+    pub(super) fn iteration_dir(&self) -> Result<PathBuf, Step> {
+        self.run_dir
+            .iteration(self.ctx.ledger.iteration)
+            .map_err(|e| Step::error(ErrorClass::ArtifactMissing, format!("run directory: {e}")))
+    }
+
+    /// `console.log` for attempt 1, `console-2.log` for attempt 2, ...
+    fn attempt_file(&self, attempt: u32, stem: &str, ext: &str) -> Result<PathBuf, Step> {
+        let dir = self.iteration_dir()?;
+        Ok(if attempt <= 1 {
+            dir.join(format!("{stem}.{ext}"))
+        } else {
+            dir.join(format!("{stem}-{attempt}.{ext}"))
+        })
+    }
+}
+
+/// Each case as passed or not; IGNORE counts as passing (it neither fixes nor breaks anything).
+fn passing(results: &TestResults) -> Vec<(String, bool)> {
+    results
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.name.clone(),
+                matches!(c.status, CaseStatus::Pass | CaseStatus::Ignore),
+            )
+        })
+        .collect()
+}
+
+fn attempt_verdict(v: Verdict) -> AttemptVerdict {
+    match v {
+        Verdict::Pass => AttemptVerdict::Pass,
+        Verdict::Fail | Verdict::Flaky => AttemptVerdict::Fail,
+        Verdict::Inconclusive => AttemptVerdict::Inconclusive,
+        Verdict::EnvError => AttemptVerdict::EnvError,
+    }
+}
+
+/// Makes a source path from the ELF's debug info relative to the work tree, as people read it.
+fn relative_to(root: &Path, file: &mut Option<String>) {
+    if let Some(f) = file {
+        if let Ok(rel) = Path::new(f.as_str()).strip_prefix(root) {
+            *f = rel.display().to_string();
+        }
+    }
+}
+
+/// A DUT error as a step: the environment failed, never the firmware. A failed flash is its own
+/// class, so it is retried as a flash and reported as FLASH_FAILURE.
+fn dut_error(e: &DutError) -> Step {
+    let class = match e {
+        DutError::Flash { .. } => ErrorClass::FlashFailure,
+        _ => ErrorClass::TestEnvFailure,
+    };
+    Step::error(class, e.to_string())
+}
+
+fn count(results: &TestResults, status: CaseStatus) -> usize {
+    results.cases.iter().filter(|c| c.status == status).count()
+}

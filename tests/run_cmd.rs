@@ -1,0 +1,551 @@
+//! `fwfix run` end to end: the fix loop on the fixture firmware in real git repositories, real
+//! builds and real QEMU, driven by the `queue` strategy so every run is deterministic.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+const MPS2: &str = "qemu-mps2-an385";
+
+/// A patch queue made of some of the fixture's candidate patches (copied, so tests can add more).
+fn queue(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(
+            fixture_dir().join("patches").join(name),
+            dir.path().join(name),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "run",
+        "--json",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--board",
+        MPS2,
+        "--profile",
+        "crc",
+        "--strategy",
+        "queue",
+        "--patches",
+        patches.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    fwfix(&args, repo.path())
+}
+
+/// The owner's work in progress: a modified tracked file, a staged change that was modified
+/// again, and an untracked file — none of them in files the candidates touch.
+fn make_owner_work(repo: &FixtureRepo) {
+    repo.write("README.md", "my local notes about this firmware\n");
+    repo.write(
+        "src/ringbuf.c",
+        &(std::fs::read_to_string(repo.path().join("src/ringbuf.c")).unwrap() + "/* staged */\n"),
+    );
+    repo.git(&["add", "src/ringbuf.c"]);
+    repo.write(
+        "src/ringbuf.c",
+        &(std::fs::read_to_string(repo.path().join("src/ringbuf.c")).unwrap()
+            + "/* then edited */\n"),
+    );
+    repo.write("notes/todo.txt", "untracked idea\n");
+}
+
+/// Everything about the owner's tree that must survive a run, byte for byte.
+fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
+    let mut state = BTreeMap::new();
+    for f in ["README.md", "src/ringbuf.c", "notes/todo.txt", "src/crc.c"] {
+        state.insert(
+            f.to_string(),
+            std::fs::read_to_string(repo.path().join(f)).unwrap_or_default(),
+        );
+    }
+    state.insert(
+        "status".into(),
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+    );
+    state.insert("staged".into(), repo.git(&["diff", "--cached"]));
+    state.insert("unstaged".into(), repo.git(&["diff"]));
+    state.insert("head".into(), repo.git(&["rev-parse", "HEAD"]));
+    state.insert("branch".into(), repo.git(&["symbolic-ref", "HEAD"]));
+    state
+}
+
+fn trace(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn queue_of_four_converges_at_iteration_4_with_each_failure_classified() {
+    let repo = FixtureRepo::new();
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let q = queue(&[
+        "01-does-not-apply.diff",
+        "02-breaks-build.diff",
+        "03-regresses-crc32.diff",
+        "04-fixes-crc16.diff",
+    ]);
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["command"], "run");
+    assert_eq!(report["iterations"], 4);
+    assert_eq!(
+        report["fixed"],
+        serde_json::json!(["test_crc16_known_vector"])
+    );
+    let branch = report["branch"].as_str().unwrap().to_string();
+    assert!(branch.starts_with("fwfix/"));
+    assert!(Path::new(report["patch"].as_str().unwrap()).is_file());
+
+    // Each failed candidate is classified in the trace, in its own iteration.
+    let lines = trace(&dir);
+    let class_in = |iteration: u64| -> Vec<String> {
+        lines
+            .iter()
+            .filter(|l| l["iteration"] == iteration && l["to"] == "ERROR_RECOVERY")
+            .map(|l| l["error_class"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(class_in(1), ["PATCH_APPLY_FAILURE"]);
+    assert_eq!(class_in(2), ["BUILD_FAILURE"]);
+    assert!(lines.iter().any(|l| l["iteration"] == 3
+        && l["to"] == "CODE_ANALYSIS"
+        && l["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("regression: test_crc32")));
+    assert_eq!(lines.last().unwrap()["to"], "SUCCESS");
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+
+    // The fix is on its branch, parented on the HEAD the run started from; the owner's tree
+    // ends exactly as it started.
+    let parent = repo.git(&["rev-parse", &format!("{branch}^")]);
+    assert_eq!(parent, before["head"]);
+    let fixed_crc = repo.git(&["show", &format!("{branch}:src/crc.c")]);
+    assert_ne!(fixed_crc, before["src/crc.c"]);
+    let message = repo.git(&["log", "-1", "--format=%B", &branch]);
+    assert!(
+        message.contains("test_crc16_known_vector")
+            && message.contains(report["run_id"].as_str().unwrap()),
+        "{message}"
+    );
+    assert_eq!(owner_state(&repo), before);
+}
+
+#[test]
+fn a_passing_baseline_is_success_with_nothing_to_fix() {
+    let repo = FixtureRepo::new();
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "ringbuf",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["iterations"], 0);
+    assert!(report["branch"].is_null() && report["patch"].is_null());
+    assert!(report["message"]
+        .as_str()
+        .unwrap()
+        .contains("nothing to fix"));
+}
+
+#[test]
+fn unsafe_patches_are_refused_with_nothing_touched() {
+    let repo = FixtureRepo::new();
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let q = tempfile::tempdir().unwrap();
+    let evil = [
+        ("01-dotdot.diff", "../outside.txt"),
+        ("02-git.diff", ".git/hooks/pre-commit"),
+        ("03-absolute.diff", "/tmp/fwfix-absolute-target"),
+    ];
+    for (name, target) in evil {
+        let (a, b) = if target.starts_with('/') {
+            (target.to_string(), target.to_string())
+        } else {
+            (format!("a/{target}"), format!("b/{target}"))
+        };
+        std::fs::write(
+            q.path().join(name),
+            format!("--- {a}\n+++ {b}\n@@ -0,0 +1 @@\n+owned\n")
+                .replace(&format!("--- {a}"), "--- /dev/null"),
+        )
+        .unwrap();
+    }
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let lines = trace(&run_dir(&out));
+    let refused: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["to"] == "ERROR_RECOVERY")
+        .collect();
+    assert_eq!(refused.len(), 3, "{lines:#?}");
+    for l in refused {
+        assert_eq!(l["from"], "PATCH_REVIEW", "{l}");
+        assert_eq!(l["error_class"], "POLICY_VIOLATION", "{l}");
+    }
+    assert!(!repo.path().join("../outside.txt").exists());
+    assert!(!Path::new("/tmp/fwfix-absolute-target").exists());
+    assert!(!repo.path().join(".git/hooks/pre-commit").exists());
+    assert_eq!(owner_state(&repo), before);
+}
+
+/// A profile whose build is slow only when the candidate asks for it, so a signal can be sent
+/// while a patched build runs.
+fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
+    repo.write(
+        "profiles/crc-slow.toml",
+        r#"name = "crc-slow"
+[build]
+command = "make BOARD={machine} build/{machine}/test_crc.elf && if grep -q SLOW_BUILD src/crc.c; then sleep 60 & echo $! >> sleepers.pid; wait; fi"
+artifact = "build/{machine}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+    );
+    repo.git(&["add", "profiles/crc-slow.toml"]);
+    repo.git(&["commit", "-q", "-m", "slow profile"]);
+    let fix = std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap();
+    // The same fix, plus a marker comment the slow profile looks for.
+    let slow = fix.replace(
+        "\n+    uint16_t crc = 0xFFFFu;",
+        "\n+    /* SLOW_BUILD */\n+    uint16_t crc = 0xFFFFu;",
+    );
+    let slow = fix_hunk_counts(&slow);
+    let q = repo.path().join("../slow-queue");
+    std::fs::create_dir_all(&q).unwrap();
+    std::fs::write(q.join("01-slow-fix.diff"), slow).unwrap();
+    q
+}
+
+/// Recomputes the `+` line count of a single-hunk diff after a line was added.
+fn fix_hunk_counts(diff: &str) -> String {
+    let mut out = String::new();
+    for line in diff.lines() {
+        if let Some(rest) = line.strip_prefix("@@ -") {
+            let (old, rest) = rest.split_once(" +").unwrap();
+            let (new, tail) = rest.split_once(" @@").unwrap();
+            let (start, count) = new.split_once(',').unwrap();
+            let count: u32 = count.parse().unwrap();
+            out.push_str(&format!("@@ -{old} +{start},{} @@{tail}\n", count + 1));
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn spawn_fwfix(args: &[&str], cwd: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(args)
+        .current_dir(cwd)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let mut child = spawn_fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "crc-slow",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // Wait until the patched build is running (its sleeper has written its pid).
+    let sleepers = repo.path().join("sleepers.pid");
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push(line.clone());
+        if line.contains("\"event\":\"transition\"")
+            && line.contains("\"to\":\"BUILD_RUN\"")
+            && line.contains("\"iteration\":1")
+        {
+            break;
+        }
+    }
+    for _ in 0..200 {
+        if sleepers.is_file() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        sleepers.is_file(),
+        "the patched build never started: {seen:#?}"
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
+    let last: Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(last["status"], "ABORTED");
+    // The sleeper's pid file is the build's own output: untracked, created after the snapshot,
+    // so rollback removes it like any file the run created.
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
+    assert!(!repo.path().join("sleepers.pid").exists());
+}
+
+#[test]
+fn killed_at_any_state_then_resumed_finishes_with_the_tree_restored() {
+    // Iteration 1's candidate does not apply, iteration 2's is the fix: between them the run
+    // passes through every working state, and SUCCESS before it is finalised.
+    let states = [
+        "INIT",
+        "BUILD_SETUP@0",
+        "BUILD_RUN@0",
+        "CONVERGENCE_CHECK@0",
+        "CODE_ANALYSIS@0",
+        "PATCH_GENERATION@1",
+        "PATCH_REVIEW@1",
+        "PATCH_APPLY@1",
+        "ERROR_RECOVERY@1",
+        "CODE_ANALYSIS@1",
+        "BUILD_SETUP@2",
+        "BUILD_RUN@2",
+        "TEST_SETUP@2",
+        "TEST_RUN@2",
+        "RESULT_COLLECTION@2",
+        "RESULT_ANALYSIS@2",
+        "CONVERGENCE_CHECK@2",
+        "SUCCESS",
+    ];
+    std::thread::scope(|scope| {
+        for state in states {
+            scope.spawn(move || kill_then_resume(state));
+        }
+    });
+}
+
+fn kill_then_resume(kill_at: &str) {
+    let repo = FixtureRepo::new();
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let q = queue(&["01-does-not-apply.diff", "04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &["--test-kill-at", kill_at]);
+    assert_eq!(
+        out.status.code(),
+        None,
+        "{kill_at}: fwfix was not killed\n{}",
+        text(&out)
+    );
+    let runs = repo.path().join(".fwfix/runs");
+    let run = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let resumed = fwfix(&["resume", "--json", run.to_str().unwrap()], repo.path());
+    assert_eq!(
+        resumed.status.code(),
+        Some(0),
+        "{kill_at}: {}",
+        text(&resumed)
+    );
+    let report = report(&run);
+    assert_eq!(report["status"], "SUCCESS", "{kill_at}");
+    assert_eq!(
+        report["fixed"],
+        serde_json::json!(["test_crc16_known_vector"]),
+        "{kill_at}"
+    );
+    assert_eq!(
+        owner_state(&repo),
+        before,
+        "{kill_at}: the tree differs after resume"
+    );
+    // The trace reads as one legal run: each step starts where the last one ended.
+    let lines = trace(&run);
+    for pair in lines.windows(2) {
+        assert_eq!(pair[0]["to"], pair[1]["from"], "{kill_at}: {pair:#?}");
+        assert_eq!(
+            pair[0]["seq"].as_u64().unwrap() + 1,
+            pair[1]["seq"].as_u64().unwrap()
+        );
+    }
+}
+
+#[test]
+fn worktree_runs_leave_the_checkout_untouched() {
+    let repo = FixtureRepo::new();
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &["--worktree"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "SUCCESS");
+    // Nothing was built in the owner's checkout.
+    assert!(!repo.path().join("build").exists());
+    assert_eq!(owner_state(&repo), before);
+    let branch = report["branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{branch}^")]),
+        before["head"]
+    );
+    // The worktree is gone and git no longer lists it.
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+}
+
+#[test]
+fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
+    let repo = FixtureRepo::new();
+    let q = queue(&["03-regresses-crc32.diff"]);
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report1 = report(&dir);
+    assert_eq!(report1["status"], "FAILURE");
+    assert!(
+        report1["message"]
+            .as_str()
+            .unwrap()
+            .contains("no more candidates"),
+        "{report1:#}"
+    );
+    // A person adds a candidate and a hint, and gives the run more iterations.
+    std::fs::copy(
+        fixture_dir().join("patches/04-fixes-crc16.diff"),
+        q.path().join("04-fixes-crc16.diff"),
+    )
+    .unwrap();
+    let again = fwfix(
+        &[
+            "resume",
+            "--json",
+            dir.to_str().unwrap(),
+            "--more-iterations",
+            "2",
+            "--hint",
+            "crc16 uses the wrong initial value",
+        ],
+        repo.path(),
+    );
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    let report2 = report(&dir);
+    assert_eq!(report2["status"], "SUCCESS");
+    assert_eq!(report2["iterations"], 2);
+    let analysis = std::fs::read_to_string(dir.join("iter-001/analysis.json")).unwrap();
+    assert!(
+        analysis.contains("crc16 uses the wrong initial value"),
+        "{analysis}"
+    );
+    // Resuming a finished run is refused.
+    let third = fwfix(&["resume", dir.to_str().unwrap()], repo.path());
+    assert_eq!(third.status.code(), Some(2), "{}", text(&third));
+}
+
+#[test]
+fn run_refuses_a_directory_that_is_not_a_git_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = fwfix(
+        &[
+            "run",
+            "--repo",
+            dir.path().to_str().unwrap(),
+            "--board",
+            MPS2,
+            "--profile",
+            "crc",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.path().to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!dir.path().join(".fwfix").exists());
+}
+
+#[test]
+fn the_deadline_aborts_the_run_with_exit_3_and_the_tree_restored() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "crc-slow",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.to_str().unwrap(),
+            "--deadline",
+            "4s",
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "ABORTED");
+    assert!(
+        report["message"].as_str().unwrap().contains("deadline"),
+        "{report:#}"
+    );
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
+}
