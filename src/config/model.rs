@@ -305,6 +305,59 @@ pub struct PolicySpec {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub max_changed_lines: u32,
+    /// Default 5.
+    pub max_changed_files: u32,
+    /// Built-in deny families the profile lifts explicitly, e.g. `allow_builtin = ["tests"]`.
+    pub allow_builtin: Vec<BuiltinDeny>,
+}
+
+/// A family of paths a patch may not touch unless the profile lifts it by name in
+/// `[policy] allow_builtin`. The globs of each family are the policy's (`policy::rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BuiltinDeny {
+    /// Test sources and the test harness.
+    Tests,
+    /// Linker scripts.
+    Linker,
+    /// Startup code and vector tables.
+    Startup,
+    /// Vendored and third-party code.
+    Vendor,
+    /// Build-system files.
+    Build,
+    /// Anything under `.git`.
+    Git,
+    /// CI configuration.
+    Ci,
+}
+
+impl BuiltinDeny {
+    pub const ALL: [BuiltinDeny; 7] = [
+        BuiltinDeny::Tests,
+        BuiltinDeny::Linker,
+        BuiltinDeny::Startup,
+        BuiltinDeny::Vendor,
+        BuiltinDeny::Build,
+        BuiltinDeny::Git,
+        BuiltinDeny::Ci,
+    ];
+
+    /// The name a profile uses in `allow_builtin`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinDeny::Tests => "tests",
+            BuiltinDeny::Linker => "linker",
+            BuiltinDeny::Startup => "startup",
+            BuiltinDeny::Vendor => "vendor",
+            BuiltinDeny::Build => "build",
+            BuiltinDeny::Git => "git",
+            BuiltinDeny::Ci => "ci",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<BuiltinDeny> {
+        BuiltinDeny::ALL.into_iter().find(|f| f.name() == name)
+    }
 }
 
 /// `[strategy.*]`: settings for the patch strategies that need them.

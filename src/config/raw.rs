@@ -182,6 +182,8 @@ pub struct RawPolicy {
     pub allow: Option<StrList>,
     pub deny: Option<StrList>,
     pub max_changed_lines: Option<Spanned<u32>>,
+    pub max_changed_files: Option<Spanned<u32>>,
+    pub allow_builtin: Option<StrList>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -278,7 +280,13 @@ const BUILD: &[(&str, Node)] = &[
 const TEST: &[(&str, Node)] = &[("harness", V), ("timeout_s", V)];
 const GOAL: &[(&str, Node)] = &[("fail_to_pass", V), ("confirm_runs", V)];
 const LOOP: &[(&str, Node)] = &[("max_iterations", V), ("no_progress_limit", V)];
-const POLICY: &[(&str, Node)] = &[("allow", V), ("deny", V), ("max_changed_lines", V)];
+const POLICY: &[(&str, Node)] = &[
+    ("allow", V),
+    ("deny", V),
+    ("max_changed_lines", V),
+    ("max_changed_files", V),
+    ("allow_builtin", V),
+];
 const LLM: &[(&str, Node)] = &[
     ("base_url", V),
     ("model", V),

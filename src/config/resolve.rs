@@ -4,10 +4,10 @@
 
 use super::error::{ConfigError, KeyPath};
 use super::model::{
-    Board, BoardBackend, BuildSpec, CommandStrategySpec, ConsoleSpec, FlashSpec, GdbSpec, GoalSpec,
-    HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, PolicySpec, PowerSpec,
-    ProbeSpec, Profile, QemuSpec, SerialPort, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
-    FLASH_PLACEHOLDERS,
+    Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
+    GdbSpec, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec,
+    PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, SerialPort, StrategySpec, TestSpec,
+    BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
 };
 use super::model::{FlowControl, Parity, SerialLine, SerialReset};
 use super::names;
@@ -41,6 +41,7 @@ const DEFAULT_MAX_ITERATIONS: u32 = 10;
 const DEFAULT_NO_PROGRESS_LIMIT: u32 = 3;
 const DEFAULT_ALLOW: &[&str] = &["src/**"];
 const DEFAULT_MAX_CHANGED_LINES: u32 = 60;
+const DEFAULT_MAX_CHANGED_FILES: u32 = 5;
 pub(super) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) const DEFAULT_LLM_CANDIDATES: u32 = 1;
 pub(super) const DEFAULT_LLM_MAX_RETRIES: u32 = 3;
@@ -1000,7 +1001,41 @@ impl Checker<'_> {
                 1,
                 DEFAULT_MAX_CHANGED_LINES,
             )?,
+            max_changed_files: self.at_least(
+                p.and_then(|p| p.max_changed_files.as_ref()),
+                &table.child("max_changed_files"),
+                1,
+                DEFAULT_MAX_CHANGED_FILES,
+            )?,
+            allow_builtin: match p.and_then(|p| p.allow_builtin.as_ref()) {
+                None => Vec::new(),
+                Some(list) => self.builtin_denies(list, &table.child("allow_builtin"))?,
+            },
         })
+    }
+
+    fn builtin_denies(
+        &self,
+        list: &StrList,
+        key: &KeyPath,
+    ) -> Result<Vec<BuiltinDeny>, ConfigError> {
+        let names: Vec<&str> = BuiltinDeny::ALL.iter().map(|f| f.name()).collect();
+        list.get_ref()
+            .iter()
+            .map(|item| {
+                BuiltinDeny::from_name(item.get_ref()).ok_or_else(|| {
+                    self.invalid(
+                        item.span(),
+                        key,
+                        format!(
+                            "`{}` is not a built-in deny (expected one of: {})",
+                            item.get_ref(),
+                            names.join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Globs matched against repository-relative paths: they must compile, and a leading `/`

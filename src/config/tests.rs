@@ -426,6 +426,8 @@ no_progress_limit = 2
 allow = ["src/**", "lib/crc/*.c"]
 deny = ["src/startup.c"]
 max_changed_lines = 20
+max_changed_files = 2
+allow_builtin = ["tests", "linker"]
 [strategy.llm]
 base_url = "http://127.0.0.1:11434/v1"
 model = "qwen2.5-coder"
@@ -475,6 +477,8 @@ timeout = 0
             allow: vec!["src/**".into(), "lib/crc/*.c".into()],
             deny: vec!["src/startup.c".into()],
             max_changed_lines: 20,
+            max_changed_files: 2,
+            allow_builtin: vec![BuiltinDeny::Tests, BuiltinDeny::Linker],
         }
     );
     assert_eq!(
@@ -558,6 +562,8 @@ fn profile_defaults() {
                 allow: vec!["src/**".into()],
                 deny: vec![],
                 max_changed_lines: 60,
+                max_changed_files: 5,
+                allow_builtin: vec![],
             },
             strategy: StrategySpec::default(),
             timeouts: BTreeMap::new(),
@@ -1329,6 +1335,23 @@ fn policy_globs_must_compile_and_be_relative() {
         21,
         "must be at least 1",
     );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[policy]\nmax_changed_files = 0\n"
+        )),
+        9,
+        21,
+        "must be at least 1",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[policy]\nallow_builtin = [\"tests\", \"startups\"]\n"
+        )),
+        9,
+        27,
+        "invalid value for `allow_builtin` in [policy]: `startups` is not a built-in deny \
+         (expected one of: tests, linker, startup, vendor, build, git, ci)",
+    );
 }
 
 #[test]
@@ -1435,7 +1458,7 @@ build = {{ command = "c", cwd = ".", artifact = "a", timeout_s = 1 }}
 test = {{ harness = "unity", timeout_s = 1 }}
 goal = {{ fail_to_pass = [], confirm_runs = 1 }}
 loop = {{ max_iterations = 1, no_progress_limit = 1 }}
-policy = {{ allow = [], deny = [], max_changed_lines = 1 }}
+policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1, allow_builtin = [] }}
 strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, candidates = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1 }}
 [timeouts]

@@ -10,6 +10,7 @@ use crate::events::{Event, EventSink, Level};
 use crate::machine::ledger::{Ledger, Limits};
 use crate::machine::recovery::Budgets;
 use crate::machine::{self, ErrorClass, Outcome, State};
+use crate::policy::ApproveMode;
 use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
@@ -48,6 +49,8 @@ pub struct RunOptions {
     pub worktree: bool,
     /// Stop the whole run (ABORTED) after this long.
     pub deadline: Option<Duration>,
+    /// When a person must approve a candidate before it is applied.
+    pub approve: ApproveMode,
     /// Test hook: SIGKILL this process right after entering the named state.
     pub kill_at: Option<KillAt>,
 }
@@ -70,6 +73,7 @@ pub struct ResumeOptions {
     /// A person's hint, added to the evidence.
     pub hint: Option<String>,
     pub deadline: Option<Duration>,
+    pub approve: ApproveMode,
     pub kill_at: Option<KillAt>,
 }
 
@@ -141,6 +145,7 @@ pub async fn run(
     };
     let mut job = Job::start(Command::Run, request, opts.max_iterations, events, cancel)?;
     job.kill_at = opts.kill_at;
+    job.approve = opts.approve;
     job.arm_deadline(opts.deadline);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
         .await
@@ -202,6 +207,7 @@ pub async fn resume(
         .unwrap_or_default();
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
     job.kill_at = opts.kill_at;
+    job.approve = opts.approve;
     job.arm_deadline(opts.deadline);
     job.reconcile()?;
     match restart {
@@ -280,6 +286,8 @@ pub(super) struct Job<'a> {
     pub symbolizer: Option<Symbolizer>,
     pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
+    /// When PATCH_REVIEW asks a person.
+    pub approve: ApproveMode,
     deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -455,6 +463,7 @@ impl<'a> Job<'a> {
             symbolizer: None,
             last_capture: None,
             kill_at: None,
+            approve: ApproveMode::Never,
             deadline_hit: Default::default(),
         })
     }
@@ -586,7 +595,7 @@ impl<'a> Job<'a> {
             State::Init => self.init().await,
             State::CodeAnalysis => self.code_analysis(),
             State::PatchGeneration => self.patch_generation().await,
-            State::PatchReview => self.patch_review(),
+            State::PatchReview => self.patch_review().await,
             State::PatchApply => self.patch_apply(),
             State::BuildSetup => self.build_setup(),
             State::BuildRun => self.build_run().await,

@@ -17,7 +17,7 @@ mod error;
 mod exclude;
 mod files;
 mod hunks;
-mod patch;
+pub(crate) mod patch;
 mod paths;
 mod snapshot;
 mod worktree;
