@@ -147,6 +147,7 @@ impl AttemptSummary {
                 code: None,
             } => "runner died".to_string(),
             RunEnd::Cancelled => "cancelled".to_string(),
+            RunEnd::PortLost => "console port lost".to_string(),
         }
     }
 
@@ -158,7 +159,8 @@ impl AttemptSummary {
             | RunEnd::Crashed
             | RunEnd::Timeout
             | RunEnd::RunnerDied { .. }
-            | RunEnd::Cancelled => None,
+            | RunEnd::Cancelled
+            | RunEnd::PortLost => None,
         }
     }
 }
@@ -544,6 +546,10 @@ mod tests {
         );
         assert_eq!(AttemptSummary::end_text(&RunEnd::Crashed), "crash");
         assert_eq!(AttemptSummary::end_text(&RunEnd::Timeout), "timeout");
+        assert_eq!(
+            AttemptSummary::end_text(&RunEnd::PortLost),
+            "console port lost"
+        );
         assert_eq!(
             AttemptSummary::end_text(&RunEnd::RunnerDied {
                 signal: Some(9),
