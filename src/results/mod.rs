@@ -9,9 +9,11 @@
 //!
 //! Harnesses: [`unity`], [`ztest`] (Zephyr, as Twister reads it) and [`regex_harness`]
 //! (patterns from the profile, like Twister's console harness). What they share lives in
-//! `lines` (cleaning a console line) and `attribution` (which test a crash or hang belongs to).
+//! `lines` (cleaning a console line), `attribution` (which test a crash or hang belongs to) and
+//! `common` (the notes and verdict steps of the counting harnesses).
 
 mod attribution;
+mod common;
 pub mod crash_dump;
 mod lines;
 pub mod model;

@@ -23,6 +23,7 @@
 //! Pure: it reads UART text only, and must not touch files, the clock or the DUT.
 
 use super::attribution::{self, Stop};
+use super::common;
 use super::crash_dump;
 use super::lines::{clean, is_nonce};
 use super::{CaseStatus, HarnessParser, ParseContext, TestCase, TestResults, Verdict};
@@ -203,12 +204,7 @@ fn parse_capture(spec: &RegexSpec, capture: &Capture) -> TestResults {
         m.feed(index, line);
     }
     let mut notes = Vec::new();
-    if capture.truncated {
-        notes.push(
-            "the console capture was truncated to bound memory; console.log has the full text"
-                .to_string(),
-        );
-    }
+    common::truncation_note(capture, &mut notes);
     let dump =
         crash_dump::find(&uart).filter(|dump| m.last_required.is_none_or(|last| last < dump.first));
     if let Some(dump) = &dump {

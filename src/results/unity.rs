@@ -28,6 +28,7 @@
 use std::collections::HashSet;
 
 use super::attribution::{self, Stop};
+use super::common::{self, Tally};
 use super::crash_dump;
 use super::lines::{clean, is_nonce};
 use super::{CaseStatus, HarnessParser, ParseContext, Summary, TestCase, TestResults, Verdict};
@@ -282,24 +283,11 @@ fn scan(uart: &[&str]) -> Scan {
     scan
 }
 
-fn names(cases: &[&TestCase]) -> String {
-    cases
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
     let uart: Vec<&str> = capture.uart_lines().collect();
     let scan = scan(&uart);
     let mut notes = Vec::new();
-    if capture.truncated {
-        notes.push(
-            "the console capture was truncated to bound memory; console.log has the full text"
-                .to_string(),
-        );
-    }
+    common::truncation_note(capture, &mut notes);
     let dump = crash_dump::find(&uart)
         .filter(|dump| scan.last_unity_line.is_none_or(|last| last < dump.first));
     if let Some(dump) = &dump {
@@ -356,38 +344,12 @@ fn decide(
     summary: Option<Summary>,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let with = |status| {
-        cases
-            .iter()
-            .filter(|c| c.status == status)
-            .collect::<Vec<_>>()
-    };
-    let failed = with(CaseStatus::Fail);
-    let missing = with(CaseStatus::Missing);
-    let ignored = with(CaseStatus::Ignore);
-    let failure_notes = |notes: &mut Vec<String>| {
-        if !failed.is_empty() {
-            notes.push(format!(
-                "{} of {} reported tests failed: {}",
-                failed.len(),
-                scan.reported.len(),
-                names(&failed)
-            ));
-        }
-        if !missing.is_empty() {
-            notes.push(format!(
-                "{} expected tests were never reported: {}",
-                missing.len(),
-                names(&missing)
-            ));
-        }
-    };
-
+    let tally = Tally::of(cases, scan.reported.len());
     if let Some(verdict) = attribution::environment_end(end, notes) {
         return verdict;
     }
     if stopped {
-        failure_notes(notes);
+        tally.failure_notes(notes);
         return Verdict::Fail;
     }
 
@@ -408,21 +370,7 @@ fn decide(
     }
 
     let Some(summary) = summary else {
-        notes.push(match (scan.saw_output, end) {
-            (false, RunEnd::Exited { code }) => {
-                format!("the image printed no Unity output and exited with code {code}")
-            }
-            (false, _) => "the image printed no Unity output".to_string(),
-            (true, RunEnd::Exited { code }) => {
-                format!("the image exited with code {code} before Unity printed its summary")
-            }
-            (true, _) => "the output stopped before Unity printed its summary".to_string(),
-        });
-        if !failed.is_empty() {
-            failure_notes(notes);
-            return Verdict::Fail;
-        }
-        return Verdict::Inconclusive;
+        return tally.unfinished("Unity", "its summary", scan.saw_output, end, notes);
     };
 
     let reported = scan.reported.len();
@@ -435,8 +383,8 @@ fn decide(
         }
     };
     check("tests", summary.tests, reported);
-    check("failures", summary.failures, failed.len());
-    check("ignored", summary.ignored, ignored.len());
+    check("failures", summary.failures, tally.failed.len());
+    check("ignored", summary.ignored, tally.ignored.len());
     match summary.ok {
         None => {
             notes.push("Unity printed no OK or FAIL after its summary".to_string());
@@ -473,25 +421,7 @@ fn decide(
     if !consistent {
         return Verdict::Inconclusive;
     }
-    if !failed.is_empty() || !missing.is_empty() {
-        failure_notes(notes);
-        return Verdict::Fail;
-    }
-    if reported == 0 {
-        notes.push("the run reported no tests".to_string());
-        return Verdict::Inconclusive;
-    }
-    notes.push(if ignored.is_empty() {
-        format!("all {reported} tests passed")
-    } else {
-        format!(
-            "all {} tests that ran passed ({} ignored: {})",
-            reported - ignored.len(),
-            ignored.len(),
-            names(&ignored)
-        )
-    });
-    Verdict::Pass
+    tally.finished(reported, "ignored", notes)
 }
 
 #[cfg(test)]

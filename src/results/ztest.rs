@@ -39,6 +39,7 @@
 use std::collections::HashSet;
 
 use super::attribution::{self, Stop, RUN_CASE};
+use super::common::{self, names, Tally};
 use super::crash_dump;
 use super::lines::{clean, is_nonce, strip_log_prefix};
 use super::{CaseStatus, HarnessParser, ParseContext, Summary, TestCase, TestResults, Verdict};
@@ -602,24 +603,11 @@ fn record(
     };
 }
 
-fn names(cases: &[&TestCase]) -> String {
-    cases
-        .iter()
-        .map(|c| c.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
     let uart: Vec<&str> = capture.uart_lines().collect();
     let scan = scan(&uart);
     let mut notes = Vec::new();
-    if capture.truncated {
-        notes.push(
-            "the console capture was truncated to bound memory; console.log has the full text"
-                .to_string(),
-        );
-    }
+    common::truncation_note(capture, &mut notes);
 
     let mut cases: Vec<TestCase> = scan.reported.iter().map(Reported::to_case).collect();
 
@@ -967,80 +955,21 @@ fn decide(
     cases: &[TestCase],
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let with = |status| {
-        cases
-            .iter()
-            .filter(|c| c.status == status)
-            .collect::<Vec<_>>()
-    };
-    let failed = with(CaseStatus::Fail);
-    let missing = with(CaseStatus::Missing);
-    let ignored = with(CaseStatus::Ignore);
-    let failure_notes = |notes: &mut Vec<String>| {
-        if !failed.is_empty() {
-            notes.push(format!(
-                "{} of {} reported tests failed: {}",
-                failed.len(),
-                scan.reported.len(),
-                names(&failed)
-            ));
-        }
-        if !missing.is_empty() {
-            notes.push(format!(
-                "{} expected tests were never reported: {}",
-                missing.len(),
-                names(&missing)
-            ));
-        }
-    };
-
+    let tally = Tally::of(cases, scan.reported.len());
     if let Some(verdict) = attribution::environment_end(end, notes) {
         return verdict;
     }
     if stopped {
-        failure_notes(notes);
+        tally.failure_notes(notes);
         return Verdict::Fail;
     }
     if !consistent {
         return Verdict::Inconclusive;
     }
     if scan.projects.is_empty() {
-        notes.push(match (scan.saw_output, end) {
-            (false, RunEnd::Exited { code }) => {
-                format!("the image printed no ztest output and exited with code {code}")
-            }
-            (false, _) => "the image printed no ztest output".to_string(),
-            (true, RunEnd::Exited { code }) => {
-                format!("the image exited with code {code} before ztest printed PROJECT EXECUTION")
-            }
-            (true, _) => "the output stopped before ztest printed PROJECT EXECUTION".to_string(),
-        });
-        if !failed.is_empty() {
-            failure_notes(notes);
-            return Verdict::Fail;
-        }
-        return Verdict::Inconclusive;
+        return tally.unfinished("ztest", "PROJECT EXECUTION", scan.saw_output, end, notes);
     }
-    if !failed.is_empty() || !missing.is_empty() {
-        failure_notes(notes);
-        return Verdict::Fail;
-    }
-    let reported = cases.len();
-    if scan.reported.is_empty() {
-        notes.push("the run reported no tests".to_string());
-        return Verdict::Inconclusive;
-    }
-    notes.push(if ignored.is_empty() {
-        format!("all {reported} tests passed")
-    } else {
-        format!(
-            "all {} tests that ran passed ({} skipped: {})",
-            reported - ignored.len(),
-            ignored.len(),
-            names(&ignored)
-        )
-    });
-    Verdict::Pass
+    tally.finished(cases.len(), "skipped", notes)
 }
 
 #[cfg(test)]
