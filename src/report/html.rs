@@ -7,10 +7,9 @@
 //! page's Content-Security-Policy forbids scripts and remote loads even if something slipped by.
 
 use super::model::{
-    case_status_name, crash_lines, describe_diagnostic, describe_location, file_line,
-    format_duration, plural, verdict_name, Command, Report, Status,
+    case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
+    verdict_name, Command, Report, Status,
 };
-use crate::analysis::Severity;
 use crate::results::CaseStatus;
 use std::fmt::Write;
 use std::path::{Component, Path};
@@ -271,32 +270,17 @@ fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
         "<dt>Command</dt><dd><code>{}</code></dd>",
         escape(&build.command)
     )?;
-    let result = format!(
-        "{} in {} ({}, {})",
-        if build.success { "built" } else { "failed" },
-        format_duration(build.duration_ms),
-        plural(build.count(Severity::Error), "error"),
-        plural(build.count(Severity::Warning), "warning")
-    );
+    let result = build.result_text();
     writeln!(out, "<dt>Result</dt><dd>{}</dd>", escape(&result))?;
     writeln!(out, "<dt>Log</dt><dd>{}</dd>\n</dl>", link(&build.log))?;
-    if build.diagnostics.is_empty() {
+    let (lines, more) = build.first_diagnostics(MAX_DIAGNOSTICS);
+    if lines.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = build
-        .diagnostics
-        .iter()
-        .take(MAX_DIAGNOSTICS)
-        .map(|d| escape(&describe_diagnostic(d)))
-        .collect();
+    let lines: Vec<String> = lines.iter().map(|line| escape(line)).collect();
     writeln!(out, "<pre>{}</pre>", lines.join("\n"))?;
-    if build.diagnostics.len() > MAX_DIAGNOSTICS {
-        writeln!(
-            out,
-            "<p>{} more in {}.</p>",
-            build.diagnostics.len() - MAX_DIAGNOSTICS,
-            link(&build.log)
-        )?;
+    if more > 0 {
+        writeln!(out, "<p>{more} more in {}.</p>", link(&build.log))?;
     }
     Ok(())
 }
@@ -310,16 +294,14 @@ fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
         "<h2>Attempts</h2>\n<table>\n<thead><tr><th>#</th><th>Verdict</th><th>Ended</th><th>Exit code</th><th>Duration</th><th>Passed</th><th>Failed</th><th>Console log</th></tr></thead>\n<tbody>"
     )?;
     for attempt in &report.attempts {
+        let cells: String = attempt
+            .cells()
+            .iter()
+            .map(|cell| format!("<td>{}</td>", escape(cell)))
+            .collect();
         writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            attempt.attempt,
-            verdict_name(attempt.verdict),
-            escape(&attempt.end),
-            attempt.exit_code.map(|c| c.to_string()).unwrap_or_default(),
-            format_duration(attempt.duration_ms),
-            attempt.passed,
-            attempt.failed,
+            "<tr>{cells}<td>{}</td></tr>",
             link(&attempt.console_log)
         )?;
     }
@@ -451,7 +433,7 @@ fn percent_encode(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{CrashReport, Diagnostic};
+    use crate::analysis::{CrashReport, Diagnostic, Severity};
     use crate::machine::State;
     use crate::report::{AttemptSummary, BuildSummary};
     use crate::results::{TestCase, Verdict};

@@ -15,8 +15,7 @@
 //! step (classname `fwfix`) carries the error, so CI never shows an empty green run.
 
 use super::model::{
-    crash_headline, crash_lines, describe_diagnostic, describe_location, file_line, plural,
-    verdict_name, Report,
+    crash_headline, crash_lines, describe_location, file_line, plural, verdict_name, Report,
 };
 use crate::analysis::Severity;
 use crate::results::{CaseStatus, TestCase};
@@ -53,13 +52,7 @@ pub fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeErr
             .set_type("BUILD_FAILURE")
             .set_message(format!("the build failed with {}", plural(errors, "error")));
         let mut text: Vec<String> = vec![format!("$ {}", build.command)];
-        text.extend(
-            build
-                .diagnostics
-                .iter()
-                .take(MAX_DIAGNOSTICS)
-                .map(describe_diagnostic),
-        );
+        text.extend(build.first_diagnostics(MAX_DIAGNOSTICS).0);
         text.push(format!("full log: {}", build.log));
         status.set_description(text.join("\n"));
         suite.add_test_case(fwfix_case("build", status));

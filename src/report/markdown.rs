@@ -3,10 +3,9 @@
 //! [`Report`]; no I/O and no decisions.
 
 use super::model::{
-    case_status_name, crash_lines, describe_diagnostic, describe_location, file_line,
-    format_duration, plural, verdict_name, Command, Report,
+    case_status_name, crash_lines, describe_location, file_line, format_duration, verdict_name,
+    Command, Report,
 };
-use crate::analysis::Severity;
 use crate::results::CaseStatus;
 use std::fmt::Write;
 
@@ -186,33 +185,16 @@ fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "## Build")?;
     writeln!(out)?;
     writeln!(out, "- **Command:** {}", code(&build.command))?;
-    writeln!(
-        out,
-        "- **Result:** {} in {} ({}, {})",
-        if build.success { "built" } else { "failed" },
-        format_duration(build.duration_ms),
-        plural(build.count(Severity::Error), "error"),
-        plural(build.count(Severity::Warning), "warning")
-    )?;
+    writeln!(out, "- **Result:** {}", build.result_text())?;
     writeln!(out, "- **Log:** {}", code(&build.log))?;
     writeln!(out)?;
-    if build.diagnostics.is_empty() {
+    let (lines, more) = build.first_diagnostics(MAX_DIAGNOSTICS);
+    if lines.is_empty() {
         return Ok(());
     }
-    let lines: Vec<String> = build
-        .diagnostics
-        .iter()
-        .take(MAX_DIAGNOSTICS)
-        .map(describe_diagnostic)
-        .collect();
     write_fenced(out, &lines.join("\n"))?;
-    if build.diagnostics.len() > MAX_DIAGNOSTICS {
-        writeln!(
-            out,
-            "{} more in {}.",
-            build.diagnostics.len() - MAX_DIAGNOSTICS,
-            code(&build.log)
-        )?;
+    if more > 0 {
+        writeln!(out, "{more} more in {}.", code(&build.log))?;
         writeln!(out)?;
     }
     Ok(())
@@ -230,19 +212,11 @@ fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|---|")?;
     for attempt in &report.attempts {
+        let cells = attempt.cells().map(|cell| text(&cell));
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            attempt.attempt,
-            verdict_name(attempt.verdict),
-            text(&attempt.end),
-            attempt
-                .exit_code
-                .map(|code| code.to_string())
-                .unwrap_or_default(),
-            format_duration(attempt.duration_ms),
-            attempt.passed,
-            attempt.failed,
+            "| {} | {} |",
+            cells.join(" | "),
             code(&attempt.console_log)
         )?;
     }
@@ -354,7 +328,7 @@ fn longest_backtick_run(s: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::{CrashReport, Diagnostic, Location};
+    use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
     use crate::machine::{ErrorClass, State};
     use crate::report::model::{AttemptSummary, BuildSummary, PassCount, Status};
     use crate::results::{TestCase, Verdict};

@@ -107,6 +107,28 @@ impl BuildSummary {
             .filter(|d| d.severity == severity)
             .count()
     }
+
+    /// `built in 3.2 s (0 errors, 2 warnings)`: the build's outcome in one phrase.
+    pub fn result_text(&self) -> String {
+        format!(
+            "{} in {} ({}, {})",
+            if self.success { "built" } else { "failed" },
+            format_duration(self.duration_ms),
+            plural(self.count(Severity::Error), "error"),
+            plural(self.count(Severity::Warning), "warning")
+        )
+    }
+
+    /// The first `max` diagnostics as the compiler printed them, and how many more the log has.
+    pub fn first_diagnostics(&self, max: usize) -> (Vec<String>, usize) {
+        let shown = self
+            .diagnostics
+            .iter()
+            .take(max)
+            .map(describe_diagnostic)
+            .collect();
+        (shown, self.diagnostics.len().saturating_sub(max))
+    }
 }
 
 /// One boot of the image in the last test run.
@@ -127,6 +149,23 @@ pub struct AttemptSummary {
 }
 
 impl AttemptSummary {
+    /// The attempt's facts as the reports' table shows them: number, verdict, how it ended, exit
+    /// code (empty without one), duration, passed, failed. Each renderer escapes them and adds the
+    /// console log its own way (a code span, a link).
+    pub fn cells(&self) -> [String; 7] {
+        [
+            self.attempt.to_string(),
+            verdict_name(self.verdict).to_string(),
+            self.end.clone(),
+            self.exit_code
+                .map(|code| code.to_string())
+                .unwrap_or_default(),
+            format_duration(self.duration_ms),
+            self.passed.to_string(),
+            self.failed.to_string(),
+        ]
+    }
+
     /// The short `end` text for how a capture ended.
     pub fn end_text(end: &RunEnd) -> String {
         match end {
@@ -677,6 +716,61 @@ mod tests {
         assert_eq!(
             describe_diagnostic(&diagnostic),
             "src/crc.c:12:5: error: expected ';'"
+        );
+    }
+
+    #[test]
+    fn build_and_attempt_facts_every_renderer_shows() {
+        let warning = |line| Diagnostic {
+            severity: Severity::Warning,
+            tool: "compiler".into(),
+            kind: "compile".into(),
+            file: Some("src/crc.c".into()),
+            line: Some(line),
+            column: None,
+            message: "unused variable".into(),
+            log_line: line as usize,
+        };
+        let build = BuildSummary {
+            command: "make".into(),
+            success: true,
+            duration_ms: 3_200,
+            log: "build.log".into(),
+            diagnostics: vec![warning(1), warning(2), warning(3)],
+        };
+        assert_eq!(build.result_text(), "built in 3.2 s (0 errors, 3 warnings)");
+        let (shown, more) = build.first_diagnostics(2);
+        assert_eq!(
+            shown,
+            [
+                "src/crc.c:1: warning: unused variable",
+                "src/crc.c:2: warning: unused variable"
+            ]
+        );
+        assert_eq!(more, 1);
+        assert_eq!(build.first_diagnostics(5).1, 0);
+
+        let attempt = AttemptSummary {
+            attempt: 2,
+            verdict: Verdict::Fail,
+            end: "exit 1".into(),
+            exit_code: Some(1),
+            duration_ms: 420,
+            console_log: "attempt-2/console.log".into(),
+            passed: 3,
+            failed: 1,
+        };
+        assert_eq!(
+            attempt.cells(),
+            [
+                "2",
+                verdict_name(Verdict::Fail),
+                "exit 1",
+                "1",
+                "420 ms",
+                "3",
+                "1"
+            ]
         );
     }
 }

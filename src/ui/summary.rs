@@ -5,8 +5,8 @@
 use super::{paint, truncate, ColorChoice, Paint};
 use crate::analysis::Severity;
 use crate::report::{
-    case_status_name, crash_headline, describe_diagnostic, describe_location, file_line,
-    format_duration, plural, Command, Report,
+    case_status_name, crash_headline, describe_location, file_line, format_duration, plural,
+    Command, Report,
 };
 use crate::results::CaseStatus;
 use std::fmt::Write as _;
@@ -99,16 +99,12 @@ fn write_summary(
                 Paint::Red
             };
             writeln!(out, "{}", paint(&line, tint, color))?;
-            for diagnostic in build.diagnostics.iter().take(MAX_DIAGNOSTICS) {
-                let line = truncate(&describe_diagnostic(diagnostic), width.saturating_sub(2));
-                writeln!(out, "  {line}")?;
+            let (lines, more) = build.first_diagnostics(MAX_DIAGNOSTICS);
+            for line in &lines {
+                writeln!(out, "  {}", truncate(line, width.saturating_sub(2)))?;
             }
-            if build.diagnostics.len() > MAX_DIAGNOSTICS {
-                writeln!(
-                    out,
-                    "  … and {} more",
-                    build.diagnostics.len() - MAX_DIAGNOSTICS
-                )?;
+            if more > 0 {
+                writeln!(out, "  … and {more} more")?;
             }
         }
     }
