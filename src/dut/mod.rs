@@ -5,6 +5,7 @@
 pub mod board;
 pub mod cortex_m;
 pub mod qemu;
+mod session;
 
 use crate::capture::{Capture, EndDetector};
 use crate::config::{Board, BoardBackend};

@@ -12,6 +12,7 @@ pub mod image;
 pub mod serial;
 mod session;
 
+use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
 use crate::capture::Capture;
 use crate::config::{Board, ConsoleSpec, FlashSpec, HardwareSpec, PowerSpec, SerialPort};
@@ -142,29 +143,8 @@ async fn check_gdb(program: &str) -> Result<(), DutError> {
         .stderr(Stdio::piped());
     let (child, _guard) =
         spawn_group(&mut command).map_err(|e| session::spawn_error(program, e))?;
-    let output = tokio::time::timeout(VERSION_TIMEOUT, child.wait_with_output())
-        .await
-        .map_err(|_| DutError::StartFailed {
-            program: program.to_string(),
-            message: format!(
-                "`{program} --version` did not finish within {} s",
-                VERSION_TIMEOUT.as_secs()
-            ),
-        })?
-        .map_err(|source| DutError::Io {
-            doing: format!("running `{program} --version`"),
-            source,
-        })?;
-    if !output.status.success() {
-        return Err(DutError::StartFailed {
-            program: program.to_string(),
-            message: format!(
-                "`{program} --version` failed ({}): {}",
-                output.status,
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        });
-    }
+    let invocation = format!("{program} --version");
+    probe_output(child, program, &invocation, VERSION_TIMEOUT).await?;
     Ok(())
 }
 

@@ -27,6 +27,7 @@ use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::{FlashSpec, GdbSpec, HardwareSpec, SerialReset};
+use crate::dut::session::{capture_of, create_log, log_written};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::{spawn_group, AbortOnDrop, GroupGuard};
@@ -147,33 +148,11 @@ pub(super) async fn run(
     let log_path = log.path().to_path_buf();
     let log_done = log.finish().await;
     let (end, fault, stopped_at) = result?;
-    flash_done.map_err(|source| DutError::Io {
-        doing: format!("writing {}", flash_path.display()),
-        source,
-    })?;
-    log_done.map_err(|source| DutError::Io {
-        doing: format!("writing {}", log_path.display()),
-        source,
-    })?;
-    let (lines, truncated) = store.into_lines();
-    Ok(Capture {
-        lines,
-        end,
-        fault,
-        duration_ms: launch.elapsed().as_millis() as u64,
-        truncated,
-        exit_code: image_exit,
-        stopped_at,
-    })
-}
-
-async fn create_log(path: &Path) -> Result<ConsoleLog, DutError> {
-    ConsoleLog::create(path)
-        .await
-        .map_err(|source| DutError::Io {
-            doing: format!("creating {}", path.display()),
-            source,
-        })
+    log_written(&flash_path, flash_done)?;
+    log_written(&log_path, log_done)?;
+    Ok(capture_of(
+        store, launch, end, fault, stopped_at, image_exit,
+    ))
 }
 
 /// How an attempt ended: the end, the crash snapshot, where a hung core was.

@@ -10,6 +10,7 @@ pub mod process;
 pub mod qmp;
 mod session;
 
+use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
 use crate::capture::Capture;
 use crate::config::QemuSpec;
@@ -58,29 +59,8 @@ impl QemuDut {
         let child = command
             .spawn()
             .map_err(|e| process::spawn_error(program, e))?;
-        let output = tokio::time::timeout(LIST_TIMEOUT, child.wait_with_output())
-            .await
-            .map_err(|_| DutError::StartFailed {
-                program: program.to_string(),
-                message: format!(
-                    "`{program} {option} help` did not finish within {} s",
-                    LIST_TIMEOUT.as_secs()
-                ),
-            })?
-            .map_err(|source| DutError::Io {
-                doing: format!("running `{program} {option} help`"),
-                source,
-            })?;
-        if !output.status.success() {
-            return Err(DutError::StartFailed {
-                program: program.to_string(),
-                message: format!(
-                    "`{program} {option} help` failed ({}): {}",
-                    output.status,
-                    String::from_utf8_lossy(&output.stderr).trim()
-                ),
-            });
-        }
+        let invocation = format!("{program} {option} help");
+        let output = probe_output(child, program, &invocation, LIST_TIMEOUT).await?;
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 }

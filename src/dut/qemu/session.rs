@@ -22,6 +22,7 @@ use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::QemuSpec;
 use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
+use crate::dut::session::{capture_of, create_log, finish_log};
 use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
@@ -79,12 +80,7 @@ pub(super) async fn run(
             qmp_socket.display()
         )));
     }
-    let log = ConsoleLog::create(&run.console_log)
-        .await
-        .map_err(|source| DutError::Io {
-            doing: format!("creating {}", run.console_log.display()),
-            source,
-        })?;
+    let log = create_log(&run.console_log).await?;
 
     let launch = Instant::now();
     let mut command = process::command(program);
@@ -185,21 +181,8 @@ pub(super) async fn run(
     };
 
     let Session { log, store, .. } = session;
-    let log_path = log.path().to_path_buf();
-    log.finish().await.map_err(|source| DutError::Io {
-        doing: format!("writing {}", log_path.display()),
-        source,
-    })?;
-    let (lines, truncated) = store.into_lines();
-    Ok(Capture {
-        lines,
-        end,
-        fault,
-        duration_ms: launch.elapsed().as_millis() as u64,
-        truncated,
-        exit_code,
-        stopped_at,
-    })
+    finish_log(log).await?;
+    Ok(capture_of(store, launch, end, fault, stopped_at, exit_code))
 }
 
 fn exit_info(status: &ExitStatus) -> ExitInfo {
@@ -337,7 +320,13 @@ impl Session<'_> {
 
     /// Lets QEMU run for [`EXIT_GRACE`] so a semihosting exit (and its code) can arrive.
     async fn grace(&mut self) {
-        let mut timer = pin!(sleep(EXIT_GRACE));
+        self.keep_capturing(EXIT_GRACE).await;
+    }
+
+    /// Goes on capturing for `pause`, or until QEMU exits (its output then drained) or the
+    /// attempt is cancelled.
+    async fn keep_capturing(&mut self, pause: Duration) {
+        let mut timer = pin!(sleep(pause));
         loop {
             match self.step(&mut timer).await {
                 Step::Line => {}
@@ -385,17 +374,7 @@ impl Session<'_> {
             Err(why) => {
                 self.warn(format!("could not read the crashed core over QMP: {why}"));
                 // A lockup abort is the usual reason: give QEMU a moment to print its dump.
-                let mut wait = pin!(sleep(LOCKUP_WAIT));
-                loop {
-                    match self.step(&mut wait).await {
-                        Step::Line => {}
-                        Step::Exited => {
-                            self.drain().await;
-                            break;
-                        }
-                        Step::Done(()) | Step::Cancelled => break,
-                    }
-                }
+                self.keep_capturing(LOCKUP_WAIT).await;
                 self.watcher
                     .snapshot_from_log(&format!("the monitor could not be read: {why}"))
             }
@@ -404,17 +383,7 @@ impl Session<'_> {
 
     /// QEMU announced a lockup and is aborting: wait for it and read its register dump.
     async fn await_lockup(&mut self) -> FaultSnapshot {
-        let mut wait = pin!(sleep(LOCKUP_WAIT));
-        loop {
-            match self.step(&mut wait).await {
-                Step::Line => {}
-                Step::Exited => {
-                    self.drain().await;
-                    break;
-                }
-                Step::Done(()) | Step::Cancelled => break,
-            }
-        }
+        self.keep_capturing(LOCKUP_WAIT).await;
         self.watcher
             .snapshot_from_log("QEMU aborted on the lockup; its monitor was not read")
     }

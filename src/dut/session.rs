@@ -1,0 +1,141 @@
+//! What both DUT backends (QEMU and a real board) do the same way around an attempt: create and
+//! finish console logs with errors that name the file, turn the captured lines into a
+//! [`Capture`], and run a short probe of a tool (`--version`, `-machine help`) under a time limit.
+//!
+//! It must not drive an attempt or decide how it ended: each backend's capture loop does that.
+
+use super::DutError;
+use crate::capture::log::ConsoleLog;
+use crate::capture::store::LineStore;
+use crate::capture::{Capture, FaultSnapshot, RunEnd};
+use std::path::Path;
+use std::process::Output;
+use std::time::Duration;
+use tokio::process::Child;
+use tokio::time::Instant;
+
+/// Creates a console or flash log.
+pub(crate) async fn create_log(path: &Path) -> Result<ConsoleLog, DutError> {
+    ConsoleLog::create(path)
+        .await
+        .map_err(|source| DutError::Io {
+            doing: format!("creating {}", path.display()),
+            source,
+        })
+}
+
+/// How finishing the log at `path` went, as a DUT error naming the file.
+pub(crate) fn log_written(path: &Path, done: std::io::Result<()>) -> Result<(), DutError> {
+    done.map_err(|source| DutError::Io {
+        doing: format!("writing {}", path.display()),
+        source,
+    })
+}
+
+/// Flushes a log and says which file could not be written.
+pub(crate) async fn finish_log(log: ConsoleLog) -> Result<(), DutError> {
+    let path = log.path().to_path_buf();
+    log_written(&path, log.finish().await)
+}
+
+/// The capture of an attempt launched at `launch`, from the lines it kept and how it ended.
+pub(crate) fn capture_of(
+    store: LineStore,
+    launch: Instant,
+    end: RunEnd,
+    fault: Option<FaultSnapshot>,
+    stopped_at: Option<FaultSnapshot>,
+    exit_code: Option<i32>,
+) -> Capture {
+    let (lines, truncated) = store.into_lines();
+    Capture {
+        lines,
+        end,
+        fault,
+        duration_ms: launch.elapsed().as_millis() as u64,
+        truncated,
+        exit_code,
+        stopped_at,
+    }
+}
+
+/// Waits up to `limit` for a probe `child` (spawned with piped stderr) and returns its output when
+/// it succeeded. `invocation` is the command line as a user would type it, for messages.
+pub(crate) async fn probe_output(
+    child: Child,
+    program: &str,
+    invocation: &str,
+    limit: Duration,
+) -> Result<Output, DutError> {
+    let output = tokio::time::timeout(limit, child.wait_with_output())
+        .await
+        .map_err(|_| DutError::StartFailed {
+            program: program.to_string(),
+            message: format!("`{invocation}` did not finish within {} s", limit.as_secs()),
+        })?
+        .map_err(|source| DutError::Io {
+            doing: format!("running `{invocation}`"),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(DutError::StartFailed {
+            program: program.to_string(),
+            message: format!(
+                "`{invocation}` failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        });
+    }
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Stdio;
+    use tokio::process::Command;
+
+    fn spawn(script: &str) -> Child {
+        Command::new("sh")
+            .args(["-c", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_probe_returns_its_output_or_says_why_not() {
+        let output = probe_output(spawn("echo fine"), "sh", "sh fine", Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "fine\n");
+
+        let failed = probe_output(
+            spawn("echo broken >&2; exit 3"),
+            "sh",
+            "sh broken",
+            Duration::from_secs(5),
+        )
+        .await;
+        assert!(matches!(
+            failed,
+            Err(DutError::StartFailed { ref message, .. })
+                if message.starts_with("`sh broken` failed") && message.ends_with(": broken")
+        ));
+
+        let slow = probe_output(
+            spawn("sleep 5"),
+            "sh",
+            "sh slow",
+            Duration::from_millis(100),
+        )
+        .await;
+        assert!(matches!(
+            slow,
+            Err(DutError::StartFailed { ref message, .. }) if message.contains("did not finish")
+        ));
+    }
+}
