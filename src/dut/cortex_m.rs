@@ -1,9 +1,11 @@
 //! What every Cortex-M crash looks like, whoever read it: the core registers, the EXC_RETURN
 //! values, the stacked exception frame and how to find it above a handler's own pushes, the SCB
 //! fault status registers, the exception names. Pure functions over numbers: the QEMU monitor and
-//! a gdb session each parse their own text into these types and share the frame-finding here.
+//! a gdb session each parse their own text into these types and share the frame-finding here, and
+//! the walk over a memory dump's lines once each has its own line pattern.
 
 use crate::capture::FaultSnapshot;
+use regex::Regex;
 
 /// SCB fault status registers, read in one go from CFSR: CFSR, HFSR, DFSR, MMFAR, BFAR.
 pub const SCB_CFSR: u32 = 0xE000_ED28;
@@ -250,6 +252,34 @@ pub fn apply_scb(snap: &mut FaultSnapshot, words: &[u32]) -> bool {
     snap.mmfar = (cfsr & (1 << 7) != 0).then_some(mmfar);
     snap.bfar = (cfsr & (1 << 15) != 0).then_some(bfar);
     true
+}
+
+/// The words of a memory dump, as long as their addresses run on from `start`. `line_re` matches
+/// one line of the dump with its address (hex, no `0x`) in group 1 and its words (`0x...`,
+/// whitespace separated) in group 2; lines it does not match are passed over.
+pub fn contiguous_words<'a>(
+    lines: impl IntoIterator<Item = &'a str>,
+    line_re: &Regex,
+    start: u32,
+) -> Vec<u32> {
+    let mut words = Vec::new();
+    let mut expected = u64::from(start);
+    for line in lines {
+        let Some(c) = line_re.captures(line) else {
+            continue;
+        };
+        if u64::from_str_radix(&c[1], 16).ok() != Some(expected) {
+            break;
+        }
+        for w in c[2].split_whitespace() {
+            match u32::from_str_radix(w.trim_start_matches("0x"), 16) {
+                Ok(v) => words.push(v),
+                Err(_) => return words,
+            }
+            expected += 4;
+        }
+    }
+    words
 }
 
 #[cfg(test)]

@@ -212,30 +212,13 @@ pub fn parse_registers(text: &str) -> CoreRegs {
 /// addresses run on from `start`.
 pub fn parse_memory(lines: &[&str], start: u32) -> Vec<u32> {
     static LINE: OnceLock<Option<Regex>> = OnceLock::new();
-    let mut words = Vec::new();
     let Some(line_re) = re(
         &LINE,
         r"^\s*0x([0-9a-fA-F]+)(?:\s+<[^>]*>)?:((?:\s+0x[0-9a-fA-F]+)+)\s*$",
     ) else {
-        return words;
+        return Vec::new();
     };
-    let mut expected = u64::from(start);
-    for line in lines {
-        let Some(c) = line_re.captures(line) else {
-            continue;
-        };
-        if u64::from_str_radix(&c[1], 16).ok() != Some(expected) {
-            break;
-        }
-        for w in c[2].split_whitespace() {
-            match u32::from_str_radix(w.trim_start_matches("0x"), 16) {
-                Ok(v) => words.push(v),
-                Err(_) => return words,
-            }
-            expected += 4;
-        }
-    }
-    words
+    cortex_m::contiguous_words(lines.iter().copied(), line_re, start)
 }
 
 /// What the stopped core was doing.

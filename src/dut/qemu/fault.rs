@@ -4,7 +4,7 @@
 //! QEMU session does the I/O and decides what to do with what this module finds.
 
 use crate::capture::FaultSnapshot;
-use crate::dut::cortex_m::{apply_frame, apply_scb, exception_name, locate_frame, CoreRegs};
+use crate::dut::cortex_m::{self, apply_frame, apply_scb, exception_name, locate_frame, CoreRegs};
 use regex::Regex;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
@@ -52,27 +52,10 @@ impl CoreRegs {
 /// words it shows, as long as their addresses are contiguous from `start`.
 pub fn parse_words(text: &str, start: u32) -> Vec<u32> {
     static LINE: OnceLock<Option<Regex>> = OnceLock::new();
-    let mut words = Vec::new();
     let Some(line_re) = re(&LINE, r"^\s*([0-9a-fA-F]+):((?:\s+0x[0-9a-fA-F]+)+)\s*$") else {
-        return words;
+        return Vec::new();
     };
-    let mut expected = u64::from(start);
-    for line in text.lines() {
-        let Some(c) = line_re.captures(line) else {
-            continue;
-        };
-        if u64::from_str_radix(&c[1], 16).ok() != Some(expected) {
-            break;
-        }
-        for w in c[2].split_whitespace() {
-            match u32::from_str_radix(w.trim_start_matches("0x"), 16) {
-                Ok(v) => words.push(v),
-                Err(_) => return words,
-            }
-            expected += 4;
-        }
-    }
-    words
+    cortex_m::contiguous_words(text.lines(), line_re, start)
 }
 
 /// CFSR bit of a fault name as QEMU logs it (`CFSR.IACCVIOL`, `BFSR.STKERR`, `UFSR.UNALIGNED`).
