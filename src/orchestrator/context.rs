@@ -24,7 +24,15 @@ pub const CONTEXT_FORMAT: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum StrategyChoice {
-    Queue { patches: PathBuf },
+    Queue {
+        patches: PathBuf,
+    },
+    /// Bisect between `good` and `bad` (refs as given; `fwfix run` stores the commit ids they
+    /// resolved to) and propose the culprit's revert.
+    Revert {
+        good: String,
+        bad: String,
+    },
 }
 
 /// What the run was asked to do: enough to rebuild it on resume.

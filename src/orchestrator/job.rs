@@ -15,6 +15,7 @@ use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
 use crate::strategy::queue::QueueStrategy;
+use crate::strategy::revert::RevertStrategy;
 use crate::strategy::Strategy;
 use chrono::Utc;
 use std::path::{Path, PathBuf};
@@ -71,6 +72,24 @@ pub struct ResumeOptions {
     pub kill_at: Option<KillAt>,
 }
 
+/// A `fwfix test` run that is one step of a bigger command (a bisect's probe of one commit): the
+/// tree to test, where its run directory goes, and the configuration resolved once for all steps
+/// (so every commit is built and tested the same way, whatever its own `boards/` and `profiles/`
+/// hold).
+#[derive(Debug, Clone)]
+pub(super) struct StepOptions {
+    /// The tree to build and test, e.g. a bisect worktree checked out at the commit under test.
+    pub work_dir: PathBuf,
+    /// The run directory to create (it must not exist), e.g. `<bisect run>/steps/03-1a2b3c4`.
+    pub run_dir: PathBuf,
+    /// The board and profile as the user named them, for run.json.
+    pub board_arg: String,
+    pub profile_arg: String,
+    pub board: Board,
+    pub profile: Profile,
+    pub repeat: u32,
+}
+
 /// How a command that got as far as running ended.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -112,8 +131,44 @@ pub async fn test(
         strategy: None,
         worktree: false,
     };
-    let mut job = Job::start(Command::Test, request, None, events, cancel)?;
+    let config = load_config(&request)?;
+    let mut job = Job::start(
+        Command::Test,
+        request,
+        config,
+        Placement::Runs,
+        None,
+        events,
+        cancel,
+    )?;
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
+        .await
+}
+
+/// One step of a bisect: `fwfix test` of `opts.work_dir`, recorded in `opts.run_dir`.
+pub(super) async fn test_step(
+    opts: StepOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<Finished, OrchestratorError> {
+    let request = RunRequest {
+        repo: opts.work_dir,
+        board: opts.board_arg,
+        profile: opts.profile_arg,
+        repeat: opts.repeat.max(1),
+        strategy: None,
+        worktree: false,
+    };
+    let mut job = Job::start(
+        Command::Test,
+        request,
+        (opts.board, opts.profile),
+        Placement::At(opts.run_dir),
+        None,
+        events,
+        cancel,
+    )?;
+    job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "bisect step"))
         .await
 }
 
@@ -126,20 +181,41 @@ pub async fn run(
     let repo = canonical_repo(&opts.repo)?;
     // Refuse a repository fwfix cannot protect before anything is created in it.
     Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-    match &opts.strategy {
+    let strategy = match opts.strategy {
         StrategyChoice::Queue { patches } => {
-            QueueStrategy::open(patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+            QueueStrategy::open(&patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+            StrategyChoice::Queue { patches }
         }
-    }
+        // The refs are resolved now, so a resumed run bisects the same commits.
+        StrategyChoice::Revert { good, bad } => {
+            let line = super::bisect::resolve_range(&repo, &good, &bad)?;
+            match (line.first(), line.last()) {
+                (Some(good), Some(bad)) => StrategyChoice::Revert {
+                    good: good.id.clone(),
+                    bad: bad.id.clone(),
+                },
+                _ => return Err(OrchestratorError::Usage("no commits to bisect".to_string())),
+            }
+        }
+    };
     let request = RunRequest {
         repo,
         board: opts.board,
         profile: opts.profile,
         repeat: 1,
-        strategy: Some(opts.strategy),
+        strategy: Some(strategy),
         worktree: opts.worktree,
     };
-    let mut job = Job::start(Command::Run, request, opts.max_iterations, events, cancel)?;
+    let config = load_config(&request)?;
+    let mut job = Job::start(
+        Command::Run,
+        request,
+        config,
+        Placement::Runs,
+        opts.max_iterations,
+        events,
+        cancel,
+    )?;
     job.kill_at = opts.kill_at;
     job.arm_deadline(opts.deadline);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
@@ -212,7 +288,7 @@ pub async fn resume(
     }
 }
 
-fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
+pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
     let canonical = std::fs::canonicalize(repo).map_err(|e| {
         OrchestratorError::Usage(format!(
             "repository directory {} cannot be used: {e}",
@@ -226,6 +302,14 @@ fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
         )));
     }
     Ok(canonical)
+}
+
+/// Where a job's run directory goes.
+enum Placement {
+    /// A new `<repo>/.fwfix/runs/<run-id>/`.
+    Runs,
+    /// Exactly this directory, inside another run's (a bisect step).
+    At(PathBuf),
 }
 
 /// What a handler decided, with the reason and evidence that go into the trace.
@@ -269,7 +353,7 @@ pub(super) struct Job<'a> {
     pub dut: Option<Box<dyn Dut>>,
     /// The work tree's repository (fix runs).
     pub repo: Option<Repo>,
-    pub strategy: Option<Box<dyn Strategy>>,
+    pub strategy: Option<Box<dyn Strategy + 'a>>,
     pub symbolizer: Option<Symbolizer>,
     pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
@@ -281,24 +365,38 @@ impl<'a> Job<'a> {
     fn start(
         command: Command,
         request: RunRequest,
+        (board, profile): (Board, Profile),
+        placement: Placement,
         max_iterations: Option<u32>,
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
-        let (board, profile) = load_config(&request)?;
         let started = Utc::now();
-        let run_dir =
-            RunDir::create(&request.repo, started).map_err(|source| OrchestratorError::RunDir {
-                path: request.repo.join(rundir::RUNS_DIR),
-                source,
-            })?;
-        // A repository that is not under git simply gets no exclude entry.
-        if let Err(e) = crate::repo::ensure_excluded(&request.repo, "/.fwfix/") {
-            events.emit(&Event::Message {
-                level: Level::Warning,
-                text: format!("could not add .fwfix/ to .git/info/exclude: {e}"),
-            });
-        }
+        let run_dir = match placement {
+            Placement::Runs => {
+                let run_dir = RunDir::create(&request.repo, started).map_err(|source| {
+                    OrchestratorError::RunDir {
+                        path: request.repo.join(rundir::RUNS_DIR),
+                        source,
+                    }
+                })?;
+                // A repository that is not under git simply gets no exclude entry.
+                if let Err(e) = crate::repo::ensure_excluded(&request.repo, "/.fwfix/") {
+                    events.emit(&Event::Message {
+                        level: Level::Warning,
+                        text: format!("could not add .fwfix/ to .git/info/exclude: {e}"),
+                    });
+                }
+                run_dir
+            }
+            // Inside another run's directory, which is already kept out of git.
+            Placement::At(path) => {
+                RunDir::create_at(&path).map_err(|source| OrchestratorError::RunDir {
+                    path: path.clone(),
+                    source,
+                })?
+            }
+        };
         let limits = Limits {
             max_iterations: max_iterations.unwrap_or(profile.limits.max_iterations),
             no_progress_limit: profile.limits.no_progress_limit,
@@ -420,12 +518,28 @@ impl<'a> Job<'a> {
         for (class, retries) in &profile.recovery {
             budgets.set(*class, *retries);
         }
-        let strategy: Option<Box<dyn Strategy>> = match &ctx.request.strategy {
+        let strategy: Option<Box<dyn Strategy + 'a>> = match &ctx.request.strategy {
             Some(StrategyChoice::Queue { patches }) => {
                 let mut q = QueueStrategy::open(patches)
                     .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
                 q.load(&ctx.strategy_state);
                 Some(Box::new(q))
+            }
+            Some(StrategyChoice::Revert { good, bad }) => {
+                // The bisect tests each commit as many times as a fix must pass to count.
+                let finder = super::bisect::EngineFinder {
+                    owner: ctx.request.repo.clone(),
+                    board_arg: ctx.request.board.clone(),
+                    profile_arg: ctx.request.profile.clone(),
+                    board: board.clone(),
+                    profile: profile.clone(),
+                    runs: profile.goal.confirm_runs.max(1),
+                    run_id: ctx.run_id.clone(),
+                    events,
+                };
+                let mut r = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
+                r.load(&ctx.strategy_state);
+                Some(Box::new(r))
             }
             None => None,
         };
@@ -549,6 +663,16 @@ impl<'a> Job<'a> {
             State::TestSetup => Duration::from_secs(120) + self.flash_timeout(),
             // A person may be reading the patch.
             State::PatchReview => Duration::from_secs(3600),
+            // The revert strategy bisects first: many builds and test runs, each under its
+            // own timeout.
+            State::PatchGeneration
+                if matches!(
+                    self.ctx.request.strategy,
+                    Some(StrategyChoice::Revert { .. })
+                ) =>
+            {
+                Duration::from_secs(12 * 3600)
+            }
             State::PatchGeneration => Duration::from_secs(900),
             State::Idle
             | State::Init

@@ -209,6 +209,7 @@ mod tests {
                 "build",
                 "cases",
                 "command",
+                "confidence",
                 "crash",
                 "culprit",
                 "duration_ms",
@@ -227,6 +228,7 @@ mod tests {
                 "run_id",
                 "started_at",
                 "status",
+                "steps",
                 "verdict",
                 "version",
             ]
@@ -238,6 +240,7 @@ mod tests {
             "patch",
             "branch",
             "culprit",
+            "confidence",
         ] {
             assert_eq!(value[key], Value::Null, "{key}");
         }

@@ -3,6 +3,7 @@
 //! repository's history and never applies anything itself.
 
 pub mod queue;
+pub mod revert;
 
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
