@@ -533,3 +533,105 @@ fn a_revert_that_conflicts_is_reported_and_never_forced() {
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);
 }
+
+#[test]
+fn an_environment_that_keeps_failing_is_retried_then_an_infrastructure_error() {
+    let (repo, ids) = short_history();
+    let scratch = tempfile::tempdir().unwrap();
+    let board = scratch.path().join("qemu-gone.toml");
+    std::fs::write(
+        &board,
+        "name = \"qemu-gone\"\nbackend = \"qemu\"\n[qemu]\n\
+         binary = \"fwfix-test-no-such-qemu\"\nmachine = \"mps2-an385\"\n",
+    )
+    .unwrap();
+    let out = fwfix(
+        &[
+            "bisect",
+            "--json",
+            "--board",
+            board.to_str().unwrap(),
+            "--profile",
+            "crc",
+            "--good",
+            &ids[1],
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "FAILURE");
+    assert_eq!(report["error_class"], "TEST_ENV_FAILURE");
+    assert!(report["culprit"].is_null());
+    // Tried three times, never taken for a verdict on the commit.
+    let steps = steps(&report);
+    assert_eq!(steps.len(), 3, "{steps:#?}");
+    for s in steps {
+        assert_eq!(s["verdict"], "ERROR", "{s}");
+        assert_eq!(s["commit"], ids[1].as_str());
+    }
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("could not be tested in 3 tries"),
+        "{message}"
+    );
+    assert_eq!(worktrees(&repo), 1);
+}
+
+#[test]
+fn ctrl_c_mid_step_aborts_with_exit_3_and_leaves_no_worktree() {
+    use std::io::BufRead;
+    let (repo, ids) = short_history();
+    let before = owner_state(&repo);
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("building");
+    let profile = scratch.path().join("slow.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"slow\"\n[build]\ncommand = \"touch {} && sleep 30\"\n\
+             artifact = \"build/x.elf\"\n[test]\nharness = \"unity\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args([
+            "bisect",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            profile.to_str().unwrap(),
+            "--good",
+            &ids[1],
+        ])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        if marker.is_file() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(marker.is_file(), "the first step's build never started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let lines: Vec<String> = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| l.unwrap())
+        .collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{lines:#?}");
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    assert_eq!(last["status"], "ABORTED");
+    let report = report(Path::new(last["run_dir"].as_str().unwrap()));
+    assert_eq!(report["final_state"], "ABORTED");
+    assert_eq!(worktrees(&repo), 1);
+    assert_eq!(owner_state(&repo), before);
+}

@@ -492,9 +492,9 @@ impl Engine<'_> {
                 return Err(Stop::Infrastructure(
                     class.unwrap_or(ErrorClass::Unhandled),
                     format!(
-                        "{} could not be tested, {}: {}",
+                        "{} could not be tested in {} tries: {}",
                         commit.short(),
-                        report::plural(tries as usize + 1, "try"),
+                        tries + 1,
                         self.last_reason()
                     ),
                 ));
