@@ -27,6 +27,7 @@ pub mod config;
 pub mod doctor;
 pub mod dut;
 pub mod events;
+pub mod inspect;
 pub mod machine;
 pub mod orchestrator;
 pub mod policy;

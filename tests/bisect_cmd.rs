@@ -344,16 +344,13 @@ fn finds_the_culprit_past_a_commit_that_does_not_build_and_a_flaky_test() {
     // Bounded: the ends, log2(32) probes, the skip, the verification.
     assert!(steps.len() <= 2 + 5 + 1 + 2, "{} steps", steps.len());
 
-    // Every step is a real run directory.
+    // Every step is a real run directory, which `fwfix audit` replays.
     for s in steps {
         let step_dir = dir.join(s["run_dir"].as_str().unwrap());
-        assert!(
-            step_dir.join("trace.jsonl").is_file(),
-            "{}",
-            step_dir.display()
-        );
         let step_report = common::report(&step_dir);
         assert_eq!(step_report["command"], "test");
+        let audit = fwfix(&["audit", step_dir.to_str().unwrap()], h.repo.path());
+        assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     }
     assert!(dir.join("bisect.json").is_file() && dir.join("run.json").is_file());
     // Nothing left behind, nothing of the owner's touched.

@@ -134,6 +134,8 @@ fn queue_of_four_converges_at_iteration_4_with_each_failure_classified() {
             .unwrap()
             .starts_with("regression: test_crc32")));
     assert_eq!(lines.last().unwrap()["to"], "SUCCESS");
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
 
     // The fix is on its branch, parented on the HEAD the run started from; the owner's tree
     // ends exactly as it started.

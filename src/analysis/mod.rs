@@ -1,6 +1,7 @@
 //! Log triage, compiler and linker diagnostics, and crash (fault) decoding and symbolisation.
 
 pub mod diagnostics;
+pub mod evidence;
 pub mod fault;
 pub mod symbols;
 

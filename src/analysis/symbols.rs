@@ -152,9 +152,14 @@ impl Symbolizer {
     /// Function symbols named `test_*`, by address: the order a Unity runner usually calls them
     /// in, as test files define them in the order they are run.
     pub fn test_functions(&self) -> Vec<String> {
+        self.function_names(|name| name.starts_with("test_"))
+    }
+
+    /// Every function symbol's name, by address, once each.
+    pub fn function_names(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for f in &self.functions {
-            if f.name.starts_with("test_") && !names.contains(&f.name) {
+            if keep(&f.name) && !names.contains(&f.name) {
                 names.push(f.name.clone());
             }
         }

@@ -1,9 +1,8 @@
 //! `fwfix bisect`: find the commit that made the tests fail.
 
-use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
+use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, BisectOptions};
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -36,15 +35,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         bad: args.bad,
         runs: args.runs,
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail_early(global, Exit::Infrastructure, &e.to_string()),
-    };
-    let sink = super::sink(global);
-    let cancel = CancellationToken::new();
-    let result = rt.block_on(async {
-        cancel_on_signals(cancel.clone());
-        orchestrator::bisect(opts, sink.as_ref(), cancel).await
-    });
-    finish(result, sink, global)
+    super::execute(global, |sink, cancel| {
+        Box::pin(orchestrator::bisect(opts, sink, cancel))
+    })
 }

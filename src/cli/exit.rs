@@ -1,7 +1,9 @@
 //! The exit-code table: the one place a command's outcome becomes a process exit status.
 
+use crate::inspect::InspectError;
 use crate::machine::{ErrorClass, State};
 use crate::orchestrator::{Finished, OrchestratorError};
+use crate::report::ReportError;
 use std::process::ExitCode;
 
 /// fwfix's exit statuses (DESIGN.md "Exit codes").
@@ -57,6 +59,21 @@ impl Exit {
             OrchestratorError::RunDir { .. } | OrchestratorError::Internal(_) => {
                 Exit::Infrastructure
             }
+        }
+    }
+
+    /// The exit status of a command that inspects a run (`audit`, `show`, `report`) and could not.
+    pub fn of_inspect(e: &InspectError) -> Exit {
+        match e {
+            InspectError::NotFound { .. }
+            | InspectError::Ambiguous { .. }
+            | InspectError::NotARunDir { .. }
+            | InspectError::NoRepo { .. } => Exit::Usage,
+            // The run exists but left no readable report: it did not finish as asked.
+            InspectError::NoReport { .. } | InspectError::Report(ReportError::Parse { .. }) => {
+                Exit::Failed
+            }
+            InspectError::Io { .. } | InspectError::Report(_) => Exit::Infrastructure,
         }
     }
 

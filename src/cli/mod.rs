@@ -3,12 +3,16 @@
 //! Commands turn their arguments into the library's options, call one library function, and hand
 //! the result to `ui` to render. No run logic lives here.
 
+mod audit;
 mod bisect;
 mod doctor;
 mod exit;
 mod graph;
+mod report;
 mod resume;
 mod run;
+mod runs;
+mod show;
 mod test;
 mod validate;
 
@@ -71,6 +75,14 @@ enum Command {
     Doctor(doctor::Args),
     /// Print the state machine as a Mermaid (or Graphviz) diagram.
     Graph(graph::Args),
+    /// Replay a run's trace through the state machine and check its evidence files.
+    Audit(audit::Args),
+    /// List the runs of a repository, newest first.
+    Runs(runs::Args),
+    /// Show a run's timeline: every transition with its time, reason and evidence.
+    Show(show::Args),
+    /// Render report.md, junit.xml and report.html again from a run's report.json.
+    Report(report::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -95,12 +107,16 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),
+        Command::Audit(args) => audit::run(args, &cli.global),
+        Command::Runs(args) => runs::run(args, &cli.global),
+        Command::Show(args) => show::run(args, &cli.global),
+        Command::Report(args) => report::run(args, &cli.global),
     };
     exit.into()
 }
 
 /// A multi-threaded runtime for commands that do I/O, with Ctrl+C and SIGTERM wired to `cancel`.
-pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -109,7 +125,7 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Cancels `cancel` on the first Ctrl+C or SIGTERM. Later signals are ignored on purpose: the run
 /// is already stopping its children and writing its report, and must not be cut off half-way.
-pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
         let mut term =
             match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -128,8 +144,42 @@ pub(crate) fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
+/// What a command that runs the engine returns: the future of its finished run.
+pub(crate) type RunFuture<'a> = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<
+                    crate::orchestrator::Finished,
+                    crate::orchestrator::OrchestratorError,
+                >,
+            > + 'a,
+    >,
+>;
+
+/// Runs an engine command: a runtime, the event sink, Ctrl+C and SIGTERM wired to cancellation,
+/// then the final event or summary and the exit code.
+pub(crate) fn execute(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> RunFuture<'a>,
+) -> Exit {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(e) => return fail_early(global, Exit::Infrastructure, &e.to_string()),
+    };
+    let sink = sink(global);
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let result = rt.block_on(async {
+        cancel_on_signals(cancel.clone());
+        body(sink.as_ref(), cancel).await
+    });
+    finish(result, sink, global)
+}
+
 /// The event sink for `global`: JSON lines, or the terminal display.
-pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
+fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
     if global.json {
         Box::new(crate::ui::JsonSink::stdout())
     } else {
@@ -138,7 +188,7 @@ pub(crate) fn sink(global: &GlobalArgs) -> Box<dyn crate::events::EventSink> {
 }
 
 /// Ends a command that ran (or failed to start): the final event or summary, and the exit code.
-pub(crate) fn finish(
+fn finish(
     result: Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>,
     sink: Box<dyn crate::events::EventSink>,
     global: &GlobalArgs,
@@ -188,6 +238,16 @@ pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit
     exit
 }
 
+/// Writes a command's output to stdout. A closed stdout (piped into `head`) is not an error worth
+/// reporting: the command's exit status still says how it went.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
 /// Parses `90s`, `30m`, `2h`, or plain seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
@@ -234,35 +294,6 @@ pub(crate) fn parse_kill_at(text: &str) -> Result<crate::orchestrator::KillAt, S
         state: parse_state(state)?,
         iteration,
     })
-}
-
-/// A run directory, or a run id (or unique prefix) under `<repo>/.fwfix/runs/`.
-pub(crate) fn find_run(arg: &str, repo: &std::path::Path) -> Result<std::path::PathBuf, String> {
-    let path = std::path::Path::new(arg);
-    if path.join("trace.jsonl").is_file() {
-        return Ok(path.to_path_buf());
-    }
-    let runs = repo.join(crate::rundir::RUNS_DIR);
-    let entries = std::fs::read_dir(&runs)
-        .map_err(|e| format!("no run `{arg}`: cannot read {}: {e}", runs.display()))?;
-    let matches: Vec<std::path::PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().starts_with(arg))
-        .map(|e| e.path())
-        .collect();
-    match matches.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(format!("no run `{arg}` in {}", runs.display())),
-        many => Err(format!(
-            "`{arg}` matches {} runs: {}",
-            many.len(),
-            many.iter()
-                .filter_map(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-    }
 }
 
 #[cfg(test)]

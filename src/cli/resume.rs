@@ -1,9 +1,8 @@
 //! `fwfix resume RUN`: carry on with a run that was killed, aborted, or ended in FAILURE.
 
-use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
+use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, KillAt, ResumeOptions};
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -27,9 +26,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
-    let run_dir = match super::find_run(&args.run, &args.repo) {
+    let run_dir = match crate::inspect::resolve_run(&args.run, &args.repo) {
         Ok(dir) => dir,
-        Err(message) => return super::fail_early(global, Exit::Usage, &message),
+        Err(e) => return super::fail_early(global, Exit::Usage, &e.to_string()),
     };
     let opts = ResumeOptions {
         run_dir,
@@ -38,15 +37,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         deadline: args.deadline,
         kill_at: args.test_kill_at,
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail_early(global, Exit::Infrastructure, &e.to_string()),
-    };
-    let sink = super::sink(global);
-    let cancel = CancellationToken::new();
-    let result = rt.block_on(async {
-        cancel_on_signals(cancel.clone());
-        orchestrator::resume(opts, sink.as_ref(), cancel).await
-    });
-    finish(result, sink, global)
+    super::execute(global, |sink, cancel| {
+        Box::pin(orchestrator::resume(opts, sink, cancel))
+    })
 }

@@ -1,9 +1,8 @@
 //! `fwfix run`: the fix loop.
 
-use super::{cancel_on_signals, finish, runtime, Exit, GlobalArgs};
+use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, KillAt, RunOptions, StrategyChoice};
 use std::path::PathBuf;
-use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -44,7 +43,12 @@ pub struct Args {
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum StrategyArg {
+    /// Candidate patches from a directory, in name order.
     Queue,
+    /// An OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, llama.cpp, vLLM).
+    Llm,
+    /// An external agent program from the profile's `[strategy.command]`.
+    Command,
     /// Bisect between --good and --bad, and propose the culprit's revert.
     Revert,
 }
@@ -55,12 +59,17 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         (StrategyArg::Queue, None, _) => {
             return super::fail_early(global, Exit::Usage, "--strategy queue needs --patches DIR")
         }
-        (StrategyArg::Revert, _, Some(good)) => StrategyChoice::Revert {
+        (StrategyArg::Revert, None, Some(good)) => StrategyChoice::Revert {
             good,
             bad: args.bad,
         },
-        (StrategyArg::Revert, _, None) => {
+        (StrategyArg::Revert, None, None) => {
             return super::fail_early(global, Exit::Usage, "--strategy revert needs --good REF")
+        }
+        (StrategyArg::Llm, None, _) => StrategyChoice::Llm,
+        (StrategyArg::Command, None, _) => StrategyChoice::Command,
+        (StrategyArg::Llm | StrategyArg::Command | StrategyArg::Revert, Some(_), _) => {
+            return super::fail_early(global, Exit::Usage, "--patches goes with --strategy queue")
         }
     };
     let opts = RunOptions {
@@ -73,15 +82,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         deadline: args.deadline,
         kill_at: args.test_kill_at,
     };
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(e) => return super::fail_early(global, Exit::Infrastructure, &e.to_string()),
-    };
-    let sink = super::sink(global);
-    let cancel = CancellationToken::new();
-    let result = rt.block_on(async {
-        cancel_on_signals(cancel.clone());
-        orchestrator::run(opts, sink.as_ref(), cancel).await
-    });
-    finish(result, sink, global)
+    super::execute(global, |sink, cancel| {
+        Box::pin(orchestrator::run(opts, sink, cancel))
+    })
 }

@@ -170,6 +170,13 @@ pub enum ConfigError {
         searched: Vec<PathBuf>,
         available: Vec<String>,
     },
+    /// A setting that may come from the profile or the environment, given by neither.
+    #[error("{setting} is not set: {hint}")]
+    Unset { setting: String, hint: String },
+    /// An environment variable fwfix reads holds a value it cannot use. `reason` never quotes a
+    /// secret.
+    #[error("environment variable {variable}: {reason}")]
+    Environment { variable: String, reason: String },
 }
 
 impl ConfigError {
@@ -185,7 +192,9 @@ impl ConfigError {
             | ConfigError::UnknownKind { at } => Some(at),
             ConfigError::Read { .. }
             | ConfigError::ListDir { .. }
-            | ConfigError::NotFound { .. } => None,
+            | ConfigError::NotFound { .. }
+            | ConfigError::Unset { .. }
+            | ConfigError::Environment { .. } => None,
         }
     }
 
@@ -206,7 +215,9 @@ impl ConfigError {
             | ConfigError::Syntax { .. }
             | ConfigError::Invalid { .. }
             | ConfigError::UnknownKind { .. }
-            | ConfigError::NotFound { .. } => None,
+            | ConfigError::NotFound { .. }
+            | ConfigError::Unset { .. }
+            | ConfigError::Environment { .. } => None,
         }
     }
 }

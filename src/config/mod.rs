@@ -6,10 +6,14 @@
 //! 2. `parse`: TOML syntax, then the key schema of `raw`, then serde into the `Raw*` types;
 //! 3. `resolve`: defaults, cross-field rules, ranges, paths and placeholders, into `model`.
 //!
+//! `llm` merges `[strategy.llm]` with the `FWFIX_LLM_*` environment: the one place fwfix reads
+//! the environment for configuration.
+//!
 //! This module must not run anything (no build, no QEMU, no probe): `fwfix validate` relies on
 //! loading being free of side effects.
 
 mod error;
+pub mod llm;
 mod lookup;
 pub mod model;
 mod names;
@@ -22,6 +26,7 @@ mod shipped;
 mod tests;
 
 pub use error::{ConfigError, ConfigKind, KeyPath, Location};
+pub use llm::{llm_settings, llm_settings_from_env, ApiKey, LlmSettings};
 pub use lookup::{
     list_boards, list_profiles, list_shipped_boards, list_shipped_profiles, load_board,
     load_profile, parse_board, parse_profile, resolve_board, resolve_profile, validate_file,

@@ -263,6 +263,10 @@ pub struct LlmSpec {
     pub timeout: Duration,
     /// Candidate patches asked for per iteration, default 1.
     pub candidates: u32,
+    /// Retries of one request after a connect error or HTTP 408/409/429/5xx, default 3.
+    pub max_retries: u32,
+    /// Prompt plus completion tokens one run may spend; `None` (the default) is no limit.
+    pub token_budget: Option<u64>,
 }
 
 /// `[strategy.command]`: an external agent program.

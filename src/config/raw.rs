@@ -191,6 +191,8 @@ pub struct RawLlm {
     pub temperature: Option<Spanned<f64>>,
     pub timeout_s: Option<Spanned<Seconds>>,
     pub candidates: Option<Spanned<u32>>,
+    pub max_retries: Option<Spanned<u32>>,
+    pub token_budget: Option<Spanned<u64>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -260,6 +262,8 @@ const LLM: &[(&str, Node)] = &[
     ("temperature", V),
     ("timeout_s", V),
     ("candidates", V),
+    ("max_retries", V),
+    ("token_budget", V),
 ];
 const COMMAND_STRATEGY: &[(&str, Node)] = &[("argv", V), ("timeout_s", V)];
 const STRATEGY: &[(&str, Node)] = &[

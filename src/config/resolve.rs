@@ -35,8 +35,9 @@ const DEFAULT_MAX_ITERATIONS: u32 = 10;
 const DEFAULT_NO_PROGRESS_LIMIT: u32 = 3;
 const DEFAULT_ALLOW: &[&str] = &["src/**"];
 const DEFAULT_MAX_CHANGED_LINES: u32 = 60;
-const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
-const DEFAULT_LLM_CANDIDATES: u32 = 1;
+pub(super) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const DEFAULT_LLM_CANDIDATES: u32 = 1;
+pub(super) const DEFAULT_LLM_MAX_RETRIES: u32 = 3;
 const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 const MAX_TEMPERATURE: f64 = 2.0;
 
@@ -936,6 +937,18 @@ impl Checker<'_> {
             }
         };
 
+        let token_budget = match &l.token_budget {
+            None => None,
+            Some(value) if *value.get_ref() == 0 => {
+                return Err(self.invalid(
+                    value.span(),
+                    &table.child("token_budget"),
+                    "must be at least 1 (leave it out for no limit)",
+                ));
+            }
+            Some(value) => Some(*value.get_ref()),
+        };
+
         Ok(LlmSpec {
             base_url,
             model: self.optional_non_empty(l.model.as_ref(), &table.child("model"))?,
@@ -952,6 +965,13 @@ impl Checker<'_> {
                 1,
                 DEFAULT_LLM_CANDIDATES,
             )?,
+            max_retries: self.at_least(
+                l.max_retries.as_ref(),
+                &table.child("max_retries"),
+                0,
+                DEFAULT_LLM_MAX_RETRIES,
+            )?,
+            token_budget,
         })
     }
 

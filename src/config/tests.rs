@@ -266,6 +266,8 @@ api_key_env = "OLLAMA_KEY"
 temperature = 0
 timeout_s = 90
 candidates = 3
+max_retries = 5
+token_budget = 200000
 [strategy.command]
 argv = ["my-agent", "--json"]
 [timeouts]
@@ -317,6 +319,8 @@ timeout = 0
             temperature: Some(0.0),
             timeout: Duration::from_secs(90),
             candidates: 3,
+            max_retries: 5,
+            token_budget: Some(200_000),
         })
     );
     assert_eq!(
@@ -410,6 +414,8 @@ fn llm_and_command_strategy_defaults() {
             temperature: None,
             timeout: Duration::from_secs(120),
             candidates: 1,
+            max_retries: 3,
+            token_budget: None,
         })
     );
     assert_eq!(
@@ -564,7 +570,7 @@ fn unknown_key_in_standard_table_dotted_key_and_top_level() {
         9,
         1,
         "unknown key `modle` in [strategy.llm] (expected one of: base_url, model, api_key_env, \
-         temperature, timeout_s, candidates)",
+         temperature, timeout_s, candidates, max_retries, token_budget)",
     );
     assert_error(
         profile(&format!("{MINIMAL_PROFILE}[strategy.queue]\n")),
@@ -1194,6 +1200,14 @@ fn strategy_settings_are_validated() {
     );
     assert_error(
         profile(&format!(
+            "{MINIMAL_PROFILE}[strategy.llm]\ntoken_budget = 0\n"
+        )),
+        9,
+        16,
+        "invalid value for `token_budget` in [strategy.llm]: must be at least 1",
+    );
+    assert_error(
+        profile(&format!(
             "{MINIMAL_PROFILE}[strategy.command]\ntimeout_s = 5\n"
         )),
         8,
@@ -1255,7 +1269,7 @@ test = {{ harness = "unity", timeout_s = 1 }}
 goal = {{ fail_to_pass = [], confirm_runs = 1 }}
 loop = {{ max_iterations = 1, no_progress_limit = 1 }}
 policy = {{ allow = [], deny = [], max_changed_lines = 1 }}
-strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, candidates = 1 }}
+strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, candidates = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1 }}
 [timeouts]
 {timeouts}

@@ -175,8 +175,6 @@ pub(super) struct EngineFinder<'a> {
     pub board: Board,
     pub profile: Profile,
     pub runs: u32,
-    /// The fix run's id, to name the bisect's worktree.
-    pub run_id: String,
     pub events: &'a dyn EventSink,
 }
 
@@ -200,7 +198,14 @@ impl CulpritFinder for EngineFinder<'_> {
         }
         let bisect_dir = RunDir::create_at(&dir)
             .map_err(|e| StrategyError::Failed(format!("{}: {e}", dir.display())))?;
-        let tag = format!("{}-{}", self.run_id, bisect_dir.id());
+        // `<run-id>-iter-001-bisect`: unique among the repository's worktrees.
+        let name = |p: &Path| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        let run_id = records.parent().map(name).unwrap_or_default();
+        let tag = format!("{run_id}-{}-{}", name(records), bisect_dir.id());
         let started = Utc::now();
         let mut engine = Engine {
             owner: self.owner.clone(),

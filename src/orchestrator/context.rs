@@ -33,6 +33,11 @@ pub enum StrategyChoice {
         good: String,
         bad: String,
     },
+    /// An OpenAI-compatible endpoint, configured by the profile's `[strategy.llm]` and the
+    /// FWFIX_LLM_* environment.
+    Llm,
+    /// An external agent program, from the profile's `[strategy.command]`.
+    Command,
 }
 
 /// What the run was asked to do: enough to rebuild it on resume.
@@ -117,6 +122,9 @@ pub struct RunContext {
     pub history: Vec<IterationRecord>,
     /// The current iteration's candidate: origin and diff path relative to the run directory.
     pub candidate: Option<(String, String)>,
+    /// Candidates a strategy proposed beyond the one being tried (origin, diff), tried next.
+    #[serde(default)]
+    pub pool: Vec<(String, String)>,
     pub strategy_state: serde_json::Value,
     /// Hints a person added with `fwfix resume --hint`.
     pub hints: Vec<String>,

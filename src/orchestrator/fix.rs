@@ -4,10 +4,11 @@
 
 use super::context::FixRecord;
 use super::job::{Job, Step};
+use crate::analysis::evidence;
 use crate::events::{Event, Level};
 use crate::machine::{ErrorClass, Outcome};
 use crate::rundir;
-use crate::strategy::{PatchRequest, StrategyError};
+use crate::strategy::{Candidate, PatchRequest, StrategyError};
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -69,41 +70,65 @@ impl Job<'_> {
         Ok(())
     }
 
-    /// The evidence bundle for the next candidate (analysis.json).
+    /// The evidence bundle for the next candidate (analysis.json), symbolised on the image the
+    /// last iteration built.
     fn evidence(&self) -> serde_json::Value {
         let last = self.ctx.attempts.last();
-        let failing: Vec<_> = last
-            .map(|a| {
-                a.results
-                    .cases
-                    .iter()
-                    .filter(|c| {
-                        !matches!(
-                            c.status,
-                            crate::results::CaseStatus::Pass | crate::results::CaseStatus::Ignore
-                        )
-                    })
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let cases = last.map(|a| a.results.cases.as_slice()).unwrap_or_default();
         let diagnostics = self
             .ctx
             .build
             .as_ref()
             .filter(|b| !b.summary.success)
-            .map(|b| b.summary.diagnostics.clone())
+            .map(|b| b.summary.diagnostics.as_slice())
             .unwrap_or_default();
-        json!({
-            "iteration": self.ctx.ledger.iteration + 1,
-            "targets": self.ctx.targets,
-            "failing": failing,
-            "crash": last.and_then(|a| a.crash.clone()),
-            "hang_site": last.and_then(|a| a.hang_site.clone()),
-            "diagnostics": diagnostics,
-            "history": self.ctx.history,
-            "hints": self.ctx.hints,
-        })
+        let functions = self
+            .symbolizer
+            .as_ref()
+            .map(|s| s.function_names(|_| true))
+            .unwrap_or_default();
+        let history = self
+            .ctx
+            .history
+            .iter()
+            .map(|r| evidence::Attempt {
+                iteration: r.iteration,
+                origin: r.origin.clone(),
+                outcome: format!("{:?}", r.verdict),
+                reason: r.reason.clone(),
+                diff: std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok(),
+            })
+            .collect();
+        let work_dir = self.ctx.work_dir.clone();
+        // Only the work tree's own files are read into the bundle.
+        let read = |path: &str| -> Option<String> {
+            let p = work_dir.join(path);
+            let canonical = std::fs::canonicalize(&p).ok()?;
+            canonical
+                .starts_with(&work_dir)
+                .then(|| std::fs::read_to_string(canonical).ok())
+                .flatten()
+        };
+        let bundle = evidence::build(
+            evidence::Inputs {
+                cases,
+                crash: last.and_then(|a| a.crash.as_ref()),
+                hang_site: last.and_then(|a| a.hang_site.as_ref()),
+                diagnostics,
+                functions: &functions,
+                changed_files: &[],
+                history,
+                hints: &self.ctx.hints,
+            },
+            &read,
+        );
+        let mut value = serde_json::to_value(&bundle).unwrap_or_default();
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("iteration".into(), json!(self.ctx.ledger.iteration + 1));
+            obj.insert("task".into(), json!(self.task()));
+            obj.insert("targets".into(), json!(self.ctx.targets));
+        }
+        value
     }
 
     pub(super) async fn patch_generation(&mut self) -> Step {
@@ -120,20 +145,37 @@ impl Job<'_> {
             evidence,
             work_dir: self.ctx.work_dir.clone(),
             iteration_dir: dir.clone(),
-            candidates: 1,
+            candidates: self.candidates_wanted,
         };
         let Some(strategy) = self.strategy.as_mut() else {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
         };
         let name = strategy.name();
-        let candidates = match strategy.candidates(&req, &self.cancel).await {
-            Ok(c) => c,
-            Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
-            Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+        let edits_tree = strategy.edits_tree();
+        // Candidates left over from an earlier answer are tried before asking again.
+        let candidate = if self.ctx.pool.is_empty() {
+            let mut candidates = match strategy.candidates(&req, &self.cancel).await {
+                Ok(c) => c.into_iter(),
+                Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
+                Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+            };
+            let Some(first) = candidates.next() else {
+                return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+            };
+            self.ctx.pool = candidates.map(|c| (c.origin, c.diff)).collect();
+            first
+        } else {
+            let (origin, diff) = self.ctx.pool.remove(0);
+            Candidate { origin, diff }
         };
-        let Some(candidate) = candidates.into_iter().next() else {
-            return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
-        };
+        let mut candidate = candidate;
+        if edits_tree {
+            match self.take_tree_edits() {
+                Ok(edits) if candidate.diff.trim().is_empty() => candidate.diff = edits,
+                Ok(_) => {}
+                Err(step) => return step,
+            }
+        }
         if candidate.diff.trim().is_empty() {
             return Step::error(
                 ErrorClass::ModelFailure,
@@ -156,6 +198,25 @@ impl Job<'_> {
             ),
         )
         .with_evidence(path)
+    }
+
+    /// What an agent changed in the work tree, as a diff against the base snapshot; the tree is
+    /// restored so the candidate goes through review and apply like any other.
+    fn take_tree_edits(&mut self) -> Result<String, Step> {
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Err(Step::error(ErrorClass::Unhandled, "no repository"));
+        };
+        let diff = repo.diff_since(base).map_err(|e| {
+            Step::error(
+                ErrorClass::Unhandled,
+                format!("reading the agent's edits: {e}"),
+            )
+        })?;
+        if !diff.is_empty() {
+            repo.restore(base)
+                .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
+        }
+        Ok(diff)
     }
 
     /// One line saying what the candidate must achieve.
@@ -372,8 +433,51 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
             );
         }
     }
+    if let Some(failing) = evidence["failing"].as_array() {
+        for c in failing {
+            if let Some(src) = c["source"]["text"].as_str() {
+                let _ = writeln!(
+                    out,
+                    "\n`{}`:\n```c\n{src}```",
+                    c["source"]["file"].as_str().unwrap_or("")
+                );
+            }
+        }
+    }
     if let Some(summary) = evidence["crash"]["summary"].as_str() {
         let _ = writeln!(out, "\n## Crash\n\n{summary}");
+        for src in evidence["crash_source"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "\n`{}`:\n```c\n{}```",
+                src["file"].as_str().unwrap_or(""),
+                src["text"].as_str().unwrap_or("")
+            );
+        }
+    }
+    if let Some(site) = evidence["hang_site"]["function"].as_str() {
+        let _ = writeln!(out, "\n## Hang\n\nThe image was stuck in {site}.");
+        if let Some(src) = evidence["hang_source"]["text"].as_str() {
+            let _ = writeln!(out, "```c\n{src}```");
+        }
+    }
+    if let Some(suspects) = evidence["suspects"].as_array().filter(|s| !s.is_empty()) {
+        out.push_str("\n## Most likely at fault\n\n");
+        for s in suspects.iter().take(8) {
+            let reasons: Vec<&str> = s["reasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str())
+                .collect();
+            let _ = writeln!(
+                out,
+                "- {} ({:.2}): {}",
+                s["name"].as_str().unwrap_or(""),
+                s["score"].as_f64().unwrap_or(0.0),
+                reasons.join("; ")
+            );
+        }
     }
     if let Some(diags) = evidence["diagnostics"].as_array().filter(|d| !d.is_empty()) {
         out.push_str("\n## Build diagnostics\n\n");
@@ -385,6 +489,9 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
                 d["line"].as_u64().unwrap_or(0),
                 d["message"].as_str().unwrap_or("")
             );
+            if let Some(src) = d["source"]["text"].as_str() {
+                let _ = writeln!(out, "```c\n{src}```");
+            }
         }
     }
     if let Some(history) = evidence["history"].as_array().filter(|h| !h.is_empty()) {

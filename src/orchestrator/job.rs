@@ -14,6 +14,8 @@ use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
+use crate::strategy::command::CommandStrategy;
+use crate::strategy::llm::LlmStrategy;
 use crate::strategy::queue::QueueStrategy;
 use crate::strategy::revert::RevertStrategy;
 use crate::strategy::Strategy;
@@ -197,6 +199,7 @@ pub async fn run(
                 _ => return Err(OrchestratorError::Usage("no commits to bisect".to_string())),
             }
         }
+        other => other,
     };
     let request = RunRequest {
         repo,
@@ -271,6 +274,11 @@ pub async fn resume(
     if let Some(hint) = &opts.hint {
         ctx.hints.push(hint.clone());
     }
+    // This process carries the run on now (`fwfix runs` tells running from killed by it).
+    ctx.pid = std::process::id();
+    ctx.host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
     job.kill_at = opts.kill_at;
     job.arm_deadline(opts.deadline);
@@ -354,6 +362,8 @@ pub(super) struct Job<'a> {
     /// The work tree's repository (fix runs).
     pub repo: Option<Repo>,
     pub strategy: Option<Box<dyn Strategy + 'a>>,
+    /// How many candidates to ask the strategy for per iteration.
+    pub candidates_wanted: u32,
     pub symbolizer: Option<Symbolizer>,
     pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
@@ -362,6 +372,7 @@ pub(super) struct Job<'a> {
 
 impl<'a> Job<'a> {
     /// Resolves the configuration, creates the run directory and the context.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         command: Command,
         request: RunRequest,
@@ -371,6 +382,8 @@ impl<'a> Job<'a> {
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
+        // Everything that can be refused is checked before the run directory exists.
+        let strategy = make_strategy(&request, &board, &profile, &serde_json::Value::Null, events)?;
         let started = Utc::now();
         let run_dir = match placement {
             Placement::Runs => {
@@ -425,6 +438,7 @@ impl<'a> Job<'a> {
             targets: None,
             history: Vec::new(),
             candidate: None,
+            pool: Vec::new(),
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,
@@ -458,7 +472,9 @@ impl<'a> Job<'a> {
             run_dir: run_dir.path().display().to_string(),
             repo: ctx.request.repo.display().to_string(),
         });
-        Job::assemble(ctx, run_dir, trace, board, profile, events, cancel)
+        Job::assemble(
+            ctx, run_dir, trace, board, profile, strategy, events, cancel,
+        )
     }
 
     /// Rebuilds a job from a checkpointed context.
@@ -469,6 +485,7 @@ impl<'a> Job<'a> {
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
         let (board, profile) = load_config(&ctx.request)?;
+        let strategy = make_strategy(&ctx.request, &board, &profile, &ctx.strategy_state, events)?;
         let last_seq = rundir::last_trace_line(&run_dir)
             .map_err(|source| OrchestratorError::RunDir {
                 path: run_dir.path().to_path_buf(),
@@ -499,15 +516,19 @@ impl<'a> Job<'a> {
             run_dir: run_dir.path().display().to_string(),
             repo: ctx.request.repo.display().to_string(),
         });
-        Job::assemble(ctx, run_dir, trace, board, profile, events, cancel)
+        Job::assemble(
+            ctx, run_dir, trace, board, profile, strategy, events, cancel,
+        )
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn assemble(
         ctx: RunContext,
         run_dir: RunDir,
         trace: TraceWriter,
         board: Board,
         profile: Profile,
+        (strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32),
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
@@ -518,31 +539,6 @@ impl<'a> Job<'a> {
         for (class, retries) in &profile.recovery {
             budgets.set(*class, *retries);
         }
-        let strategy: Option<Box<dyn Strategy + 'a>> = match &ctx.request.strategy {
-            Some(StrategyChoice::Queue { patches }) => {
-                let mut q = QueueStrategy::open(patches)
-                    .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-                q.load(&ctx.strategy_state);
-                Some(Box::new(q))
-            }
-            Some(StrategyChoice::Revert { good, bad }) => {
-                // The bisect tests each commit as many times as a fix must pass to count.
-                let finder = super::bisect::EngineFinder {
-                    owner: ctx.request.repo.clone(),
-                    board_arg: ctx.request.board.clone(),
-                    profile_arg: ctx.request.profile.clone(),
-                    board: board.clone(),
-                    profile: profile.clone(),
-                    runs: profile.goal.confirm_runs.max(1),
-                    run_id: ctx.run_id.clone(),
-                    events,
-                };
-                let mut r = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
-                r.load(&ctx.strategy_state);
-                Some(Box::new(r))
-            }
-            None => None,
-        };
         Ok(Job {
             ctx,
             run_dir,
@@ -557,6 +553,7 @@ impl<'a> Job<'a> {
             dut: None,
             repo: None,
             strategy,
+            candidates_wanted,
             symbolizer: None,
             last_capture: None,
             kill_at: None,
@@ -583,7 +580,7 @@ impl<'a> Job<'a> {
 
     /// Whether another candidate can be tried.
     pub fn candidates_left(&self) -> bool {
-        self.strategy.as_ref().is_some_and(|s| s.has_more())
+        (!self.ctx.pool.is_empty() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
             && self.ctx.ledger.iterations_left(&self.ctx.limits)
     }
 
@@ -945,6 +942,61 @@ impl<'a> Job<'a> {
         self.repo = Some(repo);
         Ok(())
     }
+}
+
+/// The run's patch strategy (None for `fwfix test`) and how many candidates to ask it for, with
+/// its saved position restored.
+fn make_strategy<'a>(
+    request: &RunRequest,
+    board: &Board,
+    profile: &Profile,
+    saved: &serde_json::Value,
+    events: &'a dyn EventSink,
+) -> Result<(Option<Box<dyn Strategy + 'a>>, u32), OrchestratorError> {
+    let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
+    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32) =
+        match &request.strategy {
+            Some(StrategyChoice::Queue { patches }) => (
+                Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
+                1,
+            ),
+            Some(StrategyChoice::Llm) => {
+                let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
+                let candidates = settings.candidates;
+                (
+                    Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
+                    candidates,
+                )
+            }
+            Some(StrategyChoice::Command) => {
+                let spec = profile.strategy.command.clone().ok_or_else(|| {
+                    OrchestratorError::Usage(format!(
+                        "{}: --strategy command needs a [strategy.command] table with argv",
+                        profile.source.display()
+                    ))
+                })?;
+                (Some(Box::new(CommandStrategy::new(spec))), 1)
+            }
+            Some(StrategyChoice::Revert { good, bad }) => {
+                // The bisect tests each commit as many times as a fix must pass to count.
+                let finder = super::bisect::EngineFinder {
+                    owner: request.repo.clone(),
+                    board_arg: request.board.clone(),
+                    profile_arg: request.profile.clone(),
+                    board: board.clone(),
+                    profile: profile.clone(),
+                    runs: profile.goal.confirm_runs.max(1),
+                    events,
+                };
+                let revert = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
+                (Some(Box::new(revert)), 1)
+            }
+            None => (None, 1),
+        };
+    if let Some(s) = strategy.as_mut() {
+        s.load(saved);
+    }
+    Ok((strategy, candidates_wanted))
 }
 
 fn load_config(request: &RunRequest) -> Result<(Board, Profile), OrchestratorError> {

@@ -1,11 +1,14 @@
 //! The run's outputs in the run directory: `report.json` (the contract scripts read), `report.md`
-//! (for people) and `junit.xml` (for CI). This module owns their shape and writes them atomically;
-//! it must not decide anything about the run — the caller fills in a [`Report`] and hands it over.
+//! (for people), `junit.xml` (for CI) and `report.html` (for a browser). This module owns their
+//! shape and writes them atomically; it must not decide anything about the run — the caller fills
+//! in a [`Report`] and hands it over.
 
+mod html;
 mod junit;
 mod markdown;
 mod model;
 
+pub use html::render_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use model::{
@@ -24,6 +27,8 @@ pub const REPORT_JSON: &str = "report.json";
 pub const REPORT_MD: &str = "report.md";
 /// `junit.xml` in the run directory.
 pub const JUNIT_XML: &str = "junit.xml";
+/// `report.html` in the run directory.
+pub const REPORT_HTML: &str = "report.html";
 
 /// Why a report could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -57,9 +62,9 @@ pub enum ReportError {
     },
 }
 
-/// Writes `report.json`, `report.md` and `junit.xml` into `run_dir`, each atomically (a reader
-/// sees the old file or the new one, never half of one). All three are attempted even when one
-/// fails, so a broken renderer never costs the others; the first error is returned.
+/// Writes `report.json`, `report.md`, `junit.xml` and `report.html` into `run_dir`, each
+/// atomically (a reader sees the old file or the new one, never half of one). All are attempted
+/// even when one fails, so a broken renderer never costs the others; the first error is returned.
 pub fn write(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
     fs::create_dir_all(run_dir).map_err(|source| ReportError::Io {
         action: "create the run directory",
@@ -76,18 +81,30 @@ pub fn write(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
         .map_err(|source| ReportError::Serialize {
             path: json_path.clone(),
             source,
-        });
+        })
+        .and_then(|text| write_atomic(&json_path, text.as_bytes()));
+    let renderings = write_renderings(run_dir, report);
+    json.and(renderings.map(|_| ()))
+}
+
+/// Writes the files rendered from a report — `report.md`, `junit.xml` and `report.html` — but not
+/// `report.json` itself, and returns their paths. All are attempted even when one fails; the
+/// first error is returned.
+pub fn write_renderings(run_dir: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportError> {
+    let md_path = run_dir.join(REPORT_MD);
     let junit_path = run_dir.join(JUNIT_XML);
+    let html_path = run_dir.join(REPORT_HTML);
     let junit = render_junit(report).map_err(|source| ReportError::Junit {
         path: junit_path.clone(),
         source,
     });
     let results = [
-        json.and_then(|text| write_atomic(&json_path, text.as_bytes())),
-        write_atomic(&run_dir.join(REPORT_MD), render_markdown(report).as_bytes()),
+        write_atomic(&md_path, render_markdown(report).as_bytes()),
         junit.and_then(|text| write_atomic(&junit_path, text.as_bytes())),
+        write_atomic(&html_path, render_html(report).as_bytes()),
     ];
-    results.into_iter().collect()
+    results.into_iter().collect::<Result<(), _>>()?;
+    Ok(vec![md_path, junit_path, html_path])
 }
 
 /// Reads `report.json` back from a run directory.
@@ -310,7 +327,7 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
-        assert_eq!(names, vec![JUNIT_XML, REPORT_JSON, REPORT_MD]);
+        assert_eq!(names, vec![JUNIT_XML, REPORT_HTML, REPORT_JSON, REPORT_MD]);
         assert_eq!(load(&run_dir).unwrap(), report);
 
         let json = fs::read_to_string(run_dir.join(REPORT_JSON)).unwrap();
@@ -319,6 +336,8 @@ mod tests {
         assert!(md.starts_with("# fwfix test: FAILED"));
         let xml = fs::read_to_string(run_dir.join(JUNIT_XML)).unwrap();
         assert!(quick_junit::Report::deserialize_from_str(&xml).is_ok());
+        let html = fs::read_to_string(run_dir.join(REPORT_HTML)).unwrap();
+        assert!(html.starts_with("<!DOCTYPE html>"));
 
         // Rewriting replaces the files in place.
         let mut again = report.clone();

@@ -2,6 +2,9 @@
 //! whichever strategy, goes through the same PATCH_REVIEW gate; a strategy never touches the
 //! repository's history and never applies anything itself.
 
+pub mod command;
+pub mod diff_extract;
+pub mod llm;
 pub mod queue;
 pub mod revert;
 
@@ -63,6 +66,12 @@ pub trait Strategy: Send {
     /// Whether another call to [`Strategy::candidates`] could produce anything. A queue that
     /// has handed out its last file says false; a model always says true.
     fn has_more(&self) -> bool;
+
+    /// Whether the strategy may edit the working tree instead of returning a diff; the loop then
+    /// takes the edits as the candidate and restores the tree.
+    fn edits_tree(&self) -> bool {
+        false
+    }
 
     /// Produces up to `req.candidates` candidate patches.
     async fn candidates(

@@ -67,7 +67,7 @@ pub struct UiOptions {
 
 /// The few colours the UI uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Paint {
+pub(crate) enum Paint {
     Green,
     Red,
     Yellow,
@@ -76,7 +76,7 @@ enum Paint {
 }
 
 /// `text` wrapped in the ANSI codes for `paint`, or unchanged when colour is off.
-fn paint(text: &str, paint: Paint, color: bool) -> String {
+pub(crate) fn paint(text: &str, paint: Paint, color: bool) -> String {
     if !color {
         return text.to_string();
     }

@@ -2,6 +2,8 @@
 //! real `fwfix` binary, and checks that no QEMU outlived a test.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)] // panics are how tests fail; not every test file uses every helper
 
+pub mod model_server;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,487 @@
+//! The evidence bundle CODE_ANALYSIS hands to a patch strategy (analysis.json): what failed and
+//! where, with the source around it, the code most likely at fault ranked, and what earlier
+//! candidates did. Pure: source files come in through a reader, so the bundle is unit-tested
+//! without a repository.
+
+use super::{CrashReport, Diagnostic, Location, Severity};
+use crate::results::{CaseStatus, TestCase};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Lines of source shown on each side of a line of interest.
+const CONTEXT_LINES: u32 = 6;
+/// Earlier attempts beyond this many are compacted into one line each.
+const FULL_ATTEMPTS: usize = 3;
+/// Past this many bytes of earlier-attempt diffs, the oldest are compacted.
+const HISTORY_BUDGET: usize = 16 * 1024;
+
+/// Source text around a line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Excerpt {
+    pub file: String,
+    /// The line of interest (1-based).
+    pub line: u32,
+    pub first_line: u32,
+    /// The lines, each prefixed with its number; the line of interest is marked with `>`.
+    pub text: String,
+}
+
+/// A failing case with its source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailingCase {
+    #[serde(flatten)]
+    pub case: TestCase,
+    pub source: Option<Excerpt>,
+}
+
+/// A compiler or linker diagnostic with its source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiagnosticEvidence {
+    #[serde(flatten)]
+    pub diagnostic: Diagnostic,
+    pub source: Option<Excerpt>,
+}
+
+/// A function or file that may be at fault, with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suspect {
+    /// A function name, or a file path when only the file is known.
+    pub name: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub score: f32,
+    pub reasons: Vec<String>,
+}
+
+/// An earlier candidate and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub iteration: u32,
+    pub origin: String,
+    /// What happened, e.g. `BROKE_BUILD`, `REGRESSED`.
+    pub outcome: String,
+    pub reason: String,
+    /// The candidate's diff; None once compacted.
+    pub diff: Option<String>,
+}
+
+/// Everything the evidence is made from.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs<'a> {
+    pub cases: &'a [TestCase],
+    pub crash: Option<&'a CrashReport>,
+    pub hang_site: Option<&'a Location>,
+    pub diagnostics: &'a [Diagnostic],
+    /// Functions defined in the image (for matching names in messages and test bodies).
+    pub functions: &'a [String],
+    /// Files changed since the last known-good commit, when one is known.
+    pub changed_files: &'a [String],
+    pub history: Vec<Attempt>,
+    pub hints: &'a [String],
+}
+
+/// The bundle written to analysis.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub failing: Vec<FailingCase>,
+    pub crash: Option<CrashReport>,
+    pub crash_source: Vec<Excerpt>,
+    pub hang_site: Option<Location>,
+    pub hang_source: Option<Excerpt>,
+    pub diagnostics: Vec<DiagnosticEvidence>,
+    pub suspects: Vec<Suspect>,
+    pub history: Vec<Attempt>,
+    /// One line per attempt that was compacted out of `history`'s diffs.
+    pub history_summary: Vec<String>,
+    pub hints: Vec<String>,
+}
+
+/// Builds the bundle; `read` returns a source file's text by its path as the build named it.
+pub fn build(inputs: Inputs<'_>, read: &dyn Fn(&str) -> Option<String>) -> Evidence {
+    let excerpt = |file: &str, line: u32| read(file).map(|text| excerpt_of(file, &text, line));
+    let failing: Vec<FailingCase> = inputs
+        .cases
+        .iter()
+        .filter(|c| !matches!(c.status, CaseStatus::Pass | CaseStatus::Ignore))
+        .map(|c| FailingCase {
+            case: c.clone(),
+            source: match (&c.file, c.line) {
+                (Some(f), Some(l)) => excerpt(f, l),
+                _ => None,
+            },
+        })
+        .collect();
+    let mut crash_source = Vec::new();
+    if let Some(c) = inputs.crash {
+        if let (Some(f), Some(l)) = (&c.file, c.line) {
+            crash_source.extend(excerpt(f, l));
+        }
+        if let Some(Location {
+            file: Some(f),
+            line: Some(l),
+            ..
+        }) = &c.caller
+        {
+            if c.file.as_ref() != Some(f) || c.line != Some(*l) {
+                crash_source.extend(excerpt(f, *l));
+            }
+        }
+    }
+    let hang_source = inputs.hang_site.and_then(|h| match (&h.file, h.line) {
+        (Some(f), Some(l)) => excerpt(f, l),
+        _ => None,
+    });
+    let diagnostics = inputs
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity != Severity::Note)
+        .map(|d| DiagnosticEvidence {
+            diagnostic: d.clone(),
+            source: match (&d.file, d.line) {
+                (Some(f), Some(l)) => excerpt(f, l),
+                _ => None,
+            },
+        })
+        .collect();
+    let suspects = rank_suspects(&inputs, &failing, read);
+    let (history, history_summary) = compact(inputs.history);
+    Evidence {
+        failing,
+        crash: inputs.crash.cloned(),
+        crash_source,
+        hang_site: inputs.hang_site.cloned(),
+        hang_source,
+        diagnostics,
+        suspects,
+        history,
+        history_summary,
+        hints: inputs.hints.to_vec(),
+    }
+}
+
+/// Ranks the code most likely at fault: the crash or hang site, its caller, the functions the
+/// failing tests call and name in their messages, the files that failed to compile, and the
+/// files changed since the last known-good commit.
+fn rank_suspects(
+    inputs: &Inputs<'_>,
+    failing: &[FailingCase],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Vec<Suspect> {
+    let mut by_name: BTreeMap<String, Suspect> = BTreeMap::new();
+    let mut add =
+        |name: &str, file: Option<&String>, line: Option<u32>, score: f32, why: String| {
+            let s = by_name.entry(name.to_string()).or_insert_with(|| Suspect {
+                name: name.to_string(),
+                file: file.cloned(),
+                line,
+                score: 0.0,
+                reasons: Vec::new(),
+            });
+            // Independent reasons add up, but never past 1.
+            s.score = (s.score + score).min(1.0);
+            if s.file.is_none() {
+                s.file = file.cloned();
+                s.line = line;
+            }
+            s.reasons.push(why);
+        };
+    if let Some(c) = inputs.crash {
+        if let Some(f) = &c.function {
+            add(f, c.file.as_ref(), c.line, 0.9, "the crash site".into());
+        }
+        if let Some(Location {
+            function: Some(f),
+            file,
+            line,
+            ..
+        }) = &c.caller
+        {
+            add(
+                f,
+                file.as_ref(),
+                *line,
+                0.6,
+                "called the crashing code".into(),
+            );
+        }
+    }
+    if let Some(Location {
+        function: Some(f),
+        file,
+        line,
+        ..
+    }) = inputs.hang_site
+    {
+        add(f, file.as_ref(), *line, 0.9, "where the image hung".into());
+    }
+    let is_test = |name: &str| failing.iter().any(|c| c.case.name == name);
+    for fc in failing {
+        let body = match (&fc.case.file, fc.case.line) {
+            (Some(f), Some(l)) => read(f).map(|t| test_body(&t, &fc.case.name, l)),
+            _ => None,
+        }
+        .unwrap_or_default();
+        let message = fc.case.message.clone().unwrap_or_default();
+        for func in inputs.functions {
+            if is_test(func) || func.starts_with("test") {
+                continue;
+            }
+            if contains_word(&message, func) {
+                add(
+                    func,
+                    None,
+                    None,
+                    0.5,
+                    format!("named in {}'s message", fc.case.name),
+                );
+            }
+            if contains_word(&body, func) {
+                add(func, None, None, 0.4, format!("called by {}", fc.case.name));
+            }
+        }
+    }
+    for d in inputs
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+    {
+        if let Some(f) = &d.file {
+            add(
+                f,
+                Some(f),
+                d.line,
+                0.7,
+                format!("does not compile: {}", d.message),
+            );
+        }
+    }
+    for f in inputs.changed_files {
+        add(
+            f,
+            Some(f),
+            None,
+            0.3,
+            "changed since the last known-good commit".into(),
+        );
+    }
+    let mut suspects: Vec<Suspect> = by_name.into_values().collect();
+    suspects.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name)));
+    suspects
+}
+
+/// The body of a C test function starting near `line`: from its definition to the closing brace
+/// at the start of a line. Good enough to see which functions a Unity or ztest test calls.
+fn test_body(text: &str, name: &str, line: u32) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .position(|l| contains_word(l, name) && l.contains('('))
+        .unwrap_or_else(|| (line as usize).saturating_sub(1));
+    let mut body = String::new();
+    for l in lines.iter().skip(start) {
+        body.push_str(l);
+        body.push('\n');
+        if l.starts_with('}') {
+            break;
+        }
+    }
+    body
+}
+
+/// Whether `word` occurs in `text` as a whole identifier.
+fn contains_word(text: &str, word: &str) -> bool {
+    let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + word.len()..].chars().next();
+        !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
+    })
+}
+
+/// Numbered lines around `line`, the line itself marked.
+fn excerpt_of(file: &str, text: &str, line: u32) -> Excerpt {
+    let first = line.saturating_sub(CONTEXT_LINES).max(1);
+    let last = line + CONTEXT_LINES;
+    let mut out = String::new();
+    for (n, l) in (1u32..).zip(text.lines()) {
+        if n < first || n > last {
+            continue;
+        }
+        let mark = if n == line { '>' } else { ' ' };
+        out.push_str(&format!("{mark}{n:5} | {l}\n"));
+    }
+    Excerpt {
+        file: file.to_string(),
+        line,
+        first_line: first,
+        text: out,
+    }
+}
+
+/// Keeps the newest attempts whole and compacts the rest into one line each, so the bundle stays
+/// within its budget however long the run goes.
+fn compact(mut history: Vec<Attempt>) -> (Vec<Attempt>, Vec<String>) {
+    let mut summary = Vec::new();
+    let size = |h: &[Attempt]| -> usize {
+        h.iter()
+            .map(|a| a.diff.as_ref().map(String::len).unwrap_or(0))
+            .sum()
+    };
+    let keep_from = history.len().saturating_sub(FULL_ATTEMPTS);
+    for (i, a) in history.iter_mut().enumerate() {
+        if i < keep_from && a.diff.is_some() {
+            a.diff = None;
+            summary.push(format!(
+                "iteration {} ({}): {}: {}",
+                a.iteration, a.origin, a.outcome, a.reason
+            ));
+        }
+    }
+    // Still over budget: compact from the oldest of the kept ones, but keep the newest whole.
+    let len = history.len();
+    for i in 0..len.saturating_sub(1) {
+        if size(&history) <= HISTORY_BUDGET {
+            break;
+        }
+        if let Some(a) = history.get_mut(i) {
+            if a.diff.take().is_some() {
+                summary.push(format!(
+                    "iteration {} ({}): {}: {}",
+                    a.iteration, a.origin, a.outcome, a.reason
+                ));
+            }
+        }
+    }
+    (history, summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEST_SRC: &str = "#include \"crc.h\"\n\nvoid test_crc16_known_vector(void)\n{\n    TEST_ASSERT_EQUAL_HEX16(0x29B1, crc16_ccitt(v, 9));\n}\n";
+    const CRC_SRC: &str = "uint16_t crc16_ccitt(const uint8_t *d, size_t n)\n{\n    uint16_t crc = 0;\n    return crc;\n}\n";
+
+    fn read(path: &str) -> Option<String> {
+        match path {
+            "tests/test_crc.c" => Some(TEST_SRC.to_string()),
+            "src/crc.c" => Some(CRC_SRC.to_string()),
+            _ => None,
+        }
+    }
+
+    fn failing_case() -> TestCase {
+        TestCase {
+            name: "test_crc16_known_vector".into(),
+            status: CaseStatus::Fail,
+            message: Some("Expected 0x29B1 Was 0x31C3".into()),
+            file: Some("tests/test_crc.c".into()),
+            line: Some(5),
+        }
+    }
+
+    #[test]
+    fn failing_cases_carry_their_source_with_the_line_marked() {
+        let cases = [failing_case()];
+        let e = build(
+            Inputs {
+                cases: &cases,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        let src = e.failing[0].source.as_ref().unwrap();
+        assert!(
+            src.text.contains(">    5 |     TEST_ASSERT_EQUAL_HEX16"),
+            "{}",
+            src.text
+        );
+        assert_eq!(src.first_line, 1);
+    }
+
+    #[test]
+    fn functions_the_failing_test_calls_are_suspects() {
+        let cases = [failing_case()];
+        let functions = [
+            "crc16_ccitt".to_string(),
+            "crc8".to_string(),
+            "test_crc16_known_vector".to_string(),
+        ];
+        let e = build(
+            Inputs {
+                cases: &cases,
+                functions: &functions,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(e.suspects.len(), 1, "{:?}", e.suspects);
+        assert_eq!(e.suspects[0].name, "crc16_ccitt");
+        assert!(e.suspects[0].reasons[0].contains("called by test_crc16_known_vector"));
+    }
+
+    #[test]
+    fn the_crash_site_ranks_first_and_its_source_is_shown() {
+        let crash = CrashReport {
+            pc: Some("0xfffffffe".into()),
+            lr: Some("0x00000299".into()),
+            cfsr: Some("0x00000001".into()),
+            hfsr: None,
+            function: Some("crc16_ccitt".into()),
+            file: Some("src/crc.c".into()),
+            line: Some(3),
+            caller: None,
+            fault_bits: vec!["IACCVIOL".into()],
+            fault_address: None,
+            exception: Some("HardFault".into()),
+            lockup: false,
+            summary: "HardFault".into(),
+        };
+        let changed = ["src/other.c".to_string()];
+        let e = build(
+            Inputs {
+                crash: Some(&crash),
+                changed_files: &changed,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(e.suspects[0].name, "crc16_ccitt");
+        assert!(e.suspects[0].score > e.suspects[1].score);
+        assert!(e.crash_source[0].text.contains(">    3 |"));
+    }
+
+    #[test]
+    fn old_attempts_are_compacted_to_stay_in_budget() {
+        let history = (1..=6)
+            .map(|i| Attempt {
+                iteration: i,
+                origin: format!("c{i}"),
+                outcome: "REGRESSED".into(),
+                reason: "broke crc32".into(),
+                diff: Some("x".repeat(10 * 1024)),
+            })
+            .collect();
+        let (kept, summary) = compact(history);
+        assert_eq!(kept.len(), 6);
+        assert!(
+            kept.last().unwrap().diff.is_some(),
+            "the newest stays whole"
+        );
+        assert!(
+            kept.iter()
+                .filter_map(|a| a.diff.as_ref())
+                .map(String::len)
+                .sum::<usize>()
+                <= HISTORY_BUDGET
+        );
+        assert!(summary[0].starts_with("iteration 1 (c1): REGRESSED"));
+    }
+
+    #[test]
+    fn whole_words_only() {
+        assert!(contains_word("x = crc8(v);", "crc8"));
+        assert!(!contains_word("x = crc8_table[0];", "crc8"));
+        assert!(!contains_word("mycrc8(v)", "crc8"));
+    }
+}

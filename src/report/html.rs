@@ -1,0 +1,651 @@
+//! `report.html`: the run for a browser, in one self-contained file — inline CSS, no script, no
+//! external resource, so it can be archived by CI or mailed and still open anywhere. Pure
+//! rendering from a [`Report`]; no I/O and no decisions.
+//!
+//! Every string from the run (test names, messages, paths, compiler output) is untrusted: it is
+//! escaped with [`escape`], links are only made from relative paths and percent-encoded, and the
+//! page's Content-Security-Policy forbids scripts and remote loads even if something slipped by.
+
+use super::model::{
+    case_status_name, crash_lines, describe_diagnostic, describe_location, file_line,
+    format_duration, plural, verdict_name, Command, Report, Status,
+};
+use crate::analysis::Severity;
+use crate::results::CaseStatus;
+use std::fmt::Write;
+use std::path::{Component, Path};
+
+/// Build diagnostics listed before pointing at the log.
+const MAX_DIAGNOSTICS: usize = 50;
+
+const STYLE: &str = "
+body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1f2328;background:#fff}
+main{max-width:72rem;margin:0 auto;padding:0 1.25rem 2rem}
+header.banner{padding:1rem 1.25rem;color:#fff}
+header.banner h1{margin:0;font-size:1.5rem}
+header.banner p{margin:.3rem 0 0}
+.ok{background:#1a7f37}.bad{background:#cf222e}.halt{background:#9a6700}
+h2{font-size:1.15rem;border-bottom:1px solid #d0d7de;padding-bottom:.2rem;margin-top:1.6rem}
+table{border-collapse:collapse;width:100%;font-size:14px}
+th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa}
+td.message{white-space:pre-wrap;word-break:break-word}
+code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
+pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
+dt{font-weight:600}dd{margin:0}
+.badge{display:inline-block;min-width:4.5rem;text-align:center;border-radius:3px;padding:0 .3rem;font-weight:600;color:#fff}
+.s-pass{background:#1a7f37}.s-fail{background:#cf222e}.s-crash{background:#8250df}
+.s-hang{background:#bc4c00}.s-missing{background:#6e7781}.s-ignore{background:#9a6700}
+tr.bad-row td{background:#fff5f5}
+footer{color:#6e7781;font-size:13px;margin-top:2rem}
+";
+
+/// Renders `report.html`.
+pub fn render_html(report: &Report) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail; the results are discarded for that reason only.
+    let _ = write_page(&mut out, report);
+    out
+}
+
+fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
+    let title = format!("fwfix {}: {}", report.command, report.status);
+    writeln!(out, "<!DOCTYPE html>")?;
+    writeln!(out, "<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">")?;
+    writeln!(
+        out,
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+    )?;
+    writeln!(
+        out,
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+    )?;
+    writeln!(
+        out,
+        "<title>{} — {}</title>",
+        escape(&title),
+        escape(&report.run_id)
+    )?;
+    writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>")?;
+    write_banner(out, report, &title)?;
+    writeln!(out, "<main>")?;
+    write_facts(out, report)?;
+    write_outcome(out, report)?;
+    write_cases(out, report)?;
+    write_crash(out, report)?;
+    write_hang(out, report)?;
+    write_build(out, report)?;
+    write_attempts(out, report)?;
+    write_pass_counts(out, report)?;
+    write_notes(out, report)?;
+    write_files(out, report)?;
+    writeln!(
+        out,
+        "<footer>Written by fwfix {}.</footer>",
+        escape(&report.version)
+    )?;
+    writeln!(out, "</main>\n</body>\n</html>")
+}
+
+fn write_banner(out: &mut String, report: &Report, title: &str) -> std::fmt::Result {
+    let class = match report.status {
+        Status::Success | Status::Passed => "ok",
+        Status::Aborted => "halt",
+        Status::Failure | Status::Failed | Status::Error => "bad",
+    };
+    writeln!(out, "<header class=\"banner {class}\">")?;
+    writeln!(out, "<h1>{}</h1>", escape(title))?;
+    if !report.message.is_empty() {
+        writeln!(out, "<p>{}</p>", escape(&report.message))?;
+    }
+    let counts = report.counts();
+    let mut line = format!(
+        "{} ({}) in {}",
+        counts.describe(),
+        plural(counts.total(), "test"),
+        format_duration(report.duration_ms)
+    );
+    if let Some(class) = report.error_class {
+        let _ = write!(line, " — error class {class}");
+    }
+    writeln!(out, "<p>{}</p>", escape(&line))?;
+    writeln!(out, "</header>")
+}
+
+fn write_facts(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(out, "<h2>Run</h2>\n<dl>")?;
+    let mut fact = |name: &str, value: &str| {
+        writeln!(
+            out,
+            "<dt>{}</dt><dd><code>{}</code></dd>",
+            escape(name),
+            escape(value)
+        )
+    };
+    fact("Run", &report.run_id)?;
+    for (name, value) in [
+        ("Board", &report.board),
+        ("Profile", &report.profile),
+        ("Repository", &report.repo),
+    ] {
+        if !value.is_empty() {
+            fact(name, value)?;
+        }
+    }
+    fact("Final state", report.final_state.name())?;
+    fact(
+        "Error class",
+        report.error_class.map(|c| c.name()).unwrap_or("none"),
+    )?;
+    if let Some(verdict) = report.verdict {
+        fact("Verdict", verdict_name(verdict))?;
+    }
+    if report.command != Command::Test {
+        fact("Iterations", &report.iterations.to_string())?;
+    }
+    fact(
+        "Started",
+        &report
+            .started_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    )?;
+    fact("Took", &format_duration(report.duration_ms))?;
+    writeln!(out, "</dl>")
+}
+
+fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
+    match report.command {
+        Command::Test => Ok(()),
+        Command::Run => {
+            writeln!(out, "<h2>Fix</h2>\n<dl>")?;
+            let fixed = match &report.fixed {
+                Some(fixed) if !fixed.is_empty() => fixed
+                    .iter()
+                    .map(|name| format!("<code>{}</code>", escape(name)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                Some(_) | None => "none of the targets".to_string(),
+            };
+            writeln!(out, "<dt>Now passing</dt><dd>{fixed}</dd>")?;
+            let patch = report.patch.as_deref().map(link).unwrap_or("none".into());
+            writeln!(out, "<dt>Patch</dt><dd>{patch}</dd>")?;
+            let branch = report
+                .branch
+                .as_deref()
+                .map(|b| format!("<code>{}</code>", escape(b)))
+                .unwrap_or("none".into());
+            writeln!(out, "<dt>Branch</dt><dd>{branch}</dd>\n</dl>")
+        }
+        Command::Bisect => {
+            writeln!(out, "<h2>Culprit</h2>")?;
+            match &report.culprit {
+                Some(culprit) => writeln!(
+                    out,
+                    "<p>The first bad commit is <code>{}</code>.</p>",
+                    escape(culprit)
+                ),
+                None => writeln!(out, "<p>No culprit commit was found.</p>"),
+            }
+        }
+    }
+}
+
+fn status_class(status: CaseStatus) -> &'static str {
+    match status {
+        CaseStatus::Pass => "s-pass",
+        CaseStatus::Fail => "s-fail",
+        CaseStatus::Ignore => "s-ignore",
+        CaseStatus::Crash => "s-crash",
+        CaseStatus::Hang => "s-hang",
+        CaseStatus::Missing => "s-missing",
+    }
+}
+
+fn write_cases(out: &mut String, report: &Report) -> std::fmt::Result {
+    let counts = report.counts();
+    writeln!(
+        out,
+        "<h2>Test cases ({} total: {})</h2>",
+        counts.total(),
+        escape(&counts.describe())
+    )?;
+    if report.cases.is_empty() {
+        return writeln!(out, "<p>No test results were collected.</p>");
+    }
+    writeln!(
+        out,
+        "<table class=\"cases\">\n<thead><tr><th>Status</th><th>Test</th><th>Location</th><th>Message</th></tr></thead>\n<tbody>"
+    )?;
+    for case in &report.cases {
+        let row = match case.status {
+            CaseStatus::Pass | CaseStatus::Ignore => "",
+            CaseStatus::Fail | CaseStatus::Crash | CaseStatus::Hang | CaseStatus::Missing => {
+                " class=\"bad-row\""
+            }
+        };
+        let location = file_line(case.file.as_deref(), case.line)
+            .map(|place| format!("<code>{}</code>", escape(&place)))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "<tr{row}><td><span class=\"badge {}\">{}</span></td><td><code>{}</code></td><td>{location}</td><td class=\"message\">{}</td></tr>",
+            status_class(case.status),
+            case_status_name(case.status),
+            escape(&case.name),
+            escape(case.message.as_deref().unwrap_or(""))
+        )?;
+    }
+    writeln!(out, "</tbody>\n</table>")
+}
+
+fn write_crash(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(crash) = &report.crash else {
+        return Ok(());
+    };
+    writeln!(out, "<h2>Crash</h2>\n<ul>")?;
+    for line in crash_lines(crash) {
+        writeln!(out, "<li>{}</li>", escape(&line))?;
+    }
+    writeln!(out, "</ul>")
+}
+
+fn write_hang(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(site) = &report.hang_site else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "<h2>Hang</h2>\n<p>The image stopped making progress; it was stuck in <code>{}</code>.</p>",
+        escape(&describe_location(site))
+    )
+}
+
+fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(build) = &report.build else {
+        return Ok(());
+    };
+    writeln!(out, "<h2>Build</h2>\n<dl>")?;
+    writeln!(
+        out,
+        "<dt>Command</dt><dd><code>{}</code></dd>",
+        escape(&build.command)
+    )?;
+    let result = format!(
+        "{} in {} ({}, {})",
+        if build.success { "built" } else { "failed" },
+        format_duration(build.duration_ms),
+        plural(build.count(Severity::Error), "error"),
+        plural(build.count(Severity::Warning), "warning")
+    );
+    writeln!(out, "<dt>Result</dt><dd>{}</dd>", escape(&result))?;
+    writeln!(out, "<dt>Log</dt><dd>{}</dd>\n</dl>", link(&build.log))?;
+    if build.diagnostics.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = build
+        .diagnostics
+        .iter()
+        .take(MAX_DIAGNOSTICS)
+        .map(|d| escape(&describe_diagnostic(d)))
+        .collect();
+    writeln!(out, "<pre>{}</pre>", lines.join("\n"))?;
+    if build.diagnostics.len() > MAX_DIAGNOSTICS {
+        writeln!(
+            out,
+            "<p>{} more in {}.</p>",
+            build.diagnostics.len() - MAX_DIAGNOSTICS,
+            link(&build.log)
+        )?;
+    }
+    Ok(())
+}
+
+fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.attempts.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "<h2>Attempts</h2>\n<table>\n<thead><tr><th>#</th><th>Verdict</th><th>Ended</th><th>Exit code</th><th>Duration</th><th>Passed</th><th>Failed</th><th>Console log</th></tr></thead>\n<tbody>"
+    )?;
+    for attempt in &report.attempts {
+        writeln!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            attempt.attempt,
+            verdict_name(attempt.verdict),
+            escape(&attempt.end),
+            attempt.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+            format_duration(attempt.duration_ms),
+            attempt.passed,
+            attempt.failed,
+            link(&attempt.console_log)
+        )?;
+    }
+    writeln!(out, "</tbody>\n</table>")
+}
+
+fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.pass_counts.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "<h2>Pass counts over {} attempts</h2>\n<table>\n<thead><tr><th>Test</th><th>Passed</th><th>Runs</th></tr></thead>\n<tbody>",
+        report.attempts.len()
+    )?;
+    for count in &report.pass_counts {
+        let class = if count.passed == count.runs {
+            "s-pass"
+        } else if count.passed == 0 {
+            "s-fail"
+        } else {
+            "s-ignore"
+        };
+        writeln!(
+            out,
+            "<tr><td><code>{}</code></td><td><span class=\"badge {class}\">{}</span></td><td>{}</td></tr>",
+            escape(&count.name),
+            count.passed,
+            count.runs
+        )?;
+    }
+    writeln!(out, "</tbody>\n</table>")
+}
+
+fn write_notes(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.notes.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "<h2>Notes</h2>\n<ul>")?;
+    for note in &report.notes {
+        writeln!(out, "<li>{}</li>", escape(note))?;
+    }
+    writeln!(out, "</ul>")
+}
+
+fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
+    writeln!(
+        out,
+        "<h2>Files</h2>\n<p>Relative to the run directory.</p>\n<ul>"
+    )?;
+    for (what, path) in [
+        ("machine-readable report", super::REPORT_JSON),
+        ("report for people", super::REPORT_MD),
+        ("for CI", super::JUNIT_XML),
+    ] {
+        writeln!(out, "<li>{what}: {}</li>", link(path))?;
+    }
+    if let Some(build) = &report.build {
+        writeln!(out, "<li>build log: {}</li>", link(&build.log))?;
+    }
+    for attempt in &report.attempts {
+        writeln!(
+            out,
+            "<li>console log of attempt {}: {}</li>",
+            attempt.attempt,
+            link(&attempt.console_log)
+        )?;
+    }
+    if let Some(patch) = &report.patch {
+        writeln!(out, "<li>fix: {}</li>", link(patch))?;
+    }
+    writeln!(out, "</ul>")
+}
+
+/// Text safe in HTML content and in quoted attribute values. Control characters other than tab
+/// and newline (a console can print anything) become U+FFFD so they show instead of vanishing.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A link to a file of the run by its relative path, or just the path as code when it is not a
+/// plain relative path (absolute, `..`, empty): a report must not link out of its run directory.
+fn link(path: &str) -> String {
+    let relative = !path.is_empty()
+        && Path::new(path)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    if relative {
+        format!(
+            "<a href=\"{}\"><code>{}</code></a>",
+            percent_encode(path),
+            escape(path)
+        )
+    } else {
+        format!("<code>{}</code>", escape(path))
+    }
+}
+
+/// Percent-encodes everything but unreserved characters and `/`, so no path can become a scheme
+/// (`javascript:`), a query or a fragment, or break out of the attribute.
+fn percent_encode(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for byte in path.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                out.push(char::from(byte))
+            }
+            _ => {
+                let _ = write!(out, "%{byte:02X}");
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::{CrashReport, Diagnostic};
+    use crate::machine::State;
+    use crate::report::{AttemptSummary, BuildSummary};
+    use crate::results::{TestCase, Verdict};
+    use chrono::{TimeZone, Utc};
+
+    const EVIL: &str = "<script>alert('x')</script>\"&<img src=x onerror=alert(1)>";
+
+    fn report() -> Report {
+        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
+        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
+        let mut report = Report::new(
+            "20240501-120000-beef",
+            Command::Test,
+            Status::Failed,
+            State::Failure,
+            started,
+            finished,
+        );
+        report.message = "tests failed".into();
+        report.board = "qemu-mps2-an385".into();
+        report.profile = "crc".into();
+        report.verdict = Some(Verdict::Fail);
+        report.cases = vec![
+            TestCase {
+                name: "test_ok".into(),
+                status: CaseStatus::Pass,
+                message: None,
+                file: Some("tests/test_crc.c".into()),
+                line: Some(11),
+            },
+            TestCase {
+                name: "test_bad".into(),
+                status: CaseStatus::Fail,
+                message: Some("Expected 0x29B1 Was 0x31C3".into()),
+                file: Some("tests/test_crc.c".into()),
+                line: Some(23),
+            },
+        ];
+        report.build = Some(BuildSummary {
+            command: "make".into(),
+            success: true,
+            duration_ms: 300,
+            log: "iter-000/build.log".into(),
+            diagnostics: vec![],
+        });
+        report.attempts = vec![AttemptSummary {
+            attempt: 1,
+            verdict: Verdict::Fail,
+            end: "verdict".into(),
+            exit_code: None,
+            duration_ms: 40,
+            console_log: "iter-000/console.log".into(),
+            passed: 1,
+            failed: 1,
+        }];
+        report
+    }
+
+    #[test]
+    fn escape_neutralises_markup_quotes_and_control_characters() {
+        assert_eq!(
+            escape("<a href=\"x\" title='y'>&amp;</a>"),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
+        );
+        assert_eq!(escape("line 1\nline\t2"), "line 1\nline\t2");
+        assert_eq!(escape("\u{1b}[31mred\u{0}"), "\u{FFFD}[31mred\u{FFFD}");
+        assert_eq!(escape("crc16 → 0x29B1 ✓"), "crc16 → 0x29B1 ✓");
+    }
+
+    #[test]
+    fn links_stay_relative_and_cannot_become_a_scheme() {
+        assert_eq!(
+            link("iter-000/console.log"),
+            "<a href=\"iter-000/console.log\"><code>iter-000/console.log</code></a>"
+        );
+        assert_eq!(
+            link("javascript:alert(1)"),
+            "<a href=\"javascript%3Aalert%281%29\"><code>javascript:alert(1)</code></a>"
+        );
+        assert_eq!(
+            link("a\" onclick=\"x"),
+            "<a href=\"a%22%20onclick%3D%22x\"><code>a&quot; onclick=&quot;x</code></a>"
+        );
+        assert_eq!(link("/etc/passwd"), "<code>/etc/passwd</code>");
+        assert_eq!(link("../../x"), "<code>../../x</code>");
+        assert_eq!(link(""), "<code></code>");
+    }
+
+    #[test]
+    fn untrusted_strings_from_the_run_never_reach_the_page_raw() {
+        let mut report = report();
+        report.run_id = EVIL.into();
+        report.message = EVIL.into();
+        report.board = EVIL.into();
+        report.cases[1].name = EVIL.into();
+        report.cases[1].message = Some(EVIL.into());
+        report.cases[1].file = Some(EVIL.into());
+        report.notes = vec![EVIL.into()];
+        report.crash = Some(CrashReport {
+            pc: Some(EVIL.into()),
+            lr: None,
+            cfsr: None,
+            hfsr: None,
+            function: Some(EVIL.into()),
+            file: None,
+            line: None,
+            caller: None,
+            fault_bits: vec![EVIL.into()],
+            fault_address: None,
+            exception: None,
+            lockup: false,
+            summary: EVIL.into(),
+        });
+        if let Some(build) = &mut report.build {
+            build.command = EVIL.into();
+            build.log = EVIL.into();
+            build.diagnostics = vec![Diagnostic {
+                severity: Severity::Error,
+                tool: "compiler".into(),
+                kind: "compile".into(),
+                file: Some(EVIL.into()),
+                line: Some(1),
+                column: None,
+                message: EVIL.into(),
+                log_line: 1,
+            }];
+        }
+        report.attempts[0].console_log = EVIL.into();
+        report.attempts[0].end = EVIL.into();
+        let html = render_html(&report);
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("alert('x')"), "{html}");
+        assert!(html.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"));
+        // Every tag on the page is one the renderer wrote.
+        let allowed = [
+            "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "h2",
+            "p", "main", "dl", "dt", "dd", "code", "table", "thead", "tbody", "tr", "th", "td",
+            "span", "ul", "li", "pre", "a", "footer",
+        ];
+        for tag in html.split('<').skip(1) {
+            let name: String = tag
+                .trim_start_matches('/')
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '!')
+                .collect();
+            assert!(allowed.contains(&name.as_str()), "unexpected tag <{tag}");
+        }
+    }
+
+    #[test]
+    fn the_page_is_self_contained() {
+        let html = render_html(&report());
+        assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
+        assert!(html.trim_end().ends_with("</html>"));
+        assert!(html.contains("default-src 'none'"));
+        for external in ["<script", "<link", "http://", "https://", "src=", "@import"] {
+            assert!(!html.contains(external), "{external} in the page");
+        }
+    }
+
+    #[test]
+    fn banner_cases_logs_and_status_colours() {
+        let html = render_html(&report());
+        assert!(html.contains("<header class=\"banner bad\">\n<h1>fwfix test: FAILED</h1>"));
+        assert!(html.contains("1 passed, 1 failed (2 tests) in 3.0 s"));
+        assert!(html.contains(
+            "<tr class=\"bad-row\"><td><span class=\"badge s-fail\">FAIL</span></td><td><code>test_bad</code></td><td><code>tests/test_crc.c:23</code></td><td class=\"message\">Expected 0x29B1 Was 0x31C3</td></tr>"
+        ));
+        assert!(html.contains("<span class=\"badge s-pass\">PASS</span>"));
+        assert!(html.contains("<a href=\"iter-000/build.log\">"));
+        assert!(html.contains("<a href=\"iter-000/console.log\">"));
+        assert!(html.contains("<a href=\"junit.xml\">"));
+
+        let mut passed = report();
+        passed.status = Status::Passed;
+        assert!(render_html(&passed).contains("<header class=\"banner ok\">"));
+    }
+
+    #[test]
+    fn run_and_bisect_outcomes() {
+        let mut report = report();
+        report.command = Command::Run;
+        report.status = Status::Success;
+        report.fixed = Some(vec!["test_bad".into()]);
+        report.patch = Some("fix.patch".into());
+        report.branch = Some("fwfix/r1".into());
+        let html = render_html(&report);
+        assert!(html.contains("<dt>Now passing</dt><dd><code>test_bad</code></dd>"));
+        assert!(html.contains("<a href=\"fix.patch\"><code>fix.patch</code></a>"));
+        assert!(html.contains("<dt>Iterations</dt>"));
+
+        report.command = Command::Bisect;
+        report.culprit = None;
+        assert!(render_html(&report).contains("No culprit commit was found."));
+    }
+}

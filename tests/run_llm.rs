@@ -1,0 +1,121 @@
+//! `fwfix run --strategy llm` end to end: the loop asks a real HTTP server on 127.0.0.1 (standing
+//! in for an OpenAI-compatible endpoint) for candidates, and verifies them on real QEMU.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
+
+mod common;
+
+use common::model_server::{text_answer, tool_answer, Server, Step};
+use common::*;
+
+const KEY: &str = "sk-fwfix-LOOPLEAKCHECK-90ab12";
+
+fn crc_fix() -> String {
+    std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap()
+}
+
+fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files_under(&p, out);
+        } else {
+            out.push(p);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_answers_garbage_then_the_fix_converges_and_the_key_is_never_written() {
+    let server = Server::start(vec![
+        Step::ok(text_answer(
+            "I think the CRC is fine, try turning it off and on again.",
+        )),
+        Step::ok(tool_answer(&crc_fix())),
+    ])
+    .await;
+    let repo = FixtureRepo::new();
+    let base_url = server.base_url.clone();
+    let repo_path = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+            .args([
+                "run",
+                "--json",
+                "--board",
+                "qemu-mps2-an385",
+                "--profile",
+                "crc",
+                "--strategy",
+                "llm",
+            ])
+            .current_dir(&repo_path)
+            .env("FWFIX_LLM_BASE_URL", base_url)
+            .env("FWFIX_LLM_MODEL", "test-model")
+            .env("FWFIX_LLM_API_KEY", KEY)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["iterations"], 2);
+    // The garbage answer was a MODEL_FAILURE, recovered from by asking again.
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    assert!(
+        trace.contains("\"error_class\":\"MODEL_FAILURE\""),
+        "{trace}"
+    );
+    // The model was sent the evidence: the failing test and its source.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let prompt = requests[0].body.to_string();
+    assert!(
+        prompt.contains("test_crc16_known_vector") && prompt.contains("TEST_ASSERT"),
+        "{prompt}"
+    );
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    // The key is in no file of the run directory, nor in fwfix's output.
+    let mut files = Vec::new();
+    files_under(&dir, &mut files);
+    for f in files {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "the key leaked into {}",
+            f.display()
+        );
+    }
+    assert!(!text(&out).contains(KEY));
+}
+
+#[test]
+fn a_missing_model_setting_is_a_configuration_error_naming_the_variable() {
+    let repo = FixtureRepo::new();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args([
+            "run",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            "crc",
+            "--strategy",
+            "llm",
+        ])
+        .current_dir(repo.path())
+        .env_remove("FWFIX_LLM_BASE_URL")
+        .env_remove("FWFIX_LLM_MODEL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("FWFIX_LLM_BASE_URL"),
+        "{}",
+        text(&out)
+    );
+}
