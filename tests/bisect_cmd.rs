@@ -632,3 +632,90 @@ fn ctrl_c_mid_step_aborts_with_exit_3_and_leaves_no_worktree() {
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);
 }
+
+#[test]
+fn a_revert_run_killed_mid_bisect_resumes_and_leaves_no_worktree() {
+    let (repo, ids) = short_history();
+    let patch = fixture_dir().join("patches/04-fixes-crc16.diff");
+    repo.git(&["apply", "-R", patch.to_str().unwrap()]);
+    let culprit = commit(&repo, "crc16: simplify the start value");
+    harmless(&repo, 2);
+    let scratch = tempfile::tempdir().unwrap();
+    let sleeper = scratch.path().join("sleeper.pid");
+    // The first build in a bisect worktree hangs, so the run can be killed mid-bisect.
+    let profile = scratch.path().join("crc-once-slow.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            r#"name = "crc-once-slow"
+[build]
+command = "make BOARD={{machine}} build/{{machine}}/test_crc.elf && case $PWD in *worktree-*) if [ ! -f {s} ]; then sleep 30 & echo $! > {s}; wait; fi;; esac"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+            s = sleeper.display()
+        ),
+    )
+    .unwrap();
+    let before = owner_state(&repo);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args([
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            profile.to_str().unwrap(),
+            "--strategy",
+            "revert",
+            "--good",
+            &ids[1],
+        ])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..1200 {
+        if std::fs::read_to_string(&sleeper).is_ok_and(|p| !p.trim().is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    // A power cut: no cleanup at all.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pid: i32 = std::fs::read_to_string(&sleeper)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert_eq!(
+        worktrees(&repo),
+        2,
+        "the bisect's worktree is left by the kill"
+    );
+
+    let runs: Vec<PathBuf> = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let run_dir = runs[0].clone();
+    let out = fwfix(
+        &["resume", "--json", run_dir.to_str().unwrap()],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir);
+    assert_eq!(report["status"], "SUCCESS");
+    let bisect = common::report(&run_dir.join("iter-001/bisect-2"));
+    assert_eq!(bisect["culprit"], culprit);
+    assert_eq!(worktrees(&repo), 1);
+    assert_eq!(owner_state(&repo), before);
+}

@@ -189,6 +189,7 @@ impl CulpritFinder for EngineFinder<'_> {
     ) -> Result<Culprit, StrategyError> {
         let line = resolve_range(&self.owner, good, bad)
             .map_err(|e| StrategyError::Failed(e.to_string()))?;
+        remove_stale_worktrees(&self.owner, records);
         // A resumed run that was interrupted mid-bisect starts a fresh one beside the old.
         let mut dir = records.join("bisect");
         let mut n = 1;
@@ -242,6 +243,30 @@ impl CulpritFinder for EngineFinder<'_> {
                 dir.display(),
                 outcome.message
             ))),
+        }
+    }
+}
+
+/// Removes the worktrees of earlier bisects under `records` that were killed before they could
+/// clean up (`kill -9`, a power cut), so a resumed fix run leaves none behind.
+fn remove_stale_worktrees(owner: &Path, records: &Path) {
+    let Ok(bisects) = std::fs::read_dir(records) else {
+        return;
+    };
+    let Ok(repo) = Repo::open(owner) else { return };
+    for bisect in bisects.flatten() {
+        if !bisect.file_name().to_string_lossy().starts_with("bisect") {
+            continue;
+        }
+        for entry in std::fs::read_dir(bisect.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if entry.file_name().to_string_lossy().starts_with("worktree-") {
+                // Not ours, or already gone: nothing to do.
+                let _ = repo.remove_worktree(&entry.path());
+            }
         }
     }
 }
