@@ -207,7 +207,7 @@ fn sensor_crash_is_decoded_symbolised_and_blamed_on_the_running_test() {
         exit_code: None,
         stopped_at: None,
     };
-    let parser = parser_for(Harness::Unity).unwrap_or_else(|e| panic!("{e}"));
+    let parser = parser_for(&Harness::Unity);
     let results = parser.parse(
         &capture,
         &ParseContext {

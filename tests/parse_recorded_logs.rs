@@ -30,7 +30,7 @@ const EVENT_TESTS: [&str; 5] = [
 ];
 
 fn unity() -> Box<dyn HarnessParser> {
-    parser_for(Harness::Unity).unwrap_or_else(|e| panic!("{e}"))
+    parser_for(&Harness::Unity)
 }
 
 fn lines(text: &str, stream: Stream) -> Vec<ConsoleLine> {

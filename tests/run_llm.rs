@@ -119,3 +119,80 @@ fn a_missing_model_setting_is_a_configuration_error_naming_the_variable() {
         text(&out)
     );
 }
+
+/// A candidate that makes the failing test pass by changing what it expects.
+const WEAKEN_TEST: &str = "diff --git a/tests/test_crc.c b/tests/test_crc.c
+--- a/tests/test_crc.c
++++ b/tests/test_crc.c
+@@ -21,4 +21,4 @@
+ void test_crc16_known_vector(void)
+ {
+-    TEST_ASSERT_EQUAL_HEX16(0x29B1, crc16_ccitt(check_input, sizeof(check_input)));
++    TEST_ASSERT_EQUAL_HEX16(0x31C3, crc16_ccitt(check_input, sizeof(check_input)));
+ }
+";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_model_that_first_weakens_the_test_is_denied_then_its_fix_converges() {
+    let server = Server::start(vec![
+        Step::ok(tool_answer(WEAKEN_TEST)),
+        Step::ok(tool_answer(&crc_fix())),
+    ])
+    .await;
+    let repo = FixtureRepo::new();
+    let test_source = std::fs::read_to_string(repo.path().join("tests/test_crc.c")).unwrap();
+    let base_url = server.base_url.clone();
+    let repo_path = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+            .args([
+                "run",
+                "--json",
+                "--board",
+                "qemu-mps2-an385",
+                "--profile",
+                "crc",
+                "--strategy",
+                "llm",
+                "--approve",
+                "never",
+            ])
+            .current_dir(&repo_path)
+            .env("FWFIX_LLM_BASE_URL", base_url)
+            .env("FWFIX_LLM_MODEL", "test-model")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    assert_eq!(report(&dir)["status"], "SUCCESS");
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let denied: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("\"error_class\":\"POLICY_VIOLATION\""))
+        .collect();
+    assert_eq!(denied.len(), 1, "{trace}");
+    assert!(
+        denied[0].contains("\"from\":\"PATCH_REVIEW\""),
+        "{}",
+        denied[0]
+    );
+    // The weakened test was never applied: no iteration-1 build, and the review says why.
+    assert!(!dir.join("iter-001/build.log").exists());
+    let review: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-001/review.json")).unwrap())
+            .unwrap();
+    assert_eq!(review["verdict"], "deny", "{review:#}");
+    let review_text = review.to_string();
+    assert!(
+        review_text.contains("path.deny.builtin.tests")
+            || review_text.contains("test.expected_changed"),
+        "{review:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("tests/test_crc.c")).unwrap(),
+        test_source
+    );
+}

@@ -175,6 +175,8 @@ pub(crate) fn execute(
         cancel_on_signals(cancel.clone());
         body(sink.as_ref(), cancel).await
     });
+    // A question left unanswered on the terminal must not keep fwfix from exiting.
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
     finish(result, sink, global)
 }
 
@@ -276,6 +278,24 @@ pub(crate) fn parse_state(text: &str) -> Result<crate::machine::State, String> {
         .into_iter()
         .find(|s| s.name().eq_ignore_ascii_case(text))
         .ok_or_else(|| format!("`{text}` is not a state"))
+}
+
+/// Parses `--approve never|risky|always`.
+pub(crate) fn parse_approve(text: &str) -> Result<crate::policy::ApproveMode, String> {
+    text.parse()
+        .map_err(|e: crate::policy::UnknownApproveMode| e.to_string())
+}
+
+/// The approval mode: as given, or risky when a person is at a terminal and never otherwise.
+pub(crate) fn approve_mode(
+    given: Option<crate::policy::ApproveMode>,
+) -> crate::policy::ApproveMode {
+    use std::io::IsTerminal;
+    given.unwrap_or_else(|| {
+        crate::policy::ApproveMode::default_for(
+            std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+        )
+    })
 }
 
 /// Parses the test hook `STATE[@ITERATION]`, e.g. `BUILD_RUN@1`.

@@ -2,6 +2,7 @@
 
 use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, KillAt, ResumeOptions};
+use crate::policy::ApproveMode;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -20,6 +21,11 @@ pub struct Args {
     /// Stop the resumed run after this long, e.g. `90s`, `30m`.
     #[arg(long, value_parser = super::parse_duration)]
     deadline: Option<std::time::Duration>,
+    /// When a person must approve a candidate: never, risky (when the policy's risk score is
+    /// high), always. Default: risky on a terminal, never elsewhere; without a terminal nothing
+    /// ever waits for input.
+    #[arg(long, value_parser = super::parse_approve)]
+    approve: Option<ApproveMode>,
     /// Test hook: the process kills itself right after entering STATE[@ITERATION].
     #[arg(long, hide = true, value_parser = super::parse_kill_at)]
     test_kill_at: Option<KillAt>,
@@ -35,6 +41,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         more_iterations: args.more_iterations,
         hint: args.hint,
         deadline: args.deadline,
+        approve: super::approve_mode(args.approve),
         kill_at: args.test_kill_at,
     };
     super::execute(global, |sink, cancel| {

@@ -2,6 +2,7 @@
 
 use super::{Exit, GlobalArgs};
 use crate::orchestrator::{self, KillAt, RunOptions, StrategyChoice};
+use crate::policy::ApproveMode;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -36,6 +37,11 @@ pub struct Args {
     /// Stop the whole run after this long, e.g. `90s`, `30m`, `2h`.
     #[arg(long, value_parser = super::parse_duration)]
     deadline: Option<std::time::Duration>,
+    /// When a person must approve a candidate: never, risky (when the policy's risk score is
+    /// high), always. Default: risky on a terminal, never elsewhere; without a terminal nothing
+    /// ever waits for input.
+    #[arg(long, value_parser = super::parse_approve)]
+    approve: Option<ApproveMode>,
     /// Test hook: the process kills itself right after entering STATE[@ITERATION].
     #[arg(long, hide = true, value_parser = super::parse_kill_at)]
     test_kill_at: Option<KillAt>,
@@ -80,6 +86,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         max_iterations: args.max_iterations,
         worktree: args.worktree,
         deadline: args.deadline,
+        approve: super::approve_mode(args.approve),
         kill_at: args.test_kill_at,
     };
     super::execute(global, |sink, cancel| {

@@ -54,6 +54,8 @@ pub fn resolve_profile(arg: &str, repo: &Path) -> Result<Profile, ConfigError> {
 }
 
 /// A validated file of either kind.
+// Made once per file `fwfix validate` checks: the size difference between the two costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum Validated {
     Board(Board),

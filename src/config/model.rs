@@ -211,11 +211,86 @@ pub struct TestSpec {
     pub timeout: Duration,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `[test] harness`: which console format the image prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Harness {
     Unity,
+    /// Zephyr's ztest, as Twister reads it (Zephyr 2.x and 3.x output).
     Ztest,
-    Regex,
+    /// Patterns the console must show, like Twister's console harness: `[test.regex]`. Boxed:
+    /// it is several times the size of the other variants, and a profile is moved around whole.
+    Regex(Box<RegexSpec>),
+}
+
+impl Harness {
+    /// The name a profile uses for it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Harness::Unity => "unity",
+            Harness::Ztest => "ztest",
+            Harness::Regex(_) => "regex",
+        }
+    }
+}
+
+/// `[test.regex]`: what the console must show for a PASS, and what makes it a FAIL or a CRASH.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegexSpec {
+    pub mode: RegexMode,
+    /// `multi_line` only: a pattern counts only after the one before it has matched.
+    pub ordered: bool,
+    /// Never empty; exactly one for `one_line`.
+    pub patterns: Vec<Pattern>,
+    /// Any line matching one of these makes the run a FAIL.
+    pub fail_patterns: Vec<Pattern>,
+    /// Any line matching one of these makes the run a CRASH.
+    pub crash_patterns: Vec<Pattern>,
+    /// The case that carries the run's own outcome (the only case of `one_line`); the profile's
+    /// name unless `case_name` says otherwise.
+    pub case_name: String,
+}
+
+/// `[test.regex] type`
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegexMode {
+    /// One pattern; its case is named `case_name`.
+    OneLine,
+    /// One case per pattern, named by the pattern.
+    MultiLine,
+}
+
+/// A regular expression that compiled when the profile was loaded. Two patterns are equal when
+/// their source text is.
+#[derive(Debug, Clone)]
+pub struct Pattern(regex::Regex);
+
+impl Pattern {
+    pub fn new(source: &str) -> Result<Pattern, regex::Error> {
+        regex::Regex::new(source).map(Pattern)
+    }
+
+    /// The pattern as written in the profile.
+    pub fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+
+    pub fn is_match(&self, line: &str) -> bool {
+        self.0.is_match(line)
+    }
+}
+
+impl PartialEq for Pattern {
+    fn eq(&self, other: &Pattern) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Pattern {}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// `[goal]`
@@ -239,6 +314,59 @@ pub struct PolicySpec {
     pub allow: Vec<String>,
     pub deny: Vec<String>,
     pub max_changed_lines: u32,
+    /// Default 5.
+    pub max_changed_files: u32,
+    /// Built-in deny families the profile lifts explicitly, e.g. `allow_builtin = ["tests"]`.
+    pub allow_builtin: Vec<BuiltinDeny>,
+}
+
+/// A family of paths a patch may not touch unless the profile lifts it by name in
+/// `[policy] allow_builtin`. The globs of each family are the policy's (`policy::rules`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum BuiltinDeny {
+    /// Test sources and the test harness.
+    Tests,
+    /// Linker scripts.
+    Linker,
+    /// Startup code and vector tables.
+    Startup,
+    /// Vendored and third-party code.
+    Vendor,
+    /// Build-system files.
+    Build,
+    /// Anything under `.git`.
+    Git,
+    /// CI configuration.
+    Ci,
+}
+
+impl BuiltinDeny {
+    pub const ALL: [BuiltinDeny; 7] = [
+        BuiltinDeny::Tests,
+        BuiltinDeny::Linker,
+        BuiltinDeny::Startup,
+        BuiltinDeny::Vendor,
+        BuiltinDeny::Build,
+        BuiltinDeny::Git,
+        BuiltinDeny::Ci,
+    ];
+
+    /// The name a profile uses in `allow_builtin`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuiltinDeny::Tests => "tests",
+            BuiltinDeny::Linker => "linker",
+            BuiltinDeny::Startup => "startup",
+            BuiltinDeny::Vendor => "vendor",
+            BuiltinDeny::Build => "build",
+            BuiltinDeny::Git => "git",
+            BuiltinDeny::Ci => "ci",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<BuiltinDeny> {
+        BuiltinDeny::ALL.into_iter().find(|f| f.name() == name)
+    }
 }
 
 /// `[strategy.*]`: settings for the patch strategies that need them.

@@ -151,6 +151,19 @@ pub struct RawBuild {
 pub struct RawTest {
     pub harness: Option<Str>,
     pub timeout_s: Option<Spanned<Seconds>>,
+    pub regex: Option<Spanned<RawRegex>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRegex {
+    #[serde(rename = "type")]
+    pub type_: Option<Str>,
+    pub ordered: Option<Spanned<bool>>,
+    pub patterns: Option<StrList>,
+    pub fail_patterns: Option<StrList>,
+    pub crash_patterns: Option<StrList>,
+    pub case_name: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -173,6 +186,8 @@ pub struct RawPolicy {
     pub allow: Option<StrList>,
     pub deny: Option<StrList>,
     pub max_changed_lines: Option<Spanned<u32>>,
+    pub max_changed_files: Option<Spanned<u32>>,
+    pub allow_builtin: Option<StrList>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -251,10 +266,28 @@ const BUILD: &[(&str, Node)] = &[
     ("artifact", V),
     ("timeout_s", V),
 ];
-const TEST: &[(&str, Node)] = &[("harness", V), ("timeout_s", V)];
+const REGEX: &[(&str, Node)] = &[
+    ("type", V),
+    ("ordered", V),
+    ("patterns", V),
+    ("fail_patterns", V),
+    ("crash_patterns", V),
+    ("case_name", V),
+];
+const TEST: &[(&str, Node)] = &[
+    ("harness", V),
+    ("timeout_s", V),
+    ("regex", Node::Table(REGEX)),
+];
 const GOAL: &[(&str, Node)] = &[("fail_to_pass", V), ("confirm_runs", V)];
 const LOOP: &[(&str, Node)] = &[("max_iterations", V), ("no_progress_limit", V)];
-const POLICY: &[(&str, Node)] = &[("allow", V), ("deny", V), ("max_changed_lines", V)];
+const POLICY: &[(&str, Node)] = &[
+    ("allow", V),
+    ("deny", V),
+    ("max_changed_lines", V),
+    ("max_changed_files", V),
+    ("allow_builtin", V),
+];
 const LLM: &[(&str, Node)] = &[
     ("base_url", V),
     ("model", V),

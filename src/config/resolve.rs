@@ -4,18 +4,18 @@
 
 use super::error::{ConfigError, KeyPath};
 use super::model::{
-    Board, BoardBackend, BuildSpec, CommandStrategySpec, ConsoleSpec, FlashSpec, GdbSpec, GoalSpec,
-    HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, PolicySpec, PowerSpec,
-    ProbeSpec, Profile, QemuSpec, SerialPort, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
-    FLASH_PLACEHOLDERS,
+    Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
+    GdbSpec, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, Pattern,
+    PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
+    StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
 };
 use super::names;
 use super::parse::Source;
 use super::placeholder;
 use super::raw::{
     RawBoard, RawBuild, RawCommandStrategy, RawFlash, RawGdb, RawGoal, RawHealth, RawLabgrid,
-    RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawSerial, RawStrategy,
-    RawTest, Seconds, Str, StrList,
+    RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawRegex, RawSerial,
+    RawStrategy, RawTest, Seconds, Str, StrList,
 };
 use serde_spanned::Spanned;
 use std::collections::BTreeMap;
@@ -35,6 +35,7 @@ const DEFAULT_MAX_ITERATIONS: u32 = 10;
 const DEFAULT_NO_PROGRESS_LIMIT: u32 = 3;
 const DEFAULT_ALLOW: &[&str] = &["src/**"];
 const DEFAULT_MAX_CHANGED_LINES: u32 = 60;
+const DEFAULT_MAX_CHANGED_FILES: u32 = 5;
 pub(super) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) const DEFAULT_LLM_CANDIDATES: u32 = 1;
 pub(super) const DEFAULT_LLM_MAX_RETRIES: u32 = 3;
@@ -81,6 +82,7 @@ impl Method {
 }
 
 const HARNESS_NAMES: &[&str] = &["unity", "ztest", "regex"];
+const REGEX_TYPE_NAMES: &[&str] = &["one_line", "multi_line"];
 const PROTOCOL_NAMES: &[&str] = &["swd", "jtag"];
 
 /// Resolves a parsed board file.
@@ -171,7 +173,7 @@ pub fn profile(src: Source<'_>, raw: RawProfile) -> Result<Profile, ConfigError>
             "every profile has a [test] table with `harness`",
         ));
     };
-    let test = c.test(test)?;
+    let test = c.test(test, &name)?;
     Ok(Profile {
         name,
         source: src.file.to_path_buf(),
@@ -764,7 +766,7 @@ impl Checker<'_> {
         })
     }
 
-    fn test(&self, raw: Spanned<RawTest>) -> Result<TestSpec, ConfigError> {
+    fn test(&self, raw: Spanned<RawTest>, profile_name: &str) -> Result<TestSpec, ConfigError> {
         let table = KeyPath::new(&["test"]);
         let t = raw.get_ref();
         let harness_key = table.child("harness");
@@ -774,11 +776,28 @@ impl Checker<'_> {
             &harness_key,
             "one of: unity, ztest, regex",
         )?;
-        let harness = match harness_value.get_ref().as_str() {
-            "unity" => Harness::Unity,
-            "ztest" => Harness::Ztest,
-            "regex" => Harness::Regex,
-            other => {
+        let harness = match (harness_value.get_ref().as_str(), &t.regex) {
+            ("regex", Some(regex)) => Harness::Regex(Box::new(self.regex(regex, profile_name)?)),
+            ("regex", None) => {
+                return Err(self.missing(
+                    raw.span().start,
+                    table.child("regex"),
+                    "harness = \"regex\" needs a [test.regex] table with `patterns`",
+                ))
+            }
+            ("unity" | "ztest", Some(regex)) => {
+                return Err(ConfigError::TableNotAllowed {
+                    at: self.src.at(regex.span().start),
+                    key: table.child("regex"),
+                    reason: format!(
+                        "it is only read with harness = \"regex\", not \"{}\"",
+                        harness_value.get_ref()
+                    ),
+                })
+            }
+            ("unity", None) => Harness::Unity,
+            ("ztest", None) => Harness::Ztest,
+            (other, _) => {
                 return Err(self.unknown_choice(harness_value, &harness_key, other, HARNESS_NAMES))
             }
         };
@@ -790,6 +809,130 @@ impl Checker<'_> {
                 DEFAULT_TEST_TIMEOUT,
             )?,
         })
+    }
+
+    /// `[test.regex]`: every pattern compiles here, so a typo is reported before anything runs.
+    fn regex(&self, raw: &Spanned<RawRegex>, profile_name: &str) -> Result<RegexSpec, ConfigError> {
+        let table = KeyPath::new(&["test", "regex"]);
+        let r = raw.get_ref();
+
+        let type_key = table.child("type");
+        let mode = match &r.type_ {
+            None => RegexMode::MultiLine,
+            Some(value) => match value.get_ref().as_str() {
+                "one_line" => RegexMode::OneLine,
+                "multi_line" => RegexMode::MultiLine,
+                other => {
+                    return Err(self.unknown_choice(value, &type_key, other, REGEX_TYPE_NAMES))
+                }
+            },
+        };
+
+        let patterns_key = table.child("patterns");
+        let list = self.required(
+            r.patterns.as_ref(),
+            raw.span().start,
+            &patterns_key,
+            "the regular expressions the console must show for a PASS",
+        )?;
+        let patterns = self.patterns(list, &patterns_key)?;
+        match (mode, patterns.len()) {
+            (_, 0) => {
+                return Err(self.invalid(
+                    list.span(),
+                    &patterns_key,
+                    "needs at least one pattern (a run that checks nothing proves nothing)",
+                ))
+            }
+            (RegexMode::OneLine, 1) | (RegexMode::MultiLine, _) => {}
+            (RegexMode::OneLine, _) => {
+                return Err(self.invalid(
+                    list.span(),
+                    &patterns_key,
+                    "type = \"one_line\" takes exactly one pattern; use type = \"multi_line\" \
+                     for several",
+                ))
+            }
+        }
+        if let Some((index, item)) = list.get_ref().iter().enumerate().find(|(index, item)| {
+            list.get_ref()[..*index]
+                .iter()
+                .any(|earlier| earlier.get_ref() == item.get_ref())
+        }) {
+            return Err(self.invalid(
+                item.span(),
+                &patterns_key,
+                format!(
+                    "`{}` is listed twice (pattern {}); each pattern is a case of its own",
+                    item.get_ref(),
+                    index + 1
+                ),
+            ));
+        }
+
+        let case_key = table.child("case_name");
+        let case_name = match &r.case_name {
+            None => profile_name.to_string(),
+            Some(value) => {
+                let name = self.non_empty(value, &case_key)?;
+                if mode == RegexMode::MultiLine && patterns.iter().any(|p| p.as_str() == name) {
+                    return Err(self.invalid(
+                        value.span(),
+                        &case_key,
+                        format!(
+                            "`{name}` is also a pattern, and multi_line names each pattern's case \
+                             after the pattern: pick another name"
+                        ),
+                    ));
+                }
+                name
+            }
+        };
+
+        let optional = |list: &Option<StrList>, name: &str| match list {
+            None => Ok(Vec::new()),
+            Some(list) => self.patterns(list, &table.child(name)),
+        };
+        Ok(RegexSpec {
+            mode,
+            ordered: r.ordered.as_ref().is_none_or(|o| *o.get_ref()),
+            patterns,
+            fail_patterns: optional(&r.fail_patterns, "fail_patterns")?,
+            crash_patterns: optional(&r.crash_patterns, "crash_patterns")?,
+            case_name,
+        })
+    }
+
+    /// Compiles each pattern; an invalid one is reported at the character the regex parser
+    /// complains about when the string literal allows pointing there.
+    fn patterns(&self, list: &StrList, key: &KeyPath) -> Result<Vec<Pattern>, ConfigError> {
+        let mut patterns = Vec::new();
+        for item in list.get_ref() {
+            let source = item.get_ref();
+            if source.is_empty() {
+                return Err(self.invalid(
+                    item.span(),
+                    key,
+                    "must not be empty (it would match every line)",
+                ));
+            }
+            match Pattern::new(source) {
+                Ok(pattern) => patterns.push(pattern),
+                Err(e) => {
+                    let (reason, index) = regex_error(source, &e);
+                    let offset = match index {
+                        Some(index) => self.src.offset_in_string(item.span(), source, index),
+                        None => item.span().start,
+                    };
+                    return Err(ConfigError::InvalidValue {
+                        at: self.src.at(offset),
+                        key: key.clone(),
+                        reason: format!("`{source}` is not a valid regex: {reason}"),
+                    });
+                }
+            }
+        }
+        Ok(patterns)
     }
 
     fn goal(&self, raw: Option<Spanned<RawGoal>>) -> Result<GoalSpec, ConfigError> {
@@ -849,7 +992,41 @@ impl Checker<'_> {
                 1,
                 DEFAULT_MAX_CHANGED_LINES,
             )?,
+            max_changed_files: self.at_least(
+                p.and_then(|p| p.max_changed_files.as_ref()),
+                &table.child("max_changed_files"),
+                1,
+                DEFAULT_MAX_CHANGED_FILES,
+            )?,
+            allow_builtin: match p.and_then(|p| p.allow_builtin.as_ref()) {
+                None => Vec::new(),
+                Some(list) => self.builtin_denies(list, &table.child("allow_builtin"))?,
+            },
         })
+    }
+
+    fn builtin_denies(
+        &self,
+        list: &StrList,
+        key: &KeyPath,
+    ) -> Result<Vec<BuiltinDeny>, ConfigError> {
+        let names: Vec<&str> = BuiltinDeny::ALL.iter().map(|f| f.name()).collect();
+        list.get_ref()
+            .iter()
+            .map(|item| {
+                BuiltinDeny::from_name(item.get_ref()).ok_or_else(|| {
+                    self.invalid(
+                        item.span(),
+                        key,
+                        format!(
+                            "`{}` is not a built-in deny (expected one of: {})",
+                            item.get_ref(),
+                            names.join(", ")
+                        ),
+                    )
+                })
+            })
+            .collect()
     }
 
     /// Globs matched against repository-relative paths: they must compile, and a leading `/`
@@ -1041,6 +1218,41 @@ impl Checker<'_> {
 
 /// Non-empty, starts with an ASCII letter or digit, and otherwise holds only ASCII letters,
 /// digits and `extra`.
+/// The regex parser's complaint in one line, and the character index (in `source`) it points at.
+///
+/// regex prints a syntax error as the pattern, a line of carets under the offending part, then
+/// `error: ...`; the caret's column is the position. A pattern with a line break gets numbered
+/// lines instead, so no position is taken from it.
+fn regex_error(source: &str, err: &regex::Error) -> (String, Option<usize>) {
+    const INDENT: usize = 4;
+    match err {
+        regex::Error::Syntax(text) => {
+            let reason = text
+                .lines()
+                .rev()
+                .find_map(|line| line.strip_prefix("error: "))
+                .unwrap_or(text.as_str())
+                .to_string();
+            let column = text
+                .lines()
+                .find(|line| {
+                    line.contains('^') && line.chars().all(|c| matches!(c, ' ' | '^' | '-'))
+                })
+                .and_then(|line| line.find('^'))
+                .and_then(|caret| caret.checked_sub(INDENT));
+            let index = column
+                .filter(|_| !source.contains('\n'))
+                .and_then(|column| source.char_indices().nth(column).map(|(i, _)| i));
+            (reason, index)
+        }
+        regex::Error::CompiledTooBig(limit) => (
+            format!("it compiles to more than the {limit} bytes a regex may take"),
+            None,
+        ),
+        other => (other.to_string(), None),
+    }
+}
+
 fn is_safe_word(text: &str, extra: &str) -> bool {
     text.starts_with(|c: char| c.is_ascii_alphanumeric())
         && text

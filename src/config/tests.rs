@@ -259,6 +259,8 @@ no_progress_limit = 2
 allow = ["src/**", "lib/crc/*.c"]
 deny = ["src/startup.c"]
 max_changed_lines = 20
+max_changed_files = 2
+allow_builtin = ["tests", "linker"]
 [strategy.llm]
 base_url = "http://127.0.0.1:11434/v1"
 model = "qwen2.5-coder"
@@ -308,6 +310,8 @@ timeout = 0
             allow: vec!["src/**".into(), "lib/crc/*.c".into()],
             deny: vec!["src/startup.c".into()],
             max_changed_lines: 20,
+            max_changed_files: 2,
+            allow_builtin: vec![BuiltinDeny::Tests, BuiltinDeny::Linker],
         }
     );
     assert_eq!(
@@ -391,6 +395,8 @@ fn profile_defaults() {
                 allow: vec!["src/**".into()],
                 deny: vec![],
                 max_changed_lines: 60,
+                max_changed_files: 5,
+                allow_builtin: vec![],
             },
             strategy: StrategySpec::default(),
             timeouts: BTreeMap::new(),
@@ -1162,6 +1168,23 @@ fn policy_globs_must_compile_and_be_relative() {
         21,
         "must be at least 1",
     );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[policy]\nmax_changed_files = 0\n"
+        )),
+        9,
+        21,
+        "must be at least 1",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[policy]\nallow_builtin = [\"tests\", \"startups\"]\n"
+        )),
+        9,
+        27,
+        "invalid value for `allow_builtin` in [policy]: `startups` is not a built-in deny \
+         (expected one of: tests, linker, startup, vendor, build, git, ci)",
+    );
 }
 
 #[test]
@@ -1265,10 +1288,10 @@ health = { profile = "p" }
         r#"
 name = "x"
 build = {{ command = "c", cwd = ".", artifact = "a", timeout_s = 1 }}
-test = {{ harness = "unity", timeout_s = 1 }}
+test = {{ harness = "unity", timeout_s = 1, regex = {{ type = "one_line", ordered = true, patterns = [], fail_patterns = [], crash_patterns = [], case_name = "c" }} }}
 goal = {{ fail_to_pass = [], confirm_runs = 1 }}
 loop = {{ max_iterations = 1, no_progress_limit = 1 }}
-policy = {{ allow = [], deny = [], max_changed_lines = 1 }}
+policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1, allow_builtin = [] }}
 strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, candidates = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1 }}
 [timeouts]
@@ -1593,4 +1616,189 @@ fn sample_bad_files_fail_where_they_say() {
         let err = assert_error(validate_file(&path), line, column, needle);
         assert_eq!(err.location().map(|l| l.file.clone()), Some(path));
     }
+}
+
+// ---- [test.regex] ------------------------------------------------------------------------------
+
+const REGEX_PROFILE_HEAD: &str =
+    "name = \"boot\"\n[build]\ncommand = \"make\"\nartifact = \"a.elf\"\n\
+                                  [test]\nharness = \"regex\"\n";
+
+fn regex_profile(table: &str) -> Result<Profile, ConfigError> {
+    profile(&format!("{REGEX_PROFILE_HEAD}{table}"))
+}
+
+fn sources(patterns: &[Pattern]) -> Vec<&str> {
+    patterns.iter().map(Pattern::as_str).collect()
+}
+
+#[test]
+fn regex_harness_settings() {
+    let p = regex_profile(
+        r#"timeout_s = 5
+[test.regex]
+type = "multi_line"
+ordered = false
+patterns = ["Hello", "tick [0-9]+"]
+fail_patterns = ["ASSERT", "Error"]
+crash_patterns = ["HardFault", "Guru Meditation"]
+case_name = "console"
+"#,
+    )
+    .unwrap();
+    assert_eq!(p.test.timeout, Duration::from_secs(5));
+    let Harness::Regex(spec) = &p.test.harness else {
+        panic!("not a regex harness: {:?}", p.test.harness);
+    };
+    assert_eq!(spec.mode, RegexMode::MultiLine);
+    assert!(!spec.ordered);
+    assert_eq!(sources(&spec.patterns), ["Hello", "tick [0-9]+"]);
+    assert_eq!(sources(&spec.fail_patterns), ["ASSERT", "Error"]);
+    assert_eq!(
+        sources(&spec.crash_patterns),
+        ["HardFault", "Guru Meditation"]
+    );
+    assert_eq!(spec.case_name, "console");
+    assert!(spec.patterns[1].is_match("tick 42"));
+    assert_eq!(p.test.harness.name(), "regex");
+}
+
+#[test]
+fn regex_harness_defaults() {
+    let p = regex_profile("[test.regex]\npatterns = [\"Hello\"]\n").unwrap();
+    let Harness::Regex(spec) = &p.test.harness else {
+        panic!("not a regex harness: {:?}", p.test.harness);
+    };
+    assert_eq!(spec.mode, RegexMode::MultiLine);
+    assert!(spec.ordered);
+    assert!(spec.fail_patterns.is_empty());
+    assert!(spec.crash_patterns.is_empty());
+    // The case carrying the run's outcome is named after the profile by default.
+    assert_eq!(spec.case_name, "boot");
+
+    let p = regex_profile("regex = { type = \"one_line\", patterns = [\"^OK$\"] }\n").unwrap();
+    let Harness::Regex(spec) = &p.test.harness else {
+        panic!("not a regex harness: {:?}", p.test.harness);
+    };
+    assert_eq!(spec.mode, RegexMode::OneLine);
+}
+
+#[test]
+fn invalid_regexes_point_at_the_character_at_fault() {
+    // Line 8 is the patterns line; `[` of `tick [0-9` is column 28.
+    let err = assert_error(
+        regex_profile("[test.regex]\npatterns = [\"Hello\", \"tick [0-9\"]\n"),
+        8,
+        28,
+        "invalid value for `patterns` in [test.regex]: `tick [0-9` is not a valid regex: \
+         unclosed character class",
+    );
+    assert_eq!(
+        err.key().map(ToString::to_string).as_deref(),
+        Some("test.regex.patterns")
+    );
+
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"ok\"]\nfail_patterns = [\"a(b\"]\n"),
+        9,
+        20,
+        "invalid value for `fail_patterns` in [test.regex]: `a(b` is not a valid regex: \
+         unclosed group",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"ok\"]\ncrash_patterns = ['x{2,1}']\n"),
+        9,
+        21,
+        "`x{2,1}` is not a valid regex: invalid repetition count range",
+    );
+    // An escaped string cannot be pointed into: the error points at the string.
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"\\\\q\"]\n"),
+        8,
+        13,
+        "`\\q` is not a valid regex: unrecognized escape sequence",
+    );
+}
+
+#[test]
+fn regex_harness_rules() {
+    assert_error(
+        regex_profile(""),
+        5,
+        1,
+        "missing key `regex` in [test]: harness = \"regex\" needs a [test.regex] table with \
+         `patterns`",
+    );
+    assert_error(
+        regex_profile("[test.regex]\nordered = true\n"),
+        7,
+        1,
+        "missing key `patterns` in [test.regex]",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = []\n"),
+        8,
+        12,
+        "invalid value for `patterns` in [test.regex]: needs at least one pattern",
+    );
+    assert_error(
+        regex_profile("[test.regex]\ntype = \"one_line\"\npatterns = [\"a\", \"b\"]\n"),
+        9,
+        12,
+        "type = \"one_line\" takes exactly one pattern",
+    );
+    assert_error(
+        regex_profile("[test.regex]\ntype = \"two_line\"\npatterns = [\"a\"]\n"),
+        8,
+        8,
+        "invalid value for `type` in [test.regex]: unknown type `two_line` (expected one of: \
+         one_line, multi_line)",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"a\", \"b\", \"a\"]\n"),
+        8,
+        23,
+        "`a` is listed twice (pattern 3)",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"\"]\n"),
+        8,
+        13,
+        "must not be empty",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"a\"]\ncase_name = \"a\"\n"),
+        9,
+        13,
+        "`a` is also a pattern",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"a\"]\ncase_name = \" \"\n"),
+        9,
+        13,
+        "must not be empty",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"a\"]\norder = true\n"),
+        9,
+        1,
+        "unknown key `order` in [test.regex] (expected one of: type, ordered, patterns, \
+         fail_patterns, crash_patterns, case_name)",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = \"a\"\n"),
+        8,
+        12,
+        "invalid value for `patterns` in [test.regex]",
+    );
+    assert_error(
+        profile(
+            "name = \"x\"\n[build]\ncommand = \"make\"\nartifact = \"a.elf\"\n[test]\n\
+             harness = \"unity\"\n[test.regex]\npatterns = [\"a\"]\n",
+        ),
+        7,
+        1,
+        "table [test.regex] is not allowed here: it is only read with harness = \"regex\", not \
+         \"unity\"",
+    );
 }

@@ -256,7 +256,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1024, ..ProptestConfig::default() })]
 
         #[test]
         fn random_runs_stay_on_legal_edges_and_always_end(
@@ -269,6 +269,27 @@ mod tests {
             let limits = Limits { max_iterations, no_progress_limit: 3, confirm_runs, flaky_reruns: 2 };
             simulate(&envs, &results, &limits, abort_at);
         }
+    }
+
+    /// Found by the property test: a BUILD_ENV_FAILURE raised in CODE_ANALYSIS used to recover
+    /// to BUILD_RUN, skipping patch generation and replaying the baseline forever.
+    #[test]
+    fn regression_build_env_failure_every_sixth_step_with_one_iteration() {
+        let mut envs = vec![Env::Ok; 5];
+        envs.push(Env::Fail(ErrorClass::BuildEnvFailure));
+        let results = vec![vec![
+            ("t1".to_string(), false),
+            ("t2".to_string(), false),
+            ("t3".to_string(), false),
+            ("p1".to_string(), false),
+        ]];
+        let limits = Limits {
+            max_iterations: 1,
+            no_progress_limit: 3,
+            confirm_runs: 1,
+            flaky_reruns: 2,
+        };
+        simulate(&envs, &results, &limits, None);
     }
 
     #[test]

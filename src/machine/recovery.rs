@@ -116,7 +116,7 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
     } else {
         None
     };
-    match failure.class {
+    let by_class = match failure.class {
         // The code does not build: only a (new) patch can help.
         ErrorClass::BuildFailure
         | ErrorClass::ModelFailure
@@ -132,6 +132,39 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
         },
         ErrorClass::Timeout => step_target(failure.failed_in, failure.patching),
         ErrorClass::Unhandled => None,
+    };
+    // Never recover forward past the step that failed: that would skip work (a patch never
+    // generated, a build never run) and could replay the same image forever.
+    match (by_class, pipeline_position(failure.failed_in)) {
+        (Some(target), Some(failed_at))
+            if pipeline_position(target.state()).is_some_and(|t| t > failed_at) =>
+        {
+            step_target(failure.failed_in, failure.patching)
+        }
+        (target, _) => target,
+    }
+}
+
+/// Where a state sits in the pipeline of one iteration, for "before" and "after".
+fn pipeline_position(state: State) -> Option<u8> {
+    match state {
+        State::CodeAnalysis => Some(0),
+        State::PatchGeneration => Some(1),
+        State::PatchReview => Some(2),
+        State::PatchApply => Some(3),
+        State::BuildSetup => Some(4),
+        State::BuildRun => Some(5),
+        State::TestSetup => Some(6),
+        State::TestRun => Some(7),
+        State::ResultCollection => Some(8),
+        State::ResultAnalysis => Some(9),
+        State::Idle
+        | State::Init
+        | State::ConvergenceCheck
+        | State::ErrorRecovery
+        | State::Success
+        | State::Failure
+        | State::Aborted => None,
     }
 }
 
@@ -259,6 +292,26 @@ mod tests {
                 assert_eq!(d.outcome, Outcome::Recovered(want), "{class} in {state}");
             }
         }
+    }
+
+    #[test]
+    fn recovery_never_jumps_forward_past_the_failed_step() {
+        let b = Budgets::default();
+        let d = decide(
+            failure(ErrorClass::BuildEnvFailure, State::CodeAnalysis, 0, true),
+            &b,
+        );
+        assert_eq!(d.outcome, Outcome::Recovered(RecoveryTarget::CodeAnalysis));
+        let d = decide(
+            failure(ErrorClass::TestEnvFailure, State::BuildSetup, 0, true),
+            &b,
+        );
+        assert_eq!(d.outcome, Outcome::Recovered(RecoveryTarget::BuildRun));
+        let d = decide(
+            failure(ErrorClass::TestEnvFailure, State::PatchApply, 0, false),
+            &b,
+        );
+        assert_eq!(d.outcome, Outcome::Unrecoverable);
     }
 
     #[test]

@@ -68,8 +68,6 @@ pub async fn bisect(
     let line = resolve_range(&repo, &opts.good, &opts.bad)?;
     let board = config::resolve_board(&opts.board, &repo)?;
     let profile = config::resolve_profile(&opts.profile, &repo)?;
-    crate::results::parser_for(profile.test.harness)
-        .map_err(|e| OrchestratorError::Usage(format!("{}: {e}", profile.source.display())))?;
     let runs = opts.runs.max(1);
     let started = Utc::now();
     let run_dir = RunDir::create(&repo, started).map_err(|source| OrchestratorError::RunDir {

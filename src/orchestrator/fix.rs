@@ -6,7 +6,9 @@ use super::context::FixRecord;
 use super::job::{Job, Step};
 use crate::analysis::evidence;
 use crate::events::{Event, Level};
+use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
+use crate::policy::{self, Approver, Choice, Decision, ReviewRecord};
 use crate::rundir;
 use crate::strategy::{Candidate, PatchRequest, StrategyError};
 use serde_json::json;
@@ -238,56 +240,201 @@ impl Job<'_> {
         }
     }
 
-    pub(super) fn patch_review(&mut self) -> Step {
+    pub(super) async fn patch_review(&mut self) -> Step {
         let Some((origin, patch)) = self.ctx.candidate.clone() else {
             return Step::error(ErrorClass::Unhandled, "no candidate to review");
         };
-        let diff = match std::fs::read(self.run_dir.path().join(&patch)) {
+        let patch_path = self.run_dir.path().join(&patch);
+        let diff = match std::fs::read_to_string(&patch_path) {
             Ok(d) => d,
-            Err(e) => {
-                return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}"));
-            }
+            Err(e) => return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}")),
+        };
+        let review_path = match self.iteration_dir() {
+            Ok(d) => d.join("review.json"),
+            Err(step) => return step,
         };
         let Some(repo) = &self.repo else {
             return Step::error(ErrorClass::Unhandled, "no repository");
         };
-        let checked = repo.check_patch_paths(&diff);
-        let (verdict, reason) = match &checked {
-            Ok(paths) => (
-                "allow",
-                format!("{origin}: {} file(s) inside the repository", paths.len()),
-            ),
-            Err(e) => ("deny", format!("{origin}: {e}")),
+        // Paths are checked against the real tree (symlinks) before the policy reads the diff.
+        if let Err(e) = repo.check_patch_paths(diff.as_bytes()) {
+            let review = policy::evaluate(&diff, &self.profile.policy);
+            let decision = Decision::rejected_by_policy(format!("{origin}: {e}"));
+            return self.record_review(
+                &review_path,
+                &diff,
+                &review,
+                &decision,
+                &origin,
+                |reason| {
+                    Step::error(
+                        e.error_class().unwrap_or(ErrorClass::PolicyViolation),
+                        reason,
+                    )
+                },
+            );
+        }
+        let review = policy::evaluate(&diff, &self.profile.policy);
+        if review.verdict == policy::Verdict::Deny {
+            let decision = Decision::by_policy(&review);
+            return self.record_review(
+                &review_path,
+                &diff,
+                &review,
+                &decision,
+                &origin,
+                |reason| Step::error(ErrorClass::PolicyViolation, reason),
+            );
+        }
+        if !policy::needs_human(self.approve, &review, policy::DEFAULT_RISK_THRESHOLD) {
+            let decision = Decision::by_policy(&review);
+            return self.record_review(
+                &review_path,
+                &diff,
+                &review,
+                &decision,
+                &origin,
+                |reason| Step::ok(Outcome::Approved, reason),
+            );
+        }
+        let asking = Self::ask_a_person(
+            &diff,
+            &review,
+            &origin,
+            self.ctx.ledger.iteration,
+            self.cancel.clone(),
+        );
+        let decision = match asking.await {
+            Ok(d) => d,
+            Err(step) => return step,
         };
-        let record = json!({
-            "candidate": origin,
-            "patch": patch,
-            "verdict": verdict,
-            "decided_by": "policy",
-            "rule": if checked.is_ok() { "path.inside_repository" } else { "path.unsafe" },
-            "reason": reason,
-            "time": chrono::Utc::now().to_rfc3339(),
+        match decision.choice.clone() {
+            Choice::Approved => {
+                self.record_review(&review_path, &diff, &review, &decision, &origin, |reason| {
+                    Step::ok(Outcome::Approved, reason)
+                })
+            }
+            Choice::Rejected { reason } => {
+                self.ctx.hints.push(format!(
+                    "a reviewer rejected iteration {}'s candidate ({origin}): {reason}",
+                    self.ctx.ledger.iteration
+                ));
+                let step =
+                    self.record_review(&review_path, &diff, &review, &decision, &origin, |r| {
+                        Step::ok(Outcome::Rejected, r)
+                    });
+                self.close_iteration(IterationVerdict::Rejected, &reason, None, None);
+                step
+            }
+            Choice::Edited { diff: edited } => {
+                // The person's version goes through the same policy before it is used.
+                let again = policy::evaluate(&edited, &self.profile.policy);
+                if again.verdict == policy::Verdict::Deny {
+                    let decision = Decision::by_policy(&again);
+                    return self.record_review(
+                        &review_path,
+                        &edited,
+                        &again,
+                        &decision,
+                        &origin,
+                        |reason| Step::error(ErrorClass::PolicyViolation, reason),
+                    );
+                }
+                if let Err(e) = rundir::write_atomic(&patch_path, edited.as_bytes()) {
+                    return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}"));
+                }
+                self.record_review(
+                    &review_path,
+                    &edited,
+                    &again,
+                    &decision,
+                    &origin,
+                    |reason| Step::ok(Outcome::Approved, format!("{reason} (edited by a person)")),
+                )
+            }
+        }
+    }
+
+    /// Asks a person on the terminal, on a blocking thread; an abort does not wait for the answer.
+    /// It takes no `&Job`, so the engine's future stays `Send` (the revert strategy runs bisect
+    /// steps, whole engine runs, from inside a strategy's future).
+    async fn ask_a_person(
+        diff: &str,
+        review: &policy::Review,
+        origin: &str,
+        iteration: u32,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<Decision, Step> {
+        let (diff, review, origin) = (diff.to_string(), review.clone(), origin.to_string());
+        let color = crate::ui::ColorChoice::Auto.for_stderr();
+        let asking = tokio::task::spawn_blocking(move || {
+            let request = policy::ApprovalRequest {
+                diff: &diff,
+                review: &review,
+                iteration,
+                origin: &origin,
+            };
+            use std::io::IsTerminal;
+            if !std::io::stdin().is_terminal() {
+                return policy::NonInteractive.ask(&request);
+            }
+            let mut approver =
+                policy::TerminalApprover::new(std::io::stdin().lock(), std::io::stderr(), color);
+            approver.ask(&request)
         });
-        let path = self
-            .iteration_dir()
-            .map(|d| d.join("review.json"))
-            .unwrap_or_default();
+        tokio::select! {
+            answer = asking => match answer {
+                Ok(Ok(decision)) => Ok(decision),
+                Ok(Err(e)) => Err(Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))),
+                Err(e) => Err(Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))),
+            },
+            _ = cancel.cancelled() => Err(Step::ok(Outcome::Abort, "interrupted while waiting for approval")),
+        }
+    }
+
+    /// Writes review.json and turns the decision into the step `to_step` makes of its reason.
+    fn record_review(
+        &self,
+        path: &std::path::Path,
+        diff: &str,
+        review: &policy::Review,
+        decision: &Decision,
+        origin: &str,
+        to_step: impl FnOnce(String) -> Step,
+    ) -> Step {
+        let request = policy::ApprovalRequest {
+            diff,
+            review,
+            iteration: self.ctx.ledger.iteration,
+            origin,
+        };
+        let record = ReviewRecord::new(&request, decision, chrono::Utc::now());
         if let Err(e) = serde_json::to_vec_pretty(&record)
             .map_err(std::io::Error::other)
-            .and_then(|b| rundir::write_atomic(&path, &b))
+            .and_then(|b| rundir::write_atomic(path, &b))
         {
             return Step::error(
                 ErrorClass::ArtifactMissing,
                 format!("cannot write {}: {e}", path.display()),
             );
         }
-        match checked {
-            Ok(_) => Step::ok(Outcome::Approved, reason).with_evidence(path),
-            Err(e) => {
-                let class = e.error_class().unwrap_or(ErrorClass::PolicyViolation);
-                Step::error(class, reason).with_evidence(path)
-            }
-        }
+        let who = match &decision.decided_by {
+            policy::DecidedBy::Policy => "policy".to_string(),
+            policy::DecidedBy::Human { user } => format!("{user} (a person)"),
+        };
+        let what = match &decision.choice {
+            Choice::Approved | Choice::Edited { .. } => format!(
+                "{origin}: approved by {who}; risk {:.2}{}",
+                review.risk.score,
+                if review.risk.reasons.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", review.risk.reasons.join("; "))
+                }
+            ),
+            Choice::Rejected { reason } => format!("{origin}: rejected by {who}: {reason}"),
+        };
+        to_step(what).with_evidence(path.to_path_buf())
     }
 
     pub(super) fn patch_apply(&mut self) -> Step {
@@ -339,7 +486,7 @@ impl Job<'_> {
             .history
             .iter()
             .rev()
-            .find(|r| r.verdict == crate::machine::convergence::IterationVerdict::Fixed)
+            .find(|r| r.verdict == IterationVerdict::Fixed)
             .cloned()
         else {
             // Nothing was patched (the baseline passed): there is no fix to keep.

@@ -10,6 +10,7 @@ use crate::events::{Event, EventSink, Level};
 use crate::machine::ledger::{Ledger, Limits};
 use crate::machine::recovery::Budgets;
 use crate::machine::{self, ErrorClass, Outcome, State};
+use crate::policy::ApproveMode;
 use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
@@ -49,6 +50,8 @@ pub struct RunOptions {
     pub worktree: bool,
     /// Stop the whole run (ABORTED) after this long.
     pub deadline: Option<Duration>,
+    /// When a person must approve a candidate before it is applied.
+    pub approve: ApproveMode,
     /// Test hook: SIGKILL this process right after entering the named state.
     pub kill_at: Option<KillAt>,
 }
@@ -71,6 +74,7 @@ pub struct ResumeOptions {
     /// A person's hint, added to the evidence.
     pub hint: Option<String>,
     pub deadline: Option<Duration>,
+    pub approve: ApproveMode,
     pub kill_at: Option<KillAt>,
 }
 
@@ -220,6 +224,7 @@ pub async fn run(
         cancel,
     )?;
     job.kill_at = opts.kill_at;
+    job.approve = opts.approve;
     job.arm_deadline(opts.deadline);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
         .await
@@ -281,6 +286,7 @@ pub async fn resume(
         .unwrap_or_default();
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
     job.kill_at = opts.kill_at;
+    job.approve = opts.approve;
     job.arm_deadline(opts.deadline);
     job.reconcile()?;
     match restart {
@@ -367,6 +373,8 @@ pub(super) struct Job<'a> {
     pub symbolizer: Option<Symbolizer>,
     pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
+    /// When PATCH_REVIEW asks a person.
+    pub approve: ApproveMode,
     deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -533,8 +541,7 @@ impl<'a> Job<'a> {
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
         let build = profile.build_for(&board);
-        let parser = results::parser_for(profile.test.harness)
-            .map_err(|e| OrchestratorError::Usage(format!("{}: {e}", profile.source.display())))?;
+        let parser = results::parser_for(&profile.test.harness);
         let mut budgets = Budgets::default();
         for (class, retries) in &profile.recovery {
             budgets.set(*class, *retries);
@@ -557,6 +564,7 @@ impl<'a> Job<'a> {
             symbolizer: None,
             last_capture: None,
             kill_at: None,
+            approve: ApproveMode::Never,
             deadline_hit: Default::default(),
         })
     }
@@ -698,7 +706,7 @@ impl<'a> Job<'a> {
             State::Init => self.init().await,
             State::CodeAnalysis => self.code_analysis(),
             State::PatchGeneration => self.patch_generation().await,
-            State::PatchReview => self.patch_review(),
+            State::PatchReview => self.patch_review().await,
             State::PatchApply => self.patch_apply(),
             State::BuildSetup => self.build_setup(),
             State::BuildRun => self.build_run().await,

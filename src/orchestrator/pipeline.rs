@@ -13,7 +13,7 @@ use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Target
 use crate::machine::{ErrorClass, Outcome};
 use crate::repo::Repo;
 use crate::report::{self, AttemptSummary, BuildSummary};
-use crate::results::{CaseStatus, ParseContext, TestResults, Verdict};
+use crate::results::{crash_dump, CaseStatus, ParseContext, TestResults, Verdict};
 use crate::rundir;
 use std::path::{Path, PathBuf};
 
@@ -282,12 +282,20 @@ impl Job<'_> {
 
     pub(super) fn analyse(&mut self) -> Step {
         let attempt = self.ctx.attempts.len() as u32 + 1;
-        let Some(capture) = self.last_capture.take() else {
+        let Some(mut capture) = self.last_capture.take() else {
             return Step::error(ErrorClass::ArtifactMissing, "no capture to analyse");
         };
+        // A DUT that could not read the core (a board without a probe) may still have printed a
+        // fault dump on its console: symbolise that instead.
+        let from_console = capture.fault.is_none();
+        if from_console {
+            let uart: Vec<&str> = capture.uart_lines().collect();
+            let dumped = crash_dump::parse(&uart);
+            capture.fault = dumped;
+        }
         let sym = self.symbolizer.as_ref();
         let root = self.ctx.work_dir.clone();
-        let crash = capture.fault.as_ref().map(|snap| {
+        let mut crash = capture.fault.as_ref().map(|snap| {
             let mut c = fault::crash_report(snap, sym);
             relative_to(&root, &mut c.file);
             if let Some(caller) = &mut c.caller {
@@ -315,6 +323,10 @@ impl Job<'_> {
             site_functions,
         };
         let mut results = self.parser.parse(&capture, &ctx);
+        // A dump the harness did not take for a crash (a test printed one, then passed) is output.
+        if from_console && !results.cases.iter().any(|c| c.status == CaseStatus::Crash) {
+            crash = None;
+        }
         // The case the crash or hang is attributed to carries where it happened.
         for case in &mut results.cases {
             match case.status {

@@ -22,7 +22,7 @@ mod exclude;
 mod files;
 mod history;
 mod hunks;
-mod patch;
+pub(crate) mod patch;
 mod paths;
 mod snapshot;
 mod worktree;

@@ -25,6 +25,8 @@ impl HunkLine {
 pub(crate) struct Hunk {
     /// `@@ -12,7 +12,8 @@` as it should be named in errors and reports.
     pub header: String,
+    /// What follows the second `@@`: git's name for the enclosing function, or empty.
+    pub heading: String,
     pub old_start: usize,
     pub old_count: usize,
     pub new_start: usize,
@@ -40,6 +42,7 @@ impl Hunk {
                 "@@ -{},{} +{},{} @@",
                 self.new_start, self.new_count, self.old_start, self.old_count
             ),
+            heading: self.heading.clone(),
             old_start: self.new_start,
             old_count: self.new_count,
             new_start: self.old_start,
@@ -147,6 +150,9 @@ pub(crate) fn parse(diff: &[u8]) -> Result<Vec<FilePatch>, RepoError> {
             let (file, next) = parse_git_section(&lines, i)?;
             files.push(file);
             i = next;
+        } else if let Some(file) = plain_binary(lines[i]) {
+            files.push(file);
+            i += 1;
         } else if is_plain_header(&lines, i) {
             let mut header = Header::default();
             let next = parse_minus_plus(&lines, i, &mut header)?;
@@ -165,6 +171,37 @@ pub(crate) fn parse(diff: &[u8]) -> Result<Vec<FilePatch>, RepoError> {
 
 fn is_plain_header(lines: &[&[u8]], i: usize) -> bool {
     lines[i].starts_with(b"--- ") && lines.get(i + 1).is_some_and(|l| l.starts_with(b"+++ "))
+}
+
+/// `diff -u` says `Binary files A and B differ` and nothing else for a binary file: keep it as a
+/// file section so a binary change is never silently dropped from the patch.
+fn plain_binary(line: &[u8]) -> Option<FilePatch> {
+    let rest = trim_eol(line)
+        .strip_prefix(b"Binary files ")?
+        .strip_suffix(b" differ")?;
+    let at = rest.windows(5).position(|w| w == b" and ")?;
+    let side = |raw: &[u8]| (raw != b"/dev/null").then(|| strip_prefix(raw.to_vec()));
+    let (old, new) = (side(&rest[..at]), side(&rest[at + 5..]));
+    let kind = match (&old, &new) {
+        (None, Some(_)) => ChangeKind::Added,
+        (Some(_), None) => ChangeKind::Deleted,
+        (Some(_), Some(_)) => ChangeKind::Modified,
+        (None, None) => return None,
+    };
+    // As for a text diff, a plain diff names the file it patches on the new side.
+    let old = match (&old, &new) {
+        (Some(_), Some(n)) => Some(n.clone()),
+        _ => old,
+    };
+    Some(FilePatch {
+        old_path: old,
+        new_path: new,
+        old_mode: None,
+        new_mode: None,
+        kind,
+        binary: true,
+        hunks: Vec::new(),
+    })
 }
 
 fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize), RepoError> {
@@ -329,6 +366,7 @@ fn parse_hunk_header(line: &[u8], i: usize) -> Result<(Hunk, usize), RepoError> 
     let bad = || parse_err(i, format!("bad hunk header '{text}'"));
     let rest = text.strip_prefix("@@ -").ok_or_else(bad)?;
     let end = rest.find(" @@").ok_or_else(bad)?;
+    let heading = rest[end + 3..].trim().to_string();
     let (old, new) = rest[..end].split_once(" +").ok_or_else(bad)?;
     let range = |s: &str| -> Option<(usize, usize)> {
         match s.split_once(',') {
@@ -344,6 +382,7 @@ fn parse_hunk_header(line: &[u8], i: usize) -> Result<(Hunk, usize), RepoError> 
                 "@@ -{},{} +{},{} @@",
                 old_start, old_count, new_start, new_count
             ),
+            heading,
             old_start,
             old_count,
             new_start,
@@ -703,6 +742,40 @@ mod tests {
             Err(RepoError::EmptyPatch)
         ));
         assert!(parse(b"--- a/f\n+++ b/f\n@@ -x +1 @@\n").is_err());
+    }
+
+    #[test]
+    fn hunk_heading_is_kept() {
+        let f = one("--- a/f\n+++ b/f\n@@ -3 +3 @@ void USART1_IRQHandler(void)\n-a\n+b\n");
+        assert_eq!(f.hunks[0].heading, "void USART1_IRQHandler(void)");
+        assert_eq!(
+            f.hunks[0].reversed().heading,
+            "void USART1_IRQHandler(void)"
+        );
+        assert_eq!(
+            one("--- a/f\n+++ b/f\n@@ -3 +3 @@\n-a\n+b\n").hunks[0].heading,
+            ""
+        );
+    }
+
+    #[test]
+    fn plain_binary_files_are_kept() {
+        let files = parse(
+            concat!(
+                "Binary files a/fw.bin and b/fw.bin differ\n",
+                "Binary files /dev/null and b/logo.png differ\n",
+                "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(files.len(), 3);
+        assert!(files[0].binary);
+        assert_eq!(files[0].kind, ChangeKind::Modified);
+        assert_eq!(files[0].new_path.as_deref(), Some(&b"fw.bin"[..]));
+        assert_eq!(files[1].kind, ChangeKind::Added);
+        assert_eq!(files[1].old_path, None);
+        assert!(!files[2].binary);
     }
 
     #[test]

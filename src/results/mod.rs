@@ -4,16 +4,28 @@
 //! its summary, and a verdict with the reasons for it. Parsers are pure: they read the capture and
 //! the [`ParseContext`] the orchestrator hands them, and must not touch files, the clock or the
 //! DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
-//! crash site to say which test was running.
+//! crash site to say which test was running. [`crash_dump`] reads a fault dump the firmware
+//! printed into the same snapshot a backend would have read, for the caller to symbolise.
+//!
+//! Harnesses: [`unity`], [`ztest`] (Zephyr, as Twister reads it) and [`regex_harness`]
+//! (patterns from the profile, like Twister's console harness). What they share lives in
+//! `lines` (cleaning a console line) and `attribution` (which test a crash or hang belongs to).
 
+mod attribution;
+pub mod crash_dump;
+mod lines;
 pub mod model;
+pub mod regex_harness;
 pub mod unity;
+pub mod ztest;
 
 pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict};
+pub use regex_harness::{RegexDetector, RegexParser};
 pub use unity::{UnityDetector, UnityParser};
+pub use ztest::{ZtestDetector, ZtestParser};
 
 use crate::capture::{Capture, EndDetector};
-use crate::config::Harness;
+use crate::config::{Harness, RegexSpec};
 
 /// One harness's console format: how to tell that the run is over, and what it reported.
 pub trait HarnessParser: Send + Sync {
@@ -34,43 +46,39 @@ pub struct ParseContext {
     pub site_functions: Vec<String>,
 }
 
-/// Why no parser could be chosen.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    /// The profile names a harness fwfix does not parse yet.
-    #[error("test harness `{harness}` is not supported yet (supported: unity)")]
-    UnsupportedHarness { harness: &'static str },
-}
-
-/// The parser for a profile's `[test] harness`.
-///
-/// Only Unity is implemented so far; ztest and regex return
-/// [`ParseError::UnsupportedHarness`] so the caller refuses the profile up front instead of
-/// running tests whose output nobody can read.
-pub fn parser_for(harness: Harness) -> Result<Box<dyn HarnessParser>, ParseError> {
+/// The parser for a profile's `[test] harness`. Every harness a profile can name has one, and a
+/// regex harness's patterns were compiled when the profile was loaded, so this cannot fail.
+pub fn parser_for(harness: &Harness) -> Box<dyn HarnessParser> {
     match harness {
-        Harness::Unity => Ok(Box::new(UnityParser)),
-        Harness::Ztest => Err(ParseError::UnsupportedHarness { harness: "ztest" }),
-        Harness::Regex => Err(ParseError::UnsupportedHarness { harness: "regex" }),
+        Harness::Unity => Box::new(UnityParser),
+        Harness::Ztest => Box::new(ZtestParser),
+        Harness::Regex(spec) => Box::new(RegexParser::new(RegexSpec::clone(spec))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::{Pattern, RegexMode};
 
     #[test]
-    fn unity_has_a_parser() {
-        let parser = parser_for(Harness::Unity).unwrap();
-        assert_eq!(parser.name(), "unity");
-    }
-
-    #[test]
-    fn other_harnesses_are_refused_by_name() {
-        for (harness, name) in [(Harness::Ztest, "ztest"), (Harness::Regex, "regex")] {
-            let err = parser_for(harness).err().unwrap();
-            assert_eq!(err, ParseError::UnsupportedHarness { harness: name });
-            assert!(err.to_string().contains(name));
+    fn every_harness_has_its_parser() {
+        let spec = RegexSpec {
+            mode: RegexMode::OneLine,
+            ordered: true,
+            patterns: vec![Pattern::new("Hello").unwrap()],
+            fail_patterns: Vec::new(),
+            crash_patterns: Vec::new(),
+            case_name: "console".to_string(),
+        };
+        for (harness, name) in [
+            (Harness::Unity, "unity"),
+            (Harness::Ztest, "ztest"),
+            (Harness::Regex(Box::new(spec)), "regex"),
+        ] {
+            let parser = parser_for(&harness);
+            assert_eq!(parser.name(), name);
+            assert_eq!(harness.name(), name);
         }
     }
 }

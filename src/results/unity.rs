@@ -14,7 +14,9 @@
 //!
 //! Verdicts, in order of precedence:
 //! 1. the runner died: ENV_ERROR (not a test result); cancelled: INCONCLUSIVE;
-//! 2. the image crashed or hung: FAIL, with the running test marked CRASH or HANG;
+//! 2. the image crashed or hung: FAIL, with the running test marked CRASH or HANG. A fault dump
+//!    on the console counts as a crash when no Unity line follows it (a test that prints a
+//!    dump-like text and then reports its result did not crash);
 //! 3. the output disagrees with itself (counts, `OK`/`FAIL`, exit code, repeated reports):
 //!    INCONCLUSIVE;
 //! 4. no summary (the output just stops, or the image exits first): FAIL when a case line already
@@ -25,16 +27,16 @@
 
 use std::collections::HashSet;
 
+use super::attribution::{self, Stop};
+use super::crash_dump;
+use super::lines::{clean, is_nonce};
 use super::{CaseStatus, HarnessParser, ParseContext, Summary, TestCase, TestResults, Verdict};
 use crate::capture::{Capture, EndDetector, RunEnd};
 
 const HARNESS: &str = "unity";
 
-/// The case that takes a crash or hang nobody else can be blamed for.
-const RUN_CASE: &str = "(run)";
-
-/// The first line fwfix asks the image to print; it identifies the attempt, not a result.
-const NONCE_PREFIX: &str = "fwfix-nonce:";
+/// Why the first expected test not yet reported is taken to be the one that was running.
+const ORDER: &str = "as Unity runs tests in order";
 
 /// Parses Unity's console output.
 #[derive(Debug, Clone, Copy, Default)]
@@ -106,11 +108,6 @@ fn classify(line: &str) -> UnityLine<'_> {
     } else {
         UnityLine::Other
     }
-}
-
-/// Strips line endings, surrounding blanks and the odd control byte a UART emits at reset.
-fn clean(line: &str) -> &str {
-    line.trim_matches(|c: char| c.is_whitespace() || c.is_control())
 }
 
 /// `N Tests N Failures N Ignored`, with nothing else on the line.
@@ -211,16 +208,19 @@ struct Scan {
     repeated: Vec<String>,
     summaries: Vec<Summary>,
     saw_output: bool,
+    /// Index (among the UART lines) of the last line Unity printed: a result, a summary or its
+    /// final word.
+    last_unity_line: Option<usize>,
 }
 
-fn scan(capture: &Capture) -> Scan {
+fn scan(uart: &[&str]) -> Scan {
     let mut scan = Scan::default();
     let mut clean_files: HashSet<&str> = HashSet::new();
     let mut noisy: Vec<usize> = Vec::new();
     let mut after_summary = false;
-    for raw in capture.uart_lines() {
+    for (index, raw) in uart.iter().enumerate() {
         let line = clean(raw);
-        if line.is_empty() || line.starts_with(NONCE_PREFIX) {
+        if line.is_empty() || is_nonce(line) {
             continue;
         }
         scan.saw_output = true;
@@ -228,15 +228,18 @@ fn scan(capture: &Capture) -> Scan {
             after_summary = false;
             if let (Some(ok), Some(summary)) = (verdict_word(line), scan.summaries.last_mut()) {
                 summary.ok = Some(ok);
+                scan.last_unity_line = Some(index);
                 continue;
             }
         }
         match classify(line) {
             UnityLine::Summary(summary) => {
                 scan.summaries.push(summary);
+                scan.last_unity_line = Some(index);
                 after_summary = true;
             }
             UnityLine::Result(result) => {
+                scan.last_unity_line = Some(index);
                 if scan.reported.iter().any(|c| c.name == result.name) {
                     if !scan.repeated.iter().any(|n| n == result.name) {
                         scan.repeated.push(result.name.to_string());
@@ -279,44 +282,6 @@ fn scan(capture: &Capture) -> Scan {
     scan
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Attribution {
-    /// A function at the crash site is the test.
-    Site,
-    /// Unity runs tests in order: the first expected test not yet reported was running.
-    FirstUnreported,
-    /// No test can be blamed.
-    Run,
-}
-
-/// Which test was running when the image crashed or hung.
-fn running_test(
-    ctx: &ParseContext,
-    reported: &HashSet<&str>,
-    unreported: &[&str],
-) -> (String, Attribution) {
-    let is_candidate = |name: &&String| !reported.contains(name.as_str());
-    let by_site = ctx
-        .site_functions
-        .iter()
-        .filter(is_candidate)
-        .find(|name| ctx.expected.contains(name))
-        // Without a list of expected tests, Unity's naming convention is the best hint.
-        .or_else(|| {
-            ctx.site_functions
-                .iter()
-                .filter(is_candidate)
-                .find(|name| name.starts_with("test"))
-        });
-    if let Some(name) = by_site {
-        return (name.clone(), Attribution::Site);
-    }
-    match unreported.first() {
-        Some(name) => (name.to_string(), Attribution::FirstUnreported),
-        None => (RUN_CASE.to_string(), Attribution::Run),
-    }
-}
-
 fn names(cases: &[&TestCase]) -> String {
     cases
         .iter()
@@ -326,7 +291,8 @@ fn names(cases: &[&TestCase]) -> String {
 }
 
 fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
-    let scan = scan(capture);
+    let uart: Vec<&str> = capture.uart_lines().collect();
+    let scan = scan(&uart);
     let mut notes = Vec::new();
     if capture.truncated {
         notes.push(
@@ -334,6 +300,13 @@ fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
                 .to_string(),
         );
     }
+    let dump = crash_dump::find(&uart)
+        .filter(|dump| scan.last_unity_line.is_none_or(|last| last < dump.first));
+    if let Some(dump) = &dump {
+        notes.push(attribution::dump_note(dump));
+    }
+    let stop = Stop::of(capture.end, dump.is_some());
+
     let reported_names: HashSet<&str> = scan.reported.iter().map(|c| c.name.as_str()).collect();
     let mut unreported: Vec<&str> = Vec::new();
     for name in &ctx.expected {
@@ -343,53 +316,29 @@ fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
     }
 
     let mut cases = scan.reported.clone();
-    let stopped = match capture.end {
-        RunEnd::Crashed => Some((CaseStatus::Crash, "crashed")),
-        RunEnd::Timeout => Some((
-            CaseStatus::Hang,
-            "hung (nothing final before the test timeout)",
-        )),
-        _ => None,
-    };
     let mut stopped_in = None;
-    if let Some((status, how)) = stopped {
-        let (name, attribution) = running_test(ctx, &reported_names, &unreported);
-        let message = match attribution {
-            Attribution::Site => format!("no verdict: the image {how} while this test was running"),
-            Attribution::FirstUnreported => format!(
-                "no verdict: the image {how} while this test was running (assumed: the first \
-                 expected test not yet reported, as Unity runs tests in order)"
-            ),
-            Attribution::Run => format!("no verdict: the image {how} outside any known test"),
-        };
-        notes.push(match attribution {
-            Attribution::Run => format!("the image {how} outside any known test"),
-            _ => format!("the image {how} while {name} was running"),
-        });
-        unreported.retain(|n| *n != name);
-        cases.push(TestCase {
-            name: name.clone(),
-            status,
-            message: Some(message),
-            file: None,
-            line: None,
-        });
-        stopped_in = Some(name);
+    if let Some(stop) = stop {
+        let blame = attribution::running_test(ctx, None, &reported_names, &unreported);
+        let (case, note) = attribution::stopped_case(&blame, stop, ORDER);
+        notes.push(note);
+        unreported.retain(|n| *n != blame.name);
+        cases.push(case);
+        stopped_in = Some(blame.name);
     }
-    let missing_message = match &stopped_in {
-        Some(name) => format!("never reported: the run stopped in {name}"),
-        None => "expected but never reported".to_string(),
-    };
-    cases.extend(unreported.iter().map(|name| TestCase {
-        name: name.to_string(),
-        status: CaseStatus::Missing,
-        message: Some(missing_message.clone()),
-        file: None,
-        line: None,
-    }));
+    cases.extend(attribution::missing_cases(
+        &unreported,
+        stopped_in.as_deref(),
+    ));
 
     let summary = scan.summaries.last().copied();
-    let verdict = decide(capture.end, &scan, &cases, summary, &mut notes);
+    let verdict = decide(
+        capture.end,
+        stop.is_some(),
+        &scan,
+        &cases,
+        summary,
+        &mut notes,
+    );
     TestResults {
         harness: HARNESS.to_string(),
         cases,
@@ -401,6 +350,7 @@ fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
 
 fn decide(
     end: RunEnd,
+    stopped: bool,
     scan: &Scan,
     cases: &[TestCase],
     summary: Option<Summary>,
@@ -449,11 +399,11 @@ fn decide(
             notes.push("the attempt was cancelled before the run finished".to_string());
             return Verdict::Inconclusive;
         }
-        RunEnd::Crashed | RunEnd::Timeout => {
-            failure_notes(notes);
-            return Verdict::Fail;
-        }
-        RunEnd::Verdict | RunEnd::Exited { .. } => {}
+        RunEnd::Crashed | RunEnd::Timeout | RunEnd::Verdict | RunEnd::Exited { .. } => {}
+    }
+    if stopped {
+        failure_notes(notes);
+        return Verdict::Fail;
     }
 
     let mut consistent = true;
@@ -1006,6 +956,30 @@ FAIL
             Some("no verdict: the image crashed outside any known test")
         );
         assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn a_fault_dump_after_the_last_result_is_a_crash_not_a_hang() {
+        // A board's fault handler printed its registers and spun: from outside, a timeout.
+        let text =
+            "t.c:1:test_a:PASS\nHardFault!\nPC: 0x00000238 LR: 0x00000211\nCFSR: 0x00000100\n";
+        let r = parse_with(text, RunEnd::Timeout, &["test_a", "test_b", "test_c"], &[]);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("test_a", CaseStatus::Pass),
+                ("test_b", CaseStatus::Crash),
+                ("test_c", CaseStatus::Missing),
+            ]
+        );
+        assert!(notes(&r).contains("the console shows a fault dump from line 2: HardFault!"));
+
+        // The same text from a test that then reports its result is just output.
+        let text = format!("{text}t.c:2:test_b:PASS\n");
+        let r = parse_with(&text, RunEnd::Timeout, &["test_a", "test_b", "test_c"], &[]);
+        assert_eq!(r.cases[2].status, CaseStatus::Hang);
+        assert!(!notes(&r).contains("fault dump"));
     }
 
     #[test]
