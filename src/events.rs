@@ -40,6 +40,14 @@ pub enum Event {
         target: String,
         attempt: u32,
     },
+    /// A flasher's progress, one per line of its output: `phase` is `connect`, `erase`,
+    /// `program`, `verify`, `reset` or `run` as far as the line tells, `percent` when it shows
+    /// one.
+    FlashProgress {
+        phase: String,
+        percent: Option<u8>,
+        line: String,
+    },
     ConsoleLine {
         attempt: u32,
         t_ms: u64,

@@ -1,11 +1,13 @@
-//! Child processes that must never outlive fwfix: each is put in its own process group, and a
-//! guard kills the whole group when it is dropped (normal exit, error, panic, cancelled future).
+//! Child processes and tasks that must never outlive fwfix: each process is put in its own process
+//! group, and a guard kills the whole group when it is dropped (normal exit, error, panic,
+//! cancelled future); a task handle aborts its task when dropped.
 //! Build commands spawn compilers and make spawns more; killing only `sh` would leave them running.
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use std::time::Duration;
 use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
 
 /// Kills a child's process group when dropped, unless disarmed after the child was reaped.
 #[derive(Debug)]
@@ -54,6 +56,16 @@ pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, GroupGuard)
         .and_then(|id| i32::try_from(id).ok())
         .map(Pid::from_raw);
     Ok((child, GroupGuard { pgid }))
+}
+
+/// A spawned task that is aborted when its handle is dropped.
+#[derive(Debug)]
+pub struct AbortOnDrop<T>(pub JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 #[cfg(test)]

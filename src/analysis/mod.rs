@@ -4,6 +4,7 @@ pub mod diagnostics;
 pub mod evidence;
 pub mod fault;
 pub mod symbols;
+pub mod triage;
 
 pub use diagnostics::parse_build_log;
 pub use fault::crash_report;

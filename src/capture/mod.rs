@@ -2,11 +2,12 @@
 //! core when it crashed. Backends fill these in; parsers and analysis read them.
 //!
 //! The pieces every backend shares live here too: [`framing`] turns bytes into lines, [`store`]
-//! keeps a bounded part of them in memory, [`log`] writes console.log. None of them knows which
-//! backend the bytes came from or what the lines mean.
+//! keeps a bounded part of them in memory, [`log`] writes console.log, [`pump`] reads a byte
+//! stream into lines. None of them knows which backend the bytes came from or what they mean.
 
 pub mod framing;
 pub mod log;
+pub mod pump;
 pub mod store;
 
 use serde::{Deserialize, Serialize};
@@ -48,6 +49,10 @@ pub enum RunEnd {
     },
     /// The attempt was cancelled (Ctrl+C, deadline).
     Cancelled,
+    /// The console went away before anything final arrived (a USB serial adapter unplugged or
+    /// reset, a terminal server dropping the connection) and could not be opened again: not a
+    /// test result. What was captured until then is kept.
+    PortLost,
 }
 
 /// Core registers and fault status registers read when the target crashed. Any value the backend

@@ -14,6 +14,7 @@ mod run;
 mod runs;
 mod show;
 mod test;
+mod triage;
 mod validate;
 
 pub use exit::Exit;
@@ -83,6 +84,9 @@ enum Command {
     Show(show::Args),
     /// Render report.md, junit.xml and report.html again from a run's report.json.
     Report(report::Args),
+    /// Classify logs: build error, link error, missing tool, flash error, infrastructure, crash,
+    /// assertion, test failure, hang or pass, with the lines that decided it.
+    Triage(triage::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -111,6 +115,7 @@ pub fn main() -> ExitCode {
         Command::Runs(args) => runs::run(args, &cli.global),
         Command::Show(args) => show::run(args, &cli.global),
         Command::Report(args) => report::run(args, &cli.global),
+        Command::Triage(args) => triage::run(args, &cli.global),
     };
     exit.into()
 }

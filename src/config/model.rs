@@ -57,6 +57,10 @@ pub struct HardwareSpec {
     /// `[flash] timeout_s`, default 120 s: a flash that takes longer is a FLASH_FAILURE.
     pub flash_timeout: Duration,
     pub console: ConsoleSpec,
+    /// `[flash] reset_command`: run with `sh -c` to reset the target so the image starts from
+    /// its first instruction with the console already open (after a command flash; before a gdb
+    /// one). Its timeout is [`HardwareSpec::flash_timeout`].
+    pub reset_command: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -91,12 +95,26 @@ pub struct GdbSpec {
     pub remote: String,
     /// Program name or path, default `gdb-multiarch`.
     pub gdb: String,
+    /// `[gdb] init`: commands run after connecting and before `load`, e.g. `monitor reset halt`
+    /// for OpenOCD, or `monitor arm semihosting enable` for an image that uses semihosting. Empty
+    /// by default, as QEMU's gdbstub knows no monitor commands.
+    pub init: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ConsoleSpec {
     /// `[serial]`: a device path or `socket://HOST:PORT`.
-    Serial { port: SerialPort, baud: u32 },
+    Serial {
+        port: SerialPort,
+        baud: u32,
+        /// Character framing and flow control of a device (a socket has none).
+        line: SerialLine,
+        /// How to reset the target through the adapter's modem lines before capture.
+        reset: SerialReset,
+        /// `[serial] reconnect`: how many times a console that vanishes mid-run is opened again
+        /// before the attempt ends as a lost port (default 0).
+        reconnect: u32,
+    },
     /// The probe's RTT up channel.
     Rtt,
 }
@@ -121,6 +139,54 @@ impl fmt::Display for SerialPort {
             SerialPort::Socket { host, port } => write!(f, "socket://{host}:{port}"),
         }
     }
+}
+
+/// `[serial]` `data_bits`, `parity`, `stop_bits`, `flow_control`. The default is 8N1 without
+/// flow control, what nearly every firmware console uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SerialLine {
+    /// 5 to 8.
+    pub data_bits: u8,
+    pub parity: Parity,
+    /// 1 or 2.
+    pub stop_bits: u8,
+    pub flow_control: FlowControl,
+}
+
+impl Default for SerialLine {
+    fn default() -> Self {
+        Self {
+            data_bits: 8,
+            parity: Parity::None,
+            stop_bits: 1,
+            flow_control: FlowControl::None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parity {
+    None,
+    Odd,
+    Even,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowControl {
+    None,
+    /// XON/XOFF.
+    Software,
+    /// RTS/CTS.
+    Hardware,
+}
+
+/// `[serial] reset` and `reset_ms`: a pulse on a modem line wired to the target's reset (as on
+/// many development boards' USB-serial adapters): the line is driven low for `pulse`, then high.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SerialReset {
+    None,
+    Dtr { pulse: Duration },
+    Rts { pulse: Duration },
 }
 
 /// `[labgrid]`: a place by name, or any place matching the tags; at least one of the two.

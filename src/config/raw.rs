@@ -72,6 +72,7 @@ pub struct RawFlash {
     pub method: Option<Str>,
     pub command: Option<Str>,
     pub timeout_s: Option<Spanned<Seconds>>,
+    pub reset_command: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -79,6 +80,7 @@ pub struct RawFlash {
 pub struct RawGdb {
     pub remote: Option<Str>,
     pub gdb: Option<Str>,
+    pub init: Option<StrList>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -86,6 +88,13 @@ pub struct RawGdb {
 pub struct RawSerial {
     pub port: Option<Str>,
     pub baud: Option<Spanned<u32>>,
+    pub data_bits: Option<Spanned<u32>>,
+    pub parity: Option<Str>,
+    pub stop_bits: Option<Spanned<u32>>,
+    pub flow_control: Option<Str>,
+    pub reset: Option<Str>,
+    pub reset_ms: Option<Spanned<u32>>,
+    pub reconnect: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -232,9 +241,24 @@ pub enum Node {
 const V: Node = Node::Value;
 
 const QEMU: &[(&str, Node)] = &[("binary", V), ("machine", V), ("cpu", V), ("extra_args", V)];
-const FLASH: &[(&str, Node)] = &[("method", V), ("command", V), ("timeout_s", V)];
-const GDB: &[(&str, Node)] = &[("remote", V), ("gdb", V)];
-const SERIAL: &[(&str, Node)] = &[("port", V), ("baud", V)];
+const FLASH: &[(&str, Node)] = &[
+    ("method", V),
+    ("command", V),
+    ("timeout_s", V),
+    ("reset_command", V),
+];
+const GDB: &[(&str, Node)] = &[("remote", V), ("gdb", V), ("init", V)];
+const SERIAL: &[(&str, Node)] = &[
+    ("port", V),
+    ("baud", V),
+    ("data_bits", V),
+    ("parity", V),
+    ("stop_bits", V),
+    ("flow_control", V),
+    ("reset", V),
+    ("reset_ms", V),
+    ("reconnect", V),
+];
 const PROBE: &[(&str, Node)] = &[
     ("chip", V),
     ("selector", V),

@@ -9,6 +9,7 @@ use super::model::{
     PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
     StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
 };
+use super::model::{FlowControl, Parity, SerialLine, SerialReset};
 use super::names;
 use super::parse::Source;
 use super::placeholder;
@@ -26,6 +27,11 @@ use std::time::Duration;
 const DEFAULT_QEMU_BINARY: &str = "qemu-system-arm";
 const DEFAULT_GDB: &str = "gdb-multiarch";
 const DEFAULT_BAUD: u32 = 115_200;
+/// Long enough for a board's reset supervisor to see the pulse, short next to any boot.
+const DEFAULT_RESET_PULSE_MS: u32 = 100;
+const PARITY_NAMES: &[&str] = &["none", "odd", "even"];
+const FLOW_CONTROL_NAMES: &[&str] = &["none", "software", "hardware"];
+const SERIAL_RESET_NAMES: &[&str] = &["none", "dtr", "rts"];
 const DEFAULT_FLASH_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_BUILD_CWD: &str = ".";
 const DEFAULT_BUILD_TIMEOUT: Duration = Duration::from_secs(300);
@@ -525,10 +531,13 @@ impl Checker<'_> {
                     "backend = \"board\" needs a console: a [serial] table, or [probe] rtt = true",
                 )),
             };
+        let reset_command =
+            self.optional_non_empty(f.reset_command.as_ref(), &table.child("reset_command"))?;
         Ok(HardwareSpec {
             flash: flash_spec,
             flash_timeout,
             console,
+            reset_command,
         })
     }
 
@@ -627,6 +636,12 @@ impl Checker<'_> {
             gdb: self
                 .optional_non_empty(g.gdb.as_ref(), &table.child("gdb"))?
                 .unwrap_or_else(|| DEFAULT_GDB.to_string()),
+            init: g
+                .init
+                .as_ref()
+                .map(|list| self.strings(list, &table.child("init")))
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 
@@ -642,10 +657,146 @@ impl Checker<'_> {
         )?;
         let parsed = parse_serial_port(port.get_ref())
             .map_err(|why| self.invalid(port.span(), &port_key, why))?;
+        if let SerialPort::Socket { .. } = parsed {
+            // A raw TCP console has no framing and no modem lines to set: a key that cannot take
+            // effect is a mistake in the file, not something to ignore.
+            let device_only = [
+                ("data_bits", s.data_bits.as_ref().map(Spanned::span)),
+                ("parity", s.parity.as_ref().map(Spanned::span)),
+                ("stop_bits", s.stop_bits.as_ref().map(Spanned::span)),
+                ("flow_control", s.flow_control.as_ref().map(Spanned::span)),
+                ("reset", s.reset.as_ref().map(Spanned::span)),
+                ("reset_ms", s.reset_ms.as_ref().map(Spanned::span)),
+            ];
+            let first = device_only
+                .into_iter()
+                .filter_map(|(key, span)| span.map(|span| (key, span)))
+                .min_by_key(|(_, span)| span.start);
+            if let Some((key, span)) = first {
+                return Err(self.invalid(
+                    span,
+                    &table.child(key),
+                    format!(
+                        "only used with a serial device: {} is a TCP socket, which has no \
+                         framing or modem lines (set them on the terminal server)",
+                        port.get_ref()
+                    ),
+                ));
+            }
+        }
         Ok(ConsoleSpec::Serial {
             port: parsed,
             baud: self.at_least(s.baud.as_ref(), &table.child("baud"), 1, DEFAULT_BAUD)?,
+            line: self.serial_line(s, &table)?,
+            reset: self.serial_reset(s, &table)?,
+            reconnect: self.at_least(s.reconnect.as_ref(), &table.child("reconnect"), 0, 0)?,
         })
+    }
+
+    fn serial_line(&self, s: &RawSerial, table: &KeyPath) -> Result<SerialLine, ConfigError> {
+        let default = SerialLine::default();
+        let in_range = |value: Option<&Spanned<u32>>, key: &str, range: &[u32], default: u8| {
+            let Some(value) = value else {
+                return Ok(default);
+            };
+            let n = *value.get_ref();
+            match u8::try_from(n) {
+                Ok(small) if range.contains(&n) => Ok(small),
+                _ => Err(self.invalid(
+                    value.span(),
+                    &table.child(key),
+                    format!(
+                        "must be one of {}, got {n}",
+                        range
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )),
+            }
+        };
+        let parity = match &s.parity {
+            None => default.parity,
+            Some(value) => match value.get_ref().as_str() {
+                "none" => Parity::None,
+                "odd" => Parity::Odd,
+                "even" => Parity::Even,
+                other => {
+                    return Err(self.unknown_choice(
+                        value,
+                        &table.child("parity"),
+                        other,
+                        PARITY_NAMES,
+                    ))
+                }
+            },
+        };
+        let flow_control = match &s.flow_control {
+            None => default.flow_control,
+            Some(value) => match value.get_ref().as_str() {
+                "none" => FlowControl::None,
+                "software" => FlowControl::Software,
+                "hardware" => FlowControl::Hardware,
+                other => {
+                    return Err(self.unknown_choice(
+                        value,
+                        &table.child("flow_control"),
+                        other,
+                        FLOW_CONTROL_NAMES,
+                    ))
+                }
+            },
+        };
+        Ok(SerialLine {
+            data_bits: in_range(
+                s.data_bits.as_ref(),
+                "data_bits",
+                &[5, 6, 7, 8],
+                default.data_bits,
+            )?,
+            parity,
+            stop_bits: in_range(
+                s.stop_bits.as_ref(),
+                "stop_bits",
+                &[1, 2],
+                default.stop_bits,
+            )?,
+            flow_control,
+        })
+    }
+
+    fn serial_reset(&self, s: &RawSerial, table: &KeyPath) -> Result<SerialReset, ConfigError> {
+        let pulse = Duration::from_millis(u64::from(self.at_least(
+            s.reset_ms.as_ref(),
+            &table.child("reset_ms"),
+            1,
+            DEFAULT_RESET_PULSE_MS,
+        )?));
+        let reset = match &s.reset {
+            None => SerialReset::None,
+            Some(value) => match value.get_ref().as_str() {
+                "none" => SerialReset::None,
+                "dtr" => SerialReset::Dtr { pulse },
+                "rts" => SerialReset::Rts { pulse },
+                other => {
+                    return Err(self.unknown_choice(
+                        value,
+                        &table.child("reset"),
+                        other,
+                        SERIAL_RESET_NAMES,
+                    ))
+                }
+            },
+        };
+        if let (SerialReset::None, Some(ms)) = (reset, &s.reset_ms) {
+            return Err(self.invalid(
+                ms.span(),
+                &table.child("reset_ms"),
+                "only used with reset = \"dtr\" or \"rts\"",
+            ));
+        }
+        Ok(reset)
     }
 
     fn labgrid(

@@ -128,12 +128,17 @@ cycle = "uhubctl -a cycle -p 2"
             flash: FlashSpec::Gdb(GdbSpec {
                 remote: "127.0.0.1:3333".into(),
                 gdb: "gdb-multiarch".into(),
+                init: vec![],
             }),
             flash_timeout: Duration::from_secs(45),
             console: ConsoleSpec::Serial {
                 port: SerialPort::Device("/dev/ttyACM0".into()),
                 baud: 921_600,
+                line: SerialLine::default(),
+                reset: SerialReset::None,
+                reconnect: 0,
             },
+            reset_command: None,
         })
     );
     assert_eq!(
@@ -175,6 +180,7 @@ rtt = true
             }),
             flash_timeout: Duration::from_secs(120),
             console: ConsoleSpec::Rtt,
+            reset_command: None,
         })
     );
 }
@@ -207,8 +213,169 @@ port = "socket://10.1.2.3:4001"
                     port: 4001
                 },
                 baud: 115_200,
+                line: SerialLine::default(),
+                reset: SerialReset::None,
+                reconnect: 0,
             },
+            reset_command: None,
         })
+    );
+}
+
+#[test]
+fn golden_serial_line_reset_and_gdb_init() {
+    let b = board(
+        r#"
+name = "bench-f401"
+backend = "board"
+[flash]
+method = "gdb"
+reset_command = "st-info --reset"
+[gdb]
+remote = "[::1]:3333"
+init = ["monitor reset halt", "monitor arm semihosting enable"]
+[serial]
+port = "/dev/serial/by-id/usb-STMicroelectronics_STLINK-V3_0042-if02"
+baud = 9600
+data_bits = 7
+parity = "even"
+stop_bits = 2
+flow_control = "hardware"
+reset = "rts"
+reset_ms = 20
+reconnect = 3
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        b.backend,
+        BoardBackend::Hardware(HardwareSpec {
+            flash: FlashSpec::Gdb(GdbSpec {
+                remote: "[::1]:3333".into(),
+                gdb: "gdb-multiarch".into(),
+                init: vec![
+                    "monitor reset halt".into(),
+                    "monitor arm semihosting enable".into()
+                ],
+            }),
+            flash_timeout: Duration::from_secs(120),
+            console: ConsoleSpec::Serial {
+                port: SerialPort::Device(
+                    "/dev/serial/by-id/usb-STMicroelectronics_STLINK-V3_0042-if02".into()
+                ),
+                baud: 9600,
+                line: SerialLine {
+                    data_bits: 7,
+                    parity: Parity::Even,
+                    stop_bits: 2,
+                    flow_control: FlowControl::Hardware,
+                },
+                reset: SerialReset::Rts {
+                    pulse: Duration::from_millis(20)
+                },
+                reconnect: 3,
+            },
+            reset_command: Some("st-info --reset".into()),
+        })
+    );
+    let dtr = board(
+        "name = \"b\"\nbackend = \"board\"\n[flash]\nmethod = \"command\"\ncommand = \"f {hex}\"\n\
+         [serial]\nport = \"/dev/ttyUSB0\"\nreset = \"dtr\"\n",
+    )
+    .unwrap();
+    let BoardBackend::Hardware(hw) = dtr.backend else {
+        panic!("not a board: {dtr:?}");
+    };
+    assert!(matches!(
+        hw.console,
+        ConsoleSpec::Serial {
+            reset: SerialReset::Dtr { pulse },
+            ..
+        } if pulse == Duration::from_millis(100)
+    ));
+}
+
+#[test]
+fn serial_line_and_reset_errors_point_at_the_value() {
+    let serial_board = |port: &str, serial: &str| {
+        board(&format!(
+            "name = \"b\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\n[gdb]\n\
+             remote = \"h:1\"\n[serial]\nport = \"{port}\"\n{serial}\n"
+        ))
+    };
+    let err = assert_error(
+        serial_board("/dev/ttyACM0", "data_bits = 9"),
+        9,
+        13,
+        "invalid value for `data_bits` in [serial]: must be one of 5, 6, 7, 8, got 9",
+    );
+    assert_eq!(err.key(), Some(&KeyPath::new(&["serial", "data_bits"])));
+    assert_error(
+        serial_board("/dev/ttyACM0", "stop_bits = 3"),
+        9,
+        13,
+        "invalid value for `stop_bits` in [serial]: must be one of 1, 2, got 3",
+    );
+    assert_error(
+        serial_board("/dev/ttyACM0", "parity = \"mark\""),
+        9,
+        10,
+        "unknown parity `mark` (expected one of: none, odd, even)",
+    );
+    assert_error(
+        serial_board("/dev/ttyACM0", "flow_control = \"xon\""),
+        9,
+        16,
+        "unknown flow_control `xon` (expected one of: none, software, hardware)",
+    );
+    assert_error(
+        serial_board("/dev/ttyACM0", "reset = \"power\""),
+        9,
+        9,
+        "unknown reset `power` (expected one of: none, dtr, rts)",
+    );
+    assert_error(
+        serial_board("/dev/ttyACM0", "reset_ms = 50"),
+        9,
+        12,
+        "invalid value for `reset_ms` in [serial]: only used with reset = \"dtr\" or \"rts\"",
+    );
+    assert_error(
+        serial_board("/dev/ttyACM0", "reset = \"dtr\"\nreset_ms = 0"),
+        10,
+        12,
+        "invalid value for `reset_ms` in [serial]: must be at least 1, got 0",
+    );
+    assert_error(
+        serial_board("socket://lab:4000", "baud = 9600\nreset = \"dtr\""),
+        10,
+        9,
+        "invalid value for `reset` in [serial]: only used with a serial device: \
+         socket://lab:4000 is a TCP socket",
+    );
+    assert_error(
+        serial_board("/dev/ttyACM0", "reconnect = -1"),
+        9,
+        13,
+        "invalid value for `reconnect` in [serial]",
+    );
+    assert_error(
+        board(
+            "name = \"b\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\n[gdb]\n\
+             remote = \"h:1\"\ninit = [\"monitor reset halt\", \"\"]\n[serial]\nport = \"/dev/x\"\n",
+        ),
+        7,
+        31,
+        "invalid value for `init` in [gdb]",
+    );
+    assert_error(
+        board(
+            "name = \"b\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\nreset_command = \"\"\n\
+             [gdb]\nremote = \"h:1\"\n[serial]\nport = \"/dev/x\"\n",
+        ),
+        5,
+        17,
+        "invalid value for `reset_command` in [flash]",
     );
 }
 
@@ -1268,9 +1435,9 @@ fn schema_and_raw_types_agree() {
 name = "x"
 backend = "board"
 qemu = { binary = "q", machine = "m", cpu = "c", extra_args = [] }
-flash = { method = "gdb", command = "c", timeout_s = 1 }
-gdb = { remote = "h:1", gdb = "g" }
-serial = { port = "/dev/x", baud = 1 }
+flash = { method = "gdb", command = "c", timeout_s = 1, reset_command = "r" }
+gdb = { remote = "h:1", gdb = "g", init = [] }
+serial = { port = "/dev/x", baud = 1, data_bits = 8, parity = "none", stop_bits = 1, flow_control = "none", reset = "dtr", reset_ms = 5, reconnect = 1 }
 probe = { chip = "c", selector = "1:2", protocol = "swd", speed_khz = 1, rtt = false }
 labgrid = { place = "p", tags = [] }
 power = { on = "a", off = "b", cycle = "c" }

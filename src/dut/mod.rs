@@ -1,13 +1,15 @@
-//! Devices under test behind one trait: QEMU (`qemu/`), real boards and labgrid places later, and a
-//! fake. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`. This
+//! Devices under test behind one trait: QEMU (`qemu/`), real boards (`board/`), labgrid places
+//! and a fake later. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`. This
 //! module owns the trait, the factory and the DUT error type; it runs nothing itself.
 
+pub mod board;
+pub mod cortex_m;
 pub mod qemu;
 
 use crate::capture::{Capture, EndDetector};
 use crate::config::{Board, BoardBackend};
 use crate::events::EventSink;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -50,23 +52,79 @@ pub enum DutError {
     },
     #[error("board {board}: the {backend} backend is not supported yet")]
     Unsupported { board: String, backend: String },
+    /// The image could not be put on the target (or started through the flasher): a
+    /// FLASH_FAILURE, never a test failure. `log` is the flasher's output (also in flash.log).
+    #[error("flashing with {method} failed: {message}{}", output_tail(log))]
+    Flash {
+        method: String,
+        message: String,
+        log: String,
+    },
+    /// `port` as configured; `device` what it resolves to (a `/dev/serial/by-id/` link's target).
+    #[error(
+        "serial port {port} is busy: another program holds it open (a terminal such as minicom or \
+         screen, ModemManager, another fwfix run); find it with `fuser -v {device}` and close it"
+    )]
+    PortBusy { port: String, device: String },
+    #[error(
+        "permission denied opening serial port {port}: add yourself to the group that owns \
+         {device} (usually dialout: `sudo usermod -aG dialout $USER`, then log out and in again \
+         so the new group applies); `ls -l {device}` shows the group"
+    )]
+    PortPermission { port: String, device: String },
+    #[error(
+        "no such serial device {port} ({detail}): is the board plugged in and powered? \
+         `ls -l /dev/serial/by-id/` lists the adapters connected now"
+    )]
+    NoSuchPort { port: String, detail: String },
+    /// A network service the backend needs (a GDB server, a terminal server) did not answer.
+    #[error("cannot reach {what} at {address}: {message}; {fix}")]
+    Unreachable {
+        what: String,
+        address: String,
+        message: String,
+        fix: String,
+    },
     #[error("{0}")]
     Other(String),
 }
 
+/// Lines of a flasher's output a [`DutError::Flash`] message repeats; the whole is in flash.log.
+const FLASH_TAIL_LINES: usize = 20;
+
+fn output_tail(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(FLASH_TAIL_LINES)..];
+    format!("\n{}", tail.join("\n"))
+}
+
+/// Where a backend that flashes keeps the flasher's output for an attempt: next to its console
+/// log, `console.log` → `flash.log`, `console-2.log` → `flash-2.log`.
+pub fn flash_log_path(console_log: &Path) -> PathBuf {
+    let name = console_log
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let flash = match name.strip_prefix("console") {
+        Some(rest) => format!("flash{rest}"),
+        None => format!("{name}.flash.log"),
+    };
+    console_log.with_file_name(flash)
+}
+
 /// Opens the backend a board file asks for.
 pub fn open(board: &Board) -> Result<Box<dyn Dut>, DutError> {
-    let backend = match &board.backend {
-        BoardBackend::Qemu(spec) => {
-            return Ok(Box::new(qemu::QemuDut::new(&board.name, spec.clone())));
-        }
-        BoardBackend::Hardware(_) => "board",
-        BoardBackend::Labgrid(_) => "labgrid",
-    };
-    Err(DutError::Unsupported {
-        board: board.name.clone(),
-        backend: backend.to_string(),
-    })
+    match &board.backend {
+        BoardBackend::Qemu(spec) => Ok(Box::new(qemu::QemuDut::new(&board.name, spec.clone()))),
+        BoardBackend::Hardware(spec) => Ok(Box::new(board::BoardDut::new(board, spec.clone())?)),
+        BoardBackend::Labgrid(_) => Err(DutError::Unsupported {
+            board: board.name.clone(),
+            backend: "labgrid".to_string(),
+        }),
+    }
 }
 
 /// A device under test. Blocking-free: backends own their processes and ports and stop them on
@@ -124,26 +182,74 @@ mod tests {
     }
 
     #[test]
-    fn other_backends_are_not_supported_yet() {
-        let hw = BoardBackend::Hardware(HardwareSpec {
-            flash: FlashSpec::Gdb(GdbSpec {
-                remote: "127.0.0.1:3333".into(),
-                gdb: "gdb-multiarch".into(),
-            }),
-            console: ConsoleSpec::Rtt,
-            flash_timeout: std::time::Duration::from_secs(60),
-        });
+    fn opens_a_board_and_refuses_what_is_not_supported_yet() {
+        let hw = |console| {
+            BoardBackend::Hardware(HardwareSpec {
+                flash: FlashSpec::Gdb(GdbSpec {
+                    remote: "127.0.0.1:3333".into(),
+                    gdb: "gdb-multiarch".into(),
+                    init: vec![],
+                }),
+                console,
+                flash_timeout: std::time::Duration::from_secs(60),
+                reset_command: None,
+            })
+        };
+        let serial = ConsoleSpec::Serial {
+            port: crate::config::SerialPort::Device("/dev/ttyACM0".into()),
+            baud: 115_200,
+            line: crate::config::SerialLine::default(),
+            reset: crate::config::SerialReset::None,
+            reconnect: 0,
+        };
+        let dut = open(&board(hw(serial))).unwrap();
+        assert!(dut.describe().starts_with("board b1 (gdb 127.0.0.1:3333"));
         let lg = BoardBackend::Labgrid(LabgridSpec {
             place: None,
             tags: vec![],
         });
-        for (backend, name) in [(hw, "board"), (lg, "labgrid")] {
+        for (backend, name) in [(hw(ConsoleSpec::Rtt), "board"), (lg, "labgrid")] {
             let err = open(&board(backend)).err().unwrap();
             assert!(
-                matches!(err, DutError::Unsupported { ref backend, .. } if backend == name),
+                matches!(err, DutError::Unsupported { ref backend, .. } if backend.starts_with(name)),
                 "{err}"
             );
             assert!(err.to_string().contains("not supported yet"));
         }
+    }
+
+    #[test]
+    fn flash_log_sits_next_to_the_console_log() {
+        let p = |s: &str| flash_log_path(Path::new(s));
+        assert_eq!(
+            p("run/iter-000/console.log"),
+            Path::new("run/iter-000/flash.log")
+        );
+        assert_eq!(
+            p("run/iter-000/console-2.log"),
+            Path::new("run/iter-000/flash-2.log")
+        );
+        assert_eq!(p("out/uart.txt"), Path::new("out/uart.txt.flash.log"));
+    }
+
+    #[test]
+    fn flash_errors_repeat_the_end_of_the_output() {
+        let log: String = (1..=30).map(|i| format!("line {i}\n")).collect();
+        let e = DutError::Flash {
+            method: "command".into(),
+            message: "exited with exit status: 1".into(),
+            log,
+        };
+        let text = e.to_string();
+        assert!(text.starts_with("flashing with command failed: exited with exit status: 1\n"));
+        assert!(
+            text.contains("line 30") && text.contains("line 11") && !text.contains("line 10\n")
+        );
+        let quiet = DutError::Flash {
+            method: "gdb".into(),
+            message: "m".into(),
+            log: String::new(),
+        };
+        assert_eq!(quiet.to_string(), "flashing with gdb failed: m");
     }
 }

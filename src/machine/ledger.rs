@@ -292,6 +292,21 @@ mod tests {
         simulate(&envs, &results, &limits, None);
     }
 
+    /// A shrunk case the property test reported before recovery stopped jumping forward.
+    #[test]
+    fn regression_test_env_failure_every_fifth_step_with_one_iteration() {
+        let mut envs = vec![Env::Fail(ErrorClass::TestEnvFailure)];
+        envs.extend(vec![Env::Ok; 4]);
+        let results = vec![vec![
+            ("t1".to_string(), false),
+            ("t2".to_string(), false),
+            ("t3".to_string(), false),
+            ("p1".to_string(), false),
+        ]];
+        let limits = Limits { max_iterations: 1, no_progress_limit: 3, confirm_runs: 1, flaky_reruns: 2 };
+        simulate(&envs, &results, &limits, None);
+    }
+
     #[test]
     fn retry_budgets_start_over_after_a_verdict() {
         let mut l = Ledger::default();

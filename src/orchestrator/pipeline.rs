@@ -229,12 +229,27 @@ impl Job<'_> {
         let image = Image {
             elf: record.artifact.clone(),
         };
+        let flash_log = dut::flash_log_path(&console);
         let capture = match dut.run(&image, spec, self.events).await {
             Ok(c) => c,
-            Err(e) => return dut_error(&e).with_evidence(console),
+            Err(e) => {
+                let step = dut_error(&e).with_evidence(console);
+                return if flash_log.is_file() {
+                    step.with_evidence(flash_log)
+                } else {
+                    step
+                };
+            }
         };
         let step = match capture.end {
             RunEnd::Cancelled => Step::ok(Outcome::Abort, "test run interrupted"),
+            RunEnd::PortLost => Step::error(
+                ErrorClass::TestEnvFailure,
+                format!(
+                    "{}: the console port was lost before the run finished",
+                    dut.describe()
+                ),
+            ),
             RunEnd::RunnerDied { signal, code } => Step::error(
                 ErrorClass::TestEnvFailure,
                 format!(
@@ -262,7 +277,12 @@ impl Job<'_> {
             ),
         };
         self.last_capture = Some(capture);
-        step.with_evidence(console)
+        let step = step.with_evidence(console);
+        if flash_log.is_file() {
+            step.with_evidence(flash_log)
+        } else {
+            step
+        }
     }
 
     pub(super) fn collect(&mut self) -> Step {
@@ -557,9 +577,14 @@ fn relative_to(root: &Path, file: &mut Option<String>) {
     }
 }
 
-/// A DUT error as a step: the environment failed, never the firmware.
+/// A DUT error as a step: the environment failed, never the firmware. A failed flash is its own
+/// class, so it is retried as a flash and reported as FLASH_FAILURE.
 fn dut_error(e: &DutError) -> Step {
-    Step::error(ErrorClass::TestEnvFailure, e.to_string())
+    let class = match e {
+        DutError::Flash { .. } => ErrorClass::FlashFailure,
+        _ => ErrorClass::TestEnvFailure,
+    };
+    Step::error(class, e.to_string())
 }
 
 fn count(results: &TestResults, status: CaseStatus) -> usize {

@@ -148,6 +148,7 @@ impl AttemptSummary {
                 code: None,
             } => "runner died".to_string(),
             RunEnd::Cancelled => "cancelled".to_string(),
+            RunEnd::PortLost => "console port lost".to_string(),
         }
     }
 
@@ -159,7 +160,8 @@ impl AttemptSummary {
             | RunEnd::Crashed
             | RunEnd::Timeout
             | RunEnd::RunnerDied { .. }
-            | RunEnd::Cancelled => None,
+            | RunEnd::Cancelled
+            | RunEnd::PortLost => None,
         }
     }
 }
@@ -553,6 +555,10 @@ mod tests {
         );
         assert_eq!(AttemptSummary::end_text(&RunEnd::Crashed), "crash");
         assert_eq!(AttemptSummary::end_text(&RunEnd::Timeout), "timeout");
+        assert_eq!(
+            AttemptSummary::end_text(&RunEnd::PortLost),
+            "console port lost"
+        );
         assert_eq!(
             AttemptSummary::end_text(&RunEnd::RunnerDied {
                 signal: Some(9),

@@ -395,6 +395,14 @@ fn decide(
             ));
             return Verdict::EnvError;
         }
+        RunEnd::PortLost => {
+            notes.push(
+                "the console port was lost before the run finished: an environment failure, not a \
+                 test result"
+                    .to_string(),
+            );
+            return Verdict::EnvError;
+        }
         RunEnd::Cancelled => {
             notes.push("the attempt was cancelled before the run finished".to_string());
             return Verdict::Inconclusive;

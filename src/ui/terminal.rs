@@ -217,6 +217,15 @@ impl Progress {
                 self.ignored = 0;
                 Vec::new()
             }
+            Event::FlashProgress { line, .. } => {
+                if !verbose {
+                    return Vec::new();
+                }
+                vec![Notice::new(
+                    NoticeKind::Console,
+                    format!("│ [flash] {line}"),
+                )]
+            }
             Event::ConsoleLine { stream, text, .. } => {
                 if !verbose {
                     return Vec::new();

@@ -1,62 +1,26 @@
 //! Reading a Cortex-M fault out of QEMU's text: the `-d int` exception log (to see a fault the
 //! moment it happens), the monitor's `info registers` and `xp` output, QEMU's lockup register
-//! dump, and the search for the stacked exception frame. Pure functions over text; the QEMU
-//! session does the I/O and decides what to do with what this module finds.
+//! dump. Pure functions over text; finding the stacked frame in what was read is `cortex_m`'s, the
+//! QEMU session does the I/O and decides what to do with what this module finds.
 
 use crate::capture::FaultSnapshot;
+use crate::dut::cortex_m::{apply_frame, apply_scb, exception_name, locate_frame, CoreRegs};
 use regex::Regex;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
-/// SCB fault status registers, read in one `xp /5wx` from CFSR: CFSR, HFSR, DFSR, MMFAR, BFAR.
-pub const SCB_CFSR: u32 = 0xE000_ED28;
-/// Words first read from the stack at SP: a frame and a few registers the handler pushed. Kept
-/// small because a read past the end of RAM shows up in QEMU's guest-error log.
-pub const STACK_WORDS_FIRST: usize = 16;
-/// Words read when the first read showed no trustworthy frame.
-pub const STACK_WORDS_MORE: usize = 40;
-/// How far above SP (in words) a stacked frame is looked for when SP does not point at it.
-const SCAN_WORDS: usize = 32;
 /// Fault log lines kept for the snapshot's raw text.
 const MAX_LOG_LINES: usize = 60;
 /// Guest error lines remembered while waiting for the fault they may cause.
 const GUEST_ERRORS_KEPT: usize = 4;
 
-const XPSR_THUMB: u32 = 0x0100_0000;
-/// xPSR bits 23:20 are reserved (zero) on every Cortex-M: a word with any of them set is not a
-/// stacked xPSR.
-const XPSR_RESERVED: u32 = 0x00F0_0000;
-
 fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
     cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
 }
 
-/// The core registers QEMU prints (`info registers`, or the lockup dump).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CoreRegs {
-    pub r: [Option<u32>; 16],
-    pub xpsr: Option<u32>,
-}
-
+/// QEMU's text forms of the core registers (`info registers`, the lockup dump).
 impl CoreRegs {
-    pub fn sp(&self) -> Option<u32> {
-        self.r[13]
-    }
-    pub fn lr(&self) -> Option<u32> {
-        self.r[14]
-    }
-    pub fn pc(&self) -> Option<u32> {
-        self.r[15]
-    }
-    /// The active exception number (xPSR bits 8:0; 0 in thread mode).
-    pub fn exception(&self) -> Option<u32> {
-        self.xpsr.map(|x| x & 0x1ff)
-    }
-    fn is_empty(&self) -> bool {
-        self.r.iter().all(Option::is_none) && self.xpsr.is_none()
-    }
-
     /// Reads `Rnn=xxxxxxxx` and `XPSR=xxxxxxxx` fields out of any text, keeping earlier values
     /// for registers the text does not mention.
     pub fn absorb(&mut self, text: &str) {
@@ -109,186 +73,6 @@ pub fn parse_words(text: &str, start: u32) -> Vec<u32> {
         }
     }
     words
-}
-
-/// Whether a word is an EXC_RETURN value: the v7-M ones (0xFFFFFFE1/E9/ED/F1/F9/FD) or a v8-M
-/// one (prefix 0xFF, bit 7 set, bit 1 clear, DCRS bit 5 set).
-pub fn is_exc_return(v: u32) -> bool {
-    const V7M: [u32; 6] = [
-        0xFFFF_FFE1,
-        0xFFFF_FFE9,
-        0xFFFF_FFED,
-        0xFFFF_FFF1,
-        0xFFFF_FFF9,
-        0xFFFF_FFFD,
-    ];
-    V7M.contains(&v) || (v & 0xFFFF_FFA2) == 0xFFFF_FFA0
-}
-
-/// EXC_RETURN bit 2: the frame was pushed on the process stack.
-fn uses_psp(exc_return: u32) -> bool {
-    exc_return & 0x4 != 0
-}
-
-fn plausible_xpsr(v: u32) -> bool {
-    v & XPSR_THUMB != 0 && v & XPSR_RESERVED == 0
-}
-
-/// How a stacked frame was found, most trustworthy first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameFound {
-    /// At SP, with EXC_RETURN still in LR.
-    AtSp,
-    /// Right above the EXC_RETURN the handler pushed.
-    AboveExcReturn,
-    /// Above a pushed EXC_RETURN, but its xPSR has no Thumb bit.
-    WithoutThumbBit,
-    /// No EXC_RETURN anywhere: the first plausible frame.
-    Guessed,
-}
-
-/// Where the stacked exception frame was found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StackedFrame {
-    pub addr: u32,
-    /// r0, r1, r2, r3, r12, lr, pc, xpsr.
-    pub words: [u32; 8],
-    pub found: FrameFound,
-    /// How it was found, for the snapshot's raw text.
-    pub note: String,
-}
-
-impl StackedFrame {
-    fn at(words: &[u32], k: usize, sp: u32, found: FrameFound, note: String) -> Option<Self> {
-        let frame: [u32; 8] = words.get(k..k + 8)?.try_into().ok()?;
-        Some(Self {
-            addr: sp.wrapping_add(4 * k as u32),
-            words: frame,
-            found,
-            note,
-        })
-    }
-
-    /// Found by an EXC_RETURN and a valid xPSR: no need to read more of the stack.
-    pub fn is_certain(&self) -> bool {
-        matches!(self.found, FrameFound::AtSp | FrameFound::AboveExcReturn)
-    }
-
-    /// The SP of the code that faulted: above the frame, plus the alignment word the core added
-    /// when stacked xPSR bit 9 says so.
-    pub fn caller_sp(&self) -> u32 {
-        let realign = if self.words[7] & 0x200 != 0 { 4 } else { 0 };
-        self.addr.wrapping_add(32 + realign)
-    }
-}
-
-/// Finds the exception frame a handler stopped in: at SP when LR still holds EXC_RETURN and the
-/// frame validates (stacked xPSR has the Thumb bit, reserved bits clear); otherwise above the
-/// EXC_RETURN the handler pushed, and as a last resort at the first plausible frame. `stack` are
-/// the words read from SP upwards. Err explains why no frame could be trusted.
-pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, String> {
-    let (Some(sp), Some(lr)) = (regs.sp(), regs.lr()) else {
-        return Err("SP or LR missing from the register dump".into());
-    };
-    let mut tried = String::new();
-    if is_exc_return(lr) {
-        if uses_psp(lr) {
-            return Err(format!(
-                "LR=0x{lr:08x} (EXC_RETURN) says the frame is on the process stack (PSP), which \
-                 QEMU's monitor cannot read"
-            ));
-        }
-        if let Some(frame) = StackedFrame::at(stack, 0, sp, FrameFound::AtSp, String::new()) {
-            if plausible_xpsr(frame.words[7]) {
-                return Ok(StackedFrame {
-                    note: format!(
-                        "frame at SP=0x{sp:08x} (LR=0x{lr:08x} is EXC_RETURN, main stack)"
-                    ),
-                    ..frame
-                });
-            }
-            tried = format!(
-                "LR=0x{lr:08x} is EXC_RETURN but the word at SP+28 (0x{:08x}) is no stacked \
-                 xPSR; ",
-                frame.words[7]
-            );
-        }
-    } else {
-        tried = format!("LR=0x{lr:08x} is not EXC_RETURN (the handler called a function); ");
-    }
-
-    let scan = stack.len().saturating_sub(8).min(SCAN_WORDS);
-    let anchors: Vec<usize> = (0..scan).filter(|&k| is_exc_return(stack[k])).collect();
-    for &k in &anchors {
-        if uses_psp(stack[k]) {
-            return Err(format!(
-                "{tried}the handler saved EXC_RETURN 0x{:08x} at SP+{}: the frame is on the \
-                 process stack (PSP), which QEMU's monitor cannot read",
-                stack[k],
-                4 * k
-            ));
-        }
-        if stack.get(k + 8).copied().is_some_and(plausible_xpsr) {
-            let note = format!(
-                "{tried}frame found above the EXC_RETURN 0x{:08x} the handler saved at SP+{}",
-                stack[k],
-                4 * k
-            );
-            if let Some(frame) =
-                StackedFrame::at(stack, k + 1, sp, FrameFound::AboveExcReturn, note)
-            {
-                return Ok(frame);
-            }
-        }
-    }
-    let xpsr_without_thumb =
-        |k: &&usize| stack.get(**k + 8).is_some_and(|x| x & XPSR_RESERVED == 0);
-    if let Some(&k) = anchors.iter().find(xpsr_without_thumb) {
-        let note = format!(
-            "{tried}frame taken above the EXC_RETURN 0x{:08x} the handler saved at SP+{}; its \
-             stacked xPSR has no Thumb bit (the code branched to an address with bit 0 clear)",
-            stack[k],
-            4 * k
-        );
-        if let Some(frame) = StackedFrame::at(stack, k + 1, sp, FrameFound::WithoutThumbBit, note) {
-            return Ok(frame);
-        }
-    }
-    for k in 0..scan {
-        if plausible_xpsr(stack[k + 7]) && stack[k + 6] & 1 == 0 {
-            let note = format!(
-                "{tried}no saved EXC_RETURN found; guessed the first plausible frame at SP+{}",
-                4 * k
-            );
-            if let Some(frame) = StackedFrame::at(stack, k, sp, FrameFound::Guessed, note) {
-                return Ok(frame);
-            }
-        }
-    }
-    Err(format!(
-        "{tried}no plausible exception frame in the {} words above SP=0x{sp:08x}",
-        stack.len()
-    ))
-}
-
-/// The name of a Cortex-M exception number.
-pub fn exception_name(n: u32) -> String {
-    match n {
-        0 => "Thread".into(),
-        1 => "Reset".into(),
-        2 => "NMI".into(),
-        3 => "HardFault".into(),
-        4 => "MemManage".into(),
-        5 => "BusFault".into(),
-        6 => "UsageFault".into(),
-        7 => "SecureFault".into(),
-        11 => "SVCall".into(),
-        12 => "DebugMonitor".into(),
-        14 => "PendSV".into(),
-        15 => "SysTick".into(),
-        n if n >= 16 => format!("IRQ{}", n - 16),
-        n => format!("exception {n}"),
-    }
 }
 
 /// CFSR bit of a fault name as QEMU logs it (`CFSR.IACCVIOL`, `BFSR.STKERR`, `UFSR.UNALIGNED`).
@@ -557,12 +341,7 @@ pub fn snapshot_from_monitor(reading: &MonitorReading, log: &FaultWatcher) -> Fa
     }
     match reading.stack.as_ref().map(|(_, w)| locate_frame(&regs, w)) {
         Some(Ok(frame)) => {
-            let w = frame.words;
-            snap.r = [Some(w[0]), Some(w[1]), Some(w[2]), Some(w[3]), Some(w[4])];
-            snap.lr = Some(w[5]);
-            snap.pc = Some(w[6]);
-            snap.xpsr = Some(w[7]);
-            snap.sp = Some(frame.caller_sp());
+            apply_frame(&mut snap, &frame);
             let _ = writeln!(raw, "stacked frame at 0x{:08x}: {}", frame.addr, frame.note);
         }
         Some(Err(why)) => {
@@ -575,20 +354,15 @@ pub fn snapshot_from_monitor(reading: &MonitorReading, log: &FaultWatcher) -> Fa
             let _ = writeln!(raw, "the stack could not be read; PC/LR left empty");
         }
     }
-    match &reading.scb {
-        Some((_, w)) if w.len() == 5 => {
-            snap.cfsr = Some(w[0]);
-            snap.hfsr = Some(w[1]);
-            // MMFAR and BFAR only hold an address while CFSR says it is valid.
-            snap.mmfar = (w[0] & (1 << 7) != 0).then_some(w[3]);
-            snap.bfar = (w[0] & (1 << 15) != 0).then_some(w[4]);
-        }
-        _ => {
-            snap.cfsr = log.cfsr();
-            snap.mmfar = log.mmfar;
-            snap.bfar = log.bfar;
-            let _ = writeln!(raw, "fault status from the -d int log (SCB not read)");
-        }
+    let scb_read = reading
+        .scb
+        .as_ref()
+        .is_some_and(|(_, w)| apply_scb(&mut snap, w));
+    if !scb_read {
+        snap.cfsr = log.cfsr();
+        snap.mmfar = log.mmfar;
+        snap.bfar = log.bfar;
+        let _ = writeln!(raw, "fault status from the -d int log (SCB not read)");
     }
     if let Some(problem) = &reading.problem {
         let _ = writeln!(raw, "monitor problem: {problem}");
@@ -632,6 +406,7 @@ pub fn snapshot_from_registers(text: &str) -> Option<FaultSnapshot> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dut::cortex_m::FrameFound;
 
     // Recorded from qemu-system-arm 7.2 on mps2-an385: a call through a bad function pointer,
     // handled by a HardFault handler that pushes {r3, lr}, prints, and spins.
@@ -696,77 +471,6 @@ FPSCR: 00000000";
     }
 
     #[test]
-    fn exc_return_values() {
-        for v in [
-            0xFFFF_FFF9,
-            0xFFFF_FFF1,
-            0xFFFF_FFFD,
-            0xFFFF_FFE9,
-            0xFFFF_FFBC,
-        ] {
-            assert!(is_exc_return(v), "{v:08x}");
-        }
-        for v in [
-            0xFFFF_FFFF,
-            0x0000_0065,
-            0xFFFF_FFF0 & 0x7FFF_FFFF,
-            0xFFFF_FF02,
-        ] {
-            assert!(!is_exc_return(v), "{v:08x}");
-        }
-    }
-
-    #[test]
-    fn frame_at_sp_when_lr_is_exc_return() {
-        let mut regs = CoreRegs::default();
-        regs.r[13] = Some(0x2000_0100);
-        regs.r[14] = Some(0xFFFF_FFF9);
-        let stack = [1, 2, 3, 4, 12, 0x0000_0201, 0x0000_0300, 0x0100_0000, 0, 0];
-        let frame = locate_frame(&regs, &stack).unwrap();
-        assert_eq!(frame.addr, 0x2000_0100);
-        assert_eq!(frame.words[6], 0x300);
-        assert_eq!(frame.caller_sp(), 0x2000_0120);
-        assert!(frame.note.contains("frame at SP"));
-        assert_eq!(frame.found, FrameFound::AtSp);
-        assert!(frame.is_certain());
-    }
-
-    #[test]
-    fn frame_on_psp_is_reported_not_guessed() {
-        let mut regs = CoreRegs::default();
-        regs.r[13] = Some(0x2000_0100);
-        regs.r[14] = Some(0xFFFF_FFFD);
-        let err = locate_frame(&regs, &[0; 16]).unwrap_err();
-        assert!(err.contains("PSP"), "{err}");
-    }
-
-    #[test]
-    fn frame_above_pushed_registers() {
-        let mut regs = CoreRegs::default();
-        regs.r[13] = Some(0x2000_0100);
-        regs.r[14] = Some(0x0000_0065);
-        // push {r4, r7, lr}, then the hardware frame with a valid xPSR.
-        let stack = [
-            7,
-            9,
-            0xFFFF_FFF9,
-            10,
-            11,
-            12,
-            13,
-            14,
-            0x0000_0401,
-            0x0000_0500,
-            0x2100_0000,
-            0,
-        ];
-        let frame = locate_frame(&regs, &stack).unwrap();
-        assert_eq!(frame.addr, 0x2000_010c);
-        assert_eq!(frame.words[6], 0x500);
-        assert!(frame.note.contains("SP+8"), "{}", frame.note);
-    }
-
-    #[test]
     fn recorded_crash_frame_without_thumb_bit_is_found_and_explained() {
         let regs = CoreRegs::parse(INFO_REGISTERS);
         let stack = parse_words(XP_STACK, 0x2000_ffd0);
@@ -777,19 +481,6 @@ FPSCR: 00000000";
         assert!(frame.note.contains("no Thumb bit"), "{}", frame.note);
         assert_eq!(frame.found, FrameFound::WithoutThumbBit);
         assert!(!frame.is_certain());
-    }
-
-    #[test]
-    fn guessed_frame_when_nothing_is_anchored() {
-        let mut regs = CoreRegs::default();
-        regs.r[13] = Some(0x100);
-        regs.r[14] = Some(0x41);
-        let stack = [5, 0, 1, 2, 3, 12, 0x71, 0x80, 0x0100_0000, 0];
-        let frame = locate_frame(&regs, &stack).unwrap();
-        assert_eq!(frame.addr, 0x104);
-        assert!(frame.note.contains("guessed"));
-        assert_eq!(frame.found, FrameFound::Guessed);
-        assert!(locate_frame(&regs, &[0; 12]).is_err());
     }
 
     #[test]
@@ -914,12 +605,5 @@ Taking exception 4 [Data Abort] on CPU 0
         assert_eq!(snap.sp, Some(0x2000_ffd0));
         assert_eq!(snap.exception, Some(3));
         assert!(snapshot_from_registers("garbage").is_none());
-    }
-
-    #[test]
-    fn exception_names() {
-        assert_eq!(exception_name(3), "HardFault");
-        assert_eq!(exception_name(0), "Thread");
-        assert_eq!(exception_name(21), "IRQ5");
     }
 }

@@ -1,11 +1,8 @@
 //! The QEMU process and what must die with it: the command line's process settings (own process
 //! group, null stdin, killed on drop), a guard that kills the whole group on every exit path
-//! (including a panic or the run's future being dropped), a task handle that aborts on drop, a
-//! private scratch directory, and the pumps that turn the process's pipes into timestamped lines.
-//! It does not interpret anything QEMU prints.
+//! (including a panic or the run's future being dropped) and a private scratch directory. It does
+//! not interpret anything QEMU prints.
 
-use crate::capture::framing::LineSplitter;
-use crate::capture::{ConsoleLine, Stream};
 use crate::dut::DutError;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -13,11 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
-use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 /// A command for `program` that cannot outlive fwfix's handle on it and cannot read fwfix's
 /// terminal: stdin is null, it leads its own process group (so a terminal's Ctrl+C reaches fwfix,
@@ -104,16 +97,6 @@ impl Drop for GroupKiller {
     }
 }
 
-/// A spawned task that is aborted when its handle is dropped.
-#[derive(Debug)]
-pub struct AbortOnDrop<T>(pub JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// A private directory (mode 0700) for one attempt's QMP socket and for anything QEMU might leave
 /// in its working directory (a core file after a lockup abort). Removed when dropped.
 #[derive(Debug)]
@@ -156,41 +139,6 @@ impl Drop for ScratchDir {
     }
 }
 
-/// Reads a pipe to its end, sending each line stamped with the milliseconds since `launch`. The
-/// last line is sent even without a newline. Stops early, without error, if nobody listens.
-pub async fn pump<R: AsyncRead + Unpin>(
-    mut source: R,
-    stream: Stream,
-    launch: Instant,
-    lines: mpsc::Sender<ConsoleLine>,
-) -> io::Result<()> {
-    let mut splitter = LineSplitter::default();
-    let mut buf = vec![0u8; 8192];
-    let stamp = |text: String| ConsoleLine {
-        t_ms: launch.elapsed().as_millis() as u64,
-        stream,
-        text,
-    };
-    let result = loop {
-        match source.read(&mut buf).await {
-            Ok(0) => break Ok(()),
-            Ok(n) => {
-                for text in splitter.push(&buf[..n]) {
-                    if lines.send(stamp(text)).await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => break Err(e),
-        }
-    };
-    if let Some(text) = splitter.finish() {
-        let _ = lines.send(stamp(text)).await;
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,19 +169,6 @@ mod tests {
         std::fs::write(path.join("core"), b"x").unwrap();
         drop(dir);
         assert!(!path.exists());
-    }
-
-    #[tokio::test]
-    async fn pump_stamps_lines_and_keeps_the_last_one() {
-        let (tx, mut rx) = mpsc::channel(16);
-        let input: &[u8] = b"one\r\ntwo\nthree";
-        pump(input, Stream::Uart, Instant::now(), tx).await.unwrap();
-        let mut got = Vec::new();
-        while let Some(line) = rx.recv().await {
-            assert_eq!(line.stream, Stream::Uart);
-            got.push(line.text);
-        }
-        assert_eq!(got, vec!["one", "two", "three"]);
     }
 
     #[tokio::test]

@@ -13,15 +13,18 @@
 //! It owns the timing policy; parsing is in `fault` and `args`, process plumbing in `process`.
 
 use super::args::{self, ExitClass, ExitContext, ExitInfo};
-use super::fault::{self, Alarm, FaultWatcher, MonitorReading, SCB_CFSR};
-use super::process::{self, AbortOnDrop, GroupKiller, ScratchDir};
+use super::fault::{self, Alarm, FaultWatcher, MonitorReading};
+use super::process::{self, GroupKiller, ScratchDir};
 use super::qmp::{QmpClient, QmpError};
 use crate::capture::log::ConsoleLog;
+use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::QemuSpec;
+use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
 use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
+use crate::process::AbortOnDrop;
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
@@ -109,7 +112,7 @@ pub(super) async fn run(
     let (tx, rx) = mpsc::channel(256);
     let mut pumps = Vec::new();
     if let Some(out) = child.stdout.take() {
-        pumps.push(AbortOnDrop(tokio::spawn(process::pump(
+        pumps.push(AbortOnDrop(tokio::spawn(pump(
             out,
             Stream::Uart,
             launch,
@@ -117,7 +120,7 @@ pub(super) async fn run(
         ))));
     }
     if let Some(err) = child.stderr.take() {
-        pumps.push(AbortOnDrop(tokio::spawn(process::pump(
+        pumps.push(AbortOnDrop(tokio::spawn(pump(
             err,
             Stream::Host,
             launch,
@@ -572,15 +575,15 @@ async fn monitor_reading(
         ..MonitorReading::default()
     };
     let mut problems = Vec::new();
-    let regs = fault::CoreRegs::parse(&reading.registers);
+    let regs = CoreRegs::parse(&reading.registers);
     if let Some(sp) = regs.sp() {
         // A short read first; more only when it shows no certain frame.
-        for words in [fault::STACK_WORDS_FIRST, fault::STACK_WORDS_MORE] {
+        for words in [cortex_m::STACK_WORDS_FIRST, cortex_m::STACK_WORDS_MORE] {
             match client.hmp(&format!("xp /{words}wx 0x{sp:08x}")).await {
                 Ok(text) => {
                     let parsed = fault::parse_words(&text, sp);
-                    let certain =
-                        fault::locate_frame(&regs, &parsed).is_ok_and(|frame| frame.is_certain());
+                    let certain = cortex_m::locate_frame(&regs, &parsed)
+                        .is_ok_and(|frame| frame.is_certain());
                     reading.stack = Some((text, parsed));
                     if certain {
                         break;

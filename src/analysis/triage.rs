@@ -1,0 +1,582 @@
+//! Log triage: what kind of failure (or success) a build, flash or console log shows.
+//!
+//! [`classify`] reads a log line by line, lets the rule table in [`rules`] claim each line it
+//! recognises, and decides one [`TriageClass`] with the line numbers that decided it. It is pure
+//! and streams: nothing is kept per line beyond a bounded number of matches, so a log of any size
+//! costs time linear in its length. [`classify_file`] is the only function here that touches the
+//! file system, and it only reads. Triage never runs a tool and never decides what happens next
+//! in a run: [`Triage::error_class`] tells the orchestrator which error class a failure is, and
+//! the machine's recovery rules take it from there.
+//!
+//! # Precedence
+//!
+//! When a log holds evidence of several classes, the strongest wins, in this order (strongest
+//! first), each above the next because it explains it:
+//!
+//! 1. `TOOL_MISSING`: a program that is not installed makes every step after it fail; installing
+//!    it is the fix, whatever else the log says (make's `Error 127`, gdb refused by an OpenOCD
+//!    that never started).
+//! 2. `FLASH_ERROR`: the image never reached the board, so whatever the board printed came from
+//!    the old firmware, and the GDB or serial errors after a flasher that quit are its echo.
+//! 3. `ASSERT`: the firmware's own diagnosis of a broken invariant, with its source line; the
+//!    panic, reboot or spin its assert handler does next (Zephyr's `Kernel panic`, ESP-IDF's
+//!    `abort()`, FreeRTOS's `for (;;)`) is the consequence, not the cause.
+//! 4. `CRASH`: a fault. A board that faults resets, and its USB serial port vanishes with it, so
+//!    an environment error after a crash is the crash's doing.
+//! 5. `INFRA_ERROR`: the environment broke (disk full, QEMU killed, port gone, GDB server
+//!    unreachable): the build failures it causes and any test results around it cannot be
+//!    trusted.
+//! 6. `BUILD_ERROR`: compiling comes before linking, and a file that did not compile can leave
+//!    the linker short of a symbol.
+//! 7. `LINK_ERROR`.
+//! 8. `HANG`: the run timed out before its verdict; failures seen before it are partial results.
+//! 9. `TEST_FAILURE`: a crash after failed tests is still a crash, and a passing verdict with a
+//!    crash after it is still a crash, because both rank above.
+//! 10. `PASS`: a passing verdict, passing tests, or no evidence of anything wrong at all.
+//!
+//! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
+//! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
+//! log that reached its verdict did not hang, whatever stopped the process afterwards.
+
+pub mod rules;
+
+use std::fmt;
+use std::io::{self, BufRead};
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::machine::ErrorClass;
+use rules::{Matcher, Rule, COMPILED, RULES};
+
+/// What a log shows, strongest first in [`TriageClass::PRECEDENCE`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum TriageClass {
+    /// A program the build, flash or run needs is not installed.
+    ToolMissing,
+    /// The flasher or debug probe could not put the image on the board.
+    FlashError,
+    /// The firmware's own assertion failed (not a test harness assertion).
+    Assert,
+    /// The firmware faulted: HardFault, bus fault, panic, emulator lockup.
+    Crash,
+    /// The environment failed: host, disk, network, serial port, emulator.
+    InfraError,
+    /// The code did not compile.
+    BuildError,
+    /// The code compiled but did not link.
+    LinkError,
+    /// The run stopped at a timeout before its verdict.
+    Hang,
+    /// Tests ran to a verdict and some failed.
+    TestFailure,
+    /// Nothing failed.
+    Pass,
+}
+
+impl TriageClass {
+    /// Every class, strongest first: the order [`classify`] decides by (see the module docs).
+    pub const PRECEDENCE: [TriageClass; 10] = [
+        TriageClass::ToolMissing,
+        TriageClass::FlashError,
+        TriageClass::Assert,
+        TriageClass::Crash,
+        TriageClass::InfraError,
+        TriageClass::BuildError,
+        TriageClass::LinkError,
+        TriageClass::Hang,
+        TriageClass::TestFailure,
+        TriageClass::Pass,
+    ];
+
+    /// Position in [`TriageClass::PRECEDENCE`]: lower is stronger.
+    pub fn rank(self) -> u8 {
+        match self {
+            TriageClass::ToolMissing => 0,
+            TriageClass::FlashError => 1,
+            TriageClass::Assert => 2,
+            TriageClass::Crash => 3,
+            TriageClass::InfraError => 4,
+            TriageClass::BuildError => 5,
+            TriageClass::LinkError => 6,
+            TriageClass::Hang => 7,
+            TriageClass::TestFailure => 8,
+            TriageClass::Pass => 9,
+        }
+    }
+
+    /// The name in triage output, e.g. `LINK_ERROR`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TriageClass::ToolMissing => "TOOL_MISSING",
+            TriageClass::FlashError => "FLASH_ERROR",
+            TriageClass::Assert => "ASSERT",
+            TriageClass::Crash => "CRASH",
+            TriageClass::InfraError => "INFRA_ERROR",
+            TriageClass::BuildError => "BUILD_ERROR",
+            TriageClass::LinkError => "LINK_ERROR",
+            TriageClass::Hang => "HANG",
+            TriageClass::TestFailure => "TEST_FAILURE",
+            TriageClass::Pass => "PASS",
+        }
+    }
+
+    /// The machine's error class for a failure of this class. Crashes, assertions, hangs, test
+    /// failures and passes are test results, not errors: they have none.
+    pub fn error_class(self) -> Option<ErrorClass> {
+        match self {
+            TriageClass::BuildError | TriageClass::LinkError => Some(ErrorClass::BuildFailure),
+            TriageClass::ToolMissing => Some(ErrorClass::BuildEnvFailure),
+            TriageClass::FlashError => Some(ErrorClass::FlashFailure),
+            TriageClass::InfraError => Some(ErrorClass::TestEnvFailure),
+            TriageClass::Assert
+            | TriageClass::Crash
+            | TriageClass::Hang
+            | TriageClass::TestFailure
+            | TriageClass::Pass => None,
+        }
+    }
+}
+
+impl fmt::Display for TriageClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the caller knows about the log beyond its text.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TriageContext {
+    /// The run that wrote the log was stopped at its timeout.
+    pub timed_out: bool,
+}
+
+/// One line a rule claimed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleMatch {
+    /// The rule's id, e.g. `ld.undefined_reference`; `timeout.no_verdict` for the hang that
+    /// [`TriageContext::timed_out`] implies.
+    pub rule_id: String,
+    /// The class the rule is evidence of.
+    pub class: TriageClass,
+    /// 1-based line in the log.
+    pub line: usize,
+    /// The line as the rule saw it (colour codes and console.log stamps removed), shortened to
+    /// [`MAX_QUOTE_CHARS`].
+    pub text: String,
+}
+
+/// A log's class and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Triage {
+    pub class: TriageClass,
+    /// 1-based lines that decided the class, ascending; empty when nothing matched.
+    pub lines: Vec<usize>,
+    /// One sentence a person reads first: the deciding line's message.
+    pub reason: String,
+    /// Every line a rule claimed, in log order (at most [`MAX_MATCHES_PER_RULE`] per rule).
+    pub matches: Vec<RuleMatch>,
+}
+
+impl Triage {
+    /// The machine's error class for this log, or None when it shows a test result.
+    pub fn error_class(&self) -> Option<ErrorClass> {
+        self.class.error_class()
+    }
+}
+
+/// Matches kept per rule: the first ones. A log with a million passing tests keeps sixteen of
+/// them, so memory stays bounded whatever the log's size.
+pub const MAX_MATCHES_PER_RULE: usize = 16;
+
+/// Longest line text kept in a [`RuleMatch`], in characters.
+pub const MAX_QUOTE_CHARS: usize = 240;
+
+/// Longest line read, in bytes; the rest of a longer line (binary junk, a log without line
+/// breaks) is skipped.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+
+const TIMEOUT_RULE: &str = "timeout.no_verdict";
+
+/// Classifies a whole log held in memory.
+pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
+    let mut triager = Triager::new(*ctx);
+    for line in text.lines() {
+        triager.push_line(line);
+    }
+    triager.finish()
+}
+
+/// Classifies a log read from `reader`, one line at a time. Invalid UTF-8 is replaced, not
+/// refused: logs of serial consoles hold line noise.
+pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Result<Triage> {
+    let mut triager = Triager::new(*ctx);
+    let mut buf = Vec::new();
+    while read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES)? {
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+            if buf.last() == Some(&b'\r') {
+                buf.pop();
+            }
+        }
+        triager.push_line(&String::from_utf8_lossy(&buf));
+    }
+    Ok(triager.finish())
+}
+
+/// A log that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {source}", file.display())]
+pub struct ReadError {
+    pub file: PathBuf,
+    #[source]
+    pub source: io::Error,
+}
+
+/// Classifies the log in `file`, streaming it from disk.
+pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadError> {
+    let read_error = |source| ReadError {
+        file: file.to_path_buf(),
+        source,
+    };
+    let handle = std::fs::File::open(file).map_err(read_error)?;
+    classify_reader(io::BufReader::new(handle), ctx).map_err(read_error)
+}
+
+/// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it. False at the
+/// end of input.
+fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -> io::Result<bool> {
+    buf.clear();
+    let mut read_any = false;
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(read_any);
+        }
+        read_any = true;
+        let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
+            Some(at) => (&available[..=at], true),
+            None => (available, false),
+        };
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if done && chunk.len() > room {
+            // The kept part lost its line break; put it back so the caller sees a whole line.
+            buf.push(b'\n');
+        }
+        let used = chunk.len();
+        reader.consume(used);
+        if done {
+            return Ok(true);
+        }
+    }
+}
+
+/// Classifies a log fed one line at a time, for callers that already hold a line source.
+#[derive(Debug)]
+pub struct Triager {
+    ctx: TriageContext,
+    line: usize,
+    matches: Vec<Kept>,
+    per_rule: Vec<usize>,
+    saw_verdict: bool,
+    /// The last rule with a class that claimed a line: what `follows` looks at.
+    last_evidence: Option<usize>,
+    /// The last non-blank line: where a timed-out log stopped.
+    last_line: Option<(usize, String)>,
+}
+
+/// A match with its rule, before it becomes a [`RuleMatch`].
+#[derive(Debug)]
+struct Kept {
+    rule: usize,
+    line: usize,
+    text: String,
+    message: String,
+}
+
+impl Triager {
+    pub fn new(ctx: TriageContext) -> Triager {
+        Triager {
+            ctx,
+            line: 0,
+            matches: Vec::new(),
+            per_rule: vec![0; RULES.len()],
+            saw_verdict: false,
+            last_evidence: None,
+            last_line: None,
+        }
+    }
+
+    /// Feeds the next line (without its line break).
+    pub fn push_line(&mut self, raw: &str) {
+        self.line += 1;
+        let raw = truncate(raw, MAX_LINE_BYTES);
+        let cleaned = clean(raw);
+        // A carriage return inside a line redraws it on a terminal (progress bars); each part
+        // is read on its own so nothing written before the redraw is lost.
+        let mut any = false;
+        for segment in cleaned.split('\r') {
+            let segment = trim(segment);
+            if segment.is_empty() {
+                continue;
+            }
+            any = true;
+            self.scan(segment);
+        }
+        if any {
+            // The text is needed only to quote where a timed-out log stopped.
+            let text = if self.ctx.timed_out {
+                quote(trim(&cleaned.replace('\r', " ")))
+            } else {
+                String::new()
+            };
+            self.last_line = Some((self.line, text));
+        }
+    }
+
+    fn scan(&mut self, segment: &str) {
+        let compiled = &*COMPILED;
+        let hits = compiled.set.matches(segment.as_bytes());
+        let mut diagnostic = None;
+        for (index, rule) in RULES.iter().enumerate() {
+            let hit = match rule.matcher {
+                Matcher::Regex(_) => compiled.set_index[index].is_some_and(|i| hits.matched(i)),
+                Matcher::Diagnostic { .. } => {
+                    if !hits.matched(compiled.hint) {
+                        continue;
+                    }
+                    let found = diagnostic.get_or_insert_with(|| first_error(segment));
+                    found.as_ref().is_some_and(|d| rule.accepts(d))
+                }
+            };
+            if !hit || !self.follows_ok(rule) {
+                continue;
+            }
+            if self.claim(index, rule) {
+                // Only kept matches pay for their message (a capture is the costly part).
+                let message = match rule.matcher {
+                    Matcher::Regex(_) => regex_message(compiled.regex[index].as_ref(), segment),
+                    Matcher::Diagnostic { .. } => diagnostic
+                        .as_ref()
+                        .and_then(Option::as_ref)
+                        .map_or_else(|| segment.to_string(), diagnostic_message),
+                };
+                self.matches.push(Kept {
+                    rule: index,
+                    line: self.line,
+                    text: quote(segment),
+                    message: quote(&message),
+                });
+            }
+            return;
+        }
+    }
+
+    fn follows_ok(&self, rule: &Rule) -> bool {
+        rule.follows.is_empty()
+            || self
+                .last_evidence
+                .is_some_and(|last| rule.follows.contains(&RULES[last].id))
+    }
+
+    /// Records that `rule` claimed the current line; true when the match is to be kept.
+    fn claim(&mut self, index: usize, rule: &Rule) -> bool {
+        if rule.class.is_none() {
+            return false;
+        }
+        self.last_evidence = Some(index);
+        self.saw_verdict |= rule.verdict;
+        if self.per_rule[index] >= MAX_MATCHES_PER_RULE {
+            return false;
+        }
+        self.per_rule[index] += 1;
+        true
+    }
+
+    /// Decides the class (see the module docs for the precedence).
+    pub fn finish(self) -> Triage {
+        let ctx = self.ctx;
+        let saw_verdict = self.saw_verdict;
+        let effective = |kept: &Kept| -> Option<TriageClass> {
+            let rule = &RULES[kept.rule];
+            let class = if rule.timeout_explains && ctx.timed_out {
+                Some(TriageClass::Hang)
+            } else {
+                rule.class
+            };
+            // A log that reached its verdict did not hang, whatever stopped it afterwards.
+            class.filter(|c| !(saw_verdict && *c == TriageClass::Hang))
+        };
+
+        let mut candidates: Vec<(TriageClass, u8, usize, &str)> = self
+            .matches
+            .iter()
+            .filter_map(|k| {
+                effective(k).map(|c| (c, RULES[k.rule].weight, k.line, k.message.as_str()))
+            })
+            .collect();
+        let timeout_reason = self.timeout_reason();
+        if ctx.timed_out && !saw_verdict {
+            let line = self.last_line.as_ref().map_or(0, |(n, _)| *n);
+            candidates.push((TriageClass::Hang, 3, line, timeout_reason.as_str()));
+        }
+
+        let mut matches: Vec<RuleMatch> = self
+            .matches
+            .iter()
+            .filter_map(|k| {
+                RULES[k.rule].class.map(|class| RuleMatch {
+                    rule_id: RULES[k.rule].id.to_string(),
+                    class,
+                    line: k.line,
+                    text: k.text.clone(),
+                })
+            })
+            .collect();
+        if ctx.timed_out && !saw_verdict {
+            if let Some((line, text)) = &self.last_line {
+                matches.push(RuleMatch {
+                    rule_id: TIMEOUT_RULE.to_string(),
+                    class: TriageClass::Hang,
+                    line: *line,
+                    text: text.clone(),
+                });
+            }
+        }
+
+        let Some(class) = candidates.iter().map(|c| c.0).min_by_key(|c| c.rank()) else {
+            let reason = if self.last_line.is_none() {
+                "the log is empty".to_string()
+            } else {
+                "no rule matched: nothing in the log points to a failure".to_string()
+            };
+            return Triage {
+                class: TriageClass::Pass,
+                lines: Vec::new(),
+                reason,
+                matches,
+            };
+        };
+        let weight = candidates
+            .iter()
+            .filter(|c| c.0 == class)
+            .map(|c| c.1)
+            .max()
+            .unwrap_or(0);
+        let deciding: Vec<_> = candidates
+            .iter()
+            .filter(|c| c.0 == class && c.1 == weight)
+            .collect();
+        let mut lines: Vec<usize> = deciding.iter().map(|c| c.2).filter(|&l| l > 0).collect();
+        lines.sort_unstable();
+        lines.dedup();
+        let mut reason = deciding
+            .iter()
+            .min_by_key(|c| c.2)
+            .map_or_else(String::new, |c| c.3.to_string());
+        if matches!(class, TriageClass::Pass | TriageClass::TestFailure) && !saw_verdict {
+            reason.push_str(" (no final verdict in the log)");
+        }
+        Triage {
+            class,
+            lines,
+            reason,
+            matches,
+        }
+    }
+
+    fn timeout_reason(&self) -> String {
+        match &self.last_line {
+            Some((line, _)) => {
+                format!("the run timed out with no verdict; the output stops at line {line}")
+            }
+            None => "the run timed out with no output at all".to_string(),
+        }
+    }
+}
+
+/// The first error-severity diagnostic on a line.
+fn first_error(segment: &str) -> Option<crate::analysis::Diagnostic> {
+    crate::analysis::parse_build_log(segment)
+        .into_iter()
+        .find(|d| d.severity == crate::analysis::Severity::Error)
+}
+
+fn diagnostic_message(d: &crate::analysis::Diagnostic) -> String {
+    match (&d.file, d.line, d.column) {
+        (Some(file), Some(line), Some(col)) => format!("{file}:{line}:{col}: {}", d.message),
+        (Some(file), Some(line), None) => format!("{file}:{line}: {}", d.message),
+        _ => d.message.clone(),
+    }
+}
+
+fn regex_message(regex: Option<&regex::bytes::Regex>, segment: &str) -> String {
+    let message = regex
+        .and_then(|r| r.captures(segment.as_bytes()))
+        .and_then(|c| c.name("msg"))
+        .map_or(segment.as_bytes(), |m| m.as_bytes());
+    String::from_utf8_lossy(message).trim().to_string()
+}
+
+/// Colour and hyperlink escapes, and the stamp fwfix's console.log puts before each line.
+static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
+    #[expect(
+        clippy::expect_used,
+        reason = "constant patterns, exercised by the unit tests"
+    )]
+    let compile = |p: &str| Regex::new(p).expect("built-in triage pattern compiles");
+    (
+        compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
+        compile(r"^\[\s*\d+\.\d{3}\] (?:uart|host)  "),
+    )
+});
+
+/// The line without colour codes and without console.log's `[    0.035] uart  ` stamp.
+fn clean(raw: &str) -> String {
+    let (ansi, stamp) = &*NOISE;
+    let text = if raw.contains('\x1b') {
+        ansi.replace_all(raw, "").into_owned()
+    } else {
+        raw.to_string()
+    };
+    match stamp.find(&text) {
+        Some(m) => text[m.end()..].to_string(),
+        None => text,
+    }
+}
+
+/// Blanks and control bytes (a UART's reset noise, NULs) at either end.
+fn trim(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() || c.is_control())
+}
+
+/// At most `max` bytes, cut at a character boundary.
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// At most [`MAX_QUOTE_CHARS`] characters, with `…` when cut.
+fn quote(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTE_CHARS) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

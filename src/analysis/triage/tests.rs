@@ -1,0 +1,700 @@
+//! Triage against the recorded logs in `tests/data/triage/` and against the cases that trip up
+//! naive log scanners: error words in passing test names, colour codes, CRLF, carriage-return
+//! progress bars, huge logs and binary junk.
+
+use super::*;
+use proptest::prelude::*;
+use std::collections::{BTreeSet, HashSet};
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/triage")
+}
+
+const PLAIN: TriageContext = TriageContext { timed_out: false };
+const TIMED_OUT: TriageContext = TriageContext { timed_out: true };
+
+fn class_named(name: &str) -> TriageClass {
+    TriageClass::PRECEDENCE
+        .into_iter()
+        .find(|c| c.name() == name)
+        .unwrap_or_else(|| panic!("unknown class {name}"))
+}
+
+fn line_list(text: &str) -> Vec<usize> {
+    if text == "-" {
+        return Vec::new();
+    }
+    text.split(',').map(|n| n.parse().unwrap()).collect()
+}
+
+/// One row of `expected.tsv`.
+struct Expected {
+    file: String,
+    class: TriageClass,
+    lines: Vec<usize>,
+    timed_out_class: TriageClass,
+    timed_out_lines: Vec<usize>,
+}
+
+fn expected() -> Vec<Expected> {
+    let manifest = std::fs::read_to_string(data_dir().join("expected.tsv")).unwrap();
+    manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            assert_eq!(cols.len(), 5, "bad manifest row: {l}");
+            Expected {
+                file: cols[0].to_string(),
+                class: class_named(cols[1]),
+                lines: line_list(cols[2]),
+                timed_out_class: class_named(cols[3]),
+                timed_out_lines: line_list(cols[4]),
+            }
+        })
+        .collect()
+}
+
+fn classify_str(text: &str) -> Triage {
+    classify(text, &PLAIN)
+}
+
+/// The rule that claimed the first matched line of a one-line log.
+fn rule_of(line: &str) -> Option<String> {
+    classify_str(line)
+        .matches
+        .first()
+        .map(|m| m.rule_id.clone())
+}
+
+#[test]
+fn every_recorded_log_is_classified_as_expected() {
+    for row in expected() {
+        let text = std::fs::read_to_string(data_dir().join(&row.file)).unwrap();
+        let plain = classify(&text, &PLAIN);
+        assert_eq!(
+            (plain.class, &plain.lines),
+            (row.class, &row.lines),
+            "{}: {plain:#?}",
+            row.file
+        );
+        assert!(!plain.reason.is_empty(), "{}", row.file);
+        let timed = classify(&text, &TIMED_OUT);
+        assert_eq!(
+            (timed.class, &timed.lines),
+            (row.timed_out_class, &row.timed_out_lines),
+            "{} --timed-out: {timed:#?}",
+            row.file
+        );
+        // The streaming reader sees the same lines as the in-memory classifier.
+        let streamed = classify_file(&data_dir().join(&row.file), &PLAIN).unwrap();
+        assert_eq!(streamed, plain, "{}", row.file);
+    }
+}
+
+#[test]
+fn every_recorded_log_is_in_the_manifest() {
+    let listed: BTreeSet<String> = expected().into_iter().map(|e| e.file).collect();
+    let present: BTreeSet<String> = std::fs::read_dir(data_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".log"))
+        .collect();
+    assert_eq!(listed, present);
+    let classes: HashSet<TriageClass> = expected().iter().map(|e| e.class).collect();
+    for class in TriageClass::PRECEDENCE {
+        assert!(classes.contains(&class), "no recorded log shows {class}");
+    }
+}
+
+/// One line for every rule with a class, and the rule that must claim it.
+const SAMPLES: &[(&str, &str)] = &[
+    ("tests/test_x.c:7:test_error_counter:PASS", "unity.pass"),
+    (
+        "tests/test_x.c:9:test_x:FAIL: Expected 1 Was 2",
+        "unity.fail",
+    ),
+    ("tests/test_x.c:9:test_x:IGNORE: later", "unity.ignore"),
+    ("3 Tests 0 Failures 0 Ignored ", "unity.summary_ok"),
+    ("3 Tests 2 Failures 0 Ignored ", "unity.summary_fail"),
+    (
+        "Assertion failed at main.c:40: suite_test_x: (1 is false)",
+        "ztest.assert",
+    ),
+    (
+        " - FAIL - [suite.test_x] duration = 0.001 seconds",
+        "ztest.summary_fail",
+    ),
+    (" FAIL - test_x in 0.001 seconds", "ztest.fail"),
+    (" PASS - test_error_path in 0.001 seconds", "ztest.pass"),
+    (
+        "SUITE FAIL -  50.00% [suite]: pass = 1, fail = 1",
+        "ztest.suite_fail",
+    ),
+    ("TESTSUITE suite succeeded", "ztest.suite_pass"),
+    ("PROJECT EXECUTION FAILED", "ztest.project_failed"),
+    ("PROJECT EXECUTION SUCCESSFUL", "ztest.project_ok"),
+    (
+        "/bin/sh: 1: exec: qemu-system-arm: not found",
+        "shell.not_found",
+    ),
+    (
+        "./flash.sh: 6: ./flash.sh: st-flash: not found",
+        "shell.not_found",
+    ),
+    ("zsh: command not found: openocd", "shell.zsh_not_found"),
+    (
+        "make[1]: arm-none-eabi-gcc: No such file or directory",
+        "make.no_such_program",
+    ),
+    (
+        "make: *** [Makefile:62: build/x.o] Error 127",
+        "make.error_127",
+    ),
+    (
+        "arm-none-eabi-gcc: fatal error: cannot execute 'cc1': execvp: No such file or directory",
+        "gcc.cannot_execute",
+    ),
+    (
+        "/usr/bin/env: 'python': No such file or directory",
+        "env.no_interpreter",
+    ),
+    (
+        "ModuleNotFoundError: No module named 'serial'",
+        "python.no_module",
+    ),
+    (
+        "A fatal error occurred: Failed to connect to ESP32: Timed out",
+        "esptool.fatal",
+    ),
+    (
+        "Error: unable to find a matching CMSIS-DAP device",
+        "openocd.no_adapter",
+    ),
+    (
+        "Error: init mode failed (unable to connect to the target)",
+        "openocd.init_mode",
+    ),
+    ("Error: Invalid ACK (7) in DAP response", "openocd.target"),
+    ("Error: failed erasing sectors 0 to 1", "openocd.flash"),
+    ("** Verify Failed **", "openocd.program"),
+    ("** OpenOCD init failed **", "openocd.init_failed"),
+    (
+        "Error: No connected probes were found.",
+        "probe_rs.no_probe",
+    ),
+    (
+        "       Error Failed to open the debug probe.",
+        "probe_rs.open_failed",
+    ),
+    (
+        "       Error failed to flash target/app",
+        "probe_rs.flash_failed",
+    ),
+    (
+        "    0: Failed to erase flash sector at address 0x08000000.",
+        "probe_rs.cause",
+    ),
+    (
+        "0004258 C Probe 0daa9c0d0daa9c0d01 not found [__main__]",
+        "pyocd.no_probe",
+    ),
+    (
+        "pyocd.core.exceptions.FlashFailure: flash init timed out",
+        "pyocd.exception",
+    ),
+    (
+        "0000490 E No target device available [load_cmd]",
+        "pyocd.error",
+    ),
+    (
+        "Connecting to J-Link via USB...FAILED: Cannot connect to J-Link.",
+        "jlink.no_probe",
+    ),
+    ("Cannot connect to target.", "jlink.no_target"),
+    (
+        "Error while programming flash: Programming failed.",
+        "jlink.program",
+    ),
+    (
+        "2017-10-31T12:24:26 WARN src\\usb.c: Couldn't find any ST-Link/V2 devices",
+        "stflash.no_stlink",
+    ),
+    (
+        "2019-03-29T00:43:47 ERROR flash_loader.c: flash loader run error",
+        "stflash.program",
+    ),
+    ("stlink_fwrite_flash() == -1", "stflash.write_failed"),
+    ("Load failed", "gdb.load_failed"),
+    (
+        "qemu-system-arm: terminating on signal 15 from pid 812 (timeout)",
+        "qemu.terminated_by_runner",
+    ),
+    (
+        "qemu-system-arm: terminating on signal 2",
+        "qemu.terminated",
+    ),
+    (
+        "qemu-system-arm: Trying to execute code outside RAM or ROM at 0x00000000",
+        "qemu.outside_ram",
+    ),
+    (
+        "qemu-system-arm: -kernel fw.elf: No such file",
+        "qemu.start_error",
+    ),
+    (
+        "cc1: fatal error: build/x.d: No space left on device",
+        "host.no_space",
+    ),
+    (
+        "touch: cannot touch 'build/x': Read-only file system",
+        "host.read_only",
+    ),
+    (
+        "arm-none-eabi-gcc: fatal error: Killed signal terminated program cc1",
+        "host.out_of_memory",
+    ),
+    (
+        "thread 'main' panicked at probe-rs/src/probe/cmsisdap/mod.rs:918:16:",
+        "host.tool_panicked",
+    ),
+    ("Segmentation fault (core dumped)", "shell.killed"),
+    ("localhost:3333: Connection refused.", "gdb.connection"),
+    ("Remote connection closed", "gdb.remote_lost"),
+    (
+        "ConnectionRefusedError: [Errno 111] Connection refused",
+        "net.refused",
+    ),
+    (
+        "could not open port /dev/ttyUSB0: [Errno 2] No such file or directory",
+        "serial.open",
+    ),
+    (
+        "picocom: cannot open /dev/ttyACM0: Permission denied: '/dev/ttyACM0'",
+        "serial.permission",
+    ),
+    (
+        "minicom: cannot open /dev/ttyUSB0: Device or resource busy",
+        "serial.busy",
+    ),
+    (
+        "read failed: [Errno 5] Input/output error",
+        "serial.vanished",
+    ),
+    (
+        "src/crc.c:42:20: internal compiler error: Segmentation fault",
+        "gcc.internal_error",
+    ),
+    ("collect2: error: ld returned 1 exit status", "ld.collect2"),
+    (
+        "src/crc.c:12:5: error: expected ';' before '}' token",
+        "gcc.error",
+    ),
+    (
+        "src/startup.s:12: Error: bad instruction `movx r0,#1'",
+        "as.error",
+    ),
+    (
+        "make: *** No rule to make target 'build/x.elf'.  Stop.",
+        "make.no_rule",
+    ),
+    (
+        "main.c:(.text.main+0x8): undefined reference to `foo'",
+        "ld.undefined_reference",
+    ),
+    (
+        "b.c:(.text+0x0): multiple definition of `helper'; a.o:(.text+0x0): first defined here",
+        "ld.multiple_definition",
+    ),
+    (
+        "arm-none-eabi-ld: region `RAM' overflowed by 304 bytes",
+        "ld.region_overflow",
+    ),
+    ("arm-none-eabi-ld: cannot find -lfoo", "ld.missing_library"),
+    (
+        "arm-none-eabi-ld: cannot open linker script file bad.ld: No such file or directory",
+        "ld.error",
+    ),
+    (
+        "ASSERTION FAIL [x > 0] @ WEST_TOPDIR/app/src/main.c:12",
+        "zephyr.assert",
+    ),
+    (
+        "/idf/components/freertos/event_groups.c:350 (xEventGroupWaitBits)- assert failed!",
+        "esp_idf.assert",
+    ),
+    (
+        "configASSERT( pxQueue ) failed at queue.c:812",
+        "freertos.assert",
+    ),
+    (
+        "assertion \"len <= 64\" failed: file \"src/ringbuf.c\", line 42, function: ringbuf_put",
+        "libc.assert",
+    ),
+    (
+        "fw: src/ringbuf.c:42: ringbuf_put: Assertion `len <= 64' failed.",
+        "libc.assert",
+    ),
+    (
+        "[00:00:02.586,456] <err> os: ***** USAGE FAULT *****",
+        "zephyr.fault",
+    ),
+    (
+        ">>> ZEPHYR FATAL ERROR 2: Stack overflow on CPU 0",
+        "zephyr.fatal",
+    ),
+    (
+        "Guru Meditation Error: Core  1 panic'ed (InstrFetchProhibited). Exception was unhandled.",
+        "esp_idf.guru_meditation",
+    ),
+    (
+        "abort() was called at PC 0x4008554b on core 1",
+        "esp_idf.abort",
+    ),
+    (
+        "***ERROR*** A stack overflow in task main has been detected.",
+        "esp_idf.stack_overflow",
+    ),
+    (
+        "E (5329) task_wdt: Task watchdog got triggered.",
+        "esp_idf.task_watchdog",
+    ),
+    (
+        "qemu: fatal: Lockup: can't escalate 3 to HardFault (current priority -1)",
+        "qemu.lockup",
+    ),
+    (
+        "qemu: fatal: Trying to execute code outside RAM or ROM at 0x00000000",
+        "qemu.fatal",
+    ),
+    (
+        "Taking exception 4 [Data Abort] on CPU 0",
+        "qemu.fault_entry",
+    ),
+    (
+        "...taking pending nonsecure exception 3",
+        "qemu.fault_vector",
+    ),
+    ("[HardFault] at pc=0x0800123c", "cortex_m.fault_banner"),
+    ("Bus fault detected!", "cortex_m.fault_banner"),
+    ("  CFSR = 0x00008200", "cortex_m.fault_status"),
+    ("Stack overflow in task sensor", "freertos.stack_overflow"),
+    ("ERROR panicked at src/main.rs:12:5:", "rust.panic"),
+];
+
+#[test]
+fn every_rule_claims_its_sample_line() {
+    for (line, rule) in SAMPLES {
+        assert_eq!(rule_of(line).as_deref(), Some(*rule), "{line}");
+    }
+}
+
+#[test]
+fn every_rule_with_a_class_has_a_sample() {
+    let sampled: HashSet<&str> = SAMPLES.iter().map(|s| s.1).collect();
+    let verdicts_in_context = ["unity.ok", "unity.verdict_fail"];
+    for rule in RULES {
+        if rule.class.is_some() && !verdicts_in_context.contains(&rule.id) {
+            assert!(sampled.contains(rule.id), "no sample line for {}", rule.id);
+        }
+    }
+}
+
+#[test]
+fn harmless_lines_are_not_evidence() {
+    for line in [
+        "qemu-system-arm: warning: nic lan9118.0 has no peer",
+        "Timer with period zero, disabling",
+        "Taking exception 16 [Semihosting call] on CPU 0",
+        "...taking pending nonsecure exception 15",
+        "Info : Listening on port 3333 for gdb connections",
+        "arm-none-eabi-gcc -c src/error_handler.c -o build/error_handler.o",
+        "src/sensor.c:5:14: warning: unused variable 'v' [-Wunused-variable]",
+        "2023-10-06T21:01:33 INFO flash_loader.c: Clear CFSR",
+        "hard fault handler installed",
+        "Killed task 3 after its deadline",
+        "OK",
+        "FAIL",
+        "Error: 3 retries left",
+    ] {
+        let t = classify_str(line);
+        assert_eq!(
+            (t.class, t.lines.as_slice()),
+            (TriageClass::Pass, &[][..]),
+            "{line}"
+        );
+        assert!(t.matches.is_empty(), "{line}: {:?}", t.matches);
+    }
+}
+
+#[test]
+fn error_words_in_passing_test_names_are_not_errors() {
+    let log = "\
+tests/test_x.c:10:test_error_counter:PASS
+tests/test_x.c:20:test_fail_safe_mode:PASS
+tests/test_x.c:30:test_hardfault_handler_is_installed:PASS
+tests/test_x.c:40:test_assert_macro_compiles_out:PASS
+tests/test_x.c:50:test_no_space_left_on_device_is_reported:PASS
+tests/test_x.c:60:test_crash_dump_format:IGNORE: Segmentation fault on the host
+ PASS - test_killed_task_is_reaped in 0.001 seconds
+
+-----------------------
+6 Tests 0 Failures 1 Ignored 
+OK
+";
+    let t = classify_str(log);
+    assert_eq!(t.class, TriageClass::Pass, "{t:#?}");
+    assert_eq!(t.lines, vec![10, 11]);
+}
+
+#[test]
+fn a_failing_test_whose_message_names_a_crash_is_a_test_failure() {
+    let t = classify_str("tests/t.c:9:test_fault:FAIL: Expected HardFault, got BusFault\n");
+    assert_eq!(t.class, TriageClass::TestFailure);
+}
+
+#[test]
+fn colour_codes_are_stripped() {
+    let t = classify_str(
+        "\x1b[32mtests/t.c:1:test_a:PASS\x1b[0m\n\n-----------------------\n\x1b[1m1 Tests 0 Failures 0 Ignored \x1b[0m\n\x1b[32mOK\x1b[0m\n",
+    );
+    assert_eq!((t.class, t.lines), (TriageClass::Pass, vec![4, 5]));
+}
+
+#[test]
+fn crlf_logs_read_like_lf_logs() {
+    let text = std::fs::read_to_string(data_dir().join("unity_fail.log")).unwrap();
+    let lf = classify_str(&text);
+    let crlf = classify_str(&text.replace('\n', "\r\n"));
+    assert_eq!((crlf.class, &crlf.lines), (lf.class, &lf.lines));
+    // A UART that sends CR CR LF.
+    let crcrlf = classify_str(&text.replace('\n', "\r\r\n"));
+    assert_eq!((crcrlf.class, &crcrlf.lines), (lf.class, &lf.lines));
+}
+
+#[test]
+fn text_before_a_carriage_return_is_still_read() {
+    let t = classify_str(
+        "Writing at 0x00010000... (10 %)\rWriting at 0x00014000... (20 %)\r\nA fatal error occurred: Packet content transfer stopped\rdone\n",
+    );
+    assert_eq!((t.class, t.lines), (TriageClass::FlashError, vec![2]));
+}
+
+#[test]
+fn console_log_stamps_are_stripped() {
+    let t = classify_str(
+        "[    0.049] uart  5 Tests 0 Failures 0 Ignored \n[    0.049] host  Taking exception 16 [Semihosting call] on CPU 0\n[    0.049] uart  OK\n",
+    );
+    assert_eq!((t.class, t.lines), (TriageClass::Pass, vec![1, 3]));
+}
+
+#[test]
+fn unity_verdict_words_count_only_after_the_summary() {
+    let t = classify_str("tests/t.c:1:test_a:PASS\nFAIL\n");
+    assert_eq!(t.class, TriageClass::Pass);
+    assert!(
+        t.reason.ends_with("(no final verdict in the log)"),
+        "{}",
+        t.reason
+    );
+}
+
+#[test]
+fn precedence_follows_the_documented_order() {
+    for pair in TriageClass::PRECEDENCE.windows(2) {
+        assert!(pair[0].rank() < pair[1].rank(), "{pair:?}");
+    }
+    let cases: &[(&str, TriageClass)] = &[
+        // A crash after failed tests is a crash.
+        (
+            "tests/t.c:3:test_a:FAIL: Expected 1 Was 2\nTaking exception 3 [Prefetch Abort] on CPU 0\n",
+            TriageClass::Crash,
+        ),
+        // A passing verdict with a crash after it is a crash.
+        (
+            "1 Tests 0 Failures 0 Ignored\nOK\nGuru Meditation Error: Core  0 panic'ed (LoadProhibited).\n",
+            TriageClass::Crash,
+        ),
+        // The assert handler's panic is the assertion's consequence.
+        (
+            "ASSERTION FAIL [p] @ main.c:3\n>>> ZEPHYR FATAL ERROR 4: Kernel panic on CPU 0\n",
+            TriageClass::Assert,
+        ),
+        // make's Error 127 and the failure after it come from the missing program.
+        (
+            "sh: 1: openocd: not found\n127.0.0.1:3333: Connection refused.\nmake: *** [Makefile:9: flash] Error 127\n",
+            TriageClass::ToolMissing,
+        ),
+        // gdb refused by a server that never found its probe.
+        (
+            "Error: unable to find a matching CMSIS-DAP device\n127.0.0.1:3333: Connection refused.\n",
+            TriageClass::FlashError,
+        ),
+        // A board that faults resets, and its USB serial port goes with it.
+        (
+            "*** HardFault ***\nserial.serialutil.SerialException: device reports readiness to read but returned no data (device disconnected or multiple access on port?)\n",
+            TriageClass::Crash,
+        ),
+        // A full disk explains the compiler's failure.
+        (
+            "src/a.c:1:1: fatal error: error writing to /tmp/cc1.s: No space left on device\n",
+            TriageClass::InfraError,
+        ),
+        ("src/a.c:1:1: error: x\nmain.c:(.text+0x8): undefined reference to `x'\n", TriageClass::BuildError),
+    ];
+    for (log, class) in cases {
+        assert_eq!(classify_str(log).class, *class, "{log}");
+    }
+}
+
+#[test]
+fn a_run_that_reached_its_verdict_did_not_hang() {
+    let log = "1 Tests 0 Failures 0 Ignored\nOK\nqemu-system-arm: terminating on signal 15 from pid 9 (timeout)\n";
+    for ctx in [PLAIN, TIMED_OUT] {
+        let t = classify(log, &ctx);
+        assert_eq!(
+            (t.class, &t.lines),
+            (TriageClass::Pass, &vec![1, 2]),
+            "{ctx:?}"
+        );
+    }
+    let killed = "1 Tests 0 Failures 0 Ignored\nOK\nqemu-system-arm: terminating on signal 15 from pid 9 (bash)\n";
+    assert_eq!(classify(killed, &TIMED_OUT).class, TriageClass::Pass);
+}
+
+#[test]
+fn output_that_just_stops_is_a_hang_only_at_a_timeout() {
+    let log = "tests/t.c:1:test_a:PASS\ntests/t.c:2:test_b:FAIL: Expected 1 Was 2\n";
+    let plain = classify(log, &PLAIN);
+    assert_eq!(
+        (plain.class, plain.lines),
+        (TriageClass::TestFailure, vec![2])
+    );
+    let timed = classify(log, &TIMED_OUT);
+    assert_eq!((timed.class, &timed.lines), (TriageClass::Hang, &vec![2]));
+    assert_eq!(
+        timed.reason,
+        "the run timed out with no verdict; the output stops at line 2"
+    );
+    let last = timed.matches.last().unwrap();
+    assert_eq!(
+        (last.rule_id.as_str(), last.line),
+        ("timeout.no_verdict", 2)
+    );
+}
+
+#[test]
+fn empty_logs() {
+    let t = classify_str("");
+    assert_eq!((t.class, t.lines.len()), (TriageClass::Pass, 0));
+    assert_eq!(t.reason, "the log is empty");
+    let t = classify("\n\n", &TIMED_OUT);
+    assert_eq!((t.class, t.lines.len()), (TriageClass::Hang, 0));
+    assert_eq!(t.reason, "the run timed out with no output at all");
+    let t = classify_str("compiling...\nlinking...\n");
+    assert_eq!(t.class, TriageClass::Pass);
+    assert!(t.reason.starts_with("no rule matched"), "{}", t.reason);
+}
+
+#[test]
+fn error_classes_for_the_machine() {
+    use ErrorClass as E;
+    let expected = [
+        (TriageClass::ToolMissing, Some(E::BuildEnvFailure)),
+        (TriageClass::FlashError, Some(E::FlashFailure)),
+        (TriageClass::Assert, None),
+        (TriageClass::Crash, None),
+        (TriageClass::InfraError, Some(E::TestEnvFailure)),
+        (TriageClass::BuildError, Some(E::BuildFailure)),
+        (TriageClass::LinkError, Some(E::BuildFailure)),
+        (TriageClass::Hang, None),
+        (TriageClass::TestFailure, None),
+        (TriageClass::Pass, None),
+    ];
+    for (class, error) in expected {
+        assert_eq!(class.error_class(), error, "{class}");
+    }
+    let t = classify_str("main.c:(.text+0x8): undefined reference to `x'\n");
+    assert_eq!(t.error_class(), Some(E::BuildFailure));
+}
+
+#[test]
+fn class_names_round_trip_through_json() {
+    for class in TriageClass::PRECEDENCE {
+        let json = serde_json::to_string(&class).unwrap();
+        assert_eq!(json, format!("\"{}\"", class.name()));
+        assert_eq!(serde_json::from_str::<TriageClass>(&json).unwrap(), class);
+    }
+}
+
+#[test]
+fn huge_logs_keep_a_bounded_number_of_matches() {
+    let mut log = String::new();
+    for i in 0..100_000 {
+        log.push_str(&format!(
+            "tests/t.c:{i}:test_{i}:PASS\nsome chatter about line {i}\n"
+        ));
+    }
+    log.push_str("Taking exception 3 [Prefetch Abort] on CPU 0\n");
+    let t = classify_str(&log);
+    assert_eq!((t.class, t.lines), (TriageClass::Crash, vec![200_001]));
+    assert!(t.matches.len() <= RULES.len() * MAX_MATCHES_PER_RULE);
+}
+
+#[test]
+fn overlong_lines_are_cut() {
+    let mut log = "x".repeat(3 * MAX_LINE_BYTES);
+    log.push_str(" No space left on device\nOK\n");
+    let t = classify_str(&log);
+    assert_eq!(t.class, TriageClass::Pass, "the cut-off tail is not read");
+    let t = classify_reader(log.as_bytes(), &PLAIN).unwrap();
+    assert_eq!(t.class, TriageClass::Pass);
+    let quoted = classify_str(&format!("Error: init mode failed {}", "y".repeat(1000)));
+    assert!(quoted.matches[0].text.chars().count() <= MAX_QUOTE_CHARS + 1);
+}
+
+#[test]
+fn binary_junk_is_read_without_trouble() {
+    let mut bytes: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
+    bytes.extend_from_slice(
+        b"\n\xff\xfe\x00Guru Meditation Error: Core  0 panic'ed (IllegalInstruction).\n",
+    );
+    let guru = bytes.windows(4).position(|w| w == b"Guru").unwrap();
+    let line = bytes[..guru].iter().filter(|&&b| b == b'\n').count() + 1;
+    let t = classify_reader(bytes.as_slice(), &PLAIN).unwrap();
+    assert_eq!((t.class, t.lines), (TriageClass::Crash, vec![line]));
+}
+
+#[test]
+fn reader_and_str_agree_on_line_numbers() {
+    let text = "a\r\n\nb\nA fatal error occurred: x\r\nno newline at the end";
+    let from_str = classify_str(text);
+    let from_reader = classify_reader(text.as_bytes(), &PLAIN).unwrap();
+    assert_eq!(from_str, from_reader);
+    assert_eq!(from_str.lines, vec![4]);
+}
+
+#[test]
+fn unreadable_files_are_named() {
+    let missing = data_dir().join("no-such.log");
+    let err = classify_file(&missing, &PLAIN).unwrap_err();
+    assert!(err.to_string().contains("no-such.log"), "{err}");
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_logs_never_panic(text in "\\PC*", timed_out in any::<bool>()) {
+        let t = classify(&text, &TriageContext { timed_out });
+        let count = text.lines().count();
+        for line in &t.lines {
+            prop_assert!(*line >= 1 && *line <= count);
+        }
+        prop_assert!(t.lines.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
+        let t = classify_reader(bytes.as_slice(), &TIMED_OUT).unwrap();
+        prop_assert!(!t.reason.is_empty());
+    }
+}

@@ -1,0 +1,470 @@
+//! gdb as the flasher and as the window into a stopped core: the command file fwfix hands to
+//! `gdb -batch` (connect, init commands, load, start the image from its vector table, continue,
+//! and once interrupted read the registers, the SCB fault status and the stack), and the reading
+//! of what gdb prints back (markers, the image's exit, a lost connection, registers, memory).
+//! Pure text in, text out: the session runs gdb and decides what the answers mean for the run.
+//!
+//! Why gdb stays attached while the image runs: semihosting (the image's exit code, and on real
+//! hardware any semihosting call at all) only works with a debugger attached, and an attached
+//! gdb can stop the core on the spot at a timeout. A command file, not `-ex` arguments, because
+//! gdb stops a command file at the first error: a failed `load` never reaches `continue`.
+
+use super::image::VectorTable;
+use crate::capture::FaultSnapshot;
+use crate::dut::cortex_m::{self, apply_frame, apply_scb, exception_name, CoreRegs, SCB_CFSR};
+use regex::Regex;
+use std::ffi::OsString;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::OnceLock;
+
+/// Printed once the image is loaded and about to run.
+pub const STARTED: &str = "@@fwfix:started@@";
+/// Printed when `continue` returns: the core stopped (or the image exited).
+pub const STOPPED: &str = "@@fwfix:stopped@@";
+const SCB_MARK: &str = "@@fwfix:scb@@";
+const STACK_MARK: &str = "@@fwfix:stack@@";
+/// The most stack words read after a stop (as many as the QEMU backend reads at most).
+const STACK_WORDS: usize = cortex_m::STACK_WORDS_MORE;
+/// Fewer words than a stacked frame are not worth reading.
+const STACK_WORDS_MIN: usize = 8;
+
+/// The command file for one attempt.
+pub fn script(remote: &str, init: &[String], vectors: &VectorTable) -> String {
+    let mut s = String::new();
+    // No pager, no questions, no line wrapping: gdb talks to a pipe.
+    s.push_str("set pagination off\nset confirm off\nset width 0\nset height 0\n");
+    // fwfix checked the server answers before the build; a refused connection now is an error
+    // to report at once, not one to retry for gdb's 15 s.
+    s.push_str("set tcp auto-retry off\n");
+    let _ = writeln!(s, "target remote {remote}");
+    for command in init {
+        let _ = writeln!(s, "{command}");
+    }
+    s.push_str("load\n");
+    // What the core's reset does: SP and PC from the vector table (found by `image`).
+    let _ = writeln!(
+        s,
+        "set $sp = *(unsigned int *)0x{:08x}\nset $pc = *(unsigned int *)0x{:08x}",
+        vectors.base,
+        vectors.base.wrapping_add(4)
+    );
+    let _ = writeln!(s, "echo {STARTED}\\n\ncontinue\necho {STOPPED}\\n");
+    s.push_str("info registers\n");
+    let _ = writeln!(s, "echo {SCB_MARK}\\n\nx/5wx 0x{SCB_CFSR:08x}");
+    // Read the stack up to its top (the initial SP), at most STACK_WORDS words: a read past the
+    // end of RAM would be an error and end the command file.
+    let _ = writeln!(
+        s,
+        "echo {STACK_MARK}\\n\n\
+         set $fwfix_words = ((unsigned int)0x{:08x} - (unsigned int)$sp) / 4\n\
+         if $fwfix_words > {STACK_WORDS}\n  set $fwfix_words = {STACK_WORDS}\nend\n\
+         if $fwfix_words < {STACK_WORDS_MIN}\n  set $fwfix_words = {STACK_WORDS_MIN}\nend\n\
+         eval \"x/%dwx $sp\", $fwfix_words",
+        vectors.initial_sp
+    );
+    // Leave the core halted where it is: a detach would let it run on.
+    s.push_str("disconnect\n");
+    s
+}
+
+/// gdb's arguments for `script` on `elf`.
+pub fn args(script: &Path, elf: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = ["-q", "-batch", "-nx", "-return-child-result", "-x"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    args.push(script.as_os_str().to_owned());
+    args.push(elf.as_os_str().to_owned());
+    args
+}
+
+fn re(cell: &'static OnceLock<Option<Regex>>, pattern: &str) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(pattern).ok()).as_ref()
+}
+
+/// What one line of gdb's output means to the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said {
+    Started,
+    Stopped,
+    /// The image exited (semihosting), with its exit code.
+    Exited(i32),
+    /// The GDB server went away.
+    ConnectionLost,
+    Other,
+}
+
+pub fn classify(line: &str) -> Said {
+    static EXITED: OnceLock<Option<Regex>> = OnceLock::new();
+    let line = line.trim();
+    if line == STARTED {
+        return Said::Started;
+    }
+    if line == STOPPED {
+        return Said::Stopped;
+    }
+    if let Some(c) = re(
+        &EXITED,
+        r"^\[Inferior \d+ \(.*\) exited (?:normally|with code ([0-7]+))\]$",
+    )
+    .and_then(|r| r.captures(line))
+    {
+        // gdb prints the exit code in octal.
+        return match c.get(1) {
+            None => Said::Exited(0),
+            Some(code) => i32::from_str_radix(code.as_str(), 8)
+                .map(Said::Exited)
+                .unwrap_or(Said::Other),
+        };
+    }
+    if line.starts_with("Remote connection closed")
+        || line.starts_with("Remote communication error")
+    {
+        return Said::ConnectionLost;
+    }
+    Said::Other
+}
+
+/// What gdb printed after [`STOPPED`], parsed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopReading {
+    pub regs: CoreRegs,
+    /// CFSR, HFSR, DFSR, MMFAR, BFAR (fewer when the read failed).
+    pub scb: Vec<u32>,
+    /// Words from SP upwards.
+    pub stack: Vec<u32>,
+    /// gdb's text, for the snapshot's raw field.
+    pub raw: String,
+}
+
+/// Parses the lines gdb printed after [`STOPPED`].
+pub fn read_stop(lines: &[String]) -> StopReading {
+    let mut section = "registers";
+    let (mut registers, mut scb, mut stack) = (Vec::new(), Vec::new(), Vec::new());
+    for line in lines {
+        match line.trim() {
+            SCB_MARK => section = "scb",
+            STACK_MARK => section = "stack",
+            _ => match section {
+                "registers" => registers.push(line.as_str()),
+                "scb" => scb.push(line.as_str()),
+                _ => stack.push(line.as_str()),
+            },
+        }
+    }
+    let regs = parse_registers(&registers.join("\n"));
+    // Without an SP there is no stack to trust the words of.
+    let stack_words = match regs.sp() {
+        Some(sp) => parse_memory(&stack, sp),
+        None => Vec::new(),
+    };
+    StopReading {
+        regs,
+        scb: parse_memory(&scb, SCB_CFSR),
+        stack: stack_words,
+        raw: format!(
+            "-- info registers --\n{}\n-- SCB (CFSR HFSR DFSR MMFAR BFAR) --\n{}\n-- stack --\n{}",
+            registers.join("\n").trim_end(),
+            scb.join("\n").trim_end(),
+            stack.join("\n").trim_end()
+        ),
+    }
+}
+
+/// `info registers`: `r0  0x20000000  536870912` … `sp`, `lr`, `pc`, `xpsr` (OpenOCD spells it
+/// `xPSR`).
+pub fn parse_registers(text: &str) -> CoreRegs {
+    static LINE: OnceLock<Option<Regex>> = OnceLock::new();
+    let mut regs = CoreRegs::default();
+    let Some(line_re) = re(&LINE, r"^\s*([A-Za-z][A-Za-z0-9]*)\s+0x([0-9a-fA-F]+)\b") else {
+        return regs;
+    };
+    for line in text.lines() {
+        let Some(c) = line_re.captures(line) else {
+            continue;
+        };
+        let Ok(value) = u32::from_str_radix(&c[2], 16) else {
+            continue;
+        };
+        let name = c[1].to_ascii_lowercase();
+        let index = match name.as_str() {
+            "sp" => Some(13),
+            "lr" => Some(14),
+            "pc" => Some(15),
+            "xpsr" => {
+                regs.xpsr = Some(value);
+                None
+            }
+            other => other
+                .strip_prefix('r')
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|&n| n < 16),
+        };
+        if let Some(i) = index {
+            regs.r[i] = Some(value);
+        }
+    }
+    regs
+}
+
+/// `x/Nwx ADDR` output (`0x2000ffd0 <sym+8>:\t0x00000001\t0x...`): the words, as long as their
+/// addresses run on from `start`.
+pub fn parse_memory(lines: &[&str], start: u32) -> Vec<u32> {
+    static LINE: OnceLock<Option<Regex>> = OnceLock::new();
+    let mut words = Vec::new();
+    let Some(line_re) = re(
+        &LINE,
+        r"^\s*0x([0-9a-fA-F]+)(?:\s+<[^>]*>)?:((?:\s+0x[0-9a-fA-F]+)+)\s*$",
+    ) else {
+        return words;
+    };
+    let mut expected = u64::from(start);
+    for line in lines {
+        let Some(c) = line_re.captures(line) else {
+            continue;
+        };
+        if u64::from_str_radix(&c[1], 16).ok() != Some(expected) {
+            break;
+        }
+        for w in c[2].split_whitespace() {
+            match u32::from_str_radix(w.trim_start_matches("0x"), 16) {
+                Ok(v) => words.push(v),
+                Err(_) => return words,
+            }
+            expected += 4;
+        }
+    }
+    words
+}
+
+/// What the stopped core was doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// In a fault handler (exception 3 to 7): the crash, with the stacked frame.
+    Faulted(FaultSnapshot),
+    /// Anywhere else: where it was (live registers).
+    Running(FaultSnapshot),
+}
+
+/// Turns a reading into a crash or a stopped-at snapshot; None when gdb printed no PC.
+pub fn conclude(reading: &StopReading) -> Option<Stop> {
+    let regs = &reading.regs;
+    let pc = regs.pc()?;
+    let exception = regs.exception();
+    if !exception.is_some_and(|n| (3..=7).contains(&n)) {
+        return Some(Stop::Running(FaultSnapshot {
+            exception,
+            pc: Some(pc),
+            lr: regs.lr(),
+            sp: regs.sp(),
+            xpsr: regs.xpsr,
+            r: [regs.r[0], regs.r[1], regs.r[2], regs.r[3], regs.r[12]],
+            raw: reading.raw.clone(),
+            ..FaultSnapshot::default()
+        }));
+    }
+    let mut snap = FaultSnapshot {
+        exception,
+        ..FaultSnapshot::default()
+    };
+    let mut raw = String::new();
+    if let Some(n) = exception {
+        let _ = writeln!(raw, "core stopped in {} (exception {n})", exception_name(n));
+    }
+    match cortex_m::locate_frame(regs, &reading.stack) {
+        Ok(frame) => {
+            apply_frame(&mut snap, &frame);
+            let _ = writeln!(raw, "stacked frame at 0x{:08x}: {}", frame.addr, frame.note);
+        }
+        Err(why) => {
+            let _ = writeln!(
+                raw,
+                "no stacked frame: {why}; PC/LR left empty (the live ones are the handler's)"
+            );
+        }
+    }
+    if !apply_scb(&mut snap, &reading.scb) {
+        let _ = writeln!(raw, "the SCB fault status registers could not be read");
+    }
+    raw.push_str(&reading.raw);
+    snap.raw = raw;
+    Some(Stop::Faulted(snap))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Recorded from gdb-multiarch 13.1 against qemu-system-arm 7.2's gdbstub: the fwtests
+    // sensor image spinning in its HardFault handler after a call through 0xFFFFFFFF.
+    const HARDFAULT: &str = "r0             0xffff9e57          -25001
+r1             0x800               2048
+r2             0xffffcf90          -12400
+r3             0xffffffff          -1
+r4             0x20000000          536870912
+r5             0x203fffac          541065132
+r6             0x0                 0
+r7             0x203fffc0          541065152
+r8             0x0                 0
+r9             0x0                 0
+r10            0x0                 0
+r11            0x0                 0
+r12            0x0                 0
+sp             0x203fff68          0x203fff68
+lr             0xfffffff9          -7
+pc             0x29c               0x29c <Default_Handler>
+xpsr           0x21000003          553648131
+@@fwfix:scb@@
+0xe000ed28:\t0x00000001\t0x40000000\t0x00000000\t0x00000000
+0xe000ed38:\t0x00000000
+@@fwfix:stack@@
+0x203fff68:\t0xffff9e57\t0x00000800\t0xffffcf90\t0xffffffff
+0x203fff78:\t0x00000000\t0x00000299\t0xfffffffe\t0x21000000";
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_string).collect()
+    }
+
+    fn vectors() -> VectorTable {
+        VectorTable {
+            base: 0x0800_0000,
+            initial_sp: 0x2002_0000,
+            reset: 0x0800_0195,
+            found_by: "section .isr_vector".into(),
+        }
+    }
+
+    #[test]
+    fn script_loads_starts_from_the_vector_table_and_reads_a_stop() {
+        let s = script("127.0.0.1:3333", &["monitor reset halt".into()], &vectors());
+        let order = [
+            "target remote 127.0.0.1:3333",
+            "monitor reset halt",
+            "load",
+            "set $sp = *(unsigned int *)0x08000000",
+            "set $pc = *(unsigned int *)0x08000004",
+            "echo @@fwfix:started@@\\n",
+            "continue",
+            "echo @@fwfix:stopped@@\\n",
+            "info registers",
+            "x/5wx 0xe000ed28",
+            "set $fwfix_words = ((unsigned int)0x20020000 - (unsigned int)$sp) / 4",
+            "eval \"x/%dwx $sp\", $fwfix_words",
+            "disconnect",
+        ];
+        let mut at = 0;
+        for needle in order {
+            let found = s[at..]
+                .find(needle)
+                .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{s}"));
+            at += found + needle.len();
+        }
+    }
+
+    #[test]
+    fn gdb_arguments() {
+        let a = args(Path::new("run/flash.gdb"), Path::new("fw.elf"));
+        assert_eq!(
+            a,
+            [
+                "-q",
+                "-batch",
+                "-nx",
+                "-return-child-result",
+                "-x",
+                "run/flash.gdb",
+                "fw.elf"
+            ]
+            .map(OsString::from)
+        );
+    }
+
+    #[test]
+    fn classifies_markers_exits_and_lost_connections() {
+        assert_eq!(classify(STARTED), Said::Started);
+        assert_eq!(classify("@@fwfix:stopped@@ "), Said::Stopped);
+        assert_eq!(
+            classify("[Inferior 1 (process 1) exited normally]"),
+            Said::Exited(0)
+        );
+        assert_eq!(
+            classify("[Inferior 1 (process 1) exited with code 01]"),
+            Said::Exited(1)
+        );
+        // Octal: 052 is 42.
+        assert_eq!(
+            classify("[Inferior 1 (process 1) exited with code 052]"),
+            Said::Exited(42)
+        );
+        assert_eq!(classify("Remote connection closed"), Said::ConnectionLost);
+        assert_eq!(
+            classify("Loading section .text, size 0x900 lma 0x0"),
+            Said::Other
+        );
+    }
+
+    #[test]
+    fn reads_a_recorded_hardfault() {
+        let reading = read_stop(&lines(HARDFAULT));
+        assert_eq!(reading.regs.sp(), Some(0x203f_ff68));
+        assert_eq!(reading.regs.pc(), Some(0x29c));
+        assert_eq!(reading.regs.xpsr, Some(0x2100_0003));
+        assert_eq!(reading.regs.r[12], Some(0));
+        assert_eq!(reading.scb, vec![1, 0x4000_0000, 0, 0, 0]);
+        assert_eq!(reading.stack.len(), 8);
+        let Some(Stop::Faulted(snap)) = conclude(&reading) else {
+            panic!("not a fault: {reading:?}");
+        };
+        assert_eq!(snap.exception, Some(3));
+        assert_eq!(snap.pc, Some(0xffff_fffe));
+        assert_eq!(snap.lr, Some(0x299));
+        assert_eq!(snap.sp, Some(0x203f_ff88));
+        assert_eq!(snap.cfsr, Some(1));
+        assert_eq!(snap.hfsr, Some(0x4000_0000));
+        assert!(snap
+            .raw
+            .starts_with("core stopped in HardFault (exception 3)"));
+        assert!(snap.raw.contains("frame at SP=0x203fff68"), "{}", snap.raw);
+    }
+
+    #[test]
+    fn a_core_in_thread_mode_is_running_not_faulted() {
+        let text =
+            "r0 0x1 1\nsp 0x20000ff0 0x20000ff0\nlr 0x105 261\npc 0x1a2 0x1a2 <event_wait+6>\n\
+                    xPSR 0x61000000 1627389952\n@@fwfix:scb@@\n@@fwfix:stack@@\n";
+        let reading = read_stop(&lines(text));
+        let Some(Stop::Running(snap)) = conclude(&reading) else {
+            panic!("not running: {reading:?}");
+        };
+        assert_eq!(snap.pc, Some(0x1a2));
+        assert_eq!(snap.exception, Some(0));
+        assert_eq!(snap.xpsr, Some(0x6100_0000));
+        assert!(conclude(&read_stop(&lines("The program has no registers now."))).is_none());
+    }
+
+    #[test]
+    fn memory_lines_with_symbols_and_gaps() {
+        let text = [
+            "0x20000000 <buf>:\t0x00000001\t0x00000002",
+            "0x20000008 <buf+8>:\t0x00000003",
+            "0x20000100:\t0x00000009",
+        ];
+        assert_eq!(parse_memory(&text, 0x2000_0000), vec![1, 2, 3]);
+        assert!(parse_memory(&text, 0x1000).is_empty());
+        assert!(parse_memory(&["Cannot access memory at address 0x20400000"], 0).is_empty());
+    }
+
+    #[test]
+    fn a_fault_without_a_readable_stack_keeps_the_fault_status() {
+        let text = "sp 0x20000ff0 0\nlr 0xfffffffd 0\npc 0x100 0\nxpsr 0x01000004 0\n\
+                    @@fwfix:scb@@\n0xe000ed28:\t0x00008200\t0x0\t0x0\t0x0\n0xe000ed38:\t0x30000000\n";
+        let Some(Stop::Faulted(snap)) = conclude(&read_stop(&lines(text))) else {
+            panic!("not a fault");
+        };
+        assert_eq!(snap.exception, Some(4));
+        assert_eq!(snap.pc, None);
+        assert_eq!(snap.bfar, Some(0x3000_0000));
+        assert!(snap.raw.contains("process stack"), "{}", snap.raw);
+    }
+}

@@ -1,0 +1,367 @@
+//! The board backend: a real target, reached through a flasher (`[flash] method = "gdb"` with a
+//! GDB server such as OpenOCD, J-Link's or pyOCD's, or a `command`) and a console (`[serial]`: a
+//! serial device, or `socket://HOST:PORT`). This file is the `Dut` face of it: opening, the
+//! environment check, power cycling. `session` runs an attempt, `serial` owns the console, `gdb`
+//! writes gdb's command file and reads its answers, `flash` prepares a flash command, `image`
+//! reads the ELF. probe-rs and RTT consoles are not supported yet. Nothing this backend starts
+//! outlives the call that started it.
+
+pub mod flash;
+pub mod gdb;
+pub mod image;
+pub mod serial;
+mod session;
+
+use super::{Dut, DutError, Image, RunSpec};
+use crate::capture::Capture;
+use crate::config::{Board, ConsoleSpec, FlashSpec, HardwareSpec, PowerSpec, SerialPort};
+use crate::events::EventSink;
+use crate::process::spawn_group;
+use serial::PortSpec;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::Command;
+
+/// How long `gdb --version` may take before gdb is considered broken.
+const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the GDB server may take to accept a connection in `check`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// A `[power] cycle` command that takes longer is stuck.
+const POWER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A real board as a device under test.
+#[derive(Debug)]
+pub struct BoardDut {
+    board: String,
+    spec: HardwareSpec,
+    power: Option<PowerSpec>,
+    port: PortSpec,
+    reconnect: u32,
+}
+
+impl BoardDut {
+    /// The backend for `board`, whose backend is `spec`. probe-rs and RTT are refused here, so
+    /// the run stops before any build time is spent.
+    pub fn new(board: &Board, spec: HardwareSpec) -> Result<Self, DutError> {
+        let unsupported = |what: &str| DutError::Unsupported {
+            board: board.name.clone(),
+            backend: format!("board ({what})"),
+        };
+        if let FlashSpec::ProbeRs(_) = spec.flash {
+            return Err(unsupported(
+                "[flash] method = \"probe-rs\"; use method = \"gdb\" with probe-rs's or \
+                 OpenOCD's GDB server, or method = \"command\"",
+            ));
+        }
+        let (port, reconnect) = match &spec.console {
+            ConsoleSpec::Serial {
+                port,
+                baud,
+                line,
+                reset,
+                reconnect,
+            } => (
+                PortSpec {
+                    port: port.clone(),
+                    baud: *baud,
+                    line: *line,
+                    reset: *reset,
+                },
+                *reconnect,
+            ),
+            ConsoleSpec::Rtt => return Err(unsupported("an RTT console; use [serial]")),
+        };
+        Ok(Self {
+            board: board.name.clone(),
+            power: board.power.clone(),
+            spec,
+            port,
+            reconnect,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Dut for BoardDut {
+    fn describe(&self) -> String {
+        let flash = match &self.spec.flash {
+            FlashSpec::Gdb(gdb) => format!("gdb {}", gdb.remote),
+            FlashSpec::Command { .. } => "flash command".to_string(),
+            FlashSpec::ProbeRs(_) => "probe-rs".to_string(),
+        };
+        format!("board {} ({flash}, console {})", self.board, self.port.port)
+    }
+
+    /// gdb runs and its server accepts a connection; the console device exists (a socket
+    /// console is not connected to here: a terminal server may take one client only).
+    async fn check(&mut self) -> Result<(), DutError> {
+        if let FlashSpec::Gdb(gdb) = &self.spec.flash {
+            check_gdb(&gdb.gdb).await?;
+            check_gdb_server(&gdb.remote).await?;
+        }
+        if let SerialPort::Device(path) = &self.port.port {
+            if let Err(e) = std::fs::metadata(path) {
+                return Err(DutError::NoSuchPort {
+                    port: serial::describe(&self.port.port),
+                    detail: e.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn run(
+        &mut self,
+        image: &Image,
+        spec: RunSpec,
+        events: &dyn EventSink,
+    ) -> Result<Capture, DutError> {
+        let describe = self.describe();
+        let target = session::Target {
+            describe: &describe,
+            spec: &self.spec,
+            port: self.port.clone(),
+            reconnect: self.reconnect,
+        };
+        session::run(target, image, spec, events).await
+    }
+
+    /// Runs `[power] cycle`, when the board has one.
+    async fn power_cycle(&mut self) -> Option<Result<(), DutError>> {
+        let command = self.power.as_ref()?.cycle.clone()?;
+        Some(run_shell(&command, POWER_TIMEOUT).await)
+    }
+}
+
+async fn check_gdb(program: &str) -> Result<(), DutError> {
+    let mut command = Command::new(program);
+    command
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let (child, _guard) =
+        spawn_group(&mut command).map_err(|e| session::spawn_error(program, e))?;
+    let output = tokio::time::timeout(VERSION_TIMEOUT, child.wait_with_output())
+        .await
+        .map_err(|_| DutError::StartFailed {
+            program: program.to_string(),
+            message: format!(
+                "`{program} --version` did not finish within {} s",
+                VERSION_TIMEOUT.as_secs()
+            ),
+        })?
+        .map_err(|source| DutError::Io {
+            doing: format!("running `{program} --version`"),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(DutError::StartFailed {
+            program: program.to_string(),
+            message: format!(
+                "`{program} --version` failed ({}): {}",
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// A GDB server on TCP accepts a connection (closed at once); one on a serial device (a Black
+/// Magic Probe) exists.
+async fn check_gdb_server(remote: &str) -> Result<(), DutError> {
+    let unreachable = |message: String| DutError::Unreachable {
+        what: "the GDB server".into(),
+        address: remote.to_string(),
+        message,
+        fix: "start it (e.g. `openocd -f interface/stlink.cfg -f target/stm32f4x.cfg`, \
+              `JLinkGDBServer`, `pyocd gdbserver`), or fix [gdb] remote in the board file"
+            .into(),
+    };
+    if remote.starts_with('/') {
+        return std::fs::metadata(remote)
+            .map(|_| ())
+            .map_err(|e| unreachable(e.to_string()));
+    }
+    match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(remote)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(unreachable(e.to_string())),
+        Err(_) => Err(unreachable(format!(
+            "no connection within {} s",
+            CONNECT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// Runs `command` with `sh -c` within `limit`.
+async fn run_shell(command: &str, limit: Duration) -> Result<(), DutError> {
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let (child, _guard) = spawn_group(&mut sh).map_err(|e| session::spawn_error("sh", e))?;
+    let failed = |message: String| DutError::StartFailed {
+        program: command.to_string(),
+        message,
+    };
+    match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Err(_) => Err(failed(format!(
+            "did not finish within {} s",
+            limit.as_secs()
+        ))),
+        Ok(Err(source)) => Err(DutError::Io {
+            doing: format!("running `{command}`"),
+            source,
+        }),
+        Ok(Ok(out)) if out.status.success() => Ok(()),
+        Ok(Ok(out)) => Err(failed(format!(
+            "{}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{BoardBackend, GdbSpec, ProbeSpec, SerialLine, SerialReset};
+    use std::path::PathBuf;
+
+    fn board(flash: FlashSpec, console: ConsoleSpec, power: Option<PowerSpec>) -> Board {
+        Board {
+            name: "bench".into(),
+            source: PathBuf::from("boards/bench.toml"),
+            backend: BoardBackend::Hardware(HardwareSpec {
+                flash,
+                flash_timeout: Duration::from_secs(5),
+                console,
+                reset_command: None,
+            }),
+            power,
+            health: None,
+        }
+    }
+
+    fn serial(port: SerialPort) -> ConsoleSpec {
+        ConsoleSpec::Serial {
+            port,
+            baud: 115_200,
+            line: SerialLine::default(),
+            reset: SerialReset::None,
+            reconnect: 0,
+        }
+    }
+
+    fn gdb(remote: &str) -> FlashSpec {
+        FlashSpec::Gdb(GdbSpec {
+            remote: remote.into(),
+            gdb: "gdb-multiarch".into(),
+            init: vec![],
+        })
+    }
+
+    fn dut(b: &Board) -> Result<BoardDut, DutError> {
+        match &b.backend {
+            BoardBackend::Hardware(spec) => BoardDut::new(b, spec.clone()),
+            other => panic!("not a board: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn probe_rs_and_rtt_are_refused_clearly() {
+        let probe = FlashSpec::ProbeRs(ProbeSpec {
+            chip: "nRF52832_xxAA".into(),
+            selector: None,
+            protocol: None,
+            speed_khz: None,
+            rtt: true,
+        });
+        let e = dut(&board(probe, ConsoleSpec::Rtt, None)).unwrap_err();
+        assert!(matches!(e, DutError::Unsupported { .. }));
+        assert!(e.to_string().contains("probe-rs"), "{e}");
+        let e = dut(&board(gdb("h:1"), ConsoleSpec::Rtt, None)).unwrap_err();
+        assert!(e.to_string().contains("RTT"), "{e}");
+    }
+
+    #[test]
+    fn describes_flasher_and_console() {
+        let b = board(
+            gdb("127.0.0.1:3333"),
+            serial(SerialPort::Socket {
+                host: "lab".into(),
+                port: 4000,
+            }),
+            None,
+        );
+        assert_eq!(
+            dut(&b).unwrap().describe(),
+            "board bench (gdb 127.0.0.1:3333, console socket://lab:4000)"
+        );
+    }
+
+    #[tokio::test]
+    async fn check_names_the_missing_piece() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let mut d = dut(&board(
+            gdb(&format!("127.0.0.1:{port}")),
+            serial(SerialPort::Device("/dev/ttyNONE".into())),
+            None,
+        ))
+        .unwrap();
+        let e = d.check().await.unwrap_err();
+        assert!(matches!(e, DutError::Unreachable { .. }), "{e}");
+        assert!(e.to_string().contains("openocd"), "{e}");
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let remote = listener.local_addr().unwrap().to_string();
+        let mut d = dut(&board(
+            gdb(&remote),
+            serial(SerialPort::Device("/dev/ttyNONE".into())),
+            None,
+        ))
+        .unwrap();
+        let e = d.check().await.unwrap_err();
+        assert!(matches!(e, DutError::NoSuchPort { .. }), "{e}");
+
+        let mut d = dut(&board(
+            FlashSpec::Gdb(GdbSpec {
+                remote,
+                gdb: "no-such-gdb-here".into(),
+                init: vec![],
+            }),
+            serial(SerialPort::Device("/dev/null".into())),
+            None,
+        ))
+        .unwrap();
+        let e = d.check().await.unwrap_err();
+        assert!(matches!(e, DutError::ToolMissing { .. }), "{e}");
+    }
+
+    #[tokio::test]
+    async fn power_cycle_runs_the_cycle_command() {
+        let console = serial(SerialPort::Device("/dev/null".into()));
+        let mut none = dut(&board(gdb("h:1"), console.clone(), None)).unwrap();
+        assert!(none.power_cycle().await.is_none());
+        let power = |cycle: &str| PowerSpec {
+            on: None,
+            off: None,
+            cycle: Some(cycle.into()),
+        };
+        let mut ok = dut(&board(gdb("h:1"), console.clone(), Some(power("true")))).unwrap();
+        assert!(matches!(ok.power_cycle().await, Some(Ok(()))));
+        let mut bad = dut(&board(
+            gdb("h:1"),
+            console,
+            Some(power("echo relay stuck >&2; exit 3")),
+        ))
+        .unwrap();
+        let e = bad.power_cycle().await.unwrap().unwrap_err();
+        assert!(e.to_string().contains("relay stuck"), "{e}");
+    }
+}
