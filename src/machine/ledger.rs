@@ -303,7 +303,12 @@ mod tests {
             ("t3".to_string(), false),
             ("p1".to_string(), false),
         ]];
-        let limits = Limits { max_iterations: 1, no_progress_limit: 3, confirm_runs: 1, flaky_reruns: 2 };
+        let limits = Limits {
+            max_iterations: 1,
+            no_progress_limit: 3,
+            confirm_runs: 1,
+            flaky_reruns: 2,
+        };
         simulate(&envs, &results, &limits, None);
     }
 

@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 
 use super::crash_dump::Dump;
-use super::{CaseStatus, ParseContext, TestCase};
+use super::{CaseStatus, ParseContext, TestCase, Verdict};
 use crate::capture::RunEnd;
 
 /// The case that takes a crash or hang nobody else can be blamed for.
@@ -27,7 +27,7 @@ impl Stop {
     /// end of the run (a board that prints a dump and spins looks like a hang from outside).
     pub(super) fn of(end: RunEnd, console_crash: bool) -> Option<Stop> {
         match end {
-            RunEnd::RunnerDied { .. } | RunEnd::Cancelled => None,
+            RunEnd::RunnerDied { .. } | RunEnd::PortLost | RunEnd::Cancelled => None,
             RunEnd::Crashed => Some(Stop::Crashed),
             _ if console_crash => Some(Stop::Crashed),
             RunEnd::Timeout => Some(Stop::Hung),
@@ -177,6 +177,37 @@ pub(super) fn dump_note(dump: &Dump) -> String {
             "the console shows a fault dump from line {}: {first}",
             dump.first + 1
         ),
+    }
+}
+
+/// The verdict of an attempt the environment ended (the runner died, the console port was lost,
+/// or it was cancelled), with the note saying so; None when the firmware's own output decides.
+pub(super) fn environment_end(end: RunEnd, notes: &mut Vec<String>) -> Option<Verdict> {
+    match end {
+        RunEnd::RunnerDied { signal, code } => {
+            let how = match (signal, code) {
+                (Some(signal), _) => format!("was killed by signal {signal}"),
+                (None, Some(code)) => format!("exited with status {code}"),
+                (None, None) => "died".to_string(),
+            };
+            notes.push(format!(
+                "the runner {how} before the run finished: an environment failure, not a test result"
+            ));
+            Some(Verdict::EnvError)
+        }
+        RunEnd::PortLost => {
+            notes.push(
+                "the console port was lost before the run finished: an environment failure, not a \
+                 test result"
+                    .to_string(),
+            );
+            Some(Verdict::EnvError)
+        }
+        RunEnd::Cancelled => {
+            notes.push("the attempt was cancelled before the run finished".to_string());
+            Some(Verdict::Inconclusive)
+        }
+        RunEnd::Crashed | RunEnd::Timeout | RunEnd::Verdict | RunEnd::Exited { .. } => None,
     }
 }
 

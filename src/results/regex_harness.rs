@@ -346,23 +346,8 @@ fn decide(
     cases: &[TestCase],
     notes: &mut Vec<String>,
 ) -> Verdict {
-    match end {
-        RunEnd::RunnerDied { signal, code } => {
-            let how = match (signal, code) {
-                (Some(signal), _) => format!("was killed by signal {signal}"),
-                (None, Some(code)) => format!("exited with status {code}"),
-                (None, None) => "died".to_string(),
-            };
-            notes.push(format!(
-                "the runner {how} before the run finished: an environment failure, not a test result"
-            ));
-            return Verdict::EnvError;
-        }
-        RunEnd::Cancelled => {
-            notes.push("the attempt was cancelled before the run finished".to_string());
-            return Verdict::Inconclusive;
-        }
-        RunEnd::Crashed | RunEnd::Timeout | RunEnd::Verdict | RunEnd::Exited { .. } => {}
+    if let Some(verdict) = attribution::environment_end(end, notes) {
+        return verdict;
     }
     let pattern_cases = match spec.mode {
         RegexMode::OneLine => cases,
