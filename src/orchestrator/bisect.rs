@@ -107,21 +107,16 @@ pub async fn bisect(
         run_dir: run_dir.path().display().to_string(),
         repo: repo.display().to_string(),
     });
-    let mut engine = Engine {
+    let setup = EngineFinder {
         owner: repo,
         board_arg: opts.board,
         profile_arg: opts.profile,
         board,
         profile,
         runs,
-        dir: run_dir.path().to_path_buf(),
-        tag: run_dir.id().to_string(),
         events,
-        cancel,
-        steps: Vec::new(),
-        reports: HashMap::new(),
-        worktree: None,
     };
+    let mut engine = setup.engine(run_dir.path(), run_dir.id(), cancel);
     let outcome = engine.run(&line, &opts.good, &opts.bad).await;
     let report = engine.report(&outcome, run_dir.id(), started);
     report::write(run_dir.path(), &report).map_err(|e| OrchestratorError::RunDir {
@@ -163,8 +158,8 @@ pub(super) fn resolve_range(
         .map_err(usage)
 }
 
-/// The culprit finder of the `revert` strategy: the same bisect, recorded under the fix run's
-/// iteration directory.
+/// What every bisect step is built and tested with; as the `revert` strategy's culprit finder, the
+/// same bisect `fwfix bisect` runs, recorded under the fix run's iteration directory.
 pub(super) struct EngineFinder<'a> {
     /// The owner's repository, whose history is searched.
     pub owner: PathBuf,
@@ -174,6 +169,27 @@ pub(super) struct EngineFinder<'a> {
     pub profile: Profile,
     pub runs: u32,
     pub events: &'a dyn EventSink,
+}
+
+impl<'a> EngineFinder<'a> {
+    /// A bisect recorded in `dir`, its worktree named after `tag`.
+    fn engine(&self, dir: &Path, tag: &str, cancel: CancellationToken) -> Engine<'a> {
+        Engine {
+            owner: self.owner.clone(),
+            board_arg: self.board_arg.clone(),
+            profile_arg: self.profile_arg.clone(),
+            board: self.board.clone(),
+            profile: self.profile.clone(),
+            runs: self.runs,
+            dir: dir.to_path_buf(),
+            tag: tag.to_string(),
+            events: self.events,
+            cancel,
+            steps: Vec::new(),
+            reports: HashMap::new(),
+            worktree: None,
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -206,21 +222,7 @@ impl CulpritFinder for EngineFinder<'_> {
         let run_id = records.parent().map(name).unwrap_or_default();
         let tag = format!("{run_id}-{}-{}", name(records), bisect_dir.id());
         let started = Utc::now();
-        let mut engine = Engine {
-            owner: self.owner.clone(),
-            board_arg: self.board_arg.clone(),
-            profile_arg: self.profile_arg.clone(),
-            board: self.board.clone(),
-            profile: self.profile.clone(),
-            runs: self.runs,
-            dir: dir.clone(),
-            tag: tag.clone(),
-            events: self.events,
-            cancel: cancel.clone(),
-            steps: Vec::new(),
-            reports: HashMap::new(),
-            worktree: None,
-        };
+        let mut engine = self.engine(&dir, &tag, cancel.clone());
         let outcome = engine.run(&line, good, bad).await;
         let report = engine.report(&outcome, &tag, started);
         if let Err(e) = report::write(&dir, &report) {
