@@ -19,6 +19,7 @@
 //! - **Evidence**: files in the run directory (logs, patch, ELF hash) that justify a transition.
 
 pub mod analysis;
+pub mod bisect;
 pub mod build;
 pub mod capture;
 pub mod cli;

@@ -40,6 +40,24 @@ impl RunDir {
         ))
     }
 
+    /// Creates a run directory at `path` (parents included; `path` itself must not exist) for a
+    /// run that is one step of another, such as a bisect's `steps/03-1a2b3c4/`. Its id is the
+    /// directory's name.
+    pub fn create_at(path: &Path) -> io::Result<RunDir> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::create_dir(path)?;
+        let id = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(RunDir {
+            id,
+            root: path.to_path_buf(),
+        })
+    }
+
     /// Opens an existing run directory (for `fwfix resume`).
     pub fn open(root: &Path) -> io::Result<RunDir> {
         let id = root
@@ -206,6 +224,16 @@ mod tests {
         assert_ne!(a.id(), b.id());
         assert!(a.id().starts_with(&now.format("%Y%m%d-%H%M%S").to_string()));
         assert!(a.path().is_dir() && b.path().is_dir());
+    }
+
+    #[test]
+    fn a_step_run_directory_is_made_where_asked_and_only_once() {
+        let parent = tempfile::tempdir().unwrap();
+        let path = parent.path().join("steps").join("03-1a2b3c4");
+        let dir = RunDir::create_at(&path).unwrap();
+        assert_eq!(dir.id(), "03-1a2b3c4");
+        assert!(path.is_dir());
+        assert!(RunDir::create_at(&path).is_err());
     }
 
     #[test]

@@ -549,3 +549,37 @@ fn the_deadline_aborts_the_run_with_exit_3_and_the_tree_restored() {
     after.remove("sleepers.pid");
     assert_eq!(after, before);
 }
+
+#[test]
+fn a_baseline_that_does_not_build_makes_the_build_the_thing_to_fix() {
+    let repo = FixtureRepo::new();
+    repo.apply_fixture_patch("02-breaks-build.diff");
+    repo.git(&["commit", "-q", "-am", "a change that breaks the build"]);
+    // The candidate that repairs it: the breaking change undone, and the fixture's CRC-16 bug
+    // fixed with it (every test that runs must pass when the baseline did not build).
+    let q = tempfile::tempdir().unwrap();
+    let breaking = fixture_dir().join("patches/02-breaks-build.diff");
+    repo.git(&["apply", "-R", breaking.to_str().unwrap()]);
+    repo.apply_fixture_patch("04-fixes-crc16.diff");
+    std::fs::write(q.path().join("01-fix-build.diff"), repo.git(&["diff"])).unwrap();
+    repo.git(&["checkout", "-q", "--", "."]);
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["iterations"], 1);
+    let lines = trace(&dir);
+    // Iteration 0's build failure went to analysis, not to a build retry.
+    let recovered = lines
+        .iter()
+        .find(|l| l["from"] == "ERROR_RECOVERY" && l["iteration"] == 0)
+        .unwrap();
+    assert_eq!(recovered["to"], "CODE_ANALYSIS", "{recovered}");
+    let analysis = std::fs::read_to_string(dir.join("iter-000/analysis.json")).unwrap();
+    assert!(
+        analysis.contains("CRC16_CCITT_INIT"),
+        "the diagnostics are evidence: {analysis}"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}

@@ -4,6 +4,7 @@
 //! the result to `ui` to render. No run logic lives here.
 
 mod audit;
+mod bisect;
 mod doctor;
 mod exit;
 mod graph;
@@ -67,6 +68,8 @@ enum Command {
     Run(run::Args),
     /// Carry on with a run that was killed, aborted, or ended in FAILURE.
     Resume(resume::Args),
+    /// Find the first commit between a good and a bad one whose tests fail.
+    Bisect(bisect::Args),
     /// Check board and profile files without running anything.
     Validate(validate::Args),
     /// Check the host tools fwfix needs and say how to install what is missing.
@@ -104,6 +107,7 @@ pub fn main() -> ExitCode {
         Command::Test(args) => test::run(args, &cli.global),
         Command::Run(args) => run::run(args, &cli.global),
         Command::Resume(args) => resume::run(args, &cli.global),
+        Command::Bisect(args) => bisect::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),

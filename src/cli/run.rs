@@ -22,6 +22,12 @@ pub struct Args {
     /// `--strategy queue`: a directory of *.diff / *.patch files, tried in name order.
     #[arg(long, required_if_eq("strategy", "queue"))]
     patches: Option<PathBuf>,
+    /// `--strategy revert`: a commit whose tests pass; the culprit after it is reverted.
+    #[arg(long, required_if_eq("strategy", "revert"))]
+    good: Option<String>,
+    /// `--strategy revert`: a later commit whose tests fail.
+    #[arg(long, default_value = "HEAD")]
+    bad: String,
     /// Overrides the profile's `[loop] max_iterations`.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_iterations: Option<u32>,
@@ -49,17 +55,26 @@ enum StrategyArg {
     Llm,
     /// An external agent program from the profile's `[strategy.command]`.
     Command,
+    /// Bisect between --good and --bad, and propose the culprit's revert.
+    Revert,
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
-    let strategy = match (args.strategy, args.patches) {
-        (StrategyArg::Queue, Some(patches)) => StrategyChoice::Queue { patches },
-        (StrategyArg::Queue, None) => {
+    let strategy = match (args.strategy, args.patches, args.good) {
+        (StrategyArg::Queue, Some(patches), _) => StrategyChoice::Queue { patches },
+        (StrategyArg::Queue, None, _) => {
             return super::fail_early(global, Exit::Usage, "--strategy queue needs --patches DIR")
         }
-        (StrategyArg::Llm, None) => StrategyChoice::Llm,
-        (StrategyArg::Command, None) => StrategyChoice::Command,
-        (StrategyArg::Llm | StrategyArg::Command, Some(_)) => {
+        (StrategyArg::Revert, None, Some(good)) => StrategyChoice::Revert {
+            good,
+            bad: args.bad,
+        },
+        (StrategyArg::Revert, None, None) => {
+            return super::fail_early(global, Exit::Usage, "--strategy revert needs --good REF")
+        }
+        (StrategyArg::Llm, None, _) => StrategyChoice::Llm,
+        (StrategyArg::Command, None, _) => StrategyChoice::Command,
+        (StrategyArg::Llm | StrategyArg::Command | StrategyArg::Revert, Some(_), _) => {
             return super::fail_early(global, Exit::Usage, "--patches goes with --strategy queue")
         }
     };

@@ -27,6 +27,12 @@ pub enum StrategyChoice {
     Queue {
         patches: PathBuf,
     },
+    /// Bisect between `good` and `bad` (refs as given; `fwfix run` stores the commit ids they
+    /// resolved to) and propose the culprit's revert.
+    Revert {
+        good: String,
+        bad: String,
+    },
     /// An OpenAI-compatible endpoint, configured by the profile's `[strategy.llm]` and the
     /// FWFIX_LLM_* environment.
     Llm,

@@ -297,7 +297,14 @@ impl Job<'_> {
                 |reason| Step::ok(Outcome::Approved, reason),
             );
         }
-        let decision = match self.ask_a_person(&diff, &review, &origin).await {
+        let asking = Self::ask_a_person(
+            &diff,
+            &review,
+            &origin,
+            self.ctx.ledger.iteration,
+            self.cancel.clone(),
+        );
+        let decision = match asking.await {
             Ok(d) => d,
             Err(step) => return step,
         };
@@ -349,14 +356,16 @@ impl Job<'_> {
     }
 
     /// Asks a person on the terminal, on a blocking thread; an abort does not wait for the answer.
+    /// It takes no `&Job`, so the engine's future stays `Send` (the revert strategy runs bisect
+    /// steps, whole engine runs, from inside a strategy's future).
     async fn ask_a_person(
-        &self,
         diff: &str,
         review: &policy::Review,
         origin: &str,
+        iteration: u32,
+        cancel: tokio_util::sync::CancellationToken,
     ) -> Result<Decision, Step> {
         let (diff, review, origin) = (diff.to_string(), review.clone(), origin.to_string());
-        let iteration = self.ctx.ledger.iteration;
         let color = crate::ui::ColorChoice::Auto.for_stderr();
         let asking = tokio::task::spawn_blocking(move || {
             let request = policy::ApprovalRequest {
@@ -379,7 +388,7 @@ impl Job<'_> {
                 Ok(Err(e)) => Err(Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))),
                 Err(e) => Err(Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))),
             },
-            _ = self.cancel.cancelled() => Err(Step::ok(Outcome::Abort, "interrupted while waiting for approval")),
+            _ = cancel.cancelled() => Err(Step::ok(Outcome::Abort, "interrupted while waiting for approval")),
         }
     }
 

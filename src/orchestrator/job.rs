@@ -18,6 +18,7 @@ use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
 use crate::strategy::command::CommandStrategy;
 use crate::strategy::llm::LlmStrategy;
 use crate::strategy::queue::QueueStrategy;
+use crate::strategy::revert::RevertStrategy;
 use crate::strategy::Strategy;
 use chrono::Utc;
 use std::path::{Path, PathBuf};
@@ -77,6 +78,24 @@ pub struct ResumeOptions {
     pub kill_at: Option<KillAt>,
 }
 
+/// A `fwfix test` run that is one step of a bigger command (a bisect's probe of one commit): the
+/// tree to test, where its run directory goes, and the configuration resolved once for all steps
+/// (so every commit is built and tested the same way, whatever its own `boards/` and `profiles/`
+/// hold).
+#[derive(Debug, Clone)]
+pub(super) struct StepOptions {
+    /// The tree to build and test, e.g. a bisect worktree checked out at the commit under test.
+    pub work_dir: PathBuf,
+    /// The run directory to create (it must not exist), e.g. `<bisect run>/steps/03-1a2b3c4`.
+    pub run_dir: PathBuf,
+    /// The board and profile as the user named them, for run.json.
+    pub board_arg: String,
+    pub profile_arg: String,
+    pub board: Board,
+    pub profile: Profile,
+    pub repeat: u32,
+}
+
 /// How a command that got as far as running ended.
 #[derive(Debug, Clone)]
 pub struct Finished {
@@ -118,8 +137,44 @@ pub async fn test(
         strategy: None,
         worktree: false,
     };
-    let mut job = Job::start(Command::Test, request, None, events, cancel)?;
+    let config = load_config(&request)?;
+    let mut job = Job::start(
+        Command::Test,
+        request,
+        config,
+        Placement::Runs,
+        None,
+        events,
+        cancel,
+    )?;
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
+        .await
+}
+
+/// One step of a bisect: `fwfix test` of `opts.work_dir`, recorded in `opts.run_dir`.
+pub(super) async fn test_step(
+    opts: StepOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<Finished, OrchestratorError> {
+    let request = RunRequest {
+        repo: opts.work_dir,
+        board: opts.board_arg,
+        profile: opts.profile_arg,
+        repeat: opts.repeat.max(1),
+        strategy: None,
+        worktree: false,
+    };
+    let mut job = Job::start(
+        Command::Test,
+        request,
+        (opts.board, opts.profile),
+        Placement::At(opts.run_dir),
+        None,
+        events,
+        cancel,
+    )?;
+    job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "bisect step"))
         .await
 }
 
@@ -132,18 +187,42 @@ pub async fn run(
     let repo = canonical_repo(&opts.repo)?;
     // Refuse a repository fwfix cannot protect before anything is created in it.
     Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-    if let StrategyChoice::Queue { patches } = &opts.strategy {
-        QueueStrategy::open(patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-    }
+    let strategy = match opts.strategy {
+        StrategyChoice::Queue { patches } => {
+            QueueStrategy::open(&patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+            StrategyChoice::Queue { patches }
+        }
+        // The refs are resolved now, so a resumed run bisects the same commits.
+        StrategyChoice::Revert { good, bad } => {
+            let line = super::bisect::resolve_range(&repo, &good, &bad)?;
+            match (line.first(), line.last()) {
+                (Some(good), Some(bad)) => StrategyChoice::Revert {
+                    good: good.id.clone(),
+                    bad: bad.id.clone(),
+                },
+                _ => return Err(OrchestratorError::Usage("no commits to bisect".to_string())),
+            }
+        }
+        other => other,
+    };
     let request = RunRequest {
         repo,
         board: opts.board,
         profile: opts.profile,
         repeat: 1,
-        strategy: Some(opts.strategy),
+        strategy: Some(strategy),
         worktree: opts.worktree,
     };
-    let mut job = Job::start(Command::Run, request, opts.max_iterations, events, cancel)?;
+    let config = load_config(&request)?;
+    let mut job = Job::start(
+        Command::Run,
+        request,
+        config,
+        Placement::Runs,
+        opts.max_iterations,
+        events,
+        cancel,
+    )?;
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
     job.arm_deadline(opts.deadline);
@@ -223,7 +302,7 @@ pub async fn resume(
     }
 }
 
-fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
+pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
     let canonical = std::fs::canonicalize(repo).map_err(|e| {
         OrchestratorError::Usage(format!(
             "repository directory {} cannot be used: {e}",
@@ -237,6 +316,14 @@ fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
         )));
     }
     Ok(canonical)
+}
+
+/// Where a job's run directory goes.
+enum Placement {
+    /// A new `<repo>/.fwfix/runs/<run-id>/`.
+    Runs,
+    /// Exactly this directory, inside another run's (a bisect step).
+    At(PathBuf),
 }
 
 /// What a handler decided, with the reason and evidence that go into the trace.
@@ -280,7 +367,7 @@ pub(super) struct Job<'a> {
     pub dut: Option<Box<dyn Dut>>,
     /// The work tree's repository (fix runs).
     pub repo: Option<Repo>,
-    pub strategy: Option<Box<dyn Strategy>>,
+    pub strategy: Option<Box<dyn Strategy + 'a>>,
     /// How many candidates to ask the strategy for per iteration.
     pub candidates_wanted: u32,
     pub symbolizer: Option<Symbolizer>,
@@ -293,29 +380,44 @@ pub(super) struct Job<'a> {
 
 impl<'a> Job<'a> {
     /// Resolves the configuration, creates the run directory and the context.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         command: Command,
         request: RunRequest,
+        (board, profile): (Board, Profile),
+        placement: Placement,
         max_iterations: Option<u32>,
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
-        let (board, profile) = load_config(&request)?;
         // Everything that can be refused is checked before the run directory exists.
-        let strategy = make_strategy(&request, &profile, &serde_json::Value::Null)?;
+        let strategy = make_strategy(&request, &board, &profile, &serde_json::Value::Null, events)?;
         let started = Utc::now();
-        let run_dir =
-            RunDir::create(&request.repo, started).map_err(|source| OrchestratorError::RunDir {
-                path: request.repo.join(rundir::RUNS_DIR),
-                source,
-            })?;
-        // A repository that is not under git simply gets no exclude entry.
-        if let Err(e) = crate::repo::ensure_excluded(&request.repo, "/.fwfix/") {
-            events.emit(&Event::Message {
-                level: Level::Warning,
-                text: format!("could not add .fwfix/ to .git/info/exclude: {e}"),
-            });
-        }
+        let run_dir = match placement {
+            Placement::Runs => {
+                let run_dir = RunDir::create(&request.repo, started).map_err(|source| {
+                    OrchestratorError::RunDir {
+                        path: request.repo.join(rundir::RUNS_DIR),
+                        source,
+                    }
+                })?;
+                // A repository that is not under git simply gets no exclude entry.
+                if let Err(e) = crate::repo::ensure_excluded(&request.repo, "/.fwfix/") {
+                    events.emit(&Event::Message {
+                        level: Level::Warning,
+                        text: format!("could not add .fwfix/ to .git/info/exclude: {e}"),
+                    });
+                }
+                run_dir
+            }
+            // Inside another run's directory, which is already kept out of git.
+            Placement::At(path) => {
+                RunDir::create_at(&path).map_err(|source| OrchestratorError::RunDir {
+                    path: path.clone(),
+                    source,
+                })?
+            }
+        };
         let limits = Limits {
             max_iterations: max_iterations.unwrap_or(profile.limits.max_iterations),
             no_progress_limit: profile.limits.no_progress_limit,
@@ -391,7 +493,7 @@ impl<'a> Job<'a> {
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
         let (board, profile) = load_config(&ctx.request)?;
-        let strategy = make_strategy(&ctx.request, &profile, &ctx.strategy_state)?;
+        let strategy = make_strategy(&ctx.request, &board, &profile, &ctx.strategy_state, events)?;
         let last_seq = rundir::last_trace_line(&run_dir)
             .map_err(|source| OrchestratorError::RunDir {
                 path: run_dir.path().to_path_buf(),
@@ -434,7 +536,7 @@ impl<'a> Job<'a> {
         trace: TraceWriter,
         board: Board,
         profile: Profile,
-        (strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32),
+        (strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32),
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
@@ -566,6 +668,16 @@ impl<'a> Job<'a> {
             State::TestSetup => Duration::from_secs(120) + self.flash_timeout(),
             // A person may be reading the patch.
             State::PatchReview => Duration::from_secs(3600),
+            // The revert strategy bisects first: many builds and test runs, each under its
+            // own timeout.
+            State::PatchGeneration
+                if matches!(
+                    self.ctx.request.strategy,
+                    Some(StrategyChoice::Revert { .. })
+                ) =>
+            {
+                Duration::from_secs(12 * 3600)
+            }
             State::PatchGeneration => Duration::from_secs(900),
             State::Idle
             | State::Init
@@ -842,13 +954,15 @@ impl<'a> Job<'a> {
 
 /// The run's patch strategy (None for `fwfix test`) and how many candidates to ask it for, with
 /// its saved position restored.
-fn make_strategy(
+fn make_strategy<'a>(
     request: &RunRequest,
+    board: &Board,
     profile: &Profile,
     saved: &serde_json::Value,
-) -> Result<(Option<Box<dyn Strategy>>, u32), OrchestratorError> {
+    events: &'a dyn EventSink,
+) -> Result<(Option<Box<dyn Strategy + 'a>>, u32), OrchestratorError> {
     let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
-    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy>>, u32) =
+    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32) =
         match &request.strategy {
             Some(StrategyChoice::Queue { patches }) => (
                 Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
@@ -870,6 +984,20 @@ fn make_strategy(
                     ))
                 })?;
                 (Some(Box::new(CommandStrategy::new(spec))), 1)
+            }
+            Some(StrategyChoice::Revert { good, bad }) => {
+                // The bisect tests each commit as many times as a fix must pass to count.
+                let finder = super::bisect::EngineFinder {
+                    owner: request.repo.clone(),
+                    board_arg: request.board.clone(),
+                    profile_arg: request.profile.clone(),
+                    board: board.clone(),
+                    profile: profile.clone(),
+                    runs: profile.goal.confirm_runs.max(1),
+                    events,
+                };
+                let revert = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
+                (Some(Box::new(revert)), 1)
             }
             None => (None, 1),
         };

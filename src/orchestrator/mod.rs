@@ -22,12 +22,18 @@
 //!
 //! Every transition is checkpointed to context.json and then appended to trace.jsonl (fsync'd)
 //! before the next handler starts, so a run killed at any point can be resumed.
+//!
+//! `fwfix bisect` (`bisect.rs`) is a driver above the engine: each of its steps is a `fwfix test`
+//! of one commit in a worktree of its own, with its run directory under the bisect's. The
+//! `revert` strategy runs the same bisect from inside a fix run's PATCH_GENERATION.
 
+mod bisect;
 mod context;
 mod fix;
 mod job;
 mod pipeline;
 
+pub use bisect::{bisect, BisectOptions};
 pub use context::{RunContext, StrategyChoice};
 pub use job::{
     resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,

@@ -124,6 +124,15 @@ pub enum RepoError {
     #[error("worktree {path}: {reason}")]
     Worktree { path: PathBuf, reason: String },
 
+    #[error("{path}: unknown revision '{spec}': no branch, tag or commit has that name")]
+    UnknownRef { spec: String, path: PathBuf },
+
+    #[error("{good} is not an ancestor of {bad} along first parents (the mainline a bisect walks); pick a good commit on the bad one's own history")]
+    NotOnFirstParentLine { good: String, bad: String },
+
+    #[error("reverting {commit} conflicts with later changes in {}; fwfix does not force a revert", paths.join(", "))]
+    RevertConflict { commit: String, paths: Vec<String> },
+
     #[error("the diff since {refname} is not valid UTF-8 (a file with another encoding changed)")]
     DiffNotUtf8 { refname: String },
 
@@ -153,7 +162,8 @@ impl RepoError {
             | RepoError::EmptyPatch
             | RepoError::HunkFailed { .. }
             | RepoError::PatchConflict { .. }
-            | RepoError::AlreadyApplied { .. } => Fault::Patch,
+            | RepoError::AlreadyApplied { .. }
+            | RepoError::RevertConflict { .. } => Fault::Patch,
             RepoError::NotARepository { .. }
             | RepoError::Bare { .. }
             | RepoError::OperationInProgress { .. }
@@ -164,6 +174,8 @@ impl RepoError {
             | RepoError::BadSnapshot { .. }
             | RepoError::HeadMoved { .. }
             | RepoError::BranchExists { .. }
+            | RepoError::UnknownRef { .. }
+            | RepoError::NotOnFirstParentLine { .. }
             | RepoError::Worktree { .. }
             | RepoError::DiffNotUtf8 { .. }
             | RepoError::Io { .. }

@@ -11,11 +11,16 @@
 //! 3. [`Repo::check_patch_paths`] then [`Repo::apply_patch`] apply a candidate, all or nothing.
 //! 4. [`Repo::restore`] rolls the working tree and index back to a snapshot, exactly.
 //! 5. On success [`Repo::commit_fix`] commits the fix on `fwfix/<run-id>` beside the user's branch.
+//!
+//! Culprit finding reads history through [`Repo::resolve_commit`] and
+//! [`Repo::first_parent_range`], tests commits in a worktree of its own moved with
+//! [`Repo::checkout_detached`], and proposes [`Repo::revert_diff`].
 
 mod apply;
 mod error;
 mod exclude;
 mod files;
+mod history;
 mod hunks;
 pub(crate) mod patch;
 mod paths;
@@ -25,6 +30,7 @@ mod worktree;
 pub use apply::{ApplyMethod, ApplyReport, FileApply, FixBase, FixCommit, HunkApply, PathChange};
 pub use error::{Fault, RepoError, UnsafeReason};
 pub use exclude::ensure_excluded;
+pub use history::CommitInfo;
 pub use patch::ChangeKind;
 pub use snapshot::{RestoreReport, Snapshot};
 

@@ -395,16 +395,7 @@ impl Repo {
             .git
             .diff_tree_to_tree(Some(&old), Some(&new), Some(&mut opts))
             .map_err(|e| self.err("diff working tree", e))?;
-        let mut out = Vec::new();
-        diff.print(DiffFormat::Patch, |_, _, line| {
-            if matches!(line.origin(), '+' | '-' | ' ') {
-                out.push(line.origin() as u8);
-            }
-            out.extend_from_slice(line.content());
-            true
-        })
-        .map_err(|e| self.err("format diff", e))?;
-        Ok(out)
+        patch_bytes(&diff).map_err(|e| self.err("format diff", e))
     }
 
     /// Writes the index and the working tree as trees, without touching either: the index is
@@ -562,4 +553,17 @@ pub(crate) fn entry(path: Vec<u8>, id: Oid, mode: u32, size: u32) -> IndexEntry 
         flags_extended: 0,
         path,
     }
+}
+
+/// A diff as unified-diff text (`a/` and `b/` prefixes), as `git diff` prints it.
+pub(super) fn patch_bytes(diff: &git2::Diff<'_>) -> Result<Vec<u8>, git2::Error> {
+    let mut out = Vec::new();
+    diff.print(DiffFormat::Patch, |_, _, line| {
+        if matches!(line.origin(), '+' | '-' | ' ') {
+            out.push(line.origin() as u8);
+        }
+        out.extend_from_slice(line.content());
+        true
+    })?;
+    Ok(out)
 }

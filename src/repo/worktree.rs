@@ -5,16 +5,31 @@
 
 use super::error::RepoError;
 use super::{Repo, Snapshot};
-use git2::{BranchType, Repository, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{BranchType, Oid, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use std::path::Path;
 
-const NAME_PREFIX: &str = "fwfix-";
+pub(super) const NAME_PREFIX: &str = "fwfix-";
 
 impl Repo {
     /// Creates a linked worktree at `path` (which must not exist), checked out detached at the
     /// snapshot's commit: the user's working tree as it was, uncommitted and untracked files
     /// included. Returns the worktree as a [`Repo`].
     pub fn add_worktree(&self, path: &Path, snap: &Snapshot) -> Result<Repo, RepoError> {
+        self.add_worktree_at_oid(path, snap.ids()?.commit, &snap.refname)
+    }
+
+    /// Creates a linked worktree at `path` (which must not exist), checked out detached at
+    /// `commit`: a bisect's place to build one commit after another.
+    pub fn add_worktree_at(&self, path: &Path, commit: &str) -> Result<Repo, RepoError> {
+        self.add_worktree_at_oid(path, self.oid(commit)?, commit)
+    }
+
+    fn add_worktree_at_oid(
+        &self,
+        path: &Path,
+        commit_id: Oid,
+        what: &str,
+    ) -> Result<Repo, RepoError> {
         let fail = |reason: String| RepoError::Worktree {
             path: path.to_path_buf(),
             reason,
@@ -26,11 +41,10 @@ impl Repo {
         if self.git.find_worktree(&name).is_ok() {
             return Err(fail(format!("a worktree named {name} already exists")));
         }
-        let commit_id = snap.ids()?.commit;
         let commit = self
             .git
             .find_commit(commit_id)
-            .map_err(|e| RepoError::git("read snapshot commit", &snap.refname, e))?;
+            .map_err(|e| RepoError::git("read worktree commit", what, e))?;
         // libgit2 checks a worktree out on a branch; ours lives only until HEAD is detached.
         let temp_branch = format!("fwfix-worktree/{name}");
         if self

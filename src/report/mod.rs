@@ -226,6 +226,7 @@ mod tests {
                 "build",
                 "cases",
                 "command",
+                "confidence",
                 "crash",
                 "culprit",
                 "duration_ms",
@@ -244,6 +245,7 @@ mod tests {
                 "run_id",
                 "started_at",
                 "status",
+                "steps",
                 "verdict",
                 "version",
             ]
@@ -255,6 +257,7 @@ mod tests {
             "patch",
             "branch",
             "culprit",
+            "confidence",
         ] {
             assert_eq!(value[key], Value::Null, "{key}");
         }

@@ -2,6 +2,7 @@
 //! the writers and the terminal summary share (counts, crash and location text, durations). No I/O.
 
 use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
+use crate::bisect::{BisectStep, Confidence};
 use crate::capture::RunEnd;
 use crate::machine::{ErrorClass, State};
 use crate::results::{CaseStatus, TestCase, Verdict};
@@ -283,6 +284,12 @@ pub struct Report {
     pub branch: Option<String>,
     /// `bisect`: the first bad commit.
     pub culprit: Option<String>,
+    /// `bisect`: every commit tested, in order.
+    #[serde(default)]
+    pub steps: Vec<BisectStep>,
+    /// `bisect`: how sure the answer is, in [0, 1] (see [`crate::bisect::confidence`]).
+    #[serde(default)]
+    pub confidence: Option<Confidence>,
     #[serde(default)]
     pub notes: Vec<String>,
 }
@@ -327,6 +334,8 @@ impl Report {
             patch: None,
             branch: None,
             culprit: None,
+            steps: Vec::new(),
+            confidence: None,
             notes: Vec::new(),
         }
     }

@@ -6,6 +6,7 @@ pub mod command;
 pub mod diff_extract;
 pub mod llm;
 pub mod queue;
+pub mod revert;
 
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;

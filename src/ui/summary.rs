@@ -225,10 +225,27 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
             }
             Ok(())
         }
-        Command::Bisect => match &report.culprit {
-            Some(culprit) => writeln!(out, "culprit: {culprit}"),
-            None => writeln!(out, "culprit: not found"),
-        },
+        Command::Bisect => {
+            for step in &report.steps {
+                writeln!(
+                    out,
+                    "{:>3}  {}  {:<4}  {}: {}",
+                    step.step,
+                    step.commit.get(..7).unwrap_or(&step.commit),
+                    step.verdict.name(),
+                    step.subject,
+                    step.reason
+                )?;
+            }
+            match &report.culprit {
+                Some(culprit) => writeln!(out, "culprit: {culprit}")?,
+                None => writeln!(out, "culprit: not found")?,
+            }
+            match report.confidence {
+                Some(c) if !report.steps.is_empty() => writeln!(out, "confidence: {c}"),
+                _ => Ok(()),
+            }
+        }
     }
 }
 
@@ -442,5 +459,29 @@ run: .fwfix/runs/r1
         report.culprit = Some("a1b2c3d".into());
         let text = render_summary(&report, run_dir(), PLAIN);
         assert!(text.contains("culprit: a1b2c3d\n"));
+
+        report.steps = vec![crate::bisect::BisectStep {
+            step: 3,
+            role: crate::bisect::StepRole::Probe,
+            commit: "a1b2c3d4e5f6".into(),
+            subject: "crc16: simplify".into(),
+            verdict: crate::bisect::StepVerdict::Good,
+            runs: 3,
+            passed: 2,
+            failed: 1,
+            duration_ms: 10,
+            run_dir: "steps/03-a1b2c3d".into(),
+            reason: "the tests pass on 2 of 3 runs (flaky: 1 failed)".into(),
+            unanimous: false,
+        }];
+        report.confidence = Some(crate::bisect::Confidence::new(2.0 / 3.0));
+        let text = render_summary(&report, run_dir(), PLAIN);
+        assert!(
+            text.starts_with(
+                "  3  a1b2c3d  GOOD  crc16: simplify: the tests pass on 2 of 3 runs (flaky: 1 failed)\n\
+                 culprit: a1b2c3d\nconfidence: 0.67\n"
+            ),
+            "{text}"
+        );
     }
 }
