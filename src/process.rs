@@ -16,6 +16,29 @@ pub struct GroupGuard {
 }
 
 impl GroupGuard {
+    /// Guards the group led by `pid`, a child already spawned as a group leader (e.g. with
+    /// `process_group(0)`). None guards nothing.
+    pub fn for_child(pid: Option<u32>) -> GroupGuard {
+        let pgid = pid
+            .and_then(|p| i32::try_from(p).ok())
+            .filter(|&p| p > 0)
+            .map(Pid::from_raw);
+        GroupGuard { pgid }
+    }
+
+    /// Sends SIGKILL to the whole group now; the guard stays armed for its drop.
+    pub fn kill(&self) {
+        if let Some(pgid) = self.pgid {
+            // ESRCH (already gone) is the expected outcome on most paths.
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+
+    /// Forgets the group: only once its leader was reaped, so a recycled id is never signalled.
+    pub fn disarm(&mut self) {
+        self.pgid = None;
+    }
+
     /// Sends SIGTERM to the group, waits up to `grace` for the child to exit, then SIGKILLs the
     /// group. Returns once the child is reaped.
     pub async fn terminate(&mut self, child: &mut Child, grace: Duration) {
@@ -51,11 +74,8 @@ impl Drop for GroupGuard {
 pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, GroupGuard)> {
     command.process_group(0).kill_on_drop(true);
     let child = command.spawn()?;
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .map(Pid::from_raw);
-    Ok((child, GroupGuard { pgid }))
+    let guard = GroupGuard::for_child(child.id());
+    Ok((child, guard))
 }
 
 /// A spawned task that is aborted when its handle is dropped.
@@ -75,6 +95,33 @@ mod tests {
 
     fn alive(pid: i32) -> bool {
         nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()
+    }
+
+    #[tokio::test]
+    async fn a_guard_for_a_spawned_leader_kills_it_on_drop_unless_disarmed() {
+        use std::os::unix::process::ExitStatusExt;
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        drop(GroupGuard::for_child(child.id()));
+        let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(status.signal(), Some(9));
+
+        let mut child = Command::new("sleep")
+            .arg("0.2")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut guard = GroupGuard::for_child(child.id());
+        let status = child.wait().await.unwrap();
+        guard.disarm();
+        drop(guard);
+        assert_eq!(status.code(), Some(0));
     }
 
     #[tokio::test]

@@ -4,8 +4,6 @@
 //! not interpret anything QEMU prints.
 
 use crate::dut::DutError;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -57,43 +55,6 @@ pub fn spawn_error(program: &str, error: io::Error) -> DutError {
             program: program.to_string(),
             message: error.to_string(),
         },
-    }
-}
-
-/// Kills a process group when told to and, unless disarmed, when dropped. Disarm it only once the
-/// leader has been reaped, so a recycled group id is never signalled.
-#[derive(Debug)]
-pub struct GroupKiller {
-    pgid: Option<Pid>,
-}
-
-impl GroupKiller {
-    /// Guards the group led by `pid` (a child spawned with [`command`]).
-    pub fn new(pid: Option<u32>) -> Self {
-        let pgid = pid
-            .and_then(|p| i32::try_from(p).ok())
-            .filter(|&p| p > 0)
-            .map(Pid::from_raw);
-        Self { pgid }
-    }
-
-    /// Sends SIGKILL to the whole group. QEMU gets no chance to linger: by the time fwfix kills
-    /// it, everything worth reading has been read.
-    pub fn kill(&self) {
-        if let Some(pgid) = self.pgid {
-            // ESRCH (already gone) is the expected outcome on most paths.
-            let _ = killpg(pgid, Signal::SIGKILL);
-        }
-    }
-
-    pub fn disarm(&mut self) {
-        self.pgid = None;
-    }
-}
-
-impl Drop for GroupKiller {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -169,18 +130,5 @@ mod tests {
         std::fs::write(path.join("core"), b"x").unwrap();
         drop(dir);
         assert!(!path.exists());
-    }
-
-    #[tokio::test]
-    async fn group_killer_kills_on_drop() {
-        let mut child = command("sleep").arg("30").spawn().unwrap();
-        let killer = GroupKiller::new(child.id());
-        drop(killer);
-        let status = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait())
-            .await
-            .unwrap()
-            .unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(9));
     }
 }

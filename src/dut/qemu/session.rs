@@ -14,7 +14,7 @@
 
 use super::args::{self, ExitClass, ExitContext, ExitInfo};
 use super::fault::{self, Alarm, FaultWatcher, MonitorReading};
-use super::process::{self, GroupKiller, ScratchDir};
+use super::process::{self, ScratchDir};
 use super::qmp::{QmpClient, QmpError};
 use crate::capture::log::ConsoleLog;
 use crate::capture::pump::pump;
@@ -26,6 +26,7 @@ use crate::dut::session::{capture_of, create_log, finish_log};
 use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
+use crate::process::GroupGuard;
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
@@ -98,7 +99,7 @@ pub(super) async fn run(
     let mut child = command
         .spawn()
         .map_err(|e| process::spawn_error(program, e))?;
-    let mut killer = GroupKiller::new(child.id());
+    let mut killer = GroupGuard::for_child(child.id());
     *pid = child.id();
     events.emit(&Event::BootStarted {
         target: target.to_string(),
