@@ -437,20 +437,16 @@ mod tests {
     use crate::machine::State;
     use crate::report::{AttemptSummary, BuildSummary};
     use crate::results::{TestCase, Verdict};
-    use chrono::{TimeZone, Utc};
 
     const EVIL: &str = "<script>alert('x')</script>\"&<img src=x onerror=alert(1)>";
 
     fn report() -> Report {
-        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
-        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
-        let mut report = Report::new(
+        let mut report = crate::report::test_support::report(
             "20240501-120000-beef",
             Command::Test,
             Status::Failed,
             State::Failure,
-            started,
-            finished,
+            3,
         );
         report.message = "tests failed".into();
         report.board = "qemu-mps2-an385".into();

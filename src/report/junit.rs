@@ -263,19 +263,9 @@ mod tests {
     use crate::analysis::{CrashReport, Diagnostic, Location};
     use crate::machine::{ErrorClass, State};
     use crate::report::model::{AttemptSummary, BuildSummary, Command, Status};
+    use crate::report::test_support::case;
     use crate::results::Verdict;
-    use chrono::{TimeZone, Utc};
     use regex::Regex;
-
-    fn case(name: &str, status: CaseStatus, message: Option<&str>, line: Option<u32>) -> TestCase {
-        TestCase {
-            name: name.into(),
-            status,
-            message: message.map(String::from),
-            file: line.map(|_| "test/test_crc.c".to_string()),
-            line,
-        }
-    }
 
     fn crash() -> CrashReport {
         CrashReport {
@@ -296,15 +286,12 @@ mod tests {
     }
 
     fn sample() -> Report {
-        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
-        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 2).unwrap();
-        let mut report = Report::new(
+        let mut report = crate::report::test_support::report(
             "r1",
             Command::Test,
             Status::Failed,
             State::ResultAnalysis,
-            started,
-            finished,
+            2,
         );
         report.board = "qemu-mps2-an385".into();
         report.profile = "crc".into();

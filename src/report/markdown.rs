@@ -332,18 +332,14 @@ mod tests {
     use crate::machine::{ErrorClass, State};
     use crate::report::model::{AttemptSummary, BuildSummary, PassCount, Status};
     use crate::results::{TestCase, Verdict};
-    use chrono::{TimeZone, Utc};
 
     fn sample() -> Report {
-        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
-        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
-        let mut report = Report::new(
+        let mut report = crate::report::test_support::report(
             "20240501-120000-crc",
             Command::Test,
             Status::Failed,
             State::ResultAnalysis,
-            started,
-            finished,
+            3,
         );
         report.message = "1 of 3 tests failed, 1 crashed: test_crc_empty".into();
         report.board = "qemu-mps2-an385".into();

@@ -7,6 +7,8 @@ mod html;
 mod junit;
 mod markdown;
 mod model;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 pub use html::render_html;
 pub use junit::render_junit;
@@ -171,19 +173,15 @@ mod tests {
     use crate::analysis::CrashReport;
     use crate::machine::State;
     use crate::results::{CaseStatus, TestCase, Verdict};
-    use chrono::{TimeZone, Utc};
     use serde_json::{json, Value};
 
     fn minimal() -> Report {
-        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
-        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
-        let mut report = Report::new(
+        let mut report = crate::report::test_support::report(
             "20240501-120000-crc",
             Command::Test,
             Status::Failed,
             State::ResultAnalysis,
-            started,
-            finished,
+            3,
         );
         report.message = "1 of 2 tests failed".into();
         report.repo = "fw".into();

@@ -18,6 +18,8 @@ pub mod crash_dump;
 mod lines;
 pub mod model;
 pub mod regex_harness;
+#[cfg(test)]
+mod test_support;
 pub mod unity;
 pub mod ztest;
 

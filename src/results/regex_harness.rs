@@ -420,6 +420,7 @@ fn decide(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{capture, notes, statuses};
     use super::*;
     use crate::capture::{ConsoleLine, Stream};
     use proptest::prelude::*;
@@ -448,40 +449,8 @@ mod tests {
         spec(RegexMode::MultiLine, ordered, &["Hello", "tick [0-9]+"])
     }
 
-    fn capture(text: &str, end: RunEnd) -> Capture {
-        Capture {
-            lines: text
-                .lines()
-                .enumerate()
-                .map(|(i, line)| ConsoleLine {
-                    t_ms: i as u64,
-                    stream: Stream::Uart,
-                    text: line.to_string(),
-                })
-                .collect(),
-            end,
-            fault: None,
-            duration_ms: 10,
-            truncated: false,
-            exit_code: None,
-            stopped_at: None,
-        }
-    }
-
     fn parse(spec: &RegexSpec, text: &str, end: RunEnd) -> TestResults {
         RegexParser::new(spec.clone()).parse(&capture(text, end), &ParseContext::default())
-    }
-
-    fn statuses(results: &TestResults) -> Vec<(&str, CaseStatus)> {
-        results
-            .cases
-            .iter()
-            .map(|c| (c.name.as_str(), c.status))
-            .collect()
-    }
-
-    fn notes(results: &TestResults) -> String {
-        results.notes.join("\n")
     }
 
     /// The 1-based line the detector first fires on (the backend stops reading there).

@@ -426,52 +426,17 @@ fn decide(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{self, capture, notes, statuses};
     use super::*;
     use crate::capture::{ConsoleLine, Stream};
     use proptest::prelude::*;
 
-    fn capture(text: &str, end: RunEnd) -> Capture {
-        Capture {
-            lines: text
-                .split_inclusive('\n')
-                .enumerate()
-                .map(|(i, line)| ConsoleLine {
-                    t_ms: i as u64,
-                    stream: Stream::Uart,
-                    text: line.trim_end_matches('\n').to_string(),
-                })
-                .collect(),
-            end,
-            fault: None,
-            duration_ms: 10,
-            truncated: false,
-            exit_code: None,
-            stopped_at: None,
-        }
+    fn parse_with(text: &str, end: RunEnd, expected: &[&str], site: &[&str]) -> TestResults {
+        test_support::parse_with(&UnityParser, text, end, expected, site)
     }
 
     fn parse(text: &str, end: RunEnd) -> TestResults {
         UnityParser.parse(&capture(text, end), &ParseContext::default())
-    }
-
-    fn parse_with(text: &str, end: RunEnd, expected: &[&str], site: &[&str]) -> TestResults {
-        let ctx = ParseContext {
-            expected: expected.iter().map(|s| s.to_string()).collect(),
-            site_functions: site.iter().map(|s| s.to_string()).collect(),
-        };
-        UnityParser.parse(&capture(text, end), &ctx)
-    }
-
-    fn statuses(results: &TestResults) -> Vec<(&str, CaseStatus)> {
-        results
-            .cases
-            .iter()
-            .map(|c| (c.name.as_str(), c.status))
-            .collect()
-    }
-
-    fn notes(results: &TestResults) -> String {
-        results.notes.join("\n")
     }
 
     const PASSING: &str = "\

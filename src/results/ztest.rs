@@ -974,8 +974,8 @@ fn decide(
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::{self, capture, notes, statuses};
     use super::*;
-    use crate::capture::{ConsoleLine, Stream};
     use proptest::prelude::*;
 
     const V3_PASS: &str = include_str!("../../tests/data/console/ztest_v3_pass.log");
@@ -986,48 +986,12 @@ mod tests {
     const V2_PASS: &str = include_str!("../../tests/data/console/ztest_v2_pass.log");
     const V2_FAIL: &str = include_str!("../../tests/data/console/ztest_v2_fail.log");
 
-    fn capture(text: &str, end: RunEnd) -> Capture {
-        Capture {
-            lines: text
-                .lines()
-                .enumerate()
-                .map(|(i, line)| ConsoleLine {
-                    t_ms: i as u64,
-                    stream: Stream::Uart,
-                    text: line.to_string(),
-                })
-                .collect(),
-            end,
-            fault: None,
-            duration_ms: 10,
-            truncated: false,
-            exit_code: None,
-            stopped_at: None,
-        }
+    fn parse_with(text: &str, end: RunEnd, expected: &[&str], site: &[&str]) -> TestResults {
+        test_support::parse_with(&ZtestParser, text, end, expected, site)
     }
 
     fn parse(text: &str, end: RunEnd) -> TestResults {
         ZtestParser.parse(&capture(text, end), &ParseContext::default())
-    }
-
-    fn parse_with(text: &str, end: RunEnd, expected: &[&str], site: &[&str]) -> TestResults {
-        let ctx = ParseContext {
-            expected: expected.iter().map(|s| s.to_string()).collect(),
-            site_functions: site.iter().map(|s| s.to_string()).collect(),
-        };
-        ZtestParser.parse(&capture(text, end), &ctx)
-    }
-
-    fn statuses(results: &TestResults) -> Vec<(&str, CaseStatus)> {
-        results
-            .cases
-            .iter()
-            .map(|c| (c.name.as_str(), c.status))
-            .collect()
-    }
-
-    fn notes(results: &TestResults) -> String {
-        results.notes.join("\n")
     }
 
     fn case<'a>(results: &'a TestResults, name: &str) -> &'a TestCase {

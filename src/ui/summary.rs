@@ -254,35 +254,22 @@ mod tests {
     use super::*;
     use crate::analysis::{CrashReport, Diagnostic, Location};
     use crate::machine::{ErrorClass, State};
+    use crate::report::test_support::case;
     use crate::report::{AttemptSummary, BuildSummary, PassCount, Status};
-    use crate::results::{TestCase, Verdict};
-    use chrono::{TimeZone, Utc};
+    use crate::results::Verdict;
 
     const PLAIN: SummaryStyle = SummaryStyle {
         color: false,
         width: 100,
     };
 
-    fn case(name: &str, status: CaseStatus, message: Option<&str>, line: Option<u32>) -> TestCase {
-        TestCase {
-            name: name.into(),
-            status,
-            message: message.map(String::from),
-            file: line.map(|_| "test/test_crc.c".to_string()),
-            line,
-        }
-    }
-
     fn sample() -> Report {
-        let started = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 0).unwrap();
-        let finished = Utc.with_ymd_and_hms(2024, 5, 1, 12, 0, 3).unwrap();
-        let mut report = Report::new(
+        let mut report = crate::report::test_support::report(
             "r1",
             Command::Test,
             Status::Failed,
             State::ResultAnalysis,
-            started,
-            finished,
+            3,
         );
         report.message = "1 test failed, 1 crashed".into();
         report.cases = vec![

@@ -1,0 +1,53 @@
+//! What the harness parsers' unit tests share: a capture made from console text, a parse context
+//! from name lists, and compact views of the results.
+
+use super::{CaseStatus, HarnessParser, ParseContext, TestResults};
+use crate::capture::{Capture, ConsoleLine, RunEnd, Stream};
+
+/// A capture of UART lines, split on `\n` only (a `\r` stays, as a serial console delivers it).
+pub(super) fn capture(text: &str, end: RunEnd) -> Capture {
+    Capture {
+        lines: text
+            .split_inclusive('\n')
+            .enumerate()
+            .map(|(i, line)| ConsoleLine {
+                t_ms: i as u64,
+                stream: Stream::Uart,
+                text: line.trim_end_matches('\n').to_string(),
+            })
+            .collect(),
+        end,
+        fault: None,
+        duration_ms: 10,
+        truncated: false,
+        exit_code: None,
+        stopped_at: None,
+    }
+}
+
+/// Parses `text` with the expected tests and crash-site functions given.
+pub(super) fn parse_with(
+    parser: &dyn HarnessParser,
+    text: &str,
+    end: RunEnd,
+    expected: &[&str],
+    site: &[&str],
+) -> TestResults {
+    let ctx = ParseContext {
+        expected: expected.iter().map(|s| s.to_string()).collect(),
+        site_functions: site.iter().map(|s| s.to_string()).collect(),
+    };
+    parser.parse(&capture(text, end), &ctx)
+}
+
+pub(super) fn statuses(results: &TestResults) -> Vec<(&str, CaseStatus)> {
+    results
+        .cases
+        .iter()
+        .map(|c| (c.name.as_str(), c.status))
+        .collect()
+}
+
+pub(super) fn notes(results: &TestResults) -> String {
+    results.notes.join("\n")
+}
