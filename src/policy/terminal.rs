@@ -200,9 +200,13 @@ enum Edited {
 /// The editor a person has chosen: `EDITOR`, else `VISUAL`, else `vi`. Read when they ask to
 /// edit, as every terminal tool does, so it is the one their shell has now.
 fn editor_from_env() -> String {
+    pick_editor(|key| std::env::var(key).ok())
+}
+
+fn pick_editor(lookup: impl Fn(&str) -> Option<String>) -> String {
     ["EDITOR", "VISUAL"]
         .iter()
-        .filter_map(|k| std::env::var(k).ok())
+        .filter_map(|k| lookup(k))
         .find(|v| !v.trim().is_empty())
         .unwrap_or_else(|| "vi".to_string())
 }
@@ -397,6 +401,27 @@ mod tests {
     use super::super::testing::*;
     use super::super::{evaluate, Review};
     use super::*;
+
+    #[test]
+    fn the_editor_is_editor_then_visual_then_vi() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |key: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        assert_eq!(
+            pick_editor(env(&[("EDITOR", "nano"), ("VISUAL", "code -w")])),
+            "nano"
+        );
+        assert_eq!(
+            pick_editor(env(&[("EDITOR", " "), ("VISUAL", "code -w")])),
+            "code -w"
+        );
+        assert_eq!(pick_editor(env(&[])), "vi");
+    }
 
     fn request<'a>(diff: &'a str, review: &'a Review) -> ApprovalRequest<'a> {
         ApprovalRequest {

@@ -2,9 +2,7 @@
 //! without `--json` and `--timed-out`, and its exit status when a file cannot be read.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

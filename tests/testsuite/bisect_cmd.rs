@@ -4,9 +4,7 @@
 //! the next), the culprit (the fix reverted) in the middle, and more harmless work up to HEAD.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -347,7 +345,7 @@ fn finds_the_culprit_past_a_commit_that_does_not_build_and_a_flaky_test() {
     // Every step is a real run directory, which `fwfix audit` replays.
     for s in steps {
         let step_dir = dir.join(s["run_dir"].as_str().unwrap());
-        let step_report = common::report(&step_dir);
+        let step_report = crate::common::report(&step_dir);
         assert_eq!(step_report["command"], "test");
         let audit = fwfix(&["audit", step_dir.to_str().unwrap()], h.repo.path());
         assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
@@ -399,7 +397,7 @@ fn a_good_ref_that_fails_or_a_bad_ref_that_passes_stops_the_bisect() {
 
     let out = bisect(repo.path(), "crc", &["--good", &ids[1]]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let report = common::report(&run_dir(&out));
+    let report = crate::common::report(&run_dir(&out));
     let message = report["message"].as_str().unwrap();
     assert!(message.starts_with("bad ref `HEAD`"), "{message}");
     assert!(message.contains("GOOD"), "{message}");
@@ -468,7 +466,7 @@ fn the_revert_strategy_bisects_and_converges_on_the_culprits_revert() {
         serde_json::json!(["test_crc16_known_vector"])
     );
     // The bisect it ran is recorded in the iteration, with its own steps.
-    let bisect = common::report(&dir.join("iter-001/bisect"));
+    let bisect = crate::common::report(&dir.join("iter-001/bisect"));
     assert_eq!(bisect["culprit"], h.id(CULPRIT));
     assert!(steps(&bisect)
         .iter()
@@ -523,7 +521,7 @@ fn a_revert_that_conflicts_is_reported_and_never_forced() {
         "{message}"
     );
     assert_eq!(
-        common::report(&dir.join("iter-001/bisect"))["culprit"],
+        crate::common::report(&dir.join("iter-001/bisect"))["culprit"],
         culprit
     );
     assert!(!dir.join("iter-001/patch.diff").exists());
@@ -714,7 +712,7 @@ timeout_s = 20
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report = report(&run_dir);
     assert_eq!(report["status"], "SUCCESS");
-    let bisect = common::report(&run_dir.join("iter-001/bisect-2"));
+    let bisect = crate::common::report(&run_dir.join("iter-001/bisect-2"));
     assert_eq!(bisect["culprit"], culprit);
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);

@@ -2,9 +2,7 @@
 //! runs it on real QEMU, and the tests read the run directory it leaves.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn test_cmd(

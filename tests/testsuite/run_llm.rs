@@ -2,10 +2,8 @@
 //! in for an OpenAI-compatible endpoint) for candidates, and verifies them on real QEMU.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
 
-mod common;
-
-use common::model_server::{text_answer, tool_answer, Server, Step};
-use common::*;
+use crate::common::model_server::{text_answer, tool_answer, Server, Step};
+use crate::common::*;
 
 const KEY: &str = "sk-fwfix-LOOPLEAKCHECK-90ab12";
 

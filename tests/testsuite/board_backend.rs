@@ -11,8 +11,6 @@
     reason = "test helpers too should stop the test loudly on anything unexpected"
 )]
 
-mod common;
-
 use fwfix::capture::{Capture, EndDetector, RunEnd, Stream};
 use fwfix::config::parse_board;
 use fwfix::dut::board::image;
@@ -330,8 +328,12 @@ impl Bench {
 }
 
 fn processes_mentioning(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if entry.file_name().to_string_lossy() == me {
+            continue;
+        }
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
             continue;
         };
@@ -341,7 +343,7 @@ fn processes_mentioning(needle: &str) -> Vec<String> {
             .is_some_and(|s| s == "Z" || s == "X");
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if !zombie && cmdline.contains(needle) && !cmdline.contains("board_backend") {
+        if !zombie && cmdline.contains(needle) {
             found.push(cmdline);
         }
     }
@@ -1070,7 +1072,7 @@ fn keys(v: &serde_json::Value) -> BTreeSet<String> {
 
 #[test]
 fn fwfix_test_on_a_board_writes_the_same_report_as_on_qemu() {
-    let repo = common::FixtureRepo::new();
+    let repo = crate::common::FixtureRepo::new();
     require_tools();
     let (gdb, uart_port) = (free_port(), free_port());
     let qemu = Qemu::board(gdb, uart_port);
@@ -1084,7 +1086,7 @@ fn fwfix_test_on_a_board_writes_the_same_report_as_on_qemu() {
         ),
     );
     let repo_arg = repo.path().to_str().unwrap();
-    let on_board = common::fwfix(
+    let on_board = crate::common::fwfix(
         &[
             "test",
             "--repo",
@@ -1101,17 +1103,17 @@ fn fwfix_test_on_a_board_writes_the_same_report_as_on_qemu() {
         on_board.status.code(),
         Some(1),
         "{}",
-        common::text(&on_board)
+        crate::common::text(&on_board)
     );
-    let board_run = common::run_dir(&on_board);
-    let board_report = common::report(&board_run);
+    let board_run = crate::common::run_dir(&on_board);
+    let board_report = crate::common::report(&board_run);
     assert!(board_run.join("iter-000/flash.log").is_file());
     drop(qemu);
     assert!(!processes_mentioning(&format!("{}", board_run.display()))
         .iter()
         .any(|p| p.contains("gdb")));
 
-    let on_qemu = common::fwfix(
+    let on_qemu = crate::common::fwfix(
         &[
             "test",
             "--repo",
@@ -1124,8 +1126,13 @@ fn fwfix_test_on_a_board_writes_the_same_report_as_on_qemu() {
         ],
         repo.path(),
     );
-    assert_eq!(on_qemu.status.code(), Some(1), "{}", common::text(&on_qemu));
-    let qemu_report = common::report(&common::run_dir(&on_qemu));
+    assert_eq!(
+        on_qemu.status.code(),
+        Some(1),
+        "{}",
+        crate::common::text(&on_qemu)
+    );
+    let qemu_report = crate::common::report(&crate::common::run_dir(&on_qemu));
 
     assert_eq!(keys(&board_report), keys(&qemu_report));
     for key in [
@@ -1152,7 +1159,7 @@ fn fwfix_test_on_a_board_writes_the_same_report_as_on_qemu() {
             .collect()
     };
     assert_eq!(cases(&board_report), cases(&qemu_report));
-    let failing = common::case(&board_report, "test_crc16_known_vector");
+    let failing = crate::common::case(&board_report, "test_crc16_known_vector");
     assert_eq!(failing["status"], "FAIL");
     assert_eq!(failing["file"], "tests/test_crc.c");
     assert_eq!(
@@ -1171,7 +1178,7 @@ fn fwfix_test_on_a_board_writes_the_same_report_as_on_qemu() {
 
 #[test]
 fn fwfix_test_maps_a_flash_failure_to_flash_failure() {
-    let repo = common::FixtureRepo::new();
+    let repo = crate::common::FixtureRepo::new();
     let (port, _server) = console_server(vec![vec![]], HOLD);
     let board = repo.write(
         "boards/mps2-an385.toml",
@@ -1181,7 +1188,7 @@ fn fwfix_test_maps_a_flash_failure_to_flash_failure() {
              [serial]\nport = \"socket://127.0.0.1:{port}\"\n"
         ),
     );
-    let out = common::fwfix(
+    let out = crate::common::fwfix(
         &[
             "test",
             "--repo",
@@ -1194,12 +1201,12 @@ fn fwfix_test_maps_a_flash_failure_to_flash_failure() {
         ],
         repo.path(),
     );
-    assert_eq!(out.status.code(), Some(4), "{}", common::text(&out));
-    let report = common::report(&common::run_dir(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", crate::common::text(&out));
+    let report = crate::common::report(&crate::common::run_dir(&out));
     assert_eq!(report["error_class"], "FLASH_FAILURE", "{report:#}");
     assert_eq!(report["status"], "ERROR");
     let mut flash_log = String::new();
-    std::fs::File::open(common::run_dir(&out).join("iter-000/flash.log"))
+    std::fs::File::open(crate::common::run_dir(&out).join("iter-000/flash.log"))
         .unwrap()
         .read_to_string(&mut flash_log)
         .unwrap();

@@ -5,9 +5,7 @@
 //! word, so only the harness's end detector can end the run early.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 const MPS2: &str = "qemu-mps2-an385";
 

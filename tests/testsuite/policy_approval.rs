@@ -14,20 +14,13 @@ use std::io::{BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-const FIX: &str = include_str!("../fixtures/fwtests/patches/04-fixes-crc16.diff");
+const FIX: &str = include_str!("../../fixtures/fwtests/patches/04-fixes-crc16.diff");
 const PROMPT: &str = "Apply this patch? [y]es / [n]o (with a reason) / [e]dit: ";
 const LIMIT: Duration = Duration::from_secs(30);
-
-/// The edit tests change `EDITOR` for the whole process: no two tests of this file run at once,
-/// so nothing reads the environment while it changes.
-fn serial() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn spec() -> PolicySpec {
     PolicySpec {
@@ -50,6 +43,12 @@ impl Session {
     /// Starts the approver on `diff`. With `drain`, a thread keeps reading what the approver
     /// shows (as a terminal would); without it, the test may close the master at once.
     fn start(diff: &str, drain: bool) -> Session {
+        Session::start_with_editor(diff, drain, None)
+    }
+
+    /// As `start`, with `editor` run for `e` instead of the person's `$EDITOR` (the suite's
+    /// threads share one environment, so the tests never change it).
+    fn start_with_editor(diff: &str, drain: bool, editor: Option<String>) -> Session {
         let pty = nix::pty::openpty(None, None).expect("openpty");
         let master = File::from(pty.master);
         let slave = File::from(pty.slave);
@@ -76,11 +75,11 @@ impl Session {
                 iteration: 1,
                 origin: "queue: 04-fixes-crc16.diff",
             };
-            let mut approver: Box<dyn Approver> = Box::new(TerminalApprover::new(
-                BufReader::new(slave),
-                slave_out,
-                false,
-            ));
+            let mut terminal = TerminalApprover::new(BufReader::new(slave), slave_out, false);
+            if let Some(editor) = editor {
+                terminal = terminal.with_editor(editor);
+            }
+            let mut approver: Box<dyn Approver> = Box::new(terminal);
             let result = approver.ask(&request).map_err(|e| e.to_string());
             // The pty's slave closes here, which ends the drain thread.
             drop(approver);
@@ -138,7 +137,6 @@ fn human(decision: &Decision) -> bool {
 
 #[test]
 fn yes_approves_after_showing_the_patch_findings_and_risk() {
-    let _serial = serial();
     let mut s = Session::start(FIX, true);
     s.wait_for(PROMPT);
     let shown = s.shown();
@@ -158,7 +156,6 @@ fn yes_approves_after_showing_the_patch_findings_and_risk() {
 
 #[test]
 fn no_asks_for_the_reason_and_keeps_it() {
-    let _serial = serial();
     let risky = "--- a/src/uart.c\n+++ b/src/uart.c\n@@ -40,2 +40,2 @@ void USART1_IRQHandler(void)\n {\n-    n++;\n+    n += 2;\n";
     let mut s = Session::start(risky, true);
     s.wait_for(PROMPT);
@@ -185,15 +182,12 @@ fn editor_script(dir: &Path, name: &str, sed: &str) -> String {
 
 #[test]
 fn edit_runs_editor_on_the_patch_and_returns_it_for_another_review() {
-    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let editor = editor_script(tmp.path(), "fix-editor", "s/0xFFFFu/0x1D0Fu/");
-    std::env::set_var("EDITOR", &editor);
-    let mut s = Session::start(FIX, true);
+    let mut s = Session::start_with_editor(FIX, true, Some(editor.clone()));
     s.wait_for(PROMPT);
     s.type_keys("e\n");
     let d = s.decision();
-    std::env::remove_var("EDITOR");
     let Choice::Edited { diff } = &d.choice else {
         panic!("not edited: {d:?}\n{}", s.shown())
     };
@@ -208,20 +202,16 @@ fn edit_runs_editor_on_the_patch_and_returns_it_for_another_review() {
 
 #[test]
 fn an_edit_that_touches_a_test_is_caught_by_the_second_review() {
-    let _serial = serial();
     let tmp = tempfile::tempdir().unwrap();
     let editor = editor_script(
         tmp.path(),
         "sneaky-editor",
         "s#src/crc.c#tests/test_crc.c#g",
     );
-    std::env::remove_var("EDITOR");
-    std::env::set_var("VISUAL", &editor);
-    let mut s = Session::start(FIX, true);
+    let mut s = Session::start_with_editor(FIX, true, Some(editor.clone()));
     s.wait_for(PROMPT);
     s.type_keys("e\n");
     let d = s.decision();
-    std::env::remove_var("VISUAL");
     let Choice::Edited { diff } = &d.choice else {
         panic!("not edited: {d:?}\n{}", s.shown())
     };
@@ -235,7 +225,6 @@ fn an_edit_that_touches_a_test_is_caught_by_the_second_review() {
 
 #[test]
 fn end_of_input_rejects_with_no_answer_instead_of_waiting() {
-    let _serial = serial();
     let mut s = Session::start(FIX, true);
     s.wait_for(PROMPT);
     // Ctrl-D on an empty line: the terminal's end of input.
@@ -252,7 +241,6 @@ fn end_of_input_rejects_with_no_answer_instead_of_waiting() {
 
 #[test]
 fn a_terminal_that_hangs_up_rejects_with_no_answer() {
-    let _serial = serial();
     let mut s = Session::start(FIX, false);
     s.hang_up();
     let d = s.decision();

@@ -1,9 +1,7 @@
 //! The small commands: `validate`, `doctor`, `graph`, and usage errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 
 fn root() -> &'static Path {

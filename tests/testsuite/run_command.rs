@@ -2,9 +2,7 @@
 //! (any coding CLI); the loop verifies what they produce on real QEMU.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// A profile whose `[strategy.command]` runs `script` (written into the repository's scratch
 /// area, outside git's view through .git/info/exclude).

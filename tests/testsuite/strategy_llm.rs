@@ -11,8 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-mod common;
-use common::model_server::{text_answer, tool_answer, Server, Step};
+use crate::common::model_server::{text_answer, tool_answer, Server, Step};
 
 const KEY: &str = "sk-fwfix-LEAKCHECK-7f3a9c1e5b";
 

@@ -3,9 +3,7 @@
 //! re-render the run directories it left.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Output;

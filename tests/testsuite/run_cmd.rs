@@ -2,9 +2,7 @@
 //! builds and real QEMU, driven by the `queue` strategy so every run is deterministic.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::BufRead;

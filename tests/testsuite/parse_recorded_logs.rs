@@ -7,12 +7,12 @@ use fwfix::capture::{Capture, ConsoleLine, RunEnd, Stream};
 use fwfix::config::Harness;
 use fwfix::results::{parser_for, CaseStatus, HarnessParser, ParseContext, TestResults, Verdict};
 
-const UNITY_PASS: &str = include_str!("data/console/unity_pass.log");
-const UNITY_FAIL: &str = include_str!("data/console/unity_fail.log");
-const UNITY_CRASH: &str = include_str!("data/console/unity_crash_truncated.log");
-const UNITY_HANG: &str = include_str!("data/console/unity_hang_truncated.log");
-const QEMU_STDERR_CRASH: &str = include_str!("data/console/qemu_stderr_crash.log");
-const GCC_ERROR: &str = include_str!("data/build/gcc_error.log");
+const UNITY_PASS: &str = include_str!("../data/console/unity_pass.log");
+const UNITY_FAIL: &str = include_str!("../data/console/unity_fail.log");
+const UNITY_CRASH: &str = include_str!("../data/console/unity_crash_truncated.log");
+const UNITY_HANG: &str = include_str!("../data/console/unity_hang_truncated.log");
+const QEMU_STDERR_CRASH: &str = include_str!("../data/console/qemu_stderr_crash.log");
+const GCC_ERROR: &str = include_str!("../data/build/gcc_error.log");
 
 /// The tests of test_sensor and test_event, in run order (as a baseline or the ELF gives them).
 const SENSOR_TESTS: [&str; 4] = [

@@ -1,0 +1,25 @@
+//! fwfix's integration tests: one test binary (as cargo's own `tests/testsuite`) so the suite links
+//! once. Each module covers one command or backend and drives the real thing — the `fwfix`
+//! binary, git repositories built in temp dirs, arm-none-eabi-gcc, QEMU, gdb-multiarch, ptys,
+//! sockets and a model server on 127.0.0.1.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
+
+mod common;
+
+mod analysis_fixture_crash;
+mod analysis_symbols;
+mod bisect_cmd;
+mod board_backend;
+mod cli_misc;
+mod harness_cmd;
+mod inspect;
+mod parse_recorded_logs;
+mod policy_approval;
+mod qemu_backend;
+mod repo_safety;
+mod run_cmd;
+mod run_command;
+mod run_llm;
+mod strategy_llm;
+mod test_cmd;
+mod triage;
