@@ -15,76 +15,22 @@ use fwfix::capture::{Capture, EndDetector, RunEnd, Stream};
 use fwfix::config::parse_board;
 use fwfix::dut::board::image;
 use fwfix::dut::{self, Dut, DutError, Image, RunSpec};
-use fwfix::events::{Event, EventSink};
-use std::collections::{BTreeSet, HashMap};
+use fwfix::events::Event;
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn require_tools() {
-    for (tool, install) in [
-        ("qemu-system-arm", "sudo apt-get install qemu-system-arm"),
-        (
-            "arm-none-eabi-gcc",
-            "sudo apt-get install gcc-arm-none-eabi",
-        ),
-        ("gdb-multiarch", "sudo apt-get install gdb-multiarch"),
-        ("socat", "sudo apt-get install socat"),
-        ("make", "sudo apt-get install make"),
-    ] {
-        let found = Command::new(tool)
-            .arg(if tool == "socat" { "-V" } else { "--version" })
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(
-            found,
-            "{tool} is required by these tests and was not found: {install}"
-        );
-    }
-}
+use crate::common::dut::{fixture_image, uart, NeverFinal, Recorder, UnityEnd};
+use crate::common::require_tools;
 
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
-}
-
-/// Builds one mps2-an385 fixture image with its Makefile, once per test process.
-fn fixture_image(name: &str) -> PathBuf {
-    require_tools();
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    let target = format!("build/mps2-an385/test_{name}.elf");
-    if let Some(path) = built.get(&target) {
-        return path.clone();
-    }
-    let out = Command::new("make")
-        .arg("-C")
-        .arg(fixture_dir())
-        .arg("BOARD=mps2-an385")
-        .arg(&target)
-        .output()
-        .expect("make runs");
-    assert!(
-        out.status.success(),
-        "building {target} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = fixture_dir().join(&target);
-    built.insert(target, path.clone());
-    path
-}
 
 /// A tiny mps2-an385 image: sets up UART0, prints `text`, then exits with `exit` through
 /// semihosting, or spins forever when `exit` is None. Its vector table is in `.isr_vector`, away
@@ -235,42 +181,6 @@ impl Drop for Qemu {
     }
 }
 
-/// Unity's last line: `OK` or `FAIL`.
-struct UnityEnd;
-
-impl EndDetector for UnityEnd {
-    fn is_final(&mut self, line: &str) -> bool {
-        line == "OK" || line == "FAIL"
-    }
-}
-
-/// Never final: the attempt ends by exit, crash, timeout, a lost port or cancellation.
-struct NeverFinal;
-
-impl EndDetector for NeverFinal {
-    fn is_final(&mut self, _line: &str) -> bool {
-        false
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventSink for Recorder {
-    fn emit(&self, event: &Event) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(event.clone());
-    }
-}
-
-impl Recorder {
-    fn events(&self) -> Vec<Event> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
 /// One attempt's directory, board file and run settings.
 struct Bench {
     dir: tempfile::TempDir,
@@ -357,10 +267,6 @@ fn gdb_board(gdb: u16, uart: u16) -> String {
     )
 }
 
-fn uart(capture: &Capture) -> Vec<&str> {
-    capture.uart_lines().collect()
-}
-
 fn run(
     dut: &mut dyn Dut,
     elf: &Path,
@@ -433,7 +339,7 @@ const HOLD: Duration = Duration::from_secs(30);
 
 #[test]
 fn gdb_method_passing_image_reaches_the_verdict_with_its_exit_code() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let (gdb, uart_port) = (free_port(), free_port());
     let qemu = Qemu::board(gdb, uart_port);
@@ -491,7 +397,7 @@ fn gdb_method_passing_image_reaches_the_verdict_with_its_exit_code() {
 
 #[test]
 fn gdb_method_failing_image_reports_the_failing_case() {
-    let elf = fixture_image("crc");
+    let elf = fixture_image("mps2-an385", "crc");
     let bench = Bench::new();
     let (gdb, uart_port) = (free_port(), free_port());
     let _qemu = Qemu::board(gdb, uart_port);
@@ -540,7 +446,7 @@ fn gdb_method_keeps_an_exit_code_that_is_not_a_failure_count() {
 
 #[test]
 fn gdb_method_reads_a_spinning_hardfault_at_the_timeout() {
-    let elf = fixture_image("sensor");
+    let elf = fixture_image("mps2-an385", "sensor");
     let bench = Bench::new();
     let (gdb, uart_port) = (free_port(), free_port());
     let _qemu = Qemu::board(gdb, uart_port);
@@ -575,7 +481,7 @@ fn gdb_method_reads_a_spinning_hardfault_at_the_timeout() {
 
 #[test]
 fn gdb_method_locates_a_hang_at_the_timeout() {
-    let elf = fixture_image("event");
+    let elf = fixture_image("mps2-an385", "event");
     let bench = Bench::new();
     let (gdb, uart_port) = (free_port(), free_port());
     let _qemu = Qemu::board(gdb, uart_port);
@@ -695,7 +601,7 @@ fn console_on_a_real_pty_with_the_image_started_over_qmp() {
 
 #[test]
 fn command_method_expands_elf_bin_and_hex_and_makes_the_files() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let record = bench.path().join("args.txt");
     let flashed = bench.path().join("flashed");
@@ -785,7 +691,10 @@ fn command_method_expands_elf_bin_and_hex_and_makes_the_files() {
 fn fwfix_writes_the_same_bin_and_hex_as_objcopy() {
     require_tools();
     let bench = Bench::new();
-    for elf in [fixture_image("crc"), exit42_image(bench.path())] {
+    for elf in [
+        fixture_image("mps2-an385", "crc"),
+        exit42_image(bench.path()),
+    ] {
         let bytes = std::fs::read(&elf).unwrap();
         let segments = image::segments(&bytes).unwrap();
         let objcopy_bin = bench.path().join("objcopy.bin");
@@ -838,7 +747,7 @@ fn command_board(port: u16, extra_serial: &str) -> String {
 
 #[test]
 fn a_port_that_vanishes_mid_run_ends_as_port_lost_with_the_console_kept() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let (port, server) = console_server(
         vec![vec![
@@ -879,7 +788,7 @@ fn a_port_that_vanishes_mid_run_ends_as_port_lost_with_the_console_kept() {
 
 #[test]
 fn a_port_that_comes_back_within_the_reconnect_budget_finishes_the_run() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let (port, server) = console_server(
         vec![
@@ -916,7 +825,7 @@ fn a_port_that_comes_back_within_the_reconnect_budget_finishes_the_run() {
 
 #[test]
 fn gdb_server_that_is_not_there_is_a_flash_failure_with_gdbs_words() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let (port, _server) = console_server(vec![vec![]], HOLD);
     let mut dut = bench.dut(&gdb_board(free_port(), port));
@@ -944,7 +853,7 @@ fn gdb_server_that_is_not_there_is_a_flash_failure_with_gdbs_words() {
 
 #[test]
 fn flash_command_exiting_1_is_a_flash_failure_with_its_output() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let (port, _server) = console_server(vec![vec![]], HOLD);
     let mut dut = bench.dut(&format!(
@@ -968,7 +877,7 @@ fn flash_command_exiting_1_is_a_flash_failure_with_its_output() {
 
 #[test]
 fn flash_command_overrunning_its_timeout_is_killed_and_a_flash_failure() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let (port, _server) = console_server(vec![vec![]], HOLD);
     let marker = bench.path().join("slow-flasher");
@@ -999,7 +908,7 @@ fn flash_command_overrunning_its_timeout_is_killed_and_a_flash_failure() {
 
 #[test]
 fn a_busy_port_names_the_way_to_find_its_holder() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     // Another program holds the port: fwfix's own serial library, which locks it exclusively
     // (a lock that binds root too, unlike TIOCEXCL).
@@ -1032,7 +941,7 @@ fn a_busy_port_names_the_way_to_find_its_holder() {
 
 #[test]
 fn a_missing_device_says_to_plug_the_board_in() {
-    let elf = fixture_image("math");
+    let elf = fixture_image("mps2-an385", "math");
     let bench = Bench::new();
     let link = bench.path().join("usb-STMicroelectronics_STLINK-V3-if02");
     std::os::unix::fs::symlink("/dev/ttyACM99-not-here", &link).unwrap();

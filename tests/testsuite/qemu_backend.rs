@@ -13,10 +13,9 @@ use fwfix::config::QemuSpec;
 use fwfix::dut::qemu::QemuDut;
 use fwfix::dut::{Dut, DutError, Image, RunSpec};
 use fwfix::events::{Event, EventSink};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -26,58 +25,8 @@ const LM3S: &str = "lm3s6965evb";
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn require_tool(program: &str, install: &str) {
-    let found = Command::new(program)
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    assert!(
-        found,
-        "{program} is required by these tests and was not found: {install}"
-    );
-}
-
-fn require_tools() {
-    require_tool("qemu-system-arm", "sudo apt-get install qemu-system-arm");
-    require_tool(
-        "arm-none-eabi-gcc",
-        "sudo apt-get install gcc-arm-none-eabi",
-    );
-}
-
-fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
-}
-
-/// Builds one fixture image with its Makefile, once per test process; tests run in parallel
-/// and make must not run twice at once in the same build directory.
-fn fixture_image(board: &str, name: &str) -> PathBuf {
-    require_tools();
-    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
-    let target = format!("build/{board}/test_{name}.elf");
-    if let Some(path) = built.get(&target) {
-        return path.clone();
-    }
-    let out = Command::new("make")
-        .arg("-C")
-        .arg(fixture_dir())
-        .arg(format!("BOARD={board}"))
-        .arg(&target)
-        .output()
-        .expect("make runs");
-    assert!(
-        out.status.success(),
-        "building {target} failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let path = fixture_dir().join(&target);
-    built.insert(target, path.clone());
-    path
-}
+use crate::common::dut::{fixture_image, uart, NeverFinal, Recorder, UnityEnd};
+use crate::common::require_tools;
 
 /// A tiny mps2-an385 image for what the fixture does not cover; `body` runs after the UART is
 /// set up and may use `puts_`, `putc_`, `sexit`.
@@ -155,42 +104,6 @@ fn qemu(machine: &str) -> QemuDut {
     )
 }
 
-/// Unity's last line: `OK` or `FAIL`.
-struct UnityEnd;
-
-impl EndDetector for UnityEnd {
-    fn is_final(&mut self, line: &str) -> bool {
-        line == "OK" || line == "FAIL"
-    }
-}
-
-/// Never final: the attempt ends by exit, crash, timeout or cancellation.
-struct NeverFinal;
-
-impl EndDetector for NeverFinal {
-    fn is_final(&mut self, _line: &str) -> bool {
-        false
-    }
-}
-
-#[derive(Default)]
-struct Recorder(Mutex<Vec<Event>>);
-
-impl EventSink for Recorder {
-    fn emit(&self, event: &Event) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(event.clone());
-    }
-}
-
-impl Recorder {
-    fn events(&self) -> Vec<Event> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
 struct Attempt {
     dir: tempfile::TempDir,
     spec: RunSpec,
@@ -254,10 +167,6 @@ fn assert_pid_gone(pid: u32) {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-fn uart(capture: &Capture) -> Vec<&str> {
-    capture.uart_lines().collect()
 }
 
 async fn run(

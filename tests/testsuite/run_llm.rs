@@ -7,21 +7,6 @@ use crate::common::*;
 
 const KEY: &str = "sk-fwfix-LOOPLEAKCHECK-90ab12";
 
-fn crc_fix() -> String {
-    std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap()
-}
-
-fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            files_under(&p, out);
-        } else {
-            out.push(p);
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_model_that_answers_garbage_then_the_fix_converges_and_the_key_is_never_written() {
     let server = Server::start(vec![
@@ -79,9 +64,7 @@ async fn a_model_that_answers_garbage_then_the_fix_converges_and_the_key_is_neve
         Some(format!("Bearer {KEY}").as_str())
     );
     // The key is in no file of the run directory, nor in fwfix's output.
-    let mut files = Vec::new();
-    files_under(&dir, &mut files);
-    for f in files {
+    for f in files_under(&dir) {
         let bytes = std::fs::read(&f).unwrap();
         assert!(
             !String::from_utf8_lossy(&bytes).contains(KEY),

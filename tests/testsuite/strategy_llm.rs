@@ -7,20 +7,14 @@ use fwfix::config::{llm_settings, ApiKey, LlmSettings};
 use fwfix::strategy::llm::{LlmStrategy, TokenUsage};
 use fwfix::strategy::{PatchRequest, Strategy, StrategyError};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::model_server::{text_answer, tool_answer, Server, Step};
+use crate::common::{crc_fix, files_under};
 
 const KEY: &str = "sk-fwfix-LEAKCHECK-7f3a9c1e5b";
-
-fn crc_fix() -> String {
-    std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests/patches/04-fixes-crc16.diff"),
-    )
-    .unwrap()
-}
 
 /// Settings pointing at `server`, from the environment as a user would set it; no key, fast
 /// backoff unless a test says otherwise.
@@ -80,19 +74,6 @@ async fn run(
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name))
         .unwrap_or_else(|e| panic!("{}: {e}", dir.join(name).display()))
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(files_under(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
 
 /// The candidate really applies to the fixture firmware's source.

@@ -2,6 +2,7 @@
 //! real `fwfix` binary, and checks that no QEMU outlived a test.
 #![allow(dead_code)] // not every helper is used by every build of the suite
 
+pub mod dut;
 pub mod model_server;
 
 use serde_json::Value;
@@ -10,7 +11,14 @@ use std::process::{Command, Output};
 
 /// Fails loudly when a tool the integration tests drive is missing: these tests never skip.
 pub fn require_tools() {
-    for tool in ["qemu-system-arm", "arm-none-eabi-gcc", "make", "git"] {
+    for tool in [
+        "qemu-system-arm",
+        "arm-none-eabi-gcc",
+        "gdb-multiarch",
+        "socat",
+        "make",
+        "git",
+    ] {
         let found = Command::new("sh")
             .arg("-c")
             .arg(format!("command -v {tool}"))
@@ -26,6 +34,25 @@ pub fn require_tools() {
 
 pub fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
+}
+
+/// The fixture's real CRC-16 fix, as a model or an agent would propose it.
+pub fn crc_fix() -> String {
+    std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap()
+}
+
+/// Every file below `dir`, recursively.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }
 
 /// A git repository holding a copy of the fixture firmware, committed, in a temp dir.

@@ -1,0 +1,81 @@
+//! Support for the tests that drive DUT backends directly: fixture images built once per suite,
+//! end detectors, and an event recorder.
+
+use super::{fixture_dir, require_tools};
+use fwfix::capture::{Capture, EndDetector};
+use fwfix::events::{Event, EventSink};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+/// Builds one fixture image with its Makefile in the fixture directory, once per suite: tests run
+/// in parallel and make must not run twice at once in the same build directory.
+pub fn fixture_image(board: &str, name: &str) -> PathBuf {
+    require_tools();
+    static BUILT: OnceLock<Mutex<HashMap<String, PathBuf>>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    let target = format!("build/{board}/test_{name}.elf");
+    if let Some(path) = built.get(&target) {
+        return path.clone();
+    }
+    let out = Command::new("make")
+        .arg("-C")
+        .arg(fixture_dir())
+        .arg(format!("BOARD={board}"))
+        .arg(&target)
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "building {target} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = fixture_dir().join(&target);
+    built.insert(target, path.clone());
+    path
+}
+
+/// Unity's last line: `OK` or `FAIL`.
+pub struct UnityEnd;
+
+impl EndDetector for UnityEnd {
+    fn is_final(&mut self, line: &str) -> bool {
+        line == "OK" || line == "FAIL"
+    }
+}
+
+/// Never final: the attempt ends by exit, crash, timeout, a lost port or cancellation.
+pub struct NeverFinal;
+
+impl EndDetector for NeverFinal {
+    fn is_final(&mut self, _line: &str) -> bool {
+        false
+    }
+}
+
+/// Keeps every event a backend emits.
+#[derive(Default)]
+pub struct Recorder(Mutex<Vec<Event>>);
+
+impl EventSink for Recorder {
+    fn emit(&self, event: &Event) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(event.clone());
+    }
+}
+
+impl Recorder {
+    pub fn events(&self) -> Vec<Event> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// The UART lines of a capture.
+pub fn uart(capture: &Capture) -> Vec<&str> {
+    capture.uart_lines().collect()
+}
