@@ -31,7 +31,6 @@ use tokio_util::sync::CancellationToken;
 use crate::common::dut::{fixture_image, uart, NeverFinal, Recorder, UnityEnd};
 use crate::common::require_tools;
 
-
 /// A tiny mps2-an385 image: sets up UART0, prints `text`, then exits with `exit` through
 /// semihosting, or spins forever when `exit` is None. Its vector table is in `.isr_vector`, away
 /// from the entry point.
