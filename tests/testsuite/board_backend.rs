@@ -303,6 +303,7 @@ impl Bench {
             detector,
             console_log: self.path().join("console.log"),
             append: None,
+            nonce: None,
             cancel: CancellationToken::new(),
             attempt: 1,
         }
