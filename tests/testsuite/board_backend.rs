@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn require_tools() {
+pub(crate) fn require_tools() {
     for (tool, install) in [
         ("qemu-system-arm", "sudo apt-get install qemu-system-arm"),
         (
@@ -169,7 +169,7 @@ fn exit42_image(dir: &Path) -> PathBuf {
 /// A Unity transcript that passes.
 const UNITY_PASS: &str = "tests/t.c:3:test_one:PASS\ntests/t.c:9:test_two:PASS\n\n-----------------------\n2 Tests 0 Failures 0 Ignored \nOK\n";
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -186,7 +186,7 @@ fn wait_for_listener(port: u16) {
 }
 
 /// A QEMU started by a test, killed when dropped.
-struct Qemu {
+pub(crate) struct Qemu {
     child: Child,
 }
 
@@ -215,7 +215,7 @@ impl Qemu {
 
     /// Paused with its gdbstub on `gdb` and UART0 served on TCP port `uart`: a board behind
     /// OpenOCD with its console behind ser2net.
-    fn board(gdb: u16, uart: u16) -> Qemu {
+    pub(crate) fn board(gdb: u16, uart: u16) -> Qemu {
         let q = Qemu::spawn(&[
             "-S".into(),
             "-gdb".into(),
@@ -328,7 +328,7 @@ impl Bench {
     }
 }
 
-fn processes_mentioning(needle: &str) -> Vec<String> {
+pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
     let me = std::process::id().to_string();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {

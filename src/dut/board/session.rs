@@ -120,6 +120,7 @@ pub(super) async fn run(
         events,
         attempt: run.attempt,
         detector: run.detector,
+        writer,
         gate: NonceGate::new(run.nonce.clone()),
         verdict: false,
         console_rx,
@@ -140,7 +141,7 @@ pub(super) async fn run(
         .attempt(
             &target,
             &elf,
-            (control, writer),
+            control,
             (run.timeout, run.nonce.as_ref()),
             &flash_path,
         )
@@ -210,6 +211,9 @@ struct Session<'a> {
     events: &'a dyn EventSink,
     attempt: u32,
     detector: Box<dyn EndDetector>,
+    /// The console's way back to the target, kept open all along: closing it would end a
+    /// socket console's connection.
+    writer: Writer,
     gate: NonceGate,
     verdict: bool,
     console_rx: mpsc::Receiver<ConsoleLine>,
@@ -234,13 +238,12 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// 2 to 4. The console's modem lines and its way back to the target; the timeout and the
-    /// nonce to write once the image runs.
+    /// 2 to 4, with the timeout and the nonce to write once the image runs.
     async fn attempt(
         &mut self,
         target: &Target<'_>,
         elf: &Path,
-        (mut modem, writer): (Option<ModemLines>, Writer),
+        mut modem: Option<ModemLines>,
         (timeout, nonce): (Duration, Option<&Nonce>),
         flash_path: &Path,
     ) -> Result<Concluded, DutError> {
@@ -285,15 +288,16 @@ impl Session<'_> {
             attempt: self.attempt,
         });
         if let Some(nonce) = nonce {
-            self.send_nonce(writer, nonce).await?;
+            self.send_nonce(nonce).await?;
         }
         Ok(self.capture(Instant::now() + timeout).await)
     }
 
     /// Writes `fwfix-nonce=<value>` to the console for the freshly reset image to read and
     /// print first; console.log notes it, so the line the image echoes can be checked by eye.
-    async fn send_nonce(&mut self, mut writer: Writer, nonce: &Nonce) -> Result<(), DutError> {
+    async fn send_nonce(&mut self, nonce: &Nonce) -> Result<(), DutError> {
         let text = format!("{}\n", nonce.arg());
+        let writer = &mut self.writer;
         let sent = async {
             writer.write_all(text.as_bytes()).await?;
             writer.flush().await
