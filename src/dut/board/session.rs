@@ -7,9 +7,10 @@
 //!    the image from its vector table and stays attached. Command method: `.bin`/`.hex` made if
 //!    asked for, the flash command, then the reset. A flasher that fails or overruns
 //!    `flash_timeout` is a [`DutError::Flash`] with its output.
-//! 3. Capture exactly as the QEMU backend does: every line logged, emitted, kept (bounded) and
-//!    fed to the end detector, until the verdict, the image's exit (gdb reports it), a port lost
-//!    for good, the timeout, or cancellation.
+//! 3. With a nonce (`[serial] nonce`), write `fwfix-nonce=<hex>` to the console once the image
+//!    runs. Capture exactly as the QEMU backend does: every line logged (stale ones marked),
+//!    emitted, kept (bounded) and, when live, fed to the end detector, until the verdict, the
+//!    image's exit (gdb reports it), a port lost for good, the timeout, or cancellation.
 //! 4. Finish that ending: a short grace for the exit code after a verdict; at the timeout, gdb
 //!    interrupts the core and reads its registers, the SCB fault status and the stack, so a core
 //!    spinning in a fault handler is a crash and anything else a hang located by its PC.

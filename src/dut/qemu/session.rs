@@ -1,8 +1,8 @@
 //! One QEMU attempt from launch to a stopped process. Outline:
 //!
-//! 1. Open console.log and a scratch directory, spawn QEMU in its own process group behind a
-//!    guard that kills the group on every exit path, start the stdout/stderr pumps and the QMP
-//!    connection.
+//! 1. Open console.log and a scratch directory, spawn QEMU (the nonce first on its `-append`
+//!    command line) in its own process group behind a guard that kills the group on every exit
+//!    path, start the stdout/stderr pumps and the QMP connection.
 //! 2. Capture: every line is logged, emitted as an event, kept (bounded), and fed to the harness's
 //!    end detector (UART) or the fault watcher (stderr), until the first of: verdict, exit, fault,
 //!    lockup, timeout, cancellation.
