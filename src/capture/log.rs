@@ -20,6 +20,16 @@ pub fn format_line(line: &ConsoleLine) -> String {
         Stream::Uart => "uart",
         Stream::Host => "host",
     };
+    stamp(line, stream)
+}
+
+/// A UART line left over from an earlier run (see `nonce`), as console.log keeps it for a
+/// person: `[    0.035] stale text`. No parser reads it.
+pub fn format_stale(line: &ConsoleLine) -> String {
+    stamp(line, "stale")
+}
+
+fn stamp(line: &ConsoleLine, stream: &str) -> String {
     format!(
         "[{:5}.{:03}] {:<5} {}",
         line.t_ms / 1000,
@@ -58,9 +68,23 @@ impl ConsoleLog {
 
     /// Queues one line. A writer that already failed is reported by [`ConsoleLog::finish`].
     pub async fn write(&self, line: &ConsoleLine) {
+        self.send(format_line(line)).await;
+    }
+
+    /// Queues a line of `console.log` marked stale, or as usual when `live`.
+    pub async fn write_as(&self, line: &ConsoleLine, live: bool) {
+        self.send(if live {
+            format_line(line)
+        } else {
+            format_stale(line)
+        })
+        .await;
+    }
+
+    async fn send(&self, text: String) {
         if let Some(tx) = &self.tx {
             // A send error means the writer stopped on an I/O error, which finish() returns.
-            let _ = tx.send(format_line(line)).await;
+            let _ = tx.send(text).await;
         }
     }
 
@@ -104,6 +128,7 @@ mod tests {
             text: String::new(),
         };
         assert_eq!(format_line(&l), "[  123.456] host  ");
+        assert_eq!(format_stale(&l), "[  123.456] stale ");
     }
 
     #[tokio::test]

@@ -3,10 +3,12 @@
 //!
 //! The pieces every backend shares live here too: [`framing`] turns bytes into lines, [`store`]
 //! keeps a bounded part of them in memory, [`log`] writes console.log, [`pump`] reads a byte
-//! stream into lines. None of them knows which backend the bytes came from or what they mean.
+//! stream into lines, [`nonce`] tells this attempt's lines from stale ones. None of them knows
+//! which backend the bytes came from or what they mean.
 
 pub mod framing;
 pub mod log;
+pub mod nonce;
 pub mod pump;
 pub mod store;
 
@@ -97,12 +99,18 @@ pub struct Capture {
     /// frame), so a hang can be located.
     #[serde(default)]
     pub stopped_at: Option<FaultSnapshot>,
+    /// The attempt's nonce and whether the image printed it (None when the backend could not
+    /// hand one out).
+    #[serde(default)]
+    pub nonce: Option<nonce::NonceRecord>,
 }
 
 impl Capture {
-    /// The firmware's own console text (UART lines only).
+    /// The firmware's own console text of this attempt (UART lines only): lines before a
+    /// required nonce are left over from an earlier run and are not part of it.
     pub fn uart_lines(&self) -> impl Iterator<Item = &str> {
-        self.lines
+        let from = nonce::live_from(&self.lines, self.nonce.as_ref());
+        self.lines[from..]
             .iter()
             .filter(|l| l.stream == Stream::Uart)
             .map(|l| l.text.as_str())
@@ -112,6 +120,7 @@ impl Capture {
 /// Watches console lines as they arrive and says when the harness has printed its final verdict,
 /// so an attempt can end at once instead of at process exit.
 pub trait EndDetector: Send {
-    /// Called for each UART line in order; true once the verdict is final.
+    /// Called for each live UART line in order (never a stale one, see [`nonce`]); true once the
+    /// verdict is final.
     fn is_final(&mut self, line: &str) -> bool;
 }

@@ -114,6 +114,10 @@ pub enum ConsoleSpec {
         /// `[serial] reconnect`: how many times a console that vanishes mid-run is opened again
         /// before the attempt ends as a lost port (default 0).
         reconnect: u32,
+        /// `[serial] nonce`: the image reads a `fwfix-nonce=<hex>` line from its console after
+        /// reset and prints `fwfix-nonce: <hex>` first, so output left on the console by an
+        /// earlier run is told apart and ignored (default false).
+        nonce: bool,
     },
     /// The probe's RTT up channel.
     Rtt,
@@ -197,12 +201,28 @@ pub struct LabgridSpec {
     pub tags: Vec<String>,
 }
 
-/// `[power]`: commands run with `sh -c`; at least one is set.
+/// `[power]`: commands run with `sh -c`, `{board}` (see [`POWER_PLACEHOLDERS`]) expanded; at
+/// least one is set.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PowerSpec {
     pub on: Option<String>,
     pub off: Option<String>,
     pub cycle: Option<String>,
+    /// `off_s`: how long the board stays off between `off` and `on` when there is no `cycle`
+    /// command (default 2 s).
+    pub off_pause: Duration,
+    /// `timeout_s`: a power command that takes longer is stuck (default 60 s).
+    pub timeout: Duration,
+    /// `retry_on_hang`: a board that hangs or stops answering is power-cycled once and the
+    /// attempt run again before the hang is trusted (default true).
+    pub retry_on_hang: bool,
+}
+
+impl PowerSpec {
+    /// Whether the board can be power-cycled: a `cycle` command, or both `off` and `on`.
+    pub fn can_cycle(&self) -> bool {
+        self.cycle.is_some() || (self.off.is_some() && self.on.is_some())
+    }
 }
 
 /// `[health]`: the known-good profile that checks the board.
@@ -252,6 +272,9 @@ impl Profile {
 
 /// The placeholders `[build]` `command`, `cwd` and `artifact` may use.
 pub const BUILD_PLACEHOLDERS: &[&str] = &["board", "machine"];
+
+/// The placeholders `[power]` `on`, `off` and `cycle` may use.
+pub const POWER_PLACEHOLDERS: &[&str] = &["board"];
 
 /// The placeholders `[flash] command` may use.
 pub const FLASH_PLACEHOLDERS: &[&str] = &["elf", "bin", "hex"];

@@ -95,6 +95,7 @@ pub struct RawSerial {
     pub reset: Option<Str>,
     pub reset_ms: Option<Spanned<u32>>,
     pub reconnect: Option<Spanned<u32>>,
+    pub nonce: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -120,6 +121,9 @@ pub struct RawPower {
     pub on: Option<Str>,
     pub off: Option<Str>,
     pub cycle: Option<Str>,
+    pub off_s: Option<Spanned<Seconds>>,
+    pub timeout_s: Option<Spanned<Seconds>>,
+    pub retry_on_hang: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -258,6 +262,7 @@ const SERIAL: &[(&str, Node)] = &[
     ("reset", V),
     ("reset_ms", V),
     ("reconnect", V),
+    ("nonce", V),
 ];
 const PROBE: &[(&str, Node)] = &[
     ("chip", V),
@@ -267,7 +272,14 @@ const PROBE: &[(&str, Node)] = &[
     ("rtt", V),
 ];
 const LABGRID: &[(&str, Node)] = &[("place", V), ("tags", V)];
-const POWER: &[(&str, Node)] = &[("on", V), ("off", V), ("cycle", V)];
+const POWER: &[(&str, Node)] = &[
+    ("on", V),
+    ("off", V),
+    ("cycle", V),
+    ("off_s", V),
+    ("timeout_s", V),
+    ("retry_on_hang", V),
+];
 const HEALTH: &[(&str, Node)] = &[("profile", V)];
 
 /// Every key a board file may contain, in the order the contract documents them.

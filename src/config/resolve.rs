@@ -7,7 +7,7 @@ use super::model::{
     Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
     GdbSpec, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, Pattern,
     PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
-    StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
+    StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
 };
 use super::model::{FlowControl, Parity, SerialLine, SerialReset};
 use super::names;
@@ -27,6 +27,10 @@ use std::time::Duration;
 const DEFAULT_QEMU_BINARY: &str = "qemu-system-arm";
 const DEFAULT_GDB: &str = "gdb-multiarch";
 const DEFAULT_BAUD: u32 = 115_200;
+/// `[power] off_s`: long enough for a board's supply capacitors to drain.
+const DEFAULT_POWER_OFF: Duration = Duration::from_secs(2);
+/// `[power] timeout_s`.
+const DEFAULT_POWER_TIMEOUT: Duration = Duration::from_secs(60);
 /// Long enough for a board's reset supervisor to see the pulse, short next to any boot.
 const DEFAULT_RESET_PULSE_MS: u32 = 100;
 const PARITY_NAMES: &[&str] = &["none", "odd", "even"];
@@ -690,6 +694,7 @@ impl Checker<'_> {
             line: self.serial_line(s, &table)?,
             reset: self.serial_reset(s, &table)?,
             reconnect: self.at_least(s.reconnect.as_ref(), &table.child("reconnect"), 0, 0)?,
+            nonce: s.nonce.as_ref().is_some_and(|n| *n.get_ref()),
         })
     }
 
@@ -843,10 +848,24 @@ impl Checker<'_> {
     fn power(&self, raw: Spanned<RawPower>) -> Result<PowerSpec, ConfigError> {
         let table = KeyPath::new(&["power"]);
         let p = raw.get_ref();
+        let command = |value: Option<&Str>, key: &str| {
+            let key = table.child(key);
+            if let Some(value) = value {
+                self.placeholders(value, &key, POWER_PLACEHOLDERS)?;
+            }
+            self.optional_non_empty(value, &key)
+        };
         let spec = PowerSpec {
-            on: self.optional_non_empty(p.on.as_ref(), &table.child("on"))?,
-            off: self.optional_non_empty(p.off.as_ref(), &table.child("off"))?,
-            cycle: self.optional_non_empty(p.cycle.as_ref(), &table.child("cycle"))?,
+            on: command(p.on.as_ref(), "on")?,
+            off: command(p.off.as_ref(), "off")?,
+            cycle: command(p.cycle.as_ref(), "cycle")?,
+            off_pause: self.seconds(p.off_s.as_ref(), &table.child("off_s"), DEFAULT_POWER_OFF)?,
+            timeout: self.seconds(
+                p.timeout_s.as_ref(),
+                &table.child("timeout_s"),
+                DEFAULT_POWER_TIMEOUT,
+            )?,
+            retry_on_hang: false,
         };
         if spec.on.is_none() && spec.off.is_none() && spec.cycle.is_none() {
             return Err(self.missing(
@@ -855,7 +874,23 @@ impl Checker<'_> {
                 "[power] needs at least one of `on`, `off`, `cycle`",
             ));
         }
-        Ok(spec)
+        // On by default whenever the board can be power-cycled; asked for without a way to
+        // cycle it, it is a mistake in the file rather than a retry that silently never happens.
+        let retry_on_hang = match &p.retry_on_hang {
+            None => spec.can_cycle(),
+            Some(retry) if *retry.get_ref() && !spec.can_cycle() => {
+                return Err(self.invalid(
+                    retry.span(),
+                    &table.child("retry_on_hang"),
+                    "needs `cycle`, or both `off` and `on`, to power-cycle the board",
+                ))
+            }
+            Some(retry) => *retry.get_ref(),
+        };
+        Ok(PowerSpec {
+            retry_on_hang,
+            ..spec
+        })
     }
 
     fn health(&self, raw: Spanned<RawHealth>) -> Result<HealthSpec, ConfigError> {

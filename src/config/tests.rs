@@ -137,6 +137,7 @@ cycle = "uhubctl -a cycle -p 2"
                 line: SerialLine::default(),
                 reset: SerialReset::None,
                 reconnect: 0,
+                nonce: false,
             },
             reset_command: None,
         })
@@ -147,6 +148,9 @@ cycle = "uhubctl -a cycle -p 2"
             on: None,
             off: None,
             cycle: Some("uhubctl -a cycle -p 2".into()),
+            off_pause: Duration::from_secs(2),
+            timeout: Duration::from_secs(60),
+            retry_on_hang: true,
         })
     );
     assert_eq!(b.machine(), "bench-nucleo-f401");
@@ -216,6 +220,7 @@ port = "socket://10.1.2.3:4001"
                 line: SerialLine::default(),
                 reset: SerialReset::None,
                 reconnect: 0,
+                nonce: false,
             },
             reset_command: None,
         })
@@ -274,6 +279,7 @@ reconnect = 3
                     pulse: Duration::from_millis(20)
                 },
                 reconnect: 3,
+                nonce: false,
             },
             reset_command: Some("st-info --reset".into()),
         })
@@ -1437,10 +1443,10 @@ backend = "board"
 qemu = { binary = "q", machine = "m", cpu = "c", extra_args = [] }
 flash = { method = "gdb", command = "c", timeout_s = 1, reset_command = "r" }
 gdb = { remote = "h:1", gdb = "g", init = [] }
-serial = { port = "/dev/x", baud = 1, data_bits = 8, parity = "none", stop_bits = 1, flow_control = "none", reset = "dtr", reset_ms = 5, reconnect = 1 }
+serial = { port = "/dev/x", baud = 1, data_bits = 8, parity = "none", stop_bits = 1, flow_control = "none", reset = "dtr", reset_ms = 5, reconnect = 1, nonce = true }
 probe = { chip = "c", selector = "1:2", protocol = "swd", speed_khz = 1, rtt = false }
 labgrid = { place = "p", tags = [] }
-power = { on = "a", off = "b", cycle = "c" }
+power = { on = "a", off = "b", cycle = "c", off_s = 1, timeout_s = 1, retry_on_hang = true }
 health = { profile = "p" }
 "#;
     let mut timeouts = String::new();
@@ -1968,4 +1974,83 @@ fn regex_harness_rules() {
         "table [test.regex] is not allowed here: it is only read with harness = \"regex\", not \
          \"unity\"",
     );
+}
+
+const POWER_BOARD: &str =
+    "name = \"bench-7\"\nbackend = \"board\"\n[flash]\nmethod = \"command\"\n\
+                           command = \"f {elf}\"\n[serial]\nport = \"/dev/ttyUSB0\"\n";
+
+#[test]
+fn power_defaults_and_retry_follow_what_can_cycle() {
+    let b = board(&format!(
+        "{POWER_BOARD}[power]\non = \"pdu on {{board}}\"\noff = \"pdu off {{board}}\"\n"
+    ))
+    .unwrap();
+    let p = b.power.unwrap();
+    assert_eq!(p.on.as_deref(), Some("pdu on {board}"));
+    assert_eq!(p.off_pause, Duration::from_secs(2));
+    assert_eq!(p.timeout, Duration::from_secs(60));
+    assert!(p.can_cycle() && p.retry_on_hang);
+
+    let on_only = board(&format!("{POWER_BOARD}[power]\non = \"pdu on\"\n")).unwrap();
+    let p = on_only.power.unwrap();
+    assert!(!p.can_cycle() && !p.retry_on_hang);
+
+    let off = board(&format!(
+        "{POWER_BOARD}[power]\ncycle = \"c\"\nretry_on_hang = false\noff_s = 0.5\ntimeout_s = 9\n"
+    ))
+    .unwrap();
+    let p = off.power.unwrap();
+    assert!(!p.retry_on_hang);
+    assert_eq!(p.off_pause, Duration::from_millis(500));
+    assert_eq!(p.timeout, Duration::from_secs(9));
+}
+
+#[test]
+fn power_errors_point_at_the_value() {
+    assert_error(
+        board(&format!(
+            "{POWER_BOARD}[power]\non = \"pdu on\"\nretry_on_hang = true\n"
+        )),
+        10,
+        17,
+        "`retry_on_hang` in [power]: needs `cycle`, or both `off` and `on`",
+    );
+    assert_error(
+        board(&format!(
+            "{POWER_BOARD}[power]\ncycle = \"relay {{port}}\"\n"
+        )),
+        9,
+        16,
+        "unknown placeholder `{port}` (expected one of: {board})",
+    );
+    assert_error(
+        board(&format!("{POWER_BOARD}[power]\ncycle = \"c\"\noff_s = 0\n")),
+        10,
+        9,
+        "must be a number of seconds greater than 0",
+    );
+    assert_error(
+        board(&format!(
+            "{POWER_BOARD}[power]\ncycle = \"c\"\nretries = 2\n"
+        )),
+        10,
+        1,
+        "unknown key",
+    );
+}
+
+#[test]
+fn serial_nonce_is_off_unless_asked_for() {
+    let nonce = |b: Board| match b.backend {
+        BoardBackend::Hardware(HardwareSpec {
+            console: ConsoleSpec::Serial { nonce, .. },
+            ..
+        }) => nonce,
+        other => panic!("{other:?}"),
+    };
+    assert!(!nonce(board(POWER_BOARD).unwrap()));
+    assert!(nonce(
+        board(&format!("{POWER_BOARD}nonce = true\n")).unwrap()
+    ));
 }

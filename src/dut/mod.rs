@@ -4,9 +4,11 @@
 
 pub mod board;
 pub mod cortex_m;
+pub mod power;
 pub mod qemu;
 mod session;
 
+use crate::capture::nonce::{Nonce, NonceCheck};
 use crate::capture::{Capture, EndDetector};
 use crate::config::{Board, BoardBackend};
 use crate::events::EventSink;
@@ -30,6 +32,9 @@ pub struct RunSpec {
     pub console_log: PathBuf,
     /// Text handed to the image (QEMU: `-append`, read by semihosting SYS_GET_CMDLINE).
     pub append: Option<String>,
+    /// This attempt's nonce, when the backend can hand one out ([`Dut::nonce_check`]): QEMU puts
+    /// it first on the `-append` command line, a board writes it to its console after reset.
+    pub nonce: Option<Nonce>,
     /// Cancelled on Ctrl+C, SIGTERM or the run's deadline: the backend stops the target at once.
     pub cancel: CancellationToken,
     /// Attempt number, for events.
@@ -86,11 +91,25 @@ pub enum DutError {
         message: String,
         fix: String,
     },
+    /// A `[power]` command failed or overran: the board's state is unknown. `log` is what the
+    /// command printed (also in power.log).
+    #[error(
+        "power {action} of board {board} failed: `{command}` {message}{}",
+        output_tail(log)
+    )]
+    Power {
+        board: String,
+        action: String,
+        command: String,
+        message: String,
+        log: String,
+    },
     #[error("{0}")]
     Other(String),
 }
 
-/// Lines of a flasher's output a [`DutError::Flash`] message repeats; the whole is in flash.log.
+/// Lines of a flasher's (or a power command's) output a [`DutError::Flash`] (or
+/// [`DutError::Power`]) message repeats; the whole is in flash.log (power.log).
 const FLASH_TAIL_LINES: usize = 20;
 
 fn output_tail(log: &str) -> String {
@@ -148,8 +167,14 @@ pub trait Dut: Send {
         events: &dyn EventSink,
     ) -> Result<Capture, DutError>;
 
-    /// Power-cycles the target, where the backend can.
-    async fn power_cycle(&mut self) -> Option<Result<(), DutError>> {
+    /// The target's power switch (`[power]`), where the backend has one.
+    fn power(&self) -> Option<&power::Power> {
+        None
+    }
+
+    /// How this backend can hand an attempt a nonce (see `capture::nonce`), or None when it
+    /// cannot; [`RunSpec::nonce`] is then left empty.
+    fn nonce_check(&self) -> Option<NonceCheck> {
         None
     }
 }
@@ -202,6 +227,7 @@ mod tests {
             line: crate::config::SerialLine::default(),
             reset: crate::config::SerialReset::None,
             reconnect: 0,
+            nonce: false,
         };
         let dut = open(&board(hw(serial))).unwrap();
         assert!(dut.describe().starts_with("board b1 (gdb 127.0.0.1:3333"));

@@ -6,6 +6,7 @@
 
 use super::DutError;
 use crate::capture::log::ConsoleLog;
+use crate::capture::nonce::NonceGate;
 use crate::capture::store::LineStore;
 use crate::capture::{Capture, FaultSnapshot, RunEnd};
 use std::path::Path;
@@ -46,6 +47,7 @@ pub(crate) fn capture_of(
     fault: Option<FaultSnapshot>,
     stopped_at: Option<FaultSnapshot>,
     exit_code: Option<i32>,
+    nonce: NonceGate,
 ) -> Capture {
     let (lines, truncated) = store.into_lines();
     Capture {
@@ -56,6 +58,7 @@ pub(crate) fn capture_of(
         truncated,
         exit_code,
         stopped_at,
+        nonce: nonce.finish(),
     }
 }
 

@@ -833,6 +833,7 @@ mod tests {
                 console_log: "iter-000/console.log".into(),
                 passed: 0,
                 failed: 0,
+                nonce: None,
             })
             .collect();
         Finished {

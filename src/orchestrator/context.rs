@@ -10,7 +10,7 @@ use crate::machine::convergence::{IterationVerdict, Judgement, Targets};
 use crate::machine::ledger::{Ledger, Limits};
 use crate::machine::{ErrorClass, State};
 use crate::repo::Snapshot;
-use crate::report::{AttemptSummary, BuildSummary, Command};
+use crate::report::{AttemptSummary, BuildSummary, Command, PowerCycle};
 use crate::results::TestResults;
 use crate::rundir::{self, TraceLine};
 use chrono::{DateTime, Utc};
@@ -134,6 +134,21 @@ pub struct RunContext {
     pub final_reason: String,
     pub final_class: Option<ErrorClass>,
     pub fix: Option<FixRecord>,
+    /// The board's power across attempts.
+    #[serde(default)]
+    pub power: PowerState,
+}
+
+/// What the run did to the board's power, and what it must do next.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerState {
+    /// `[power] on` has run in this run.
+    pub switched_on: bool,
+    /// The attempt hung: TEST_SETUP power-cycles the board before it is run again; why.
+    pub cycle_pending: Option<String>,
+    /// The attempt under way is the run after a power cycle: a hang now is trusted.
+    pub retrying: bool,
+    pub cycles: Vec<PowerCycle>,
 }
 
 impl RunContext {

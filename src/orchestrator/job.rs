@@ -454,6 +454,7 @@ impl<'a> Job<'a> {
             final_reason: String::new(),
             final_class: None,
             fix: None,
+            power: Default::default(),
         };
         let io = |source| OrchestratorError::RunDir {
             path: run_dir.path().to_path_buf(),
@@ -861,6 +862,7 @@ impl<'a> Job<'a> {
         report.profile = self.profile.name.clone();
         report.build = ctx.build.as_ref().map(|b| b.summary.clone());
         report.attempts = ctx.attempts.iter().map(|a| a.summary.clone()).collect();
+        report.power_cycles = ctx.power.cycles.clone();
         if ctx.attempts.len() > 1 {
             report.pass_counts =
                 report::pass_counts(ctx.attempts.iter().map(|a| a.results.cases.as_slice()));

@@ -6,13 +6,15 @@ use super::job::{Job, Step};
 use crate::analysis::symbols::Symbolizer;
 use crate::analysis::{fault, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
+use crate::capture::nonce::Nonce;
 use crate::capture::RunEnd;
+use crate::dut::power::PowerAction;
 use crate::dut::{self, DutError, Image, RunSpec};
-use crate::events::Event;
+use crate::events::{Event, Level};
 use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
 use crate::machine::{ErrorClass, Outcome};
 use crate::repo::Repo;
-use crate::report::{self, AttemptSummary, BuildSummary};
+use crate::report::{self, AttemptSummary, BuildSummary, PowerCycle};
 use crate::results::{crash_dump, CaseStatus, ParseContext, TestResults, Verdict};
 use crate::rundir;
 use std::path::{Path, PathBuf};
@@ -200,13 +202,86 @@ impl Job<'_> {
             }
         }
         let describe = self.dut.as_ref().map(|d| d.describe()).unwrap_or_default();
-        Step::ok(
+        let attempt = self.ctx.attempts.len() as u32 + 1;
+        let powered = match self.power_up(attempt).await {
+            Ok(powered) => powered,
+            Err(step) => return step,
+        };
+        let ready = Step::ok(
             Outcome::DutReady,
-            format!(
-                "{describe} ready for attempt {}",
-                self.ctx.attempts.len() + 1
-            ),
-        )
+            format!("{describe} ready for attempt {attempt}"),
+        );
+        match powered {
+            Some((how, log)) => Step {
+                reason: format!("{}: {how}", ready.reason),
+                ..ready
+            }
+            .with_evidence(log),
+            None => ready,
+        }
+    }
+
+    /// Switches the board on before the run's first attempt, and power-cycles it before an
+    /// attempt that hung is run again. Returns what was done and its log, if anything was.
+    async fn power_up(&mut self, attempt: u32) -> Result<Option<(String, PathBuf)>, Step> {
+        let Some(power) = self.dut.as_ref().and_then(|d| d.power().cloned()) else {
+            return Ok(None);
+        };
+        let (action, log) = match &self.ctx.power.cycle_pending {
+            Some(_) => {
+                let console = self.attempt_file(attempt, "console", "log")?;
+                (PowerAction::Cycle, dut::power::power_log_path(&console))
+            }
+            None if !self.ctx.power.switched_on => {
+                (PowerAction::On, self.iteration_dir()?.join("power-on.log"))
+            }
+            None => return Ok(None),
+        };
+        let ran = power.run(action, &log, &self.cancel).await.map_err(|e| {
+            let step = dut_error(&e);
+            if log.is_file() {
+                step.with_evidence(log.clone())
+            } else {
+                step
+            }
+        })?;
+        self.ctx.power.switched_on = true;
+        if !ran {
+            return Ok(None);
+        }
+        let done = match action {
+            PowerAction::On => "board switched on".to_string(),
+            PowerAction::Cycle => {
+                let reason = self.ctx.power.cycle_pending.take().unwrap_or_default();
+                self.ctx.power.retrying = true;
+                self.ctx.power.cycles.push(PowerCycle {
+                    iteration: self.ctx.ledger.iteration,
+                    attempt,
+                    reason,
+                    log: self.run_dir.relative(&log),
+                });
+                format!("board power-cycled; attempt {attempt} runs again")
+            }
+        };
+        self.events.emit(&Event::Message {
+            level: Level::Info,
+            text: format!("{done} ({})", self.run_dir.relative(&log)),
+        });
+        Ok(Some((done, log)))
+    }
+
+    /// Whether an attempt that hung gets one power cycle and a second run before its hang is
+    /// trusted: the board can be power-cycled and asks for it, this attempt is not already that
+    /// second run, and TEST_ENV_FAILURE's retry budget has room for it.
+    fn power_retry_allowed(&self) -> bool {
+        let can = self
+            .dut
+            .as_ref()
+            .and_then(|d| d.power())
+            .is_some_and(|p| p.spec().retry_on_hang && p.spec().can_cycle());
+        let class = ErrorClass::TestEnvFailure;
+        let used = self.ctx.ledger.retries.get(&class).copied().unwrap_or(0);
+        can && !self.ctx.power.retrying && used < self.budgets.get(class)
     }
 
     pub(super) async fn test_run(&mut self) -> Step {
@@ -215,6 +290,7 @@ impl Job<'_> {
             Ok(p) => p,
             Err(step) => return step,
         };
+        let retry_allowed = self.power_retry_allowed();
         let (Some(dut), Some(record)) = (self.dut.as_mut(), &self.ctx.build) else {
             return Step::error(ErrorClass::TestEnvFailure, "no DUT or image");
         };
@@ -223,6 +299,7 @@ impl Job<'_> {
             detector: self.parser.detector(),
             console_log: console.clone(),
             append: None,
+            nonce: dut.nonce_check().map(Nonce::fresh),
             cancel: self.cancel.clone(),
             attempt,
         };
@@ -241,20 +318,71 @@ impl Job<'_> {
                 };
             }
         };
+        let describe = dut.describe();
+        if let Some(stale) = capture
+            .nonce
+            .as_ref()
+            .map(|n| n.stale_lines)
+            .filter(|n| *n > 0)
+        {
+            self.events.emit(&Event::Message {
+                level: Level::Info,
+                text: format!(
+                    "{}: ignored, left on the console by an earlier run (marked stale in {})",
+                    report::plural(stale as usize, "line"),
+                    self.run_dir.relative(&console)
+                ),
+            });
+        }
+        let hung = match capture.end {
+            RunEnd::Timeout => Some("the board hung"),
+            RunEnd::PortLost => Some("the board stopped answering (its console was lost)"),
+            RunEnd::Verdict
+            | RunEnd::Exited { .. }
+            | RunEnd::Crashed
+            | RunEnd::RunnerDied { .. }
+            | RunEnd::Cancelled => None,
+        };
+        if let (Some(what), true) = (hung, retry_allowed) {
+            let reason = format!("{what}; power-cycling once before trusting the hang");
+            self.ctx.power.cycle_pending = Some(reason.clone());
+            // The retry writes this attempt's logs again: the hung run's are kept beside them.
+            let mut step = Step::error(ErrorClass::TestEnvFailure, reason);
+            for (log, stem) in [(&console, "console-hung"), (&flash_log, "flash-hung")] {
+                if !log.is_file() {
+                    continue;
+                }
+                let kept = match self.attempt_file(attempt, stem, "log") {
+                    Ok(kept) if std::fs::rename(log, &kept).is_ok() => kept,
+                    Ok(_) | Err(_) => log.clone(),
+                };
+                step = step.with_evidence(kept);
+            }
+            return step;
+        }
+        let untrusted = capture.nonce.as_ref().filter(|n| n.untrusted());
+        if let (Some(nonce), false) = (untrusted, capture.end == RunEnd::Cancelled) {
+            return Step::error(
+                ErrorClass::TestEnvFailure,
+                format!(
+                    "{describe}: the image never printed this run's nonce ({}); its output \
+                     cannot be trusted ({} before the end, kept in console.log as stale)",
+                    nonce.value,
+                    report::plural(nonce.stale_lines as usize, "console line")
+                ),
+            )
+            .with_evidence(console);
+        }
         let step = match capture.end {
             RunEnd::Cancelled => Step::ok(Outcome::Abort, "test run interrupted"),
             RunEnd::PortLost => Step::error(
                 ErrorClass::TestEnvFailure,
-                format!(
-                    "{}: the console port was lost before the run finished",
-                    dut.describe()
-                ),
+                format!("{describe}: the console port was lost before the run finished"),
             ),
             RunEnd::RunnerDied { signal, code } => Step::error(
                 ErrorClass::TestEnvFailure,
                 format!(
-                    "{} died during the run ({})",
-                    dut.describe(),
+                    "{describe} died during the run ({})",
                     match (signal, code) {
                         (Some(s), _) => format!("signal {s}"),
                         (None, Some(c)) => format!("exit {c}"),
@@ -412,12 +540,15 @@ impl Job<'_> {
                 console_log: self.run_dir.relative(&console),
                 passed,
                 failed,
+                nonce: capture.nonce.clone(),
             },
             results,
             crash,
             hang_site,
         });
         self.ctx.ledger.verdict_reached();
+        // The next attempt (a repeat, the next iteration) gets its own power-cycle retry.
+        self.ctx.power.retrying = false;
         Step::ok(
             Outcome::Decided,
             format!(

@@ -484,6 +484,7 @@ mod tests {
             console_log: "iter-000/console.log".into(),
             passed: 1,
             failed: 1,
+            nonce: None,
         }];
         report
     }

@@ -331,6 +331,7 @@ mod tests {
             console_log: "iter-000/console.log".into(),
             passed: 1,
             failed: 4,
+            nonce: None,
         }];
         report
     }

@@ -409,6 +409,7 @@ mod tests {
             console_log: "iter-000/console.log".into(),
             passed: 1,
             failed: 2,
+            nonce: None,
         }];
         report
     }

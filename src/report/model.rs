@@ -3,6 +3,7 @@
 
 use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
 use crate::bisect::{BisectStep, Confidence};
+use crate::capture::nonce::NonceRecord;
 use crate::capture::RunEnd;
 use crate::machine::{ErrorClass, State};
 use crate::results::{CaseStatus, TestCase, Verdict};
@@ -147,6 +148,10 @@ pub struct AttemptSummary {
     pub console_log: String,
     pub passed: usize,
     pub failed: usize,
+    /// The nonce handed to the image and whether it printed it (None when the backend could not
+    /// take one): lines before a required nonce were ignored as left from an earlier run.
+    #[serde(default)]
+    pub nonce: Option<NonceRecord>,
 }
 
 impl AttemptSummary {
@@ -292,6 +297,22 @@ pub struct Report {
     pub confidence: Option<Confidence>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Every power cycle of the board during the run (a hang retried once before it was
+    /// trusted), in order.
+    #[serde(default)]
+    pub power_cycles: Vec<PowerCycle>,
+}
+
+/// One power cycle of the board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PowerCycle {
+    pub iteration: u32,
+    /// The attempt run again after it.
+    pub attempt: u32,
+    /// Why: what the attempt before it did.
+    pub reason: String,
+    /// The power commands' output, relative to the run directory.
+    pub log: String,
 }
 
 impl Report {
@@ -337,6 +358,7 @@ impl Report {
             steps: Vec::new(),
             confidence: None,
             notes: Vec::new(),
+            power_cycles: Vec::new(),
         }
     }
 
@@ -768,6 +790,7 @@ mod tests {
             console_log: "attempt-2/console.log".into(),
             passed: 3,
             failed: 1,
+            nonce: None,
         };
         assert_eq!(
             attempt.cells(),

@@ -22,6 +22,7 @@ pub(super) fn capture(text: &str, end: RunEnd) -> Capture {
         truncated: false,
         exit_code: None,
         stopped_at: None,
+        nonce: None,
     }
 }
 

@@ -393,6 +393,7 @@ run: .fwfix/runs/r1
             console_log: "iter-000/console-1.log".into(),
             passed: 1,
             failed: 2,
+            nonce: None,
         };
         report.attempts = vec![attempt.clone(), attempt];
         report.pass_counts = vec![

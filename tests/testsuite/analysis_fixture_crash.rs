@@ -206,6 +206,7 @@ fn sensor_crash_is_decoded_symbolised_and_blamed_on_the_running_test() {
         truncated: false,
         exit_code: None,
         stopped_at: None,
+        nonce: None,
     };
     let parser = parser_for(&Harness::Unity);
     let results = parser.parse(

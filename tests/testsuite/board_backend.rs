@@ -114,7 +114,7 @@ fn exit42_image(dir: &Path) -> PathBuf {
 /// A Unity transcript that passes.
 const UNITY_PASS: &str = "tests/t.c:3:test_one:PASS\ntests/t.c:9:test_two:PASS\n\n-----------------------\n2 Tests 0 Failures 0 Ignored \nOK\n";
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -131,7 +131,7 @@ fn wait_for_listener(port: u16) {
 }
 
 /// A QEMU started by a test, killed when dropped.
-struct Qemu {
+pub(crate) struct Qemu {
     child: Child,
 }
 
@@ -160,7 +160,7 @@ impl Qemu {
 
     /// Paused with its gdbstub on `gdb` and UART0 served on TCP port `uart`: a board behind
     /// OpenOCD with its console behind ser2net.
-    fn board(gdb: u16, uart: u16) -> Qemu {
+    pub(crate) fn board(gdb: u16, uart: u16) -> Qemu {
         let q = Qemu::spawn(&[
             "-S".into(),
             "-gdb".into(),
@@ -212,6 +212,7 @@ impl Bench {
             detector,
             console_log: self.path().join("console.log"),
             append: None,
+            nonce: None,
             cancel: CancellationToken::new(),
             attempt: 1,
         }
@@ -236,7 +237,7 @@ impl Bench {
     }
 }
 
-fn processes_mentioning(needle: &str) -> Vec<String> {
+pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
     let me = std::process::id().to_string();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {

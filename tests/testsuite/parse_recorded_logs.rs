@@ -53,6 +53,7 @@ fn capture(uart: &str, end: RunEnd) -> Capture {
         truncated: false,
         exit_code: None,
         stopped_at: None,
+        nonce: None,
     }
 }
 

@@ -116,6 +116,7 @@ fn attempt(timeout: Duration, detector: Box<dyn EndDetector>) -> Attempt {
         detector,
         console_log: dir.path().join("console.log"),
         append: None,
+        nonce: None,
         cancel: CancellationToken::new(),
         attempt: 1,
     };

@@ -12,10 +12,12 @@ pub mod image;
 pub mod serial;
 mod session;
 
+use super::power::Power;
 use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
+use crate::capture::nonce::NonceCheck;
 use crate::capture::Capture;
-use crate::config::{Board, ConsoleSpec, FlashSpec, HardwareSpec, PowerSpec, SerialPort};
+use crate::config::{Board, ConsoleSpec, FlashSpec, HardwareSpec, SerialPort};
 use crate::events::EventSink;
 use crate::process::spawn_group;
 use serial::PortSpec;
@@ -27,17 +29,17 @@ use tokio::process::Command;
 const VERSION_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the GDB server may take to accept a connection in `check`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-/// A `[power] cycle` command that takes longer is stuck.
-const POWER_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A real board as a device under test.
 #[derive(Debug)]
 pub struct BoardDut {
     board: String,
     spec: HardwareSpec,
-    power: Option<PowerSpec>,
+    power: Option<Power>,
     port: PortSpec,
     reconnect: u32,
+    /// `[serial] nonce`: the image reads its nonce from the console.
+    nonce: bool,
 }
 
 impl BoardDut {
@@ -54,13 +56,14 @@ impl BoardDut {
                  OpenOCD's GDB server, or method = \"command\"",
             ));
         }
-        let (port, reconnect) = match &spec.console {
+        let (port, reconnect, nonce) = match &spec.console {
             ConsoleSpec::Serial {
                 port,
                 baud,
                 line,
                 reset,
                 reconnect,
+                nonce,
             } => (
                 PortSpec {
                     port: port.clone(),
@@ -69,15 +72,17 @@ impl BoardDut {
                     reset: *reset,
                 },
                 *reconnect,
+                *nonce,
             ),
             ConsoleSpec::Rtt => return Err(unsupported("an RTT console; use [serial]")),
         };
         Ok(Self {
             board: board.name.clone(),
-            power: board.power.clone(),
+            power: board.power.clone().map(|p| Power::new(&board.name, p)),
             spec,
             port,
             reconnect,
+            nonce,
         })
     }
 }
@@ -127,10 +132,14 @@ impl Dut for BoardDut {
         session::run(target, image, spec, events).await
     }
 
-    /// Runs `[power] cycle`, when the board has one.
-    async fn power_cycle(&mut self) -> Option<Result<(), DutError>> {
-        let command = self.power.as_ref()?.cycle.clone()?;
-        Some(run_shell(&command, POWER_TIMEOUT).await)
+    fn power(&self) -> Option<&Power> {
+        self.power.as_ref()
+    }
+
+    /// The console survives from one run to the next, so output left on it is stale: a board
+    /// whose image reads its nonce from the console relies on it.
+    fn nonce_check(&self) -> Option<NonceCheck> {
+        self.nonce.then_some(NonceCheck::Required)
     }
 }
 
@@ -174,41 +183,10 @@ async fn check_gdb_server(remote: &str) -> Result<(), DutError> {
     }
 }
 
-/// Runs `command` with `sh -c` within `limit`.
-async fn run_shell(command: &str, limit: Duration) -> Result<(), DutError> {
-    let mut sh = Command::new("sh");
-    sh.arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let (child, _guard) = spawn_group(&mut sh).map_err(|e| session::spawn_error("sh", e))?;
-    let failed = |message: String| DutError::StartFailed {
-        program: command.to_string(),
-        message,
-    };
-    match tokio::time::timeout(limit, child.wait_with_output()).await {
-        Err(_) => Err(failed(format!(
-            "did not finish within {} s",
-            limit.as_secs()
-        ))),
-        Ok(Err(source)) => Err(DutError::Io {
-            doing: format!("running `{command}`"),
-            source,
-        }),
-        Ok(Ok(out)) if out.status.success() => Ok(()),
-        Ok(Ok(out)) => Err(failed(format!(
-            "{}: {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BoardBackend, GdbSpec, ProbeSpec, SerialLine, SerialReset};
+    use crate::config::{BoardBackend, GdbSpec, PowerSpec, ProbeSpec, SerialLine, SerialReset};
     use std::path::PathBuf;
 
     fn board(flash: FlashSpec, console: ConsoleSpec, power: Option<PowerSpec>) -> Board {
@@ -233,6 +211,7 @@ mod tests {
             line: SerialLine::default(),
             reset: SerialReset::None,
             reconnect: 0,
+            nonce: false,
         }
     }
 
@@ -323,25 +302,35 @@ mod tests {
         assert!(matches!(e, DutError::ToolMissing { .. }), "{e}");
     }
 
-    #[tokio::test]
-    async fn power_cycle_runs_the_cycle_command() {
+    #[test]
+    fn power_and_nonce_come_from_the_board_file() {
         let console = serial(SerialPort::Device("/dev/null".into()));
-        let mut none = dut(&board(gdb("h:1"), console.clone(), None)).unwrap();
-        assert!(none.power_cycle().await.is_none());
-        let power = |cycle: &str| PowerSpec {
+        let none = dut(&board(gdb("h:1"), console.clone(), None)).unwrap();
+        assert!(none.power().is_none());
+        assert_eq!(none.nonce_check(), None);
+        let spec = PowerSpec {
             on: None,
             off: None,
-            cycle: Some(cycle.into()),
+            cycle: Some("relay {board}".into()),
+            off_pause: Duration::from_secs(2),
+            timeout: Duration::from_secs(5),
+            retry_on_hang: true,
         };
-        let mut ok = dut(&board(gdb("h:1"), console.clone(), Some(power("true")))).unwrap();
-        assert!(matches!(ok.power_cycle().await, Some(Ok(()))));
-        let mut bad = dut(&board(
-            gdb("h:1"),
-            console,
-            Some(power("echo relay stuck >&2; exit 3")),
-        ))
-        .unwrap();
-        let e = bad.power_cycle().await.unwrap().unwrap_err();
-        assert!(e.to_string().contains("relay stuck"), "{e}");
+        let with = dut(&board(gdb("h:1"), console, Some(spec))).unwrap();
+        let plan = with
+            .power()
+            .unwrap()
+            .plan(super::super::power::PowerAction::Cycle);
+        assert_eq!(plan[0].0, "relay bench");
+        let asking = ConsoleSpec::Serial {
+            port: SerialPort::Device("/dev/null".into()),
+            baud: 115_200,
+            line: SerialLine::default(),
+            reset: SerialReset::None,
+            reconnect: 0,
+            nonce: true,
+        };
+        let asks = dut(&board(gdb("h:1"), asking, None)).unwrap();
+        assert_eq!(asks.nonce_check(), Some(NonceCheck::Required));
     }
 }

@@ -12,7 +12,7 @@ use crate::process::AbortOnDrop;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
-use tokio::io::AsyncRead;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{sleep, timeout, Instant};
@@ -40,10 +40,13 @@ pub struct PortSpec {
 
 /// The byte stream of an open console.
 pub type Reader = Box<dyn AsyncRead + Send + Unpin>;
+/// The way back to the target: its console's receive line.
+pub type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// An open console.
 pub struct Console {
     pub reader: Reader,
+    pub writer: Writer,
     /// The device's modem lines, for a reset pulse (None for a socket).
     pub control: Option<ModemLines>,
 }
@@ -80,8 +83,10 @@ pub async fn open(spec: &PortSpec, modem: bool) -> Result<Console, DutError> {
                         ))
                     }
                 };
+            let (reader, writer) = stream.into_split();
             Ok(Console {
-                reader: Box::new(stream),
+                reader: Box::new(reader),
+                writer: Box::new(writer),
                 control: None,
             })
         }
@@ -147,8 +152,10 @@ fn open_device(path: &Path, spec: &PortSpec, modem: bool) -> Result<Console, Dut
         let lines = builder.exclusive(false).open().map_err(failed)?;
         control = Some(ModemLines(lines));
     }
+    let (reader, writer) = tokio::io::split(stream);
     Ok(Console {
-        reader: Box::new(stream) as Reader,
+        reader: Box::new(reader),
+        writer: Box::new(writer),
         control,
     })
 }

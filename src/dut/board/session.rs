@@ -7,9 +7,10 @@
 //!    the image from its vector table and stays attached. Command method: `.bin`/`.hex` made if
 //!    asked for, the flash command, then the reset. A flasher that fails or overruns
 //!    `flash_timeout` is a [`DutError::Flash`] with its output.
-//! 3. Capture exactly as the QEMU backend does: every line logged, emitted, kept (bounded) and
-//!    fed to the end detector, until the verdict, the image's exit (gdb reports it), a port lost
-//!    for good, the timeout, or cancellation.
+//! 3. With a nonce (`[serial] nonce`), write `fwfix-nonce=<hex>` to the console once the image
+//!    runs. Capture exactly as the QEMU backend does: every line logged (stale ones marked),
+//!    emitted, kept (bounded) and, when live, fed to the end detector, until the verdict, the
+//!    image's exit (gdb reports it), a port lost for good, the timeout, or cancellation.
 //! 4. Finish that ending: a short grace for the exit code after a verdict; at the timeout, gdb
 //!    interrupts the core and reads its registers, the SCB fault status and the stack, so a core
 //!    spinning in a fault handler is a crash and anything else a hang located by its PC.
@@ -20,9 +21,10 @@
 //! flasher's preparation `flash`'s.
 
 use super::gdb::{self, Said, Stop};
-use super::serial::{self, Console, ModemLines, PortEvent, PortSpec};
+use super::serial::{self, Console, ModemLines, PortEvent, PortSpec, Writer};
 use super::{flash, image};
 use crate::capture::log::ConsoleLog;
+use crate::capture::nonce::{Nonce, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
@@ -41,6 +43,7 @@ use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::time::{sleep, sleep_until, Instant};
@@ -93,7 +96,11 @@ pub(super) async fn run(
         }
     };
     let launch = Instant::now();
-    let Console { reader, control } = console;
+    let Console {
+        reader,
+        writer,
+        control,
+    } = console;
     let (line_tx, console_rx) = mpsc::channel(256);
     let (port_tx, port_rx) = mpsc::channel(8);
     let reader = serial::spawn_reader(
@@ -114,6 +121,8 @@ pub(super) async fn run(
         events,
         attempt: run.attempt,
         detector: run.detector,
+        writer,
+        gate: NonceGate::new(run.nonce.clone()),
         verdict: false,
         console_rx,
         console_open: true,
@@ -130,7 +139,13 @@ pub(super) async fn run(
         reader: Some(reader),
     };
     let result = session
-        .attempt(&target, &elf, control, run.timeout, &flash_path)
+        .attempt(
+            &target,
+            &elf,
+            control,
+            (run.timeout, run.nonce.as_ref()),
+            &flash_path,
+        )
         .await;
 
     // 5. Stop everything, whatever happened above.
@@ -142,6 +157,7 @@ pub(super) async fn run(
         flash_log,
         store,
         image_exit,
+        gate,
         ..
     } = session;
     let flash_done = flash_log.finish().await;
@@ -151,7 +167,7 @@ pub(super) async fn run(
     log_written(&flash_path, flash_done)?;
     log_written(&log_path, log_done)?;
     Ok(capture_of(
-        store, launch, end, fault, stopped_at, image_exit,
+        store, launch, end, fault, stopped_at, image_exit, gate,
     ))
 }
 
@@ -196,6 +212,10 @@ struct Session<'a> {
     events: &'a dyn EventSink,
     attempt: u32,
     detector: Box<dyn EndDetector>,
+    /// The console's way back to the target, kept open all along: closing it would end a
+    /// socket console's connection.
+    writer: Writer,
+    gate: NonceGate,
     verdict: bool,
     console_rx: mpsc::Receiver<ConsoleLine>,
     console_open: bool,
@@ -219,13 +239,13 @@ struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// 2 to 4.
+    /// 2 to 4, with the timeout and the nonce to write once the image runs.
     async fn attempt(
         &mut self,
         target: &Target<'_>,
         elf: &Path,
         mut modem: Option<ModemLines>,
-        timeout: Duration,
+        (timeout, nonce): (Duration, Option<&Nonce>),
         flash_path: &Path,
     ) -> Result<Concluded, DutError> {
         let spec = target.spec;
@@ -268,7 +288,32 @@ impl Session<'_> {
             target: target.describe.to_string(),
             attempt: self.attempt,
         });
+        if let Some(nonce) = nonce {
+            self.send_nonce(nonce).await?;
+        }
         Ok(self.capture(Instant::now() + timeout).await)
+    }
+
+    /// Writes `fwfix-nonce=<value>` to the console for the freshly reset image to read and
+    /// print first; console.log notes it, so the line the image echoes can be checked by eye.
+    async fn send_nonce(&mut self, nonce: &Nonce) -> Result<(), DutError> {
+        let text = format!("{}\n", nonce.arg());
+        let writer = &mut self.writer;
+        let sent = async {
+            writer.write_all(text.as_bytes()).await?;
+            writer.flush().await
+        };
+        sent.await.map_err(|source| DutError::Io {
+            doing: format!("writing the run nonce to the console {}", self.shown),
+            source,
+        })?;
+        let note = ConsoleLine {
+            t_ms: self.launch.elapsed().as_millis() as u64,
+            stream: Stream::Host,
+            text: format!("fwfix: sent {} to the console", nonce.arg()),
+        };
+        self.take(note).await;
+        Ok(())
     }
 
     /// The end of an attempt cancelled before the image ran.
@@ -643,14 +688,19 @@ impl Session<'_> {
 
     /// One console line: to console.log, to the event sink, to memory, to the detector.
     async fn take(&mut self, line: ConsoleLine) {
-        self.log.write(&line).await;
+        let live = self.gate.admit(&line);
+        self.log.write_as(&line, live).await;
         self.events.emit(&Event::ConsoleLine {
             attempt: self.attempt,
             t_ms: line.t_ms,
             stream: line.stream,
             text: line.text.clone(),
         });
-        if line.stream == Stream::Uart && !self.verdict && self.detector.is_final(&line.text) {
+        if line.stream == Stream::Uart
+            && live
+            && !self.verdict
+            && self.detector.is_final(&line.text)
+        {
             self.verdict = true;
         }
         self.store.push(line);

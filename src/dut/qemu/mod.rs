@@ -12,6 +12,7 @@ mod session;
 
 use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
+use crate::capture::nonce::NonceCheck;
 use crate::capture::Capture;
 use crate::config::QemuSpec;
 use crate::events::EventSink;
@@ -69,6 +70,12 @@ impl QemuDut {
 impl Dut for QemuDut {
     fn describe(&self) -> String {
         format!("qemu {}", self.spec.machine)
+    }
+
+    /// Handed on the semihosting command line (`-append`); a fresh emulator has no output from an
+    /// earlier run, so an image that does not echo it is trusted as before.
+    fn nonce_check(&self) -> Option<NonceCheck> {
+        Some(NonceCheck::Offered)
     }
 
     /// The binary runs and knows the machine (and the CPU, when one is set).

@@ -1,8 +1,8 @@
 //! One QEMU attempt from launch to a stopped process. Outline:
 //!
-//! 1. Open console.log and a scratch directory, spawn QEMU in its own process group behind a
-//!    guard that kills the group on every exit path, start the stdout/stderr pumps and the QMP
-//!    connection.
+//! 1. Open console.log and a scratch directory, spawn QEMU (the nonce first on its `-append`
+//!    command line) in its own process group behind a guard that kills the group on every exit
+//!    path, start the stdout/stderr pumps and the QMP connection.
 //! 2. Capture: every line is logged, emitted as an event, kept (bounded), and fed to the harness's
 //!    end detector (UART) or the fault watcher (stderr), until the first of: verdict, exit, fault,
 //!    lockup, timeout, cancellation.
@@ -17,6 +17,7 @@ use super::fault::{self, Alarm, FaultWatcher, MonitorReading};
 use super::process::{self, ScratchDir};
 use super::qmp::{QmpClient, QmpError};
 use crate::capture::log::ConsoleLog;
+use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
@@ -82,6 +83,7 @@ pub(super) async fn run(
         )));
     }
     let log = create_log(&run.console_log).await?;
+    let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
 
     let launch = Instant::now();
     let mut command = process::command(program);
@@ -90,7 +92,7 @@ pub(super) async fn run(
             spec,
             &kernel,
             &qmp_socket,
-            run.append.as_deref(),
+            append.as_deref(),
         ))
         // Anything QEMU leaves in its working directory (a core file) goes away with the scratch.
         .current_dir(scratch.path())
@@ -140,6 +142,7 @@ pub(super) async fn run(
         events,
         attempt: run.attempt,
         detector: run.detector,
+        gate: NonceGate::new(run.nonce),
         watcher: FaultWatcher::new(),
         verdict: false,
         alarm: None,
@@ -181,9 +184,13 @@ pub(super) async fn run(
         _ => None,
     };
 
-    let Session { log, store, .. } = session;
+    let Session {
+        log, store, gate, ..
+    } = session;
     finish_log(log).await?;
-    Ok(capture_of(store, launch, end, fault, stopped_at, exit_code))
+    Ok(capture_of(
+        store, launch, end, fault, stopped_at, exit_code, gate,
+    ))
 }
 
 fn exit_info(status: &ExitStatus) -> ExitInfo {
@@ -226,6 +233,7 @@ struct Session<'a> {
     events: &'a dyn EventSink,
     attempt: u32,
     detector: Box<dyn EndDetector>,
+    gate: NonceGate,
     watcher: FaultWatcher,
     verdict: bool,
     alarm: Option<Alarm>,
@@ -293,7 +301,8 @@ impl Session<'_> {
 
     /// One line: to console.log, to the event sink, to memory, to the detector or the watcher.
     async fn take(&mut self, line: ConsoleLine) {
-        self.log.write(&line).await;
+        let live = self.gate.admit(&line);
+        self.log.write_as(&line, live).await;
         self.events.emit(&Event::ConsoleLine {
             attempt: self.attempt,
             t_ms: line.t_ms,
@@ -303,7 +312,7 @@ impl Session<'_> {
         match line.stream {
             Stream::Uart => {
                 self.uart_seen = true;
-                if !self.verdict && self.detector.is_final(&line.text) {
+                if live && !self.verdict && self.detector.is_final(&line.text) {
                     self.verdict = true;
                 }
             }
