@@ -19,10 +19,14 @@ use serde::{Deserialize, Serialize};
 #[serde(tag = "result", rename_all = "snake_case")]
 pub enum Check {
     Passed,
-    Failed { reason: String },
+    Failed {
+        reason: String,
+    },
     /// Not run (a single candidate is not trial-built) or inconclusive (the build environment
     /// failed, there is no baseline image): the loop's own steps will tell.
-    Unknown { reason: String },
+    Unknown {
+        reason: String,
+    },
 }
 
 impl Check {
@@ -109,8 +113,13 @@ pub enum Verdict {
     /// Generated, not reviewed yet.
     Pending,
     /// Worth a test run; 1 is tried first.
-    Ranked { rank: u32 },
-    Dropped { stage: Stage, class: ErrorClass },
+    Ranked {
+        rank: u32,
+    },
+    Dropped {
+        stage: Stage,
+        class: ErrorClass,
+    },
 }
 
 /// One candidate of one round, as `candidates.json`, the run context and the report keep it.
@@ -344,7 +353,11 @@ mod tests {
     #[test]
     fn drops_a_no_op_and_a_policy_violation_and_ranks_the_rest_by_diff_size() {
         let mut round = vec![
-            candidate("c1", 1, [ok(), ok(), ok(), no("same bytes as the baseline")]),
+            candidate(
+                "c1",
+                1,
+                [ok(), ok(), ok(), no("same bytes as the baseline")],
+            ),
             candidate("c2", 2, [no("changes tests/test_crc.c"), ok(), ok(), ok()]),
             candidate("c3", 9, [ok(), ok(), ok(), ok()]),
             candidate("c4", 2, [ok(), ok(), ok(), ok()]),
@@ -377,10 +390,16 @@ mod tests {
             ]
         );
         assert_eq!(
-            ranked(&round).iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ranked(&round)
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>(),
             ["c4", "c3"]
         );
-        assert_eq!(round[0].reason, "dropped (no-op image): same bytes as the baseline");
+        assert_eq!(
+            round[0].reason,
+            "dropped (no-op image): same bytes as the baseline"
+        );
         assert_eq!(
             round[3].reason,
             "ranked 1st: builds, image changed, 2 changed line(s)"
@@ -420,10 +439,17 @@ mod tests {
         ];
         rank(&mut round);
         assert_eq!(
-            ranked(&round).iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ranked(&round)
+                .iter()
+                .map(|c| c.id.as_str())
+                .collect::<Vec<_>>(),
             ["c4", "c3", "c2", "c1"]
         );
-        assert!(round[0].reason.contains("build not tried"), "{}", round[0].reason);
+        assert!(
+            round[0].reason.contains("build not tried"),
+            "{}",
+            round[0].reason
+        );
     }
 
     #[test]

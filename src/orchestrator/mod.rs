@@ -30,6 +30,7 @@
 mod bisect;
 mod context;
 mod fix;
+mod governor;
 mod job;
 mod pipeline;
 
