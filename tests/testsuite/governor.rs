@@ -240,3 +240,108 @@ fn the_image_digest_ignores_debug_info_and_build_ids_but_not_a_changed_constant(
     assert_eq!(loadable_digest(&commented).unwrap(), digest);
     assert_ne!(loadable_digest(&changed).unwrap(), digest);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_llm_round_of_three_is_ranked_and_only_the_fix_is_tested() {
+    use crate::common::model_server::{tool_answer, Server, Step};
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/crc-three.toml",
+        r#"name = "crc-three"
+[build]
+command = "make BOARD={machine} build/{machine}/test_crc.elf"
+artifact = "build/{machine}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+[policy]
+allow = ["src/**"]
+[strategy.llm]
+candidates = 3
+"#,
+    );
+    repo.git(&["add", "profiles/crc-three.toml"]);
+    repo.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "a profile asking for three candidates",
+    ]);
+    let no_op = diff_of(&repo, "src/crc.c", |c| {
+        c.replace("    unsigned int bit;", "    unsigned int bit;  ")
+    });
+    let weakens = diff_of(&repo, "tests/test_crc.c", |c| {
+        c.replace("0x29B1, crc16_ccitt", "0x31C3, crc16_ccitt")
+    });
+    let fix = std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap();
+    let server = Server::start(vec![
+        Step::ok(tool_answer(&weakens)),
+        Step::ok(tool_answer(&no_op)),
+        Step::ok(tool_answer(&fix)),
+    ])
+    .await;
+    let base_url = server.base_url.clone();
+    let repo_path = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_fwfix"))
+            .args([
+                "run",
+                "--json",
+                "--board",
+                "qemu-mps2-an385",
+                "--profile",
+                "crc-three",
+                "--strategy",
+                "llm",
+            ])
+            .current_dir(&repo_path)
+            .env("FWFIX_LLM_BASE_URL", base_url)
+            .env("FWFIX_LLM_MODEL", "test-model")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(server.requests().len(), 3);
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["iterations"], 1);
+    // Which request got which answer is up to the network: judge the candidates by content.
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for c in report["candidates"].as_array().unwrap() {
+        let diff = std::fs::read_to_string(
+            dir.join("iter-001/candidates")
+                .join(format!("{}.diff", c["id"].as_str().unwrap())),
+        )
+        .unwrap();
+        let kind = if diff.contains("0xFFFFu") {
+            "fix"
+        } else if diff.contains("tests/test_crc.c") {
+            "weakens"
+        } else {
+            "no-op"
+        };
+        let verdict = match c["rank"].as_u64() {
+            Some(rank) => format!("ranked {rank}"),
+            None => c["reason"].as_str().unwrap().to_string(),
+        };
+        seen.push((kind.to_string(), verdict));
+    }
+    seen.sort();
+    assert_eq!(seen.len(), 3, "{seen:#?}");
+    assert_eq!(seen[0], ("fix".to_string(), "ranked 1".to_string()));
+    assert!(
+        seen[1].0 == "no-op" && seen[1].1.starts_with("dropped (no-op image)"),
+        "{seen:#?}"
+    );
+    assert!(
+        seen[2].0 == "weakens" && seen[2].1.starts_with("dropped (POLICY_VIOLATION)"),
+        "{seen:#?}"
+    );
+    let tests_run = trace(&dir)
+        .iter()
+        .filter(|l| l["to"] == "TEST_RUN" && l["iteration"] == 1)
+        .count();
+    assert_eq!(tests_run, 1);
+}
