@@ -5,9 +5,9 @@
 //! what happens next. `fwfix test` runs that path once; `fwfix run` loops it with patches.
 //!
 //! Dependencies point down. `machine` knows only its own types; `analysis`, `strategy`, `policy`
-//! and `governor` see machine types; `repo`, `build`, `dut` and `capture` are adapters to the outside world;
-//! `orchestrator` is the only module that sees all of them, and `cli` only calls it. The library
-//! never prints: it emits [`events::Event`]s, and `ui` renders them.
+//! and `governor` see machine types; `repo`, `build`, `dut` and `capture` are adapters to the
+//! outside world; `orchestrator` is the only module that sees all of them, and `cli` only calls
+//! it. The library never prints: it emits [`events::Event`]s, and `ui` renders them.
 //!
 //! # Glossary
 //! - **DUT**: device under test — a QEMU machine or a real board.
