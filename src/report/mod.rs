@@ -222,6 +222,7 @@ mod tests {
                 "board",
                 "branch",
                 "build",
+                "candidates",
                 "cases",
                 "command",
                 "confidence",
