@@ -4,10 +4,10 @@
 //! boot or flash it on a device under test, capture the console, parse the results, and decide
 //! what happens next. `fwfix test` runs that path once; `fwfix run` loops it with patches.
 //!
-//! Dependencies point down. `machine` knows only its own types; `analysis`, `strategy` and `policy`
-//! see machine types; `repo`, `build`, `dut` and `capture` are adapters to the outside world;
-//! `orchestrator` is the only module that sees all of them, and `cli` only calls it. The library
-//! never prints: it emits [`events::Event`]s, and `ui` renders them.
+//! Dependencies point down. `machine` knows only its own types; `analysis`, `strategy`, `policy`
+//! and `governor` see machine types; `repo`, `build`, `dut` and `capture` are adapters to the
+//! outside world; `orchestrator` is the only module that sees all of them, and `cli` only calls
+//! it. The library never prints: it emits [`events::Event`]s, and `ui` renders them.
 //!
 //! # Glossary
 //! - **DUT**: device under test — a QEMU machine or a real board.
@@ -27,6 +27,7 @@ pub mod config;
 pub mod doctor;
 pub mod dut;
 pub mod events;
+pub mod governor;
 pub mod inspect;
 pub mod machine;
 pub mod orchestrator;

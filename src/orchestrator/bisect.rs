@@ -729,17 +729,18 @@ impl Engine<'_> {
     }
 }
 
-/// The bisect's linked worktree: removed when the bisect ends, or when it is dropped half-way
-/// (a state timeout cancels the future), so none is ever left behind.
-struct Worktree {
-    owner: PathBuf,
-    path: PathBuf,
-    repo: Repo,
-    removed: bool,
+/// A linked worktree fwfix made for a bisect or a candidate's trial build: removed when its
+/// work ends, or when it is dropped half-way (a state timeout cancels the future), so none is ever
+/// left behind.
+pub(super) struct Worktree {
+    pub owner: PathBuf,
+    pub path: PathBuf,
+    pub repo: Repo,
+    pub removed: bool,
 }
 
 impl Worktree {
-    fn remove(mut self) -> Result<(), crate::repo::RepoError> {
+    pub fn remove(mut self) -> Result<(), crate::repo::RepoError> {
         self.removed = true;
         Repo::open(&self.owner)?.remove_worktree(&self.path)
     }

@@ -6,6 +6,7 @@
 //! the history of iterations, and the records the report is made from.
 
 use crate::analysis::{CrashReport, Location};
+use crate::governor::CandidateRecord;
 use crate::machine::convergence::{IterationVerdict, Judgement, Targets};
 use crate::machine::ledger::{Ledger, Limits};
 use crate::machine::{ErrorClass, State};
@@ -67,6 +68,16 @@ pub struct IterationRecord {
     pub judgement: Option<Judgement>,
 }
 
+/// A ranked candidate waiting for an iteration of its own.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolEntry {
+    pub origin: String,
+    /// Its diff, relative to the run directory.
+    pub diff: String,
+    /// Where it was ranked, e.g. `c3 of iteration 1, ranked 2nd`.
+    pub ranked: String,
+}
+
 /// The build as the report shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BuildRecord {
@@ -122,9 +133,17 @@ pub struct RunContext {
     pub history: Vec<IterationRecord>,
     /// The current iteration's candidate: origin and diff path relative to the run directory.
     pub candidate: Option<(String, String)>,
-    /// Candidates a strategy proposed beyond the one being tried (origin, diff), tried next.
+    /// Reviewed candidates of an earlier round that survived its ranking, best first: tried by
+    /// the next iterations before the strategy is asked again.
     #[serde(default)]
-    pub pool: Vec<(String, String)>,
+    pub pool: Vec<PoolEntry>,
+    /// Every candidate of every round with its checks and verdict (candidates.json, the report).
+    #[serde(default)]
+    pub candidates: Vec<CandidateRecord>,
+    /// The loadable-content digest of the unpatched tree's image: a candidate whose image
+    /// digests the same is a no-op patch.
+    #[serde(default)]
+    pub baseline_image: Option<String>,
     pub strategy_state: serde_json::Value,
     /// Hints a person added with `fwfix resume --hint`.
     pub hints: Vec<String>,

@@ -3,14 +3,16 @@
 //! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
 
 use super::context::FixRecord;
+use super::governor::Round;
 use super::job::{Job, Step};
 use crate::analysis::evidence;
 use crate::events::{Event, Level};
+use crate::governor::{self, CandidateRecord};
 use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
 use crate::policy::{self, Approver, Choice, Decision, ReviewRecord};
 use crate::rundir;
-use crate::strategy::{Candidate, PatchRequest, StrategyError};
+use crate::strategy::{PatchRequest, StrategyError};
 use serde_json::json;
 use std::fmt::Write as _;
 
@@ -139,6 +141,10 @@ impl Job<'_> {
             Ok(d) => d,
             Err(step) => return step,
         };
+        // Survivors of an earlier round are tried before the strategy is asked again.
+        if !self.ctx.pool.is_empty() {
+            return self.take_pooled(&dir);
+        }
         let evidence = self.evidence();
         let req = PatchRequest {
             iteration,
@@ -154,49 +160,104 @@ impl Job<'_> {
         };
         let name = strategy.name();
         let edits_tree = strategy.edits_tree();
-        // Candidates left over from an earlier answer are tried before asking again.
-        let candidate = if self.ctx.pool.is_empty() {
-            let mut candidates = match strategy.candidates(&req, &self.cancel).await {
-                Ok(c) => c.into_iter(),
-                Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
-                Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
-            };
-            let Some(first) = candidates.next() else {
-                return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
-            };
-            self.ctx.pool = candidates.map(|c| (c.origin, c.diff)).collect();
-            first
-        } else {
-            let (origin, diff) = self.ctx.pool.remove(0);
-            Candidate { origin, diff }
+        let candidates = match strategy.candidates(&req, &self.cancel).await {
+            Ok(c) => c,
+            Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
+            Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
         };
-        let mut candidate = candidate;
-        if edits_tree {
-            match self.take_tree_edits() {
-                Ok(edits) if candidate.diff.trim().is_empty() => candidate.diff = edits,
-                Ok(_) => {}
-                Err(step) => return step,
-            }
+        if candidates.is_empty() {
+            return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
         }
-        if candidate.diff.trim().is_empty() {
-            return Step::error(
-                ErrorClass::ModelFailure,
-                format!("{name}: {} is an empty patch", candidate.origin),
-            );
-        }
-        let path = dir.join("patch.diff");
-        if let Err(e) = rundir::write_atomic(&path, candidate.diff.as_bytes()) {
+        let trees = dir.join("candidates");
+        if let Err(e) = std::fs::create_dir_all(&trees) {
             return Step::error(
                 ErrorClass::ArtifactMissing,
-                format!("cannot write {}: {e}", path.display()),
+                format!("cannot create {}: {e}", trees.display()),
             );
         }
-        self.ctx.candidate = Some((candidate.origin.clone(), self.run_dir.relative(&path)));
+        let mut round = Vec::with_capacity(candidates.len());
+        let mut paths = Vec::with_capacity(candidates.len());
+        for (index, mut candidate) in candidates.into_iter().enumerate() {
+            if edits_tree && candidate.diff.trim().is_empty() {
+                match self.take_tree_edits() {
+                    Ok(edits) => candidate.diff = edits,
+                    Err(step) => return step,
+                }
+            }
+            let id = format!("c{}", index + 1);
+            let path = trees.join(format!("{id}.diff"));
+            if let Err(e) = rundir::write_atomic(&path, candidate.diff.as_bytes()) {
+                return Step::error(
+                    ErrorClass::ArtifactMissing,
+                    format!("cannot write {}: {e}", path.display()),
+                );
+            }
+            let mut record = CandidateRecord {
+                iteration,
+                id,
+                origin: candidate.origin,
+                diff: self.run_dir.relative(&path),
+                changed_lines: 0,
+                checks: governor::Checks::pending(),
+                verdict: governor::Verdict::Pending,
+                reason: String::new(),
+                build_log: None,
+            };
+            if candidate.diff.trim().is_empty() {
+                governor::drop_empty(&mut record);
+            }
+            round.push(record);
+            paths.push(path);
+        }
+        self.ctx.candidate = None;
+        let empty: Vec<&str> = round
+            .iter()
+            .filter(|c| c.verdict != governor::Verdict::Pending)
+            .map(|c| c.origin.as_str())
+            .collect();
+        let all_empty = empty.len() == round.len();
+        let what = if all_empty {
+            format!("{name}: {} is an empty patch", empty.join(", "))
+        } else {
+            let listed: Vec<String> = round
+                .iter()
+                .map(|c| format!("{} {}", c.id, c.origin))
+                .collect();
+            format!(
+                "iteration {iteration}: {} candidate(s) from {name}: {}",
+                round.len(),
+                listed.join(", ")
+            )
+        };
+        self.ctx.candidates.extend(round);
+        let step = if all_empty {
+            Step::error(ErrorClass::ModelFailure, what)
+        } else {
+            Step::ok(Outcome::CandidatesReady, what)
+        };
+        paths.into_iter().fold(step, Step::with_evidence)
+    }
+
+    /// A candidate ranked in an earlier round becomes this iteration's: its diff is this
+    /// iteration's patch.diff, and PATCH_REVIEW puts it through the policy and the approval
+    /// gate again (but not through a second trial build).
+    fn take_pooled(&mut self, dir: &std::path::Path) -> Step {
+        let entry = self.ctx.pool.remove(0);
+        let path = dir.join("patch.diff");
+        let copied = std::fs::read(self.run_dir.path().join(&entry.diff))
+            .and_then(|diff| rundir::write_atomic(&path, &diff));
+        if let Err(e) = copied {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot copy {} to {}: {e}", entry.diff, path.display()),
+            );
+        }
+        self.ctx.candidate = Some((entry.origin.clone(), self.run_dir.relative(&path)));
         Step::ok(
             Outcome::CandidatesReady,
             format!(
-                "iteration {iteration}: candidate {} from {name}",
-                candidate.origin
+                "iteration {}: candidate {} ({}), already reviewed",
+                self.ctx.ledger.iteration, entry.origin, entry.ranked
             ),
         )
         .with_evidence(path)
@@ -240,7 +301,25 @@ impl Job<'_> {
         }
     }
 
+    /// A fresh round is checked and ranked first (`governor.rs`); then the iteration's
+    /// candidate — the round's best, or one taken from the pool — goes through the policy and
+    /// the approval gate.
     pub(super) async fn patch_review(&mut self) -> Step {
+        if !self.round_pending() {
+            return self.review_candidate().await;
+        }
+        match self.govern().await {
+            Err(step) => step,
+            Ok(Round::AllDropped(step)) => step,
+            Ok(Round::Ranked { summary, record }) => {
+                let mut step = self.review_candidate().await;
+                step.reason = format!("{summary}; {}", step.reason);
+                step.with_evidence(record)
+            }
+        }
+    }
+
+    async fn review_candidate(&mut self) -> Step {
         let Some((origin, patch)) = self.ctx.candidate.clone() else {
             return Step::error(ErrorClass::Unhandled, "no candidate to review");
         };
@@ -393,7 +472,7 @@ impl Job<'_> {
     }
 
     /// Writes review.json and turns the decision into the step `to_step` makes of its reason.
-    fn record_review(
+    pub(super) fn record_review(
         &self,
         path: &std::path::Path,
         diff: &str,

@@ -447,6 +447,8 @@ impl<'a> Job<'a> {
             history: Vec::new(),
             candidate: None,
             pool: Vec::new(),
+            candidates: Vec::new(),
+            baseline_image: None,
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,
@@ -888,6 +890,7 @@ impl<'a> Job<'a> {
                 .as_ref()
                 .map(|f| self.run_dir.path().join(&f.patch).display().to_string());
             report.branch = ctx.fix.as_ref().map(|f| f.branch.clone());
+            report.candidates = ctx.candidates.iter().map(candidate_summary).collect();
             for r in &ctx.history {
                 report.notes.push(format!(
                     "iteration {} ({}): {:?}: {}",
@@ -966,9 +969,10 @@ fn make_strategy<'a>(
     let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
     let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32) =
         match &request.strategy {
+            // Every remaining entry is one round: the governor ranks them all at once.
             Some(StrategyChoice::Queue { patches }) => (
                 Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
-                1,
+                u32::MAX,
             ),
             Some(StrategyChoice::Llm) => {
                 let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
@@ -1007,6 +1011,26 @@ fn make_strategy<'a>(
         s.load(saved);
     }
     Ok((strategy, candidates_wanted))
+}
+
+/// A candidate as report.json lists it.
+fn candidate_summary(c: &crate::governor::CandidateRecord) -> report::CandidateSummary {
+    use crate::governor::Verdict;
+    let (verdict, rank, error_class) = match c.verdict {
+        Verdict::Pending => ("pending", None, None),
+        Verdict::Ranked { rank } => ("ranked", Some(rank), None),
+        Verdict::Dropped { class, .. } => ("dropped", None, Some(class)),
+    };
+    report::CandidateSummary {
+        iteration: c.iteration,
+        id: c.id.clone(),
+        origin: c.origin.clone(),
+        verdict: verdict.to_string(),
+        rank,
+        error_class,
+        changed_lines: c.changed_lines,
+        reason: c.reason.clone(),
+    }
 }
 
 fn load_config(request: &RunRequest) -> Result<(Board, Profile), OrchestratorError> {

@@ -137,6 +137,7 @@ impl Job<'_> {
         let step = match out.end {
             BuildEnd::Exited(0) if artifact.is_file() => {
                 self.symbolizer = Symbolizer::open(&artifact).ok();
+                self.note_baseline_image(&artifact);
                 // A new image: its attempts start now.
                 self.ctx.attempts.clear();
                 Step::ok(

@@ -77,6 +77,7 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
     write_build(out, report)?;
     write_attempts(out, report)?;
     write_pass_counts(out, report)?;
+    write_candidates(out, report)?;
     write_notes(out, report)?;
     write_files(out, report)?;
     writeln!(
@@ -332,6 +333,25 @@ fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
             count.passed,
             count.runs
         )?;
+    }
+    writeln!(out, "</tbody>\n</table>")
+}
+
+fn write_candidates(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.candidates.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "<h2>Candidates</h2>\n<table>\n<thead><tr><th>Iteration</th><th>Id</th><th>Origin</th><th>Verdict</th><th>Changed lines</th><th>Why</th></tr></thead>\n<tbody>"
+    )?;
+    for candidate in &report.candidates {
+        let cells: String = candidate
+            .cells()
+            .iter()
+            .map(|cell| format!("<td>{}</td>", escape(cell)))
+            .collect();
+        writeln!(out, "<tr>{cells}</tr>")?;
     }
     writeln!(out, "</tbody>\n</table>")
 }

@@ -35,6 +35,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     write_build(out, report)?;
     write_attempts(out, report)?;
     write_pass_counts(out, report)?;
+    write_candidates(out, report)?;
     write_notes(out, report)?;
     write_files(out, report)
 }
@@ -243,6 +244,24 @@ fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
             count.passed,
             count.runs
         )?;
+    }
+    writeln!(out)
+}
+
+fn write_candidates(out: &mut String, report: &Report) -> std::fmt::Result {
+    if report.candidates.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "## Candidates")?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "| Iteration | Id | Origin | Verdict | Changed lines | Why |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|")?;
+    for candidate in &report.candidates {
+        let cells = candidate.cells().map(|cell| text(&cell));
+        writeln!(out, "| {} |", cells.join(" | "))?;
     }
     writeln!(out)
 }

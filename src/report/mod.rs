@@ -16,7 +16,7 @@ pub use markdown::render_markdown;
 pub use model::{
     case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
     file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,
-    CaseCounts, Command, PassCount, PowerCycle, Report, Status,
+    CandidateSummary, CaseCounts, Command, PassCount, PowerCycle, Report, Status,
 };
 
 use std::fs::{self, File, OpenOptions};
@@ -222,6 +222,7 @@ mod tests {
                 "board",
                 "branch",
                 "build",
+                "candidates",
                 "cases",
                 "command",
                 "confidence",

@@ -210,6 +210,43 @@ impl AttemptSummary {
     }
 }
 
+/// One candidate patch of a fix run's round, and what the governor made of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CandidateSummary {
+    pub iteration: u32,
+    /// `c1`, `c2`, ... within the iteration.
+    pub id: String,
+    pub origin: String,
+    /// `ranked`, `dropped` (or `pending` when the run stopped during its review).
+    pub verdict: String,
+    /// 1 is tried first; None when dropped.
+    pub rank: Option<u32>,
+    /// The class of a dropped candidate's failed check.
+    pub error_class: Option<ErrorClass>,
+    pub changed_lines: usize,
+    pub reason: String,
+}
+
+impl CandidateSummary {
+    /// The facts as the reports' table shows them: iteration, id, origin, verdict (with the rank),
+    /// changed lines, reason. Each renderer escapes them its own way.
+    pub fn cells(&self) -> [String; 6] {
+        let verdict = match (self.rank, self.error_class) {
+            (Some(rank), _) => format!("{} #{rank}", self.verdict),
+            (None, Some(class)) => format!("{} ({class})", self.verdict),
+            (None, None) => self.verdict.clone(),
+        };
+        [
+            self.iteration.to_string(),
+            self.id.clone(),
+            self.origin.clone(),
+            verdict,
+            self.changed_lines.to_string(),
+            self.reason.clone(),
+        ]
+    }
+}
+
 /// How often one test passed over the attempts of a `--repeat` run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PassCount {
@@ -295,6 +332,9 @@ pub struct Report {
     /// `bisect`: how sure the answer is, in [0, 1] (see [`crate::bisect::confidence`]).
     #[serde(default)]
     pub confidence: Option<Confidence>,
+    /// `run`: every candidate patch of every round, with its verdict and why.
+    #[serde(default)]
+    pub candidates: Vec<CandidateSummary>,
     #[serde(default)]
     pub notes: Vec<String>,
     /// Every power cycle of the board during the run (a hang retried once before it was
@@ -357,6 +397,7 @@ impl Report {
             culprit: None,
             steps: Vec::new(),
             confidence: None,
+            candidates: Vec::new(),
             notes: Vec::new(),
             power_cycles: Vec::new(),
         }

@@ -1,5 +1,6 @@
-//! Strategy `queue`: a directory of candidate patches (`*.diff`, `*.patch`) tried in name order,
-//! one per iteration. Reproducible, and the way to feed human-written candidates to the loop.
+//! Strategy `queue`: a directory of candidate patches (`*.diff`, `*.patch`) handed out in name
+//! order, as many as asked for (the fix loop asks for all of them: one round the governor ranks).
+//! Reproducible, and the way to feed human-written candidates to the loop.
 
 use super::{Candidate, PatchRequest, Strategy, StrategyError};
 use std::path::{Path, PathBuf};

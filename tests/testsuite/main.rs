@@ -11,6 +11,7 @@ mod analysis_symbols;
 mod bisect_cmd;
 mod board_backend;
 mod cli_misc;
+mod governor;
 mod harness_cmd;
 mod inspect;
 mod parse_recorded_logs;

@@ -89,7 +89,7 @@ fn trace(run_dir: &Path) -> Vec<Value> {
 }
 
 #[test]
-fn queue_of_four_converges_at_iteration_4_with_each_failure_classified() {
+fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iteration_1() {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
@@ -105,7 +105,7 @@ fn queue_of_four_converges_at_iteration_4_with_each_failure_classified() {
     let report = report(&dir);
     assert_eq!(report["status"], "SUCCESS");
     assert_eq!(report["command"], "run");
-    assert_eq!(report["iterations"], 4);
+    assert_eq!(report["iterations"], 1);
     assert_eq!(
         report["fixed"],
         serde_json::json!(["test_crc16_known_vector"])
@@ -114,23 +114,48 @@ fn queue_of_four_converges_at_iteration_4_with_each_failure_classified() {
     assert!(branch.starts_with("fwfix/"));
     assert!(Path::new(report["patch"].as_str().unwrap()).is_file());
 
-    // Each failed candidate is classified in the trace, in its own iteration.
+    // The whole queue is iteration 1's round: the candidate that does not apply and the one
+    // that does not build are dropped in review, each classified; of the two that build, the
+    // smaller diff (the fix) is tried first, and the other is never tested.
+    let verdicts: Vec<(String, String)> = report["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["origin"].as_str().unwrap().to_string(),
+                match c["rank"].as_u64() {
+                    Some(rank) => format!("ranked {rank}"),
+                    None => c["error_class"].as_str().unwrap().to_string(),
+                },
+            )
+        })
+        .collect();
+    assert_eq!(
+        verdicts,
+        [
+            (
+                "01-does-not-apply.diff".into(),
+                "PATCH_APPLY_FAILURE".into()
+            ),
+            ("02-breaks-build.diff".into(), "BUILD_FAILURE".into()),
+            ("03-regresses-crc32.diff".into(), "ranked 2".into()),
+            ("04-fixes-crc16.diff".into(), "ranked 1".into()),
+        ]
+    );
     let lines = trace(&dir);
-    let class_in = |iteration: u64| -> Vec<String> {
-        lines
-            .iter()
-            .filter(|l| l["iteration"] == iteration && l["to"] == "ERROR_RECOVERY")
-            .map(|l| l["error_class"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(class_in(1), ["PATCH_APPLY_FAILURE"]);
-    assert_eq!(class_in(2), ["BUILD_FAILURE"]);
-    assert!(lines.iter().any(|l| l["iteration"] == 3
-        && l["to"] == "CODE_ANALYSIS"
-        && l["reason"]
-            .as_str()
-            .unwrap()
-            .starts_with("regression: test_crc32")));
+    assert!(
+        !lines.iter().any(|l| l["to"] == "ERROR_RECOVERY"),
+        "{lines:#?}"
+    );
+    let review = lines.iter().find(|l| l["from"] == "PATCH_REVIEW").unwrap();
+    let reason = review["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(
+            "4 candidates: c4 ranked 1st, c3 ranked 2nd, c1 dropped (PATCH_APPLY_FAILURE"
+        ) && reason.contains("c2 dropped (BUILD_FAILURE"),
+        "{reason}"
+    );
     assert_eq!(lines.last().unwrap()["to"], "SUCCESS");
     let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
@@ -210,11 +235,22 @@ fn unsafe_patches_are_refused_with_nothing_touched() {
         .iter()
         .filter(|l| l["to"] == "ERROR_RECOVERY")
         .collect();
-    assert_eq!(refused.len(), 3, "{lines:#?}");
-    for l in refused {
-        assert_eq!(l["from"], "PATCH_REVIEW", "{l}");
-        assert_eq!(l["error_class"], "POLICY_VIOLATION", "{l}");
-    }
+    // One round of three, every one refused: the iteration fails as a policy violation.
+    assert_eq!(refused.len(), 1, "{lines:#?}");
+    assert_eq!(refused[0]["from"], "PATCH_REVIEW", "{}", refused[0]);
+    assert_eq!(
+        refused[0]["error_class"], "POLICY_VIOLATION",
+        "{}",
+        refused[0]
+    );
+    let report = report(&run_dir(&out));
+    let classes: Vec<&str> = report["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["error_class"].as_str().unwrap())
+        .collect();
+    assert_eq!(classes, ["POLICY_VIOLATION"; 3]);
     assert!(!repo.path().join("../outside.txt").exists());
     assert!(!Path::new("/tmp/fwfix-absolute-target").exists());
     assert!(!repo.path().join(".git/hooks/pre-commit").exists());
@@ -341,19 +377,24 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
 
 #[test]
 fn killed_at_any_state_then_resumed_finishes_with_the_tree_restored() {
-    // Iteration 1's candidate does not apply, iteration 2's is the fix: between them the run
-    // passes through every working state, and SUCCESS before it is finalised.
+    // Iteration 1's round ranks a candidate that changes the image but fixes nothing first; the
+    // fix, pooled, is iteration 2's: between them the run passes through every working state,
+    // both kinds of review (a fresh round, a pooled candidate), and SUCCESS before it is
+    // finalised. (A transition into PATCH_GENERATION carries the iteration before it.)
     let states = [
         "INIT",
         "BUILD_SETUP@0",
         "BUILD_RUN@0",
         "CONVERGENCE_CHECK@0",
         "CODE_ANALYSIS@0",
-        "PATCH_GENERATION@1",
+        "PATCH_GENERATION@0",
         "PATCH_REVIEW@1",
         "PATCH_APPLY@1",
-        "ERROR_RECOVERY@1",
+        "CONVERGENCE_CHECK@1",
         "CODE_ANALYSIS@1",
+        "PATCH_GENERATION@1",
+        "PATCH_REVIEW@2",
+        "PATCH_APPLY@2",
         "BUILD_SETUP@2",
         "BUILD_RUN@2",
         "TEST_SETUP@2",
@@ -365,16 +406,38 @@ fn killed_at_any_state_then_resumed_finishes_with_the_tree_restored() {
     ];
     std::thread::scope(|scope| {
         for state in states {
-            scope.spawn(move || kill_then_resume(state));
+            scope.spawn(move || kill_then_resume(state, Queue::NoProgressThenFix, "SUCCESS"));
         }
+        // A round whose only candidate is dropped fails in ERROR_RECOVERY, also when resumed.
+        scope.spawn(|| kill_then_resume("ERROR_RECOVERY@1", Queue::DoesNotApply, "FAILURE"));
     });
 }
 
-fn kill_then_resume(kill_at: &str) {
+/// The queues `kill_then_resume` runs.
+#[derive(Clone, Copy)]
+enum Queue {
+    NoProgressThenFix,
+    DoesNotApply,
+}
+
+fn kill_then_resume(kill_at: &str, queue_kind: Queue, status: &str) {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let q = queue(&["01-does-not-apply.diff", "04-fixes-crc16.diff"]);
+    let q = match queue_kind {
+        Queue::DoesNotApply => queue(&["01-does-not-apply.diff"]),
+        Queue::NoProgressThenFix => {
+            let q = queue(&["04-fixes-crc16.diff"]);
+            // Another wrong initial value: as small as the fix, and first in name order.
+            let fix = std::fs::read_to_string(q.path().join("04-fixes-crc16.diff")).unwrap();
+            std::fs::write(
+                q.path().join("00-wrong-init.diff"),
+                fix.replace("0xFFFFu", "0x1D0Fu"),
+            )
+            .unwrap();
+            q
+        }
+    };
     let out = run_cmd(&repo, q.path(), &["--test-kill-at", kill_at]);
     assert_eq!(
         out.status.code(),
@@ -390,19 +453,16 @@ fn kill_then_resume(kill_at: &str) {
         .unwrap()
         .path();
     let resumed = fwfix(&["resume", "--json", run.to_str().unwrap()], repo.path());
-    assert_eq!(
-        resumed.status.code(),
-        Some(0),
-        "{kill_at}: {}",
-        text(&resumed)
-    );
     let report = report(&run);
-    assert_eq!(report["status"], "SUCCESS", "{kill_at}");
-    assert_eq!(
-        report["fixed"],
-        serde_json::json!(["test_crc16_known_vector"]),
-        "{kill_at}"
-    );
+    assert_eq!(report["status"], status, "{kill_at}: {}", text(&resumed));
+    if status == "SUCCESS" {
+        assert_eq!(resumed.status.code(), Some(0), "{kill_at}");
+        assert_eq!(
+            report["fixed"],
+            serde_json::json!(["test_crc16_known_vector"]),
+            "{kill_at}"
+        );
+    }
     assert_eq!(
         owner_state(&repo),
         before,
