@@ -35,8 +35,9 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// Runs a command to completion, killing it after `limit`; returns its stdout.
-fn run(program: &str, args: &[&str], cwd: &Path, limit: Duration) -> String {
+/// Runs a command to completion, killing it after `limit`; returns its stdout. With `check`, a
+/// non-zero exit fails the test.
+fn run(program: &str, args: &[&str], cwd: &Path, limit: Duration, check: bool) -> String {
     let mut child = Command::new(program)
         .args(args)
         .current_dir(cwd)
@@ -60,7 +61,7 @@ fn run(program: &str, args: &[&str], cwd: &Path, limit: Duration) -> String {
     }
     let output = child.wait_with_output().unwrap();
     assert!(
-        output.status.success(),
+        !check || output.status.success(),
         "{program} {args:?} failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
@@ -100,6 +101,7 @@ fn sensor_crash_is_decoded_symbolised_and_blamed_on_the_running_test() {
         &["-s", "BOARD=mps2-an385", image],
         &work,
         Duration::from_secs(120),
+        true,
     );
     let elf: PathBuf = work.join(image);
     let console = work.join("console.log");
@@ -136,6 +138,9 @@ fn sensor_crash_is_decoded_symbolised_and_blamed_on_the_running_test() {
         ],
         &work,
         Duration::from_secs(60),
+        // Killing QEMU through the pipe sometimes ends gdb with "Broken pipe" after everything
+        // was printed; the register lines below are what the test checks.
+        false,
     );
     let regs = registers(&out);
     let snap = FaultSnapshot {
