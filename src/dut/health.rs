@@ -114,9 +114,12 @@ impl HealthRecord {
             None if self.by.is_empty() => "set by an operator".to_string(),
             None => format!("set by {}", self.by),
         };
+        let state = match self.state {
+            Health::Maintenance => "in maintenance",
+            Health::Good | Health::Bad | Health::Unknown => self.state.name(),
+        };
         format!(
-            "{} since {} ({source}): {}",
-            self.state,
+            "{state} since {} ({source}): {}",
             self.checked_at.to_rfc3339_opts(SecondsFormat::Secs, true),
             self.reason
         )
@@ -258,7 +261,7 @@ mod tests {
         assert!(text.contains("fwfix boards check nucleo"), "{text}");
         assert!(text.contains("fwfix boards set nucleo good"), "{text}");
         let manual = record(Health::Maintenance, None).describe();
-        assert!(manual.contains("maintenance since"), "{manual}");
+        assert!(manual.contains("in maintenance since"), "{manual}");
         assert!(manual.contains("set by lab"), "{manual}");
     }
 

@@ -241,6 +241,11 @@ fn take(
     path: &Path,
 ) -> Result<Lease, LeaseError> {
     let took_over = read_holder(path);
+    // The record says since when the board is this run's, not since when it asked.
+    let me = Holder {
+        started_at: Utc::now(),
+        ..me
+    };
     let record = serde_json::to_vec_pretty(&me).map_err(|e| LeaseError::Io {
         path: path.to_path_buf(),
         source: std::io::Error::other(e),

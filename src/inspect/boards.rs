@@ -61,7 +61,13 @@ pub fn list_boards(repo: &Path, state_dir: &Path) -> Result<Vec<BoardStatus>, Co
     let mut rows = Vec::new();
     let mut seen = BTreeSet::new();
     for listed in config::list_boards(repo)? {
-        if listed.shadowed || !seen.insert(listed.name.clone()) {
+        // Leases and health go by the name inside the file; a file that does not load goes by
+        // its file name.
+        let name = match &listed.loaded {
+            Ok(board) => board.name.clone(),
+            Err(_) => listed.name.clone(),
+        };
+        if listed.shadowed || !seen.insert(name.clone()) {
             continue;
         }
         let backend = listed.loaded.as_ref().ok().map(|b| match b.backend {
@@ -71,7 +77,7 @@ pub fn list_boards(repo: &Path, state_dir: &Path) -> Result<Vec<BoardStatus>, Co
         });
         rows.push(row(
             state_dir,
-            &listed.name,
+            &name,
             backend,
             Some(listed.source.display().to_string()),
         ));

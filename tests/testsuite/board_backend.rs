@@ -169,7 +169,7 @@ fn exit42_image(dir: &Path) -> PathBuf {
 /// A Unity transcript that passes.
 const UNITY_PASS: &str = "tests/t.c:3:test_one:PASS\ntests/t.c:9:test_two:PASS\n\n-----------------------\n2 Tests 0 Failures 0 Ignored \nOK\n";
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -177,7 +177,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn wait_for_listener(port: u16) {
+pub(crate) fn wait_for_listener(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "nothing listens on port {port}");
@@ -186,7 +186,7 @@ fn wait_for_listener(port: u16) {
 }
 
 /// A QEMU started by a test, killed when dropped.
-struct Qemu {
+pub(crate) struct Qemu {
     child: Child,
 }
 
@@ -215,7 +215,7 @@ impl Qemu {
 
     /// Paused with its gdbstub on `gdb` and UART0 served on TCP port `uart`: a board behind
     /// OpenOCD with its console behind ser2net.
-    fn board(gdb: u16, uart: u16) -> Qemu {
+    pub(crate) fn board(gdb: u16, uart: u16) -> Qemu {
         let q = Qemu::spawn(&[
             "-S".into(),
             "-gdb".into(),
