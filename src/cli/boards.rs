@@ -135,19 +135,32 @@ fn check(args: CheckArgs, global: &GlobalArgs) -> Exit {
     for board in boards {
         let opts = CheckOptions {
             repo: args.repo.clone(),
-            board,
+            board: board.clone(),
             state_dir: state_dir.clone(),
             lock_timeout: args.lock_timeout,
         };
         let exit = super::execute(global, |sink, cancel| {
             Box::pin(orchestrator::check_board(opts, sink, cancel))
         });
+        if !global.json {
+            print_verdict(&board, &args.repo, &state_dir);
+        }
         exits.push(exit);
         if exit == Exit::Aborted {
             break;
         }
     }
     Exit::worst(exits)
+}
+
+/// `board hw: bad since ...: reason`, after a check that got as far as recording a verdict.
+fn print_verdict(board: &str, repo: &std::path::Path, state_dir: &std::path::Path) {
+    let Ok(board) = crate::config::resolve_board(board, repo) else {
+        return;
+    };
+    if let Ok(record) = health::load(state_dir, &board.name) {
+        print_out(&format!("board {}: {}\n", record.board, record.describe()));
+    }
 }
 
 fn set(args: SetArgs, global: &GlobalArgs) -> Exit {
@@ -164,11 +177,15 @@ fn set(args: SetArgs, global: &GlobalArgs) -> Exit {
         .unwrap_or_else(|| format!("set to {} with fwfix boards set", args.health));
     match health::set(&state_dir, &board.name, args.health, &reason) {
         Ok(record) => {
-            super::sink(global).emit(&Event::BoardHealth {
-                board: record.board,
-                state: record.state,
-                reason: record.reason,
-            });
+            if global.json {
+                super::sink(global).emit(&Event::BoardHealth {
+                    board: record.board,
+                    state: record.state,
+                    reason: record.reason,
+                });
+            } else {
+                print_out(&format!("board {}: {}\n", record.board, record.describe()));
+            }
             Exit::Success
         }
         Err(e) => fail_early(global, Exit::of_health(&e), &e.to_string()),

@@ -112,13 +112,14 @@ pub enum LeaseError {
     },
     #[error(
         "board {board} is busy: leased by {}; gave up after {} (--lock-timeout {})",
-        holder.as_ref().map(Holder::describe).unwrap_or_else(|| "a holder whose record cannot be read".to_string()),
+        holder.as_ref().map(|h| h.describe()).unwrap_or_else(|| "a holder whose record cannot be read".to_string()),
         if waited.as_secs() == 0 { "not waiting".to_string() } else { format!("waiting {} s", waited.as_secs()) },
         humantime(*timeout)
     )]
     Timeout {
         board: String,
-        holder: Option<Holder>,
+        // Boxed: the error travels through every Result of the claim.
+        holder: Option<Box<Holder>>,
         waited: Duration,
         timeout: Duration,
     },
@@ -207,7 +208,7 @@ pub async fn acquire(
         if now >= deadline {
             return Err(LeaseError::Timeout {
                 board: board.to_string(),
-                holder,
+                holder: holder.map(Box::new),
                 waited: started.elapsed(),
                 timeout,
             });
@@ -347,7 +348,7 @@ mod tests {
     fn the_timeout_error_names_the_holder_and_the_limit() {
         let e = LeaseError::Timeout {
             board: "nucleo".into(),
-            holder: Some(holder("r1")),
+            holder: Some(Box::new(holder("r1"))),
             waited: Duration::from_secs(30),
             timeout: Duration::from_secs(30),
         }

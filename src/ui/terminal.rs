@@ -279,8 +279,9 @@ impl Progress {
                     .as_ref()
                     .map(|h| h.describe())
                     .unwrap_or_else(|| "another run".to_string());
+                // Shown in plain mode too: a CI log must say why the job stands still.
                 vec![Notice::new(
-                    NoticeKind::Info,
+                    NoticeKind::Warning,
                     format!("waiting for board {board}: leased by {who} (up to {timeout_s} s)"),
                 )]
             }
