@@ -414,10 +414,14 @@ mod tests {
         .await
         .unwrap();
         assert_eq!(first.info().took_over, None);
-        assert_eq!(
-            probe(dir.path(), "b").unwrap(),
-            LeaseState::Held(Some(holder("r1")))
-        );
+        // The record says since when the lease is held, not since when it was asked for.
+        match probe(dir.path(), "b").unwrap() {
+            LeaseState::Held(Some(h)) => {
+                assert_eq!(h.run_id, "r1");
+                assert!(h.started_at > holder("r1").started_at);
+            }
+            other => panic!("{other:?}"),
+        }
         let busy = acquire(
             dir.path(),
             "b",
