@@ -2,6 +2,8 @@
 //! terminal, or as one JSON object per line with `--json`.
 
 use crate::capture::Stream;
+use crate::dut::health::Health;
+use crate::dut::lease::Holder;
 use crate::machine::{ErrorClass, State};
 use crate::results::{CaseStatus, Verdict};
 use serde::Serialize;
@@ -66,6 +68,25 @@ pub enum Event {
         failed: usize,
         duration_ms: u64,
         end: String,
+    },
+    /// The board is leased by another run; this one waits (up to `timeout_s`). Emitted again
+    /// when the holder changes. `holder` is None when its record cannot be read.
+    LeaseWaiting {
+        board: String,
+        holder: Option<Holder>,
+        timeout_s: u64,
+    },
+    /// The board's lease is this run's; `took_over` names a killed holder whose lease it took.
+    LeaseAcquired {
+        board: String,
+        waited_ms: u64,
+        took_over: Option<Holder>,
+    },
+    /// A health check (or an operator) set the board's health.
+    BoardHealth {
+        board: String,
+        state: Health,
+        reason: String,
     },
     Message {
         level: Level,

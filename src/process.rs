@@ -2,6 +2,8 @@
 //! group, and a guard kills the whole group when it is dropped (normal exit, error, panic,
 //! cancelled future); a task handle aborts its task when dropped.
 //! Build commands spawn compilers and make spawns more; killing only `sh` would leave them running.
+//! Also who this process is (host, user) and whether another process is still alive, for the
+//! records that name a run's process (run.json, board leases).
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -88,10 +90,50 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// Whether a process with this pid exists on this host (signal 0 checks without sending
+/// anything). A pid the system has since reused for another process reads as alive; that is the
+/// best a pid can say.
+pub fn alive(pid: u32) -> bool {
+    use nix::errno::Errno;
+    // 0 and negative values would address process groups, not one process.
+    let Some(raw) = i32::try_from(pid).ok().filter(|p| *p > 0) else {
+        return false;
+    };
+    match nix::sys::signal::kill(Pid::from_raw(raw), None) {
+        Ok(()) => true,
+        // It exists but belongs to someone else.
+        Err(Errno::EPERM) => true,
+        Err(_) => false,
+    }
+}
+
+/// This host's name, empty when the system will not say.
+pub fn host_name() -> String {
+    nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The login name of the user running fwfix, or `uid N` when it has none.
+pub fn login_name() -> String {
+    let uid = nix::unistd::getuid();
+    match nix::unistd::User::from_uid(uid) {
+        Ok(Some(user)) => user.name,
+        _ => format!("uid {uid}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::process::Stdio;
+
+    #[test]
+    fn this_process_is_alive_and_nonsense_pids_are_not() {
+        assert!(super::alive(std::process::id()));
+        assert!(!super::alive(0));
+        assert!(!super::alive(u32::MAX));
+    }
 
     fn alive(pid: i32) -> bool {
         nix::sys::signal::kill(Pid::from_raw(pid), None).is_ok()

@@ -24,9 +24,15 @@ pub struct Args {
     /// Run each commit's tests N times; the majority decides (for flaky tests).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     runs: u32,
+    #[command(flatten)]
+    board_access: super::BoardArgs,
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
+    let access = match args.board_access.access(global) {
+        Ok(access) => access,
+        Err(exit) => return exit,
+    };
     let opts = BisectOptions {
         repo: args.repo,
         board: args.board,
@@ -34,6 +40,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         good: args.good,
         bad: args.bad,
         runs: args.runs,
+        access,
     };
     super::execute(global, |sink, cancel| {
         Box::pin(orchestrator::bisect(opts, sink, cancel))

@@ -77,6 +77,28 @@ impl Exit {
         }
     }
 
+    /// The exit status of `fwfix boards` when the board's health state cannot be read or
+    /// written: the host's state directory is part of the infrastructure.
+    pub fn of_health(_e: &crate::dut::health::HealthError) -> Exit {
+        Exit::Infrastructure
+    }
+
+    /// The status of a command that did several things (`fwfix boards check` of every board): the
+    /// most serious one's.
+    pub fn worst(exits: impl IntoIterator<Item = Exit>) -> Exit {
+        let rank = |e: Exit| match e {
+            Exit::Success => 0,
+            Exit::Failed => 1,
+            Exit::Usage => 2,
+            Exit::Infrastructure => 3,
+            Exit::Aborted => 4,
+        };
+        exits
+            .into_iter()
+            .max_by_key(|e| rank(*e))
+            .unwrap_or(Exit::Success)
+    }
+
     pub fn code(self) -> i32 {
         self as i32
     }
@@ -105,5 +127,15 @@ mod tests {
             Exit::Infrastructure
         );
         assert_eq!(Exit::of_run(State::Aborted, None), Exit::Aborted);
+    }
+
+    #[test]
+    fn several_checks_exit_with_the_most_serious_outcome() {
+        assert_eq!(Exit::worst([]), Exit::Success);
+        assert_eq!(Exit::worst([Exit::Success, Exit::Failed]), Exit::Failed);
+        assert_eq!(
+            Exit::worst([Exit::Infrastructure, Exit::Failed, Exit::Success]),
+            Exit::Infrastructure
+        );
     }
 }

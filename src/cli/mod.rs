@@ -5,6 +5,7 @@
 
 mod audit;
 mod bisect;
+mod boards;
 mod doctor;
 mod exit;
 mod graph;
@@ -87,6 +88,9 @@ enum Command {
     /// Classify logs: build error, link error, missing tool, flash error, infrastructure, crash,
     /// assertion, test failure, hang or pass, with the lines that decided it.
     Triage(triage::Args),
+    /// The boards of this host: list them with their health and lease, check their health, or
+    /// set it (maintenance).
+    Boards(boards::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -116,8 +120,81 @@ pub fn main() -> ExitCode {
         Command::Show(args) => show::run(args, &cli.global),
         Command::Report(args) => report::run(args, &cli.global),
         Command::Triage(args) => triage::run(args, &cli.global),
+        Command::Boards(args) => boards::run(args, &cli.global),
     };
     exit.into()
+}
+
+/// Where board leases and health are kept, shared by every fwfix on the host.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StateArgs {
+    /// The host-wide state directory for board leases and health. Default:
+    /// $XDG_STATE_HOME/fwfix, else ~/.local/state/fwfix. A lab shares one between its users
+    /// (a group-writable directory).
+    #[arg(long, env = "FWFIX_STATE_DIR", value_name = "DIR")]
+    state_dir: Option<std::path::PathBuf>,
+}
+
+impl StateArgs {
+    /// The directory given, or the XDG default.
+    pub fn dir(&self) -> Result<std::path::PathBuf, String> {
+        if let Some(dir) = &self.state_dir {
+            return Ok(dir.clone());
+        }
+        let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+        if let Some(state) = non_empty("XDG_STATE_HOME") {
+            return Ok(std::path::PathBuf::from(state).join("fwfix"));
+        }
+        match non_empty("HOME") {
+            Some(home) => Ok(std::path::PathBuf::from(home).join(".local/state/fwfix")),
+            None => Err(
+                "no state directory for board leases and health: set FWFIX_STATE_DIR,                  XDG_STATE_HOME or HOME, or pass --state-dir"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
+/// How a command that uses a board shares it: the flags `test`, `run`, `resume` and `bisect` take.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BoardArgs {
+    /// How long to wait for a hardware board another run holds, e.g. `30s`, `5m`, `2h`; `0` does
+    /// not wait. Then the command exits 4 naming the holder.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = parse_wait)]
+    lock_timeout: std::time::Duration,
+    /// Run on a board even though its health is bad or maintenance (a warning and a note in the
+    /// report say so).
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    state: StateArgs,
+}
+
+impl BoardArgs {
+    /// The library's view of these flags; a usage error when there is no state directory.
+    pub fn access(&self, global: &GlobalArgs) -> Result<crate::orchestrator::BoardAccess, Exit> {
+        let state_dir = self
+            .state
+            .dir()
+            .map_err(|e| fail_early(global, Exit::Usage, &e))?;
+        Ok(crate::orchestrator::BoardAccess {
+            state_dir,
+            lock_timeout: self.lock_timeout,
+            gate: if self.force {
+                crate::orchestrator::HealthGate::Force
+            } else {
+                crate::orchestrator::HealthGate::Enforce
+            },
+        })
+    }
+}
+
+/// Parses a wait such as `--lock-timeout`: a duration as [`parse_duration`] takes it, or `0`.
+pub(crate) fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim() {
+        "0" | "0s" | "0m" | "0h" => Ok(std::time::Duration::ZERO),
+        _ => parse_duration(text),
+    }
 }
 
 /// A multi-threaded runtime for commands that do I/O, with Ctrl+C and SIGTERM wired to `cancel`.
@@ -339,5 +416,15 @@ mod tests {
             crate::machine::State::BuildRun
         );
         assert!(parse_state("NOPE").is_err());
+    }
+
+    #[test]
+    fn a_wait_may_be_zero() {
+        assert_eq!(parse_wait("0").unwrap(), std::time::Duration::ZERO);
+        assert_eq!(parse_wait("0s").unwrap(), std::time::Duration::ZERO);
+        assert_eq!(parse_wait("30s").unwrap().as_secs(), 30);
+        assert_eq!(parse_wait("5m").unwrap().as_secs(), 300);
+        assert!(parse_wait("-1").is_err());
+        assert!(parse_wait("soon").is_err());
     }
 }

@@ -29,12 +29,18 @@ pub struct Args {
     /// Test hook: the process kills itself right after entering STATE[@ITERATION].
     #[arg(long, hide = true, value_parser = super::parse_kill_at)]
     test_kill_at: Option<KillAt>,
+    #[command(flatten)]
+    board_access: super::BoardArgs,
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
     let run_dir = match crate::inspect::resolve_run(&args.run, &args.repo) {
         Ok(dir) => dir,
         Err(e) => return super::fail_early(global, Exit::Usage, &e.to_string()),
+    };
+    let access = match args.board_access.access(global) {
+        Ok(access) => access,
+        Err(exit) => return exit,
     };
     let opts = ResumeOptions {
         run_dir,
@@ -43,6 +49,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         deadline: args.deadline,
         approve: super::approve_mode(args.approve),
         kill_at: args.test_kill_at,
+        access,
     };
     super::execute(global, |sink, cancel| {
         Box::pin(orchestrator::resume(opts, sink, cancel))

@@ -45,6 +45,8 @@ pub struct Args {
     /// Test hook: the process kills itself right after entering STATE[@ITERATION].
     #[arg(long, hide = true, value_parser = super::parse_kill_at)]
     test_kill_at: Option<KillAt>,
+    #[command(flatten)]
+    board_access: super::BoardArgs,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -78,6 +80,10 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
             return super::fail_early(global, Exit::Usage, "--patches goes with --strategy queue")
         }
     };
+    let access = match args.board_access.access(global) {
+        Ok(access) => access,
+        Err(exit) => return exit,
+    };
     let opts = RunOptions {
         repo: args.repo,
         board: args.board,
@@ -88,6 +94,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         deadline: args.deadline,
         approve: super::approve_mode(args.approve),
         kill_at: args.test_kill_at,
+        access,
     };
     super::execute(global, |sink, cancel| {
         Box::pin(orchestrator::run(opts, sink, cancel))

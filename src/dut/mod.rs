@@ -1,9 +1,12 @@
 //! Devices under test behind one trait: QEMU (`qemu/`), real boards (`board/`), labgrid places
 //! and a fake later. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`. This
-//! module owns the trait, the factory and the DUT error type; it runs nothing itself.
+//! module owns the trait, the factory and the DUT error type; it runs nothing itself. A board's
+//! host-wide state lives beside it: who holds it (`lease`) and whether it is fit to run (`health`).
 
 pub mod board;
 pub mod cortex_m;
+pub mod health;
+pub mod lease;
 pub mod power;
 pub mod qemu;
 mod session;

@@ -1,7 +1,9 @@
 //! Read-only views of runs that already happened (or are still going): find a run by path or id
 //! ([`resolve_run`]), replay its trace through the transition function and check its evidence
 //! ([`audit`]), list the runs of a repository ([`list_runs`]), lay out its timeline
-//! ([`timeline`]), and render its report files again ([`rerender`]).
+//! ([`timeline`]), and render its report files again ([`rerender`]). Beside runs, the boards of
+//! the host: their health and who holds their lease ([`list_boards`], rendered by
+//! [`render_boards`]).
 //!
 //! Everything here only reads the run directory, except [`rerender`], which rewrites the rendered
 //! report files (never `report.json`, never the trace or the evidence). Nothing here runs a
@@ -9,12 +11,14 @@
 //! [`render`]; the library itself never prints.
 
 mod audit;
+mod boards;
 pub mod render;
 mod resolve;
 mod runs;
 mod show;
 
 pub use audit::{audit, check_trace, AuditReport, EvidenceFile, Finding, FindingKind, ReportFacts};
+pub use boards::{list_boards, render_boards, BoardStatus, LeaseView};
 pub use resolve::resolve_run;
 pub use runs::{list_runs, RunStatus, RunSummary};
 pub use show::{rerender, timeline, Timeline, TimelineEntry};

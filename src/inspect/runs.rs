@@ -237,36 +237,15 @@ impl Recorded {
             return RunStatus::RunningOrKilled;
         };
         if let Some(host) = self.text(&["host"]) {
-            let here = nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            if host != here {
+            if host != crate::process::host_name() {
                 return RunStatus::RunningOrKilled;
             }
         }
-        if process_alive(pid) {
+        if crate::process::alive(pid) {
             RunStatus::Running
         } else {
             RunStatus::Killed
         }
-    }
-}
-
-/// Whether a process with this pid exists (signal 0 checks without sending anything). A pid the
-/// system has since reused for another process reads as alive; that is the best a pid can say.
-fn process_alive(pid: u32) -> bool {
-    use nix::errno::Errno;
-    use nix::sys::signal::kill;
-    use nix::unistd::Pid;
-    // 0 and negative values would address process groups, not one process.
-    let Some(raw) = i32::try_from(pid).ok().filter(|p| *p > 0) else {
-        return false;
-    };
-    match kill(Pid::from_raw(raw), None) {
-        Ok(()) => true,
-        // It exists but belongs to someone else.
-        Err(Errno::EPERM) => true,
-        Err(_) => false,
     }
 }
 
@@ -320,13 +299,6 @@ mod tests {
         );
         assert_eq!(started_from_id("mine"), None);
         assert_eq!(started_from_id("2024ä501-120304-beef"), None);
-    }
-
-    #[test]
-    fn this_process_is_alive_and_nonsense_pids_are_not() {
-        assert!(process_alive(std::process::id()));
-        assert!(!process_alive(0));
-        assert!(!process_alive(u32::MAX));
     }
 
     fn here() -> String {

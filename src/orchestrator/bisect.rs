@@ -55,6 +55,8 @@ pub struct BisectOptions {
     pub bad: String,
     /// Runs of each step's test; the majority decides.
     pub runs: u32,
+    /// The board's lease and health gate, held for every step.
+    pub access: super::board::BoardAccess,
 }
 
 /// `fwfix bisect`: finds the first commit on the first-parent line from `good` to `bad` whose
@@ -88,9 +90,7 @@ pub async fn bisect(
             "good": opts.good, "bad": opts.bad, "runs": runs,
         },
         "pid": std::process::id(),
-        "host": nix::unistd::gethostname()
-            .map(|h| h.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        "host": crate::process::host_name(),
         "started_at": started,
         "fwfix_version": env!("CARGO_PKG_VERSION"),
     });
@@ -116,9 +116,36 @@ pub async fn bisect(
         runs,
         events,
     };
-    let mut engine = setup.engine(run_dir.path(), run_dir.id(), cancel);
-    let outcome = engine.run(&line, &opts.good, &opts.bad).await;
-    let report = engine.report(&outcome, run_dir.id(), started);
+    let mut engine = setup.engine(run_dir.path(), run_dir.id(), cancel.clone());
+    // The board is the bisect's from its first step to its report.
+    let claim = super::board::claim(
+        &engine.board,
+        &opts.access,
+        run_dir.id(),
+        Command::Bisect.name(),
+        &cancel,
+        events,
+    )
+    .await;
+    let (outcome, claim) = match claim {
+        Ok(claim) => (engine.run(&line, &opts.good, &opts.bad).await, claim),
+        Err(e) => (
+            Outcome {
+                end: if cancel.is_cancelled() {
+                    End::Aborted
+                } else {
+                    End::Infrastructure(ErrorClass::TestEnvFailure)
+                },
+                message: e.to_string(),
+                notes: Vec::new(),
+                shown: None,
+            },
+            super::board::Claim::default(),
+        ),
+    };
+    let mut report = engine.report(&outcome, run_dir.id(), started);
+    report.lease = claim.lease.as_ref().map(|l| l.info().clone());
+    report.notes.extend(claim.notes);
     report::write(run_dir.path(), &report).map_err(|e| OrchestratorError::RunDir {
         path: run_dir.path().to_path_buf(),
         source: std::io::Error::other(e.to_string()),

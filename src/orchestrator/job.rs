@@ -1,6 +1,7 @@
 //! One run of the engine: the entry points (`test`, `run`, `resume`), the drive loop, how a
 //! transition is recorded, per-state timeouts, and finalisation (fix branch, rollback, report).
 
+use super::board::BoardAccess;
 use super::context::{RunContext, RunRequest, StrategyChoice, CONTEXT_FORMAT};
 use crate::analysis::symbols::Symbolizer;
 use crate::capture::Capture;
@@ -35,6 +36,8 @@ pub struct TestOptions {
     pub profile: String,
     /// How many times to run the same image.
     pub repeat: u32,
+    /// The board's lease and health gate.
+    pub access: BoardAccess,
 }
 
 /// Options of `fwfix run`.
@@ -54,6 +57,7 @@ pub struct RunOptions {
     pub approve: ApproveMode,
     /// Test hook: SIGKILL this process right after entering the named state.
     pub kill_at: Option<KillAt>,
+    pub access: BoardAccess,
 }
 
 /// A test hook: where a run kills itself (SIGKILL, as a power cut would), to test resume.
@@ -76,6 +80,7 @@ pub struct ResumeOptions {
     pub deadline: Option<Duration>,
     pub approve: ApproveMode,
     pub kill_at: Option<KillAt>,
+    pub access: BoardAccess,
 }
 
 /// A `fwfix test` run that is one step of a bigger command (a bisect's probe of one commit): the
@@ -147,6 +152,7 @@ pub async fn test(
         events,
         cancel,
     )?;
+    job.access = Some(opts.access);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
         .await
 }
@@ -225,6 +231,7 @@ pub async fn run(
     )?;
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
+    job.access = Some(opts.access);
     job.arm_deadline(opts.deadline);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
         .await
@@ -281,12 +288,11 @@ pub async fn resume(
     }
     // This process carries the run on now (`fwfix runs` tells running from killed by it).
     ctx.pid = std::process::id();
-    ctx.host = nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    ctx.host = crate::process::host_name();
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
+    job.access = Some(opts.access);
     job.arm_deadline(opts.deadline);
     job.reconcile()?;
     match restart {
@@ -376,6 +382,14 @@ pub(super) struct Job<'a> {
     /// When PATCH_REVIEW asks a person.
     pub approve: ApproveMode,
     deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// How the job uses its board; None for a step of a command that holds the board itself.
+    pub access: Option<BoardAccess>,
+    /// Whether the board was claimed (leased when it needs it, health gate passed).
+    pub board_claimed: bool,
+    /// The board's lease, released when the job is dropped (after its report is written).
+    pub lease: Option<crate::dut::lease::Lease>,
+    /// What claiming the board did, for the report.
+    pub board_notes: Vec<String>,
 }
 
 impl<'a> Job<'a> {
@@ -431,9 +445,7 @@ impl<'a> Job<'a> {
             work_dir: request.repo.clone(),
             request,
             pid: std::process::id(),
-            host: nix::unistd::gethostname()
-                .map(|h| h.to_string_lossy().into_owned())
-                .unwrap_or_default(),
+            host: crate::process::host_name(),
             started_at: started,
             worktree: None,
             state: State::Idle,
@@ -569,6 +581,10 @@ impl<'a> Job<'a> {
             kill_at: None,
             approve: ApproveMode::Never,
             deadline_hit: Default::default(),
+            access: None,
+            board_claimed: false,
+            lease: None,
+            board_notes: Vec::new(),
         })
     }
 
@@ -648,6 +664,10 @@ impl<'a> Job<'a> {
 
     /// Runs a state's handler under the state's timeout.
     async fn run_handler(&mut self, state: State) -> Step {
+        // Outside the state's timeout: waiting for the board has its own (--lock-timeout).
+        if let Err(step) = self.claim_board(state).await {
+            return step;
+        }
         let limit = self.state_timeout(state);
         match tokio::time::timeout(limit, self.handle(state)).await {
             Ok(step) => step,
@@ -822,7 +842,8 @@ impl<'a> Job<'a> {
                 path: self.run_dir.path().to_path_buf(),
                 source,
             })?;
-        let report = self.report(state);
+        let mut report = self.report(state);
+        self.record_check(&mut report);
         report::write(self.run_dir.path(), &report).map_err(|e| OrchestratorError::RunDir {
             path: self.run_dir.path().to_path_buf(),
             source: std::io::Error::other(e.to_string()),
@@ -862,6 +883,7 @@ impl<'a> Job<'a> {
         report.repo = ctx.request.repo.display().to_string();
         report.board = self.board.name.clone();
         report.profile = self.profile.name.clone();
+        report.lease = self.lease.as_ref().map(|l| l.info().clone());
         report.build = ctx.build.as_ref().map(|b| b.summary.clone());
         report.attempts = ctx.attempts.iter().map(|a| a.summary.clone()).collect();
         report.power_cycles = ctx.power.cycles.clone();
@@ -876,6 +898,7 @@ impl<'a> Job<'a> {
             report.hang_site = last.hang_site.clone();
             report.notes = last.results.notes.clone();
         }
+        report.notes.extend(self.board_notes.iter().cloned());
         if ctx.command == Command::Run {
             report.fixed = Some(match &ctx.fix {
                 Some(f) => f.fixed.clone(),

@@ -22,6 +22,9 @@
 //! 7. Finalise: on SUCCESS commit the fix on `fwfix/<run-id>` and write fix.patch; always restore
 //!    the owner's tree exactly and write report.json, report.md, junit.xml.
 //!
+//! A command that uses a hardware board holds its lease from its first step until its report is
+//! written, and refuses a board that is bad or in maintenance before building (`board.rs`).
+//!
 //! Every transition is checkpointed to context.json and then appended to trace.jsonl (fsync'd)
 //! before the next handler starts, so a run killed at any point can be resumed.
 //!
@@ -30,6 +33,7 @@
 //! `revert` strategy runs the same bisect from inside a fix run's PATCH_GENERATION.
 
 mod bisect;
+mod board;
 mod context;
 mod fix;
 mod governor;
@@ -37,6 +41,7 @@ mod job;
 mod pipeline;
 
 pub use bisect::{bisect, BisectOptions};
+pub use board::{boards_to_check, check_board, BoardAccess, CheckOptions, HealthGate};
 pub use context::{RunContext, StrategyChoice};
 pub use job::{
     resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,

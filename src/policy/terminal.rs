@@ -43,7 +43,7 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
             input,
             output,
             color,
-            user: login_name(),
+            user: crate::process::login_name(),
             editor: None,
         }
     }
@@ -209,14 +209,6 @@ fn pick_editor(lookup: impl Fn(&str) -> Option<String>) -> String {
         .filter_map(|k| lookup(k))
         .find(|v| !v.trim().is_empty())
         .unwrap_or_else(|| "vi".to_string())
-}
-
-fn login_name() -> String {
-    let uid = nix::unistd::getuid();
-    match nix::unistd::User::from_uid(uid) {
-        Ok(Some(user)) => user.name,
-        _ => format!("uid {uid}"),
-    }
 }
 
 /// The patch in a private temporary file for the editor; removed when dropped.

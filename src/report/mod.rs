@@ -235,6 +235,7 @@ mod tests {
                 "fixed",
                 "hang_site",
                 "iterations",
+                "lease",
                 "message",
                 "notes",
                 "pass_counts",

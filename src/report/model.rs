@@ -5,6 +5,7 @@ use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
 use crate::bisect::{BisectStep, Confidence};
 use crate::capture::nonce::NonceRecord;
 use crate::capture::RunEnd;
+use crate::dut::lease::LeaseInfo;
 use crate::machine::{ErrorClass, State};
 use crate::results::{CaseStatus, TestCase, Verdict};
 use chrono::{DateTime, Utc};
@@ -304,6 +305,10 @@ pub struct Report {
     pub repo: String,
     pub board: String,
     pub profile: String,
+    /// The board's lease: who held it for this run, how long the run waited, whose lease it took
+    /// over. None for a board that needs no lease (QEMU).
+    #[serde(default)]
+    pub lease: Option<LeaseInfo>,
     #[serde(default)]
     pub verdict: Option<Verdict>,
     /// The cases of the last test run.
@@ -384,6 +389,7 @@ impl Report {
             repo: String::new(),
             board: String::new(),
             profile: String::new(),
+            lease: None,
             verdict: None,
             cases: Vec::new(),
             crash: None,

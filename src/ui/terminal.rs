@@ -270,6 +270,48 @@ impl Progress {
                     ),
                 )]
             }
+            Event::LeaseWaiting {
+                board,
+                holder,
+                timeout_s,
+            } => {
+                let who = holder
+                    .as_ref()
+                    .map(|h| h.describe())
+                    .unwrap_or_else(|| "another run".to_string());
+                // Shown in plain mode too: a CI log must say why the job stands still.
+                vec![Notice::new(
+                    NoticeKind::Warning,
+                    format!("waiting for board {board}: leased by {who} (up to {timeout_s} s)"),
+                )]
+            }
+            Event::LeaseAcquired {
+                board, took_over, ..
+            } => match took_over {
+                Some(old) => vec![Notice::new(
+                    NoticeKind::Warning,
+                    format!(
+                        "took over the lease of board {board} from {}, whose process is gone",
+                        old.describe()
+                    ),
+                )],
+                None => Vec::new(),
+            },
+            Event::BoardHealth {
+                board,
+                state,
+                reason,
+            } => {
+                let kind = if state.refuses_runs() {
+                    NoticeKind::Failed
+                } else {
+                    NoticeKind::Done
+                };
+                vec![Notice::new(
+                    kind,
+                    format!("board {board} is {state}: {reason}"),
+                )]
+            }
             Event::Message { level, text } => {
                 let kind = match level {
                     Level::Info => NoticeKind::Info,

@@ -122,7 +122,7 @@ pub(crate) fn free_port() -> u16 {
         .port()
 }
 
-fn wait_for_listener(port: u16) {
+pub(crate) fn wait_for_listener(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(Instant::now() < deadline, "nothing listens on port {port}");

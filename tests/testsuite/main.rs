@@ -10,6 +10,7 @@ mod analysis_fixture_crash;
 mod analysis_symbols;
 mod bisect_cmd;
 mod board_backend;
+mod boards_cmd;
 mod cli_misc;
 mod governor;
 mod harness_cmd;

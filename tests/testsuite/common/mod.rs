@@ -133,14 +133,28 @@ fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// Runs the real fwfix binary.
+/// Runs the real fwfix binary, with board leases and health in a state directory of the test
+/// process's own (never the user's).
 pub fn fwfix(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fwfix"))
+    static STATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let state = STATE.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("fwfix-state-")
+            .tempdir()
+            .unwrap()
+    });
+    fwfix_command(args, cwd, state.path()).output().unwrap()
+}
+
+/// The real fwfix binary, ready to run with its state directory at `state_dir`.
+pub fn fwfix_command(args: &[&str], cwd: &Path, state_dir: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fwfix"));
+    command
         .args(args)
         .current_dir(cwd)
         .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+        .env("FWFIX_STATE_DIR", state_dir);
+    command
 }
 
 pub fn text(out: &Output) -> String {

@@ -1,0 +1,403 @@
+//! A command's hold on its board, from before the first step to after the report: the lease of a
+//! hardware board (one run per board on a host), the health gate (a bad board or one in
+//! maintenance is refused before anything is built, unless forced), and for `fwfix boards
+//! check`, the check's verdict written back as the board's health.
+//!
+//! A job claims its board once, before the first handler that runs (INIT, or wherever a resumed
+//! run starts), and keeps the lease until it is dropped, after its report is written. A bisect
+//! claims it for all its steps; the steps (and the steps of a `revert` strategy's bisect, inside
+//! a fix run that holds the lease) claim nothing.
+
+use super::job::{Job, OrchestratorError, Step, TestOptions};
+use crate::config::{Board, BoardBackend};
+use crate::dut::health::{self, Health, HealthError, HealthRecord};
+use crate::dut::lease::{self, Holder, Lease, LeaseError};
+use crate::events::{Event, EventSink, Level};
+use crate::machine::{ErrorClass, State};
+use crate::report::{Report, Status};
+use crate::results::CaseStatus;
+use chrono::Utc;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How a command may use its board.
+#[derive(Debug, Clone)]
+pub struct BoardAccess {
+    /// The host-wide state directory: `boards/<board>.lock` and `boards/<board>.json`.
+    pub state_dir: PathBuf,
+    /// How long to wait for a board another run holds (zero: do not wait).
+    pub lock_timeout: Duration,
+    pub gate: HealthGate,
+}
+
+/// What the board's health means for this command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HealthGate {
+    /// Refuse a board that is bad or in maintenance.
+    Enforce,
+    /// `--force`: run anyway, with a warning and a note in the report.
+    Force,
+    /// A health check: run whatever the state, then record the verdict.
+    Check,
+}
+
+/// A claimed board: the lease (None for a board that needs none) and what the report should say.
+#[derive(Debug, Default)]
+pub(super) struct Claim {
+    pub lease: Option<Lease>,
+    pub notes: Vec<String>,
+}
+
+/// Why a board could not be claimed.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ClaimError {
+    #[error(transparent)]
+    Lease(#[from] LeaseError),
+    #[error(transparent)]
+    Health(#[from] HealthError),
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Whether runs on `board` take its lease: hardware is one at a time; every QEMU run has a QEMU
+/// of its own.
+pub(super) fn needs_lease(board: &Board) -> bool {
+    match board.backend {
+        BoardBackend::Hardware(_) | BoardBackend::Labgrid(_) => true,
+        BoardBackend::Qemu(_) => false,
+    }
+}
+
+/// Takes `board` for the run `run_id` of `command`: its lease when it needs one, then its health
+/// gate (looked at before waiting too, so a refused board is refused at once).
+pub(super) async fn claim(
+    board: &Board,
+    access: &BoardAccess,
+    run_id: &str,
+    command: &str,
+    cancel: &CancellationToken,
+    events: &dyn EventSink,
+) -> Result<Claim, ClaimError> {
+    let mut claim = Claim::default();
+    gate(board, access, events, &mut Vec::new())?;
+    if needs_lease(board) {
+        let lease = lease::acquire(
+            &access.state_dir,
+            &board.name,
+            Holder::this_process(run_id, command),
+            access.lock_timeout,
+            cancel,
+            events,
+        )
+        .await?;
+        claim.notes.push(lease.info().note());
+        claim.lease = Some(lease);
+    }
+    gate(board, access, events, &mut claim.notes)?;
+    Ok(claim)
+}
+
+/// Applies the health gate to the board's current state.
+fn gate(
+    board: &Board,
+    access: &BoardAccess,
+    events: &dyn EventSink,
+    notes: &mut Vec<String>,
+) -> Result<(), ClaimError> {
+    let record = health::load(&access.state_dir, &board.name)?;
+    let Some(refusal) = record.refusal() else {
+        return Ok(());
+    };
+    match access.gate {
+        HealthGate::Enforce => Err(ClaimError::Refused(refusal)),
+        HealthGate::Force => {
+            let text = format!(
+                "running on board {} although it is {} (--force)",
+                board.name,
+                record.describe()
+            );
+            events.emit(&Event::Message {
+                level: Level::Warning,
+                text: text.clone(),
+            });
+            notes.push(text);
+            Ok(())
+        }
+        HealthGate::Check => Ok(()),
+    }
+}
+
+/// The health a check's report gives the board, and why: the first failing case, the crash, or
+/// the error that stopped it. None when the check did not decide anything (it was aborted).
+pub(super) fn check_verdict(report: &Report) -> Option<(Health, String)> {
+    match report.status {
+        Status::Passed | Status::Success => Some((
+            Health::after_check(true),
+            format!("health check passed ({} cases)", report.cases.len()),
+        )),
+        Status::Aborted => None,
+        Status::Failed | Status::Error | Status::Failure => {
+            let crash = report
+                .crash
+                .as_ref()
+                .map(|c| format!("crash: {}", c.summary));
+            let case = report.cases.iter().find_map(|c| {
+                let status = failing(c.status)?;
+                Some(match c.message.as_deref() {
+                    Some(m) if !m.is_empty() => format!("{} {status}: {m}", c.name),
+                    Some(_) | None => format!("{} {status}", c.name),
+                })
+            });
+            let reason = match (report.error_class, crash, case) {
+                (Some(class), _, _) if class.is_infrastructure() => {
+                    format!("{class}: {}", report.message)
+                }
+                (_, Some(crash), _) => crash,
+                (_, None, Some(case)) => case,
+                (_, None, None) => report.message.clone(),
+            };
+            Some((Health::after_check(false), reason))
+        }
+    }
+}
+
+/// The status word of a case that did not pass; None for one that did (or was ignored).
+fn failing(status: CaseStatus) -> Option<&'static str> {
+    match status {
+        CaseStatus::Pass | CaseStatus::Ignore => None,
+        CaseStatus::Fail => Some("FAIL"),
+        CaseStatus::Crash => Some("CRASH"),
+        CaseStatus::Hang => Some("HANG"),
+        CaseStatus::Missing => Some("MISSING"),
+    }
+}
+
+impl Job<'_> {
+    /// Claims the board before the first step that runs, unless it is claimed already or the
+    /// job runs under a command that holds it (a bisect step). IDLE and ERROR_RECOVERY have no
+    /// error outcome, so the next working state claims it.
+    pub(super) async fn claim_board(&mut self, state: State) -> Result<(), Step> {
+        if self.board_claimed || matches!(state, State::Idle | State::ErrorRecovery) {
+            return Ok(());
+        }
+        let Some(access) = self.access.clone() else {
+            return Ok(());
+        };
+        let command = match access.gate {
+            HealthGate::Check => "boards check",
+            HealthGate::Enforce | HealthGate::Force => self.ctx.command.name(),
+        };
+        match claim(
+            &self.board,
+            &access,
+            &self.ctx.run_id,
+            command,
+            &self.cancel,
+            self.events,
+        )
+        .await
+        {
+            Ok(claim) => {
+                self.board_claimed = true;
+                self.lease = claim.lease;
+                self.board_notes.extend(claim.notes);
+                Ok(())
+            }
+            Err(e) => Err(Step::error(ErrorClass::TestEnvFailure, e.to_string())),
+        }
+    }
+
+    /// For a health check that got hold of its board: records the verdict as the board's health
+    /// (still under the lease, so the next run sees it) and notes it in the report.
+    pub(super) fn record_check(&mut self, report: &mut Report) {
+        let checking = self
+            .access
+            .as_ref()
+            .is_some_and(|a| a.gate == HealthGate::Check);
+        if !checking || !self.board_claimed {
+            return;
+        }
+        let Some((state, reason)) = check_verdict(report) else {
+            return;
+        };
+        let record = HealthRecord {
+            board: self.board.name.clone(),
+            state,
+            reason: reason.clone(),
+            checked_at: Utc::now(),
+            run_id: Some(self.ctx.run_id.clone()),
+            by: crate::process::login_name(),
+        };
+        let Some(access) = &self.access else { return };
+        match health::store(&access.state_dir, &record) {
+            Ok(()) => {
+                report
+                    .notes
+                    .push(format!("board {} marked {state}: {reason}", record.board));
+                self.events.emit(&Event::BoardHealth {
+                    board: record.board,
+                    state,
+                    reason,
+                });
+            }
+            Err(e) => {
+                let text = format!("the health check's verdict could not be recorded: {e}");
+                self.events.emit(&Event::Message {
+                    level: Level::Error,
+                    text: text.clone(),
+                });
+                report.notes.push(text);
+            }
+        }
+    }
+}
+
+/// Options of `fwfix boards check BOARD`.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub repo: PathBuf,
+    /// A board file path or name; its `[health] profile` is the check.
+    pub board: String,
+    pub state_dir: PathBuf,
+    pub lock_timeout: Duration,
+}
+
+/// `fwfix boards check BOARD`: runs the board's `[health]` profile as `fwfix test` does, under
+/// the board's lease and whatever its current health, and records the verdict as its health.
+pub async fn check_board(
+    opts: CheckOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<super::Finished, OrchestratorError> {
+    let repo = super::job::canonical_repo(&opts.repo)?;
+    let board = crate::config::resolve_board(&opts.board, &repo)?;
+    let Some(spec) = &board.health else {
+        return Err(OrchestratorError::Usage(format!(
+            "board {} ({}) has no [health] table naming the profile that checks it",
+            board.name,
+            board.source.display()
+        )));
+    };
+    let test = TestOptions {
+        repo,
+        board: opts.board.clone(),
+        profile: spec.profile.clone(),
+        repeat: 1,
+        access: BoardAccess {
+            state_dir: opts.state_dir,
+            lock_timeout: opts.lock_timeout,
+            gate: HealthGate::Check,
+        },
+    };
+    super::test(test, events, cancel).await
+}
+
+/// The boards `fwfix boards check` without a board checks: those of `repo`'s `boards/` and the
+/// shipped ones that have a `[health]` table, by name; and the names of those skipped because
+/// they are in maintenance.
+pub fn boards_to_check(
+    repo: &std::path::Path,
+    state_dir: &std::path::Path,
+) -> Result<(Vec<String>, Vec<String>), OrchestratorError> {
+    let mut check = Vec::new();
+    let mut skipped = Vec::new();
+    for listed in crate::config::list_boards(repo)? {
+        let Ok(board) = listed.loaded else { continue };
+        if listed.shadowed || board.health.is_none() {
+            continue;
+        }
+        let in_maintenance =
+            health::load(state_dir, &board.name).is_ok_and(|r| r.state == Health::Maintenance);
+        if in_maintenance {
+            skipped.push(listed.name);
+        } else {
+            check.push(listed.name);
+        }
+    }
+    Ok((check, skipped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Command;
+    use crate::results::TestCase;
+
+    fn report(status: Status) -> Report {
+        Report::new(
+            "r1",
+            Command::Test,
+            status,
+            State::Failure,
+            Utc::now(),
+            Utc::now(),
+        )
+    }
+
+    fn case(name: &str, status: CaseStatus, message: Option<&str>) -> TestCase {
+        TestCase {
+            name: name.into(),
+            status,
+            message: message.map(String::from),
+            file: None,
+            line: None,
+        }
+    }
+
+    #[test]
+    fn a_passing_check_is_good_and_an_aborted_one_decides_nothing() {
+        let mut passed = report(Status::Passed);
+        passed.cases.push(case("test_a", CaseStatus::Pass, None));
+        assert_eq!(
+            check_verdict(&passed),
+            Some((Health::Good, "health check passed (1 cases)".into()))
+        );
+        assert_eq!(check_verdict(&report(Status::Aborted)), None);
+    }
+
+    #[test]
+    fn a_failed_check_is_bad_with_the_first_failing_case_or_the_infrastructure_error() {
+        let mut failed = report(Status::Failed);
+        failed.cases.push(case("test_a", CaseStatus::Pass, None));
+        failed.cases.push(case(
+            "test_crc16_known_vector",
+            CaseStatus::Fail,
+            Some("Expected 0x29B1 Was 0x0000"),
+        ));
+        assert_eq!(
+            check_verdict(&failed),
+            Some((
+                Health::Bad,
+                "test_crc16_known_vector FAIL: Expected 0x29B1 Was 0x0000".into()
+            ))
+        );
+        let mut infra = report(Status::Error);
+        infra.error_class = Some(ErrorClass::FlashFailure);
+        infra.message = "flashing with command failed".into();
+        assert_eq!(
+            check_verdict(&infra),
+            Some((
+                Health::Bad,
+                "FLASH_FAILURE: flashing with command failed".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn only_hardware_takes_a_lease() {
+        let qemu = crate::config::parse_board(
+            "name = \"q\"\nbackend = \"qemu\"\n[qemu]\nmachine = \"mps2-an385\"\n",
+            std::path::Path::new("q.toml"),
+        )
+        .unwrap();
+        assert!(!needs_lease(&qemu));
+        let hw = crate::config::parse_board(
+            "name = \"h\"\nbackend = \"board\"\n[flash]\nmethod = \"command\"\ncommand = \"true\"\n\
+             [serial]\nport = \"socket://127.0.0.1:1\"\n",
+            std::path::Path::new("h.toml"),
+        )
+        .unwrap();
+        assert!(needs_lease(&hw));
+    }
+}
