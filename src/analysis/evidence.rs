@@ -1,8 +1,9 @@
 //! The evidence bundle CODE_ANALYSIS hands to a patch strategy (analysis.json): what failed and
-//! where, with the source around it, the code most likely at fault ranked, and what earlier
-//! candidates did. Pure: source files come in through a reader, so the bundle is unit-tested
+//! where, with the source around it, the triage class of each log, the code most likely at fault
+//! ranked, and what earlier candidates did. Pure: source files come in through a reader, so the bundle is unit-tested
 //! without a repository.
 
+use super::triage::LogTriage;
 use super::{CrashReport, Diagnostic, Location, Severity};
 use crate::results::{CaseStatus, TestCase};
 use serde::{Deserialize, Serialize};
@@ -72,6 +73,8 @@ pub struct Inputs<'a> {
     pub crash: Option<&'a CrashReport>,
     pub hang_site: Option<&'a Location>,
     pub diagnostics: &'a [Diagnostic],
+    /// The triage of each log the last build and test wrote.
+    pub logs: Vec<LogTriage>,
     /// Functions defined in the image (for matching names in messages and test bodies).
     pub functions: &'a [String],
     /// Files changed since the last known-good commit, when one is known.
@@ -83,6 +86,8 @@ pub struct Inputs<'a> {
 /// The bundle written to analysis.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
+    /// Each log of the iteration with its triage class and the lines that decided it.
+    pub logs: Vec<LogTriage>,
     pub failing: Vec<FailingCase>,
     pub crash: Option<CrashReport>,
     pub crash_source: Vec<Excerpt>,
@@ -146,6 +151,7 @@ pub fn build(inputs: Inputs<'_>, read: &dyn Fn(&str) -> Option<String>) -> Evide
     let suspects = rank_suspects(&inputs, &failing, read);
     let (history, history_summary) = compact(inputs.history);
     Evidence {
+        logs: inputs.logs,
         failing,
         crash: inputs.crash.cloned(),
         crash_source,
@@ -476,6 +482,26 @@ mod tests {
                 <= HISTORY_BUDGET
         );
         assert!(summary[0].starts_with("iteration 1 (c1): REGRESSED"));
+    }
+
+    #[test]
+    fn each_log_keeps_its_triage() {
+        let t = crate::analysis::triage::classify(
+            "src/crc.c:3:5: error: expected ';' before 'return'\n",
+            &Default::default(),
+        );
+        let e = build(
+            Inputs {
+                logs: vec![LogTriage::new("iter-000/build.log", &t)],
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(e.logs.len(), 1);
+        assert_eq!(e.logs[0].file, "iter-000/build.log");
+        assert_eq!(e.logs[0].lines, vec![1]);
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["logs"][0]["class"], "BUILD_ERROR");
     }
 
     #[test]

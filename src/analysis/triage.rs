@@ -186,6 +186,37 @@ impl Triage {
     pub fn error_class(&self) -> Option<ErrorClass> {
         self.class.error_class()
     }
+
+    /// The class and the line that decided it, for a trace reason: `TOOL_MISSING at
+    /// build.log:3: sh: 1: arm-none-eabi-gcc: not found`.
+    pub fn verdict_in(&self, log_name: &str) -> String {
+        let at = match self.lines.first() {
+            Some(line) => format!("{log_name}:{line}"),
+            None => log_name.to_string(),
+        };
+        format!("{} at {at}: {}", self.class, self.reason)
+    }
+}
+
+/// One log's triage as analysis.json lists it, and as `fwfix triage --json` starts its lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogTriage {
+    /// The log, relative to the run directory.
+    pub file: String,
+    pub class: TriageClass,
+    pub lines: Vec<usize>,
+    pub reason: String,
+}
+
+impl LogTriage {
+    pub fn new(file: impl Into<String>, triage: &Triage) -> LogTriage {
+        LogTriage {
+            file: file.into(),
+            class: triage.class,
+            lines: triage.lines.clone(),
+            reason: triage.reason.clone(),
+        }
+    }
 }
 
 /// Matches kept per rule: the first ones. A log with a million passing tests keeps sixteen of

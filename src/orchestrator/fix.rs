@@ -4,15 +4,18 @@
 
 use super::context::FixRecord;
 use super::job::{Job, Step};
-use crate::analysis::evidence;
+use crate::analysis::{evidence, triage};
+use crate::capture::RunEnd;
 use crate::events::{Event, Level};
 use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
 use crate::policy::{self, Approver, Choice, Decision, ReviewRecord};
+use crate::report::AttemptSummary;
 use crate::rundir;
 use crate::strategy::{Candidate, PatchRequest, StrategyError};
 use serde_json::json;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 impl Job<'_> {
     pub(super) fn code_analysis(&mut self) -> Step {
@@ -117,6 +120,7 @@ impl Job<'_> {
                 crash: last.and_then(|a| a.crash.as_ref()),
                 hang_site: last.and_then(|a| a.hang_site.as_ref()),
                 diagnostics,
+                logs: self.triage_logs(),
                 functions: &functions,
                 changed_files: &[],
                 history,
@@ -131,6 +135,43 @@ impl Job<'_> {
             obj.insert("targets".into(), json!(self.ctx.targets));
         }
         value
+    }
+
+    /// The triage of every log in the directory of the last build (build.log, console.log,
+    /// flash.log, ...), named relative to the run directory. A console log whose attempt ended at
+    /// its timeout is triaged as timed out, so output that just stops reads as a HANG.
+    fn triage_logs(&self) -> Vec<triage::LogTriage> {
+        let Some(build) = &self.ctx.build else {
+            return Vec::new();
+        };
+        let Some(dir) = self
+            .run_dir
+            .path()
+            .join(&build.summary.log)
+            .parent()
+            .map(Path::to_path_buf)
+        else {
+            return Vec::new();
+        };
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        logs.sort();
+        logs.into_iter()
+            .filter_map(|path| {
+                let name = self.run_dir.relative(&path);
+                let timed_out = self.ctx.attempts.iter().any(|a| {
+                    a.summary.console_log == name
+                        && a.summary.end == AttemptSummary::end_text(&RunEnd::Timeout)
+                });
+                let found = triage::classify_file(&path, &triage::TriageContext { timed_out });
+                found.ok().map(|t| triage::LogTriage::new(name, &t))
+            })
+            .collect()
     }
 
     pub(super) async fn patch_generation(&mut self) -> Step {
@@ -566,6 +607,19 @@ impl Job<'_> {
 /// The evidence as markdown, for a person or a model.
 fn render_evidence(evidence: &serde_json::Value) -> String {
     let mut out = String::from("# Evidence\n\n");
+    if let Some(logs) = evidence["logs"].as_array().filter(|l| !l.is_empty()) {
+        out.push_str("## Logs\n\n");
+        for l in logs {
+            let _ = writeln!(
+                out,
+                "- {}: {} ({})",
+                l["file"].as_str().unwrap_or(""),
+                l["class"].as_str().unwrap_or(""),
+                l["reason"].as_str().unwrap_or("")
+            );
+        }
+        out.push('\n');
+    }
     if let Some(failing) = evidence["failing"].as_array() {
         out.push_str("## Failing tests\n\n");
         for c in failing {

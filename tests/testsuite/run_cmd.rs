@@ -484,6 +484,14 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
         analysis.contains("crc16 uses the wrong initial value"),
         "{analysis}"
     );
+    let analysis: serde_json::Value = serde_json::from_str(&analysis).unwrap();
+    let console = analysis["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "iter-001/console.log")
+        .unwrap_or_else(|| panic!("{analysis:#}"));
+    assert_eq!(console["class"], "TEST_FAILURE", "{console}");
     // Resuming a finished run is refused.
     let third = fwfix(&["resume", dir.to_str().unwrap()], repo.path());
     assert_eq!(third.status.code(), Some(2), "{}", text(&third));
@@ -579,5 +587,15 @@ fn a_baseline_that_does_not_build_makes_the_build_the_thing_to_fix() {
         analysis.contains("CRC16_CCITT_INIT"),
         "the diagnostics are evidence: {analysis}"
     );
+    // Each log of the iteration is triaged in the evidence, with the lines that decided it.
+    let analysis: serde_json::Value = serde_json::from_str(&analysis).unwrap();
+    let build_log = analysis["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "iter-000/build.log")
+        .unwrap_or_else(|| panic!("{analysis:#}"));
+    assert_eq!(build_log["class"], "BUILD_ERROR", "{build_log}");
+    assert!(!build_log["lines"].as_array().unwrap().is_empty());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }

@@ -619,6 +619,24 @@ fn error_classes_for_the_machine() {
 }
 
 #[test]
+fn the_verdict_names_the_class_and_the_deciding_line() {
+    let t = classify_str(
+        "make: entering\nsh: 1: arm-none-eabi-gcc: not found\nmake: *** [x] Error 127\n",
+    );
+    let verdict = t.verdict_in("build.log");
+    assert!(
+        verdict.starts_with("TOOL_MISSING at build.log:2: "),
+        "{verdict}"
+    );
+    let log = LogTriage::new("iter-000/build.log", &t);
+    assert_eq!((log.class, log.lines), (TriageClass::ToolMissing, vec![2]));
+    assert_eq!(
+        classify_str("").verdict_in("console.log"),
+        "PASS at console.log: the log is empty"
+    );
+}
+
+#[test]
 fn class_names_round_trip_through_json() {
     for class in TriageClass::PRECEDENCE {
         let json = serde_json::to_string(&class).unwrap();
