@@ -141,6 +141,56 @@ impl TriageClass {
     }
 }
 
+/// The step of a run whose log is triaged: the same class of log means a different error class
+/// depending on what can be retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Building the image (build.log).
+    Build,
+    /// Flashing or booting the image and running it (flash.log, console.log).
+    Test,
+}
+
+impl TriageClass {
+    /// The machine's error class for a failed step whose log shows this class: the same as
+    /// [`TriageClass::error_class`], except that whatever breaks the environment is retried as
+    /// the step it broke. A build that died of a full disk is retried as a build
+    /// (BUILD_ENV_FAILURE), and a flash or run that lacks a tool is the test environment's failure
+    /// (TEST_ENV_FAILURE), not the build's.
+    pub fn error_class_in(self, stage: Stage) -> Option<ErrorClass> {
+        match (stage, self) {
+            (Stage::Build, TriageClass::InfraError | TriageClass::FlashError) => {
+                Some(ErrorClass::BuildEnvFailure)
+            }
+            (
+                Stage::Test,
+                TriageClass::ToolMissing | TriageClass::BuildError | TriageClass::LinkError,
+            ) => Some(ErrorClass::TestEnvFailure),
+            (
+                Stage::Build,
+                TriageClass::ToolMissing
+                | TriageClass::BuildError
+                | TriageClass::LinkError
+                | TriageClass::Assert
+                | TriageClass::Crash
+                | TriageClass::Hang
+                | TriageClass::TestFailure
+                | TriageClass::Pass,
+            )
+            | (
+                Stage::Test,
+                TriageClass::FlashError
+                | TriageClass::InfraError
+                | TriageClass::Assert
+                | TriageClass::Crash
+                | TriageClass::Hang
+                | TriageClass::TestFailure
+                | TriageClass::Pass,
+            ) => self.error_class(),
+        }
+    }
+}
+
 impl fmt::Display for TriageClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())

@@ -4,6 +4,7 @@
 use super::context::{AttemptRecord, BuildRecord, IterationRecord};
 use super::job::{Job, Step};
 use crate::analysis::symbols::Symbolizer;
+use crate::analysis::triage::{self, Stage, TriageContext};
 use crate::analysis::{fault, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::capture::RunEnd;
@@ -132,50 +133,69 @@ impl Job<'_> {
             },
             artifact: artifact.clone(),
         });
-        let step = match out.end {
-            BuildEnd::Exited(0) if artifact.is_file() => {
-                self.symbolizer = Symbolizer::open(&artifact).ok();
-                // A new image: its attempts start now.
-                self.ctx.attempts.clear();
-                Step::ok(
-                    Outcome::Built,
-                    format!("built {}", self.build.artifact.display()),
-                )
-            }
-            BuildEnd::Exited(0) => Step::error(
-                ErrorClass::ArtifactMissing,
-                format!(
-                    "the build succeeded but did not produce {} (artifact in {})",
-                    self.build.artifact.display(),
-                    self.profile.source.display()
-                ),
-            ),
-            BuildEnd::Exited(code) => match &out.missing_tool {
-                Some(tool) => Step::error(
-                    ErrorClass::BuildEnvFailure,
-                    format!("the build needs `{tool}`, which is not installed (exit {code})"),
-                ),
-                None => Step::error(
-                    ErrorClass::BuildFailure,
+        let step =
+            match out.end {
+                BuildEnd::Exited(0) if artifact.is_file() => {
+                    self.symbolizer = Symbolizer::open(&artifact).ok();
+                    // A new image: its attempts start now.
+                    self.ctx.attempts.clear();
+                    Step::ok(
+                        Outcome::Built,
+                        format!("built {}", self.build.artifact.display()),
+                    )
+                }
+                BuildEnd::Exited(0) => Step::error(
+                    ErrorClass::ArtifactMissing,
                     format!(
-                        "build failed (exit {code}, {}){first_error}",
-                        report::plural(errors, "error")
+                        "the build succeeded but did not produce {} (artifact in {})",
+                        self.build.artifact.display(),
+                        self.profile.source.display()
                     ),
                 ),
-            },
-            BuildEnd::Signalled(sig) => Step::error(
-                ErrorClass::BuildEnvFailure,
-                format!("the build was killed by signal {sig}"),
-            ),
-            BuildEnd::TimedOut => Step::error(
-                ErrorClass::Timeout,
-                format!(
-                    "the build did not finish within {} s",
-                    self.build.timeout.as_secs()
+                BuildEnd::Exited(code) => {
+                    // The log's triage decides whether the code or the environment broke the build.
+                    let triage = triage::classify(&out.log, &TriageContext::default());
+                    let triaged = triage.class.error_class_in(Stage::Build);
+                    let verdict = format!("; triage: {}", triage.verdict_in("build.log"));
+                    match (&out.missing_tool, triaged) {
+                        (Some(tool), _) => {
+                            Step::error(
+                                ErrorClass::BuildEnvFailure,
+                                format!(
+                            "the build needs `{tool}`, which is not installed (exit {code}){}",
+                            if triaged.is_some() { verdict.as_str() } else { "" }
+                        ),
+                            )
+                        }
+                        (None, Some(class)) => Step::error(
+                            class,
+                            format!(
+                                "build failed (exit {code}, {}){first_error}{verdict}",
+                                report::plural(errors, "error")
+                            ),
+                        ),
+                        (None, None) => Step::error(
+                            ErrorClass::BuildFailure,
+                            format!(
+                                "build failed (exit {code}, {}){first_error}",
+                                report::plural(errors, "error")
+                            ),
+                        ),
+                    }
+                }
+                BuildEnd::Signalled(sig) => Step::error(
+                    ErrorClass::BuildEnvFailure,
+                    format!("the build was killed by signal {sig}"),
                 ),
-            ),
-            BuildEnd::Cancelled => Step::ok(Outcome::Abort, "build interrupted"),
-        };
+                BuildEnd::TimedOut => Step::error(
+                    ErrorClass::Timeout,
+                    format!(
+                        "the build did not finish within {} s",
+                        self.build.timeout.as_secs()
+                    ),
+                ),
+                BuildEnd::Cancelled => Step::ok(Outcome::Abort, "build interrupted"),
+            };
         step.with_evidence(log_path)
     }
 
@@ -233,12 +253,12 @@ impl Job<'_> {
         let capture = match dut.run(&image, spec, self.events).await {
             Ok(c) => c,
             Err(e) => {
-                let step = dut_error(&e).with_evidence(console);
-                return if flash_log.is_file() {
-                    step.with_evidence(flash_log)
-                } else {
-                    step
-                };
+                if !flash_log.is_file() {
+                    return dut_error(&e).with_evidence(console);
+                }
+                return dut_error_triaged(&e, &flash_log)
+                    .with_evidence(console)
+                    .with_evidence(flash_log);
             }
         };
         let step = match capture.end {
@@ -585,6 +605,23 @@ fn dut_error(e: &DutError) -> Step {
         _ => ErrorClass::TestEnvFailure,
     };
     Step::error(class, e.to_string())
+}
+
+/// A DUT error whose flash log is at hand: the log's triage names the class when it shows one
+/// (a flasher's own error text is a FLASH_FAILURE even when the backend saw only a dead
+/// process), and its deciding line goes into the reason.
+fn dut_error_triaged(e: &DutError, flash_log: &Path) -> Step {
+    let Ok(triage) = triage::classify_file(flash_log, &TriageContext::default()) else {
+        return dut_error(e);
+    };
+    let Some(class) = triage.class.error_class_in(Stage::Test) else {
+        return dut_error(e);
+    };
+    let name = flash_log
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Step::error(class, format!("{e}; triage: {}", triage.verdict_in(&name)))
 }
 
 fn count(results: &TestResults, status: CaseStatus) -> usize {
