@@ -15,6 +15,8 @@ const CONTEXT_LINES: u32 = 6;
 const FULL_ATTEMPTS: usize = 3;
 /// Past this many bytes of earlier-attempt diffs, the oldest are compacted.
 const HISTORY_BUDGET: usize = 16 * 1024;
+/// Added to a suspect function's score when its file changed since the last known-good commit.
+const CHANGED_FILE_BOOST: f32 = 0.25;
 
 /// Source text around a line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +81,9 @@ pub struct Inputs<'a> {
     pub functions: &'a [String],
     /// Files changed since the last known-good commit, when one is known.
     pub changed_files: &'a [String],
+    /// The source file each function is defined in, as the build named it (relative to the work
+    /// tree): how a suspect function is found to lie in a changed file.
+    pub defined_in: BTreeMap<String, String>,
     pub history: Vec<Attempt>,
     pub hints: &'a [String],
 }
@@ -94,6 +99,9 @@ pub struct Evidence {
     pub hang_site: Option<Location>,
     pub hang_source: Option<Excerpt>,
     pub diagnostics: Vec<DiagnosticEvidence>,
+    /// Files changed since the last known-good commit, committed or not (empty when none was
+    /// named).
+    pub changed_files: Vec<String>,
     pub suspects: Vec<Suspect>,
     pub history: Vec<Attempt>,
     /// One line per attempt that was compacted out of `history`'s diffs.
@@ -158,6 +166,7 @@ pub fn build(inputs: Inputs<'_>, read: &dyn Fn(&str) -> Option<String>) -> Evide
         hang_site: inputs.hang_site.cloned(),
         hang_source,
         diagnostics,
+        changed_files: inputs.changed_files.to_vec(),
         suspects,
         history,
         history_summary,
@@ -269,6 +278,23 @@ fn rank_suspects(
             0.3,
             "changed since the last known-good commit".into(),
         );
+    }
+    // A function under suspicion whose file changed since the last known-good commit is
+    // the likelier culprit: the regression came in with that change.
+    for s in by_name.values_mut() {
+        if s.file.is_none() {
+            s.file = inputs.defined_in.get(&s.name).cloned();
+        }
+        let in_changed = s
+            .file
+            .as_ref()
+            .filter(|f| **f != s.name && inputs.changed_files.contains(f));
+        if let Some(f) = in_changed {
+            s.score = (s.score + CHANGED_FILE_BOOST).min(1.0);
+            s.reasons.push(format!(
+                "defined in {f}, changed since the last known-good commit"
+            ));
+        }
     }
     let mut suspects: Vec<Suspect> = by_name.into_values().collect();
     suspects.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name)));
@@ -455,6 +481,51 @@ mod tests {
         assert_eq!(e.suspects[0].name, "crc16_ccitt");
         assert!(e.suspects[0].score > e.suspects[1].score);
         assert!(e.crash_source[0].text.contains(">    3 |"));
+    }
+
+    #[test]
+    fn functions_in_files_changed_since_the_known_good_commit_rank_higher() {
+        let functions = ["crc16_ccitt".to_string(), "crc8".to_string()];
+        let message_names_crc8 = TestCase {
+            message: Some("crc8 disagrees".into()),
+            ..failing_case()
+        };
+        let cases_both = [message_names_crc8];
+        let defined_in: BTreeMap<String, String> = [
+            ("crc16_ccitt".to_string(), "src/crc.c".to_string()),
+            ("crc8".to_string(), "src/crc8.c".to_string()),
+        ]
+        .into();
+        let changed = ["src/crc.c".to_string()];
+        let without = build(
+            Inputs {
+                cases: &cases_both,
+                functions: &functions,
+                defined_in: defined_in.clone(),
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(without.suspects[0].name, "crc8", "{:?}", without.suspects);
+        assert!(without.changed_files.is_empty());
+        let with = build(
+            Inputs {
+                cases: &cases_both,
+                functions: &functions,
+                changed_files: &changed,
+                defined_in,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(with.changed_files, changed);
+        let top = &with.suspects[0];
+        assert_eq!(top.name, "crc16_ccitt", "{:?}", with.suspects);
+        assert_eq!(top.file.as_deref(), Some("src/crc.c"));
+        assert!(top
+            .reasons
+            .contains(&"defined in src/crc.c, changed since the last known-good commit".into()));
+        assert!(with.suspects.iter().any(|s| s.name == "src/crc.c"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::report::AttemptSummary;
 use crate::rundir;
 use crate::strategy::{Candidate, PatchRequest, StrategyError};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -104,6 +105,15 @@ impl Job<'_> {
                 diff: std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok(),
             })
             .collect();
+        let changed_files = self.changed_files();
+        let mut defined_in = BTreeMap::new();
+        if let (false, Some(sym)) = (changed_files.is_empty(), &self.symbolizer) {
+            for (function, file) in sym.function_files() {
+                let mut file = Some(file);
+                super::pipeline::relative_to(&self.ctx.work_dir, &mut file);
+                defined_in.extend(file.map(|f| (function, f)));
+            }
+        }
         let work_dir = self.ctx.work_dir.clone();
         // Only the work tree's own files are read into the bundle.
         let read = |path: &str| -> Option<String> {
@@ -122,7 +132,8 @@ impl Job<'_> {
                 diagnostics,
                 logs: self.triage_logs(),
                 functions: &functions,
-                changed_files: &[],
+                changed_files: &changed_files,
+                defined_in,
                 history,
                 hints: &self.ctx.hints,
             },
@@ -135,6 +146,23 @@ impl Job<'_> {
             obj.insert("targets".into(), json!(self.ctx.targets));
         }
         value
+    }
+
+    /// The files changed since the last known-good commit (`--good`), committed or not; none
+    /// when no known-good commit was named.
+    fn changed_files(&self) -> Vec<String> {
+        let (Some(good), Some(repo), Some(base)) =
+            (&self.ctx.request.good, &self.repo, &self.ctx.base)
+        else {
+            return Vec::new();
+        };
+        repo.changed_since(good, base).unwrap_or_else(|e| {
+            self.events.emit(&Event::Message {
+                level: Level::Warning,
+                text: format!("the files changed since {good} are not in the evidence: {e}"),
+            });
+            Vec::new()
+        })
     }
 
     /// The triage of every log in the directory of the last build (build.log, console.log,
@@ -660,6 +688,15 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
         let _ = writeln!(out, "\n## Hang\n\nThe image was stuck in {site}.");
         if let Some(src) = evidence["hang_source"]["text"].as_str() {
             let _ = writeln!(out, "```c\n{src}```");
+        }
+    }
+    if let Some(changed) = evidence["changed_files"]
+        .as_array()
+        .filter(|c| !c.is_empty())
+    {
+        out.push_str("\n## Changed since the last known-good commit\n\n");
+        for f in changed {
+            let _ = writeln!(out, "- {}", f.as_str().unwrap_or(""));
         }
     }
     if let Some(suspects) = evidence["suspects"].as_array().filter(|s| !s.is_empty()) {

@@ -589,7 +589,7 @@ fn attempt_verdict(v: Verdict) -> AttemptVerdict {
 }
 
 /// Makes a source path from the ELF's debug info relative to the work tree, as people read it.
-fn relative_to(root: &Path, file: &mut Option<String>) {
+pub(super) fn relative_to(root: &Path, file: &mut Option<String>) {
     if let Some(f) = file {
         if let Ok(rel) = Path::new(f.as_str()).strip_prefix(root) {
             *f = rel.display().to_string();

@@ -599,3 +599,60 @@ fn a_baseline_that_does_not_build_makes_the_build_the_thing_to_fix() {
     assert!(!build_log["lines"].as_array().unwrap().is_empty());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+/// History with a regression: a commit where CRC-16 works (returned), the commit that breaks it,
+/// then unrelated work on top.
+fn regressed_history(repo: &FixtureRepo) -> String {
+    repo.apply_fixture_patch("04-fixes-crc16.diff");
+    repo.git(&["commit", "-q", "-am", "crc: CRC-16 works"]);
+    let good = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let fix = fixture_dir().join("patches/04-fixes-crc16.diff");
+    repo.git(&["apply", "-R", fix.to_str().unwrap()]);
+    repo.git(&["commit", "-q", "-am", "crc: a faster CRC-16 (breaks it)"]);
+    repo.write("docs/notes.md", "unrelated work\n");
+    repo.git(&["add", "docs/notes.md"]);
+    repo.git(&["commit", "-q", "-m", "docs: notes"]);
+    good
+}
+
+#[test]
+fn the_known_good_commit_puts_the_files_changed_since_it_in_the_evidence() {
+    let repo = FixtureRepo::new();
+    let good = regressed_history(&repo);
+    // The owner's uncommitted edit counts as changed too.
+    repo.write("notes/todo.txt", "untracked idea\n");
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &["--good", &good[..10]]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let context: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("context.json")).unwrap()).unwrap();
+    assert_eq!(context["request"]["good"], good.as_str(), "stored resolved");
+    let analysis: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-000/analysis.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        analysis["changed_files"],
+        serde_json::json!(["docs/notes.md", "notes/todo.txt", "src/crc.c"])
+    );
+    let top = &analysis["suspects"][0];
+    assert_eq!(top["name"], "crc16_ccitt", "{analysis:#}");
+    assert!(
+        top["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "defined in src/crc.c, changed since the last known-good commit"),
+        "{top}"
+    );
+}
+
+#[test]
+fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
+    let repo = FixtureRepo::new();
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &["--good", "no-such-tag"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no-such-tag"), "{}", text(&out));
+    assert!(!repo.path().join(".fwfix").exists());
+}
