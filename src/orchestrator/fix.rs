@@ -228,7 +228,7 @@ impl Job<'_> {
             let mut candidates = match strategy.candidates(&req, &self.cancel).await {
                 Ok(c) => c.into_iter(),
                 Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
-                Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+                Err(e) => return Step::error(e.error_class(), format!("{name}: {e}")),
             };
             let Some(first) = candidates.next() else {
                 return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));

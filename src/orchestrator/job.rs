@@ -909,6 +909,11 @@ impl<'a> Job<'a> {
                     r.iteration, r.origin, r.verdict, r.reason
                 ));
             }
+            if let Some(s) = &self.strategy {
+                let facts = s.facts();
+                report.tokens = facts.tokens;
+                report.revert_conflict = facts.revert_conflict;
+            }
             if ctx.fix.is_none() {
                 if let Some(best) = ctx.best_partial() {
                     report.notes.push(format!(

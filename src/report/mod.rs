@@ -16,7 +16,7 @@ pub use markdown::render_markdown;
 pub use model::{
     case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
     file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,
-    CaseCounts, Command, PassCount, Report, Status,
+    CaseCounts, Command, IterationTokens, PassCount, Report, RevertConflict, Status, Tokens,
 };
 
 use std::fs::{self, File, OpenOptions};

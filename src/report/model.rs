@@ -240,6 +240,41 @@ pub fn pass_counts<'a>(attempts: impl IntoIterator<Item = &'a [TestCase]>) -> Ve
     counts
 }
 
+/// Tokens a model strategy spent: report.json's `tokens`. A response that carried no usage adds
+/// nothing to the counts and one to `unknown_responses`, so an unknown is never read as zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+    /// The run's budget (`[strategy.llm] token_budget`), when one is set.
+    pub budget: Option<u64>,
+    /// Responses whose usage the endpoint did not report.
+    pub unknown_responses: u32,
+    /// The same counts per iteration, in order.
+    pub per_iteration: Vec<IterationTokens>,
+}
+
+/// One iteration's share of [`Tokens`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationTokens {
+    pub iteration: u32,
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+    pub unknown_responses: u32,
+}
+
+/// A culprit's revert that later work conflicts with: report.json's `revert_conflict`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevertConflict {
+    /// The culprit (short id) and its subject.
+    pub commit: String,
+    pub subject: String,
+    /// The paths that conflict, sorted.
+    pub paths: Vec<String>,
+}
+
 /// Everything a run leaves for people and scripts. `report.json` is this struct; the field names
 /// are part of the interface. The optional outcome fields (`fixed`, `patch`, `branch`, `culprit`)
 /// are written as `null` when absent, never left out, so scripts can rely on the keys.
@@ -292,6 +327,12 @@ pub struct Report {
     pub confidence: Option<Confidence>,
     #[serde(default)]
     pub notes: Vec<String>,
+    /// `run` with a model strategy: the tokens it spent.
+    #[serde(default)]
+    pub tokens: Option<Tokens>,
+    /// `run --strategy revert`: the culprit's revert conflicted and was not forced.
+    #[serde(default)]
+    pub revert_conflict: Option<RevertConflict>,
 }
 
 impl Report {
@@ -337,6 +378,8 @@ impl Report {
             steps: Vec::new(),
             confidence: None,
             notes: Vec::new(),
+            tokens: None,
+            revert_conflict: None,
         }
     }
 

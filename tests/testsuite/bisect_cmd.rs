@@ -508,10 +508,17 @@ fn a_revert_that_conflicts_is_reported_and_never_forced() {
     commit(&repo, "crc16: document the start value");
     let before = owner_state(&repo);
     let out = run_revert(repo.path(), &ids[1]);
-    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    // Not an infrastructure error: the patch does not apply, and nothing else can be tried.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
     assert_eq!(report["status"], "FAILURE");
+    assert_eq!(report["error_class"], "PATCH_APPLY_FAILURE");
+    assert_eq!(
+        report["revert_conflict"]["paths"],
+        serde_json::json!(["src/crc.c"])
+    );
+    assert_eq!(report["revert_conflict"]["commit"], &culprit[..7]);
     assert!(report["branch"].is_null() && report["patch"].is_null());
     let message = report["message"].as_str().unwrap();
     assert!(
