@@ -490,7 +490,19 @@ impl Job<'_> {
         if let (false, Some(verdict)) = (baseline, d.verdict) {
             self.close_iteration(verdict, &d.decision.reason, None, Some(judgement));
         }
-        Step::ok(d.decision.outcome, d.decision.reason)
+        let reason = self.with_stop_reason(d.decision.outcome, d.decision.reason);
+        Step::ok(d.decision.outcome, reason)
+    }
+
+    /// A run that ends because its strategy has nothing more says why, when the strategy can
+    /// tell (a spent token budget).
+    fn with_stop_reason(&self, outcome: Outcome, reason: String) -> String {
+        match (outcome, self.strategy.as_ref().and_then(|s| s.stopped())) {
+            (Outcome::GiveUp | Outcome::Unrecoverable, Some(why)) if !reason.contains(&why) => {
+                format!("{reason}: {why}")
+            }
+            _ => reason,
+        }
     }
 
     pub(super) fn recover(&mut self) -> Step {
@@ -519,7 +531,8 @@ impl Job<'_> {
                 self.close_iteration(verdict, &f.message, Some(f.class), None);
             }
         }
-        Step::ok(d.outcome, d.reason)
+        let reason = self.with_stop_reason(d.outcome, d.reason);
+        Step::ok(d.outcome, reason)
     }
 
     /// Records how the current iteration ended and forgets its candidate.

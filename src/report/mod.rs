@@ -240,10 +240,12 @@ mod tests {
                 "patch",
                 "profile",
                 "repo",
+                "revert_conflict",
                 "run_id",
                 "started_at",
                 "status",
                 "steps",
+                "tokens",
                 "verdict",
                 "version",
             ]

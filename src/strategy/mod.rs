@@ -123,6 +123,12 @@ pub trait Strategy: Send {
     /// Restores what [`Strategy::save`] returned.
     fn load(&mut self, _saved: &serde_json::Value) {}
 
+    /// Why [`Strategy::has_more`] says false, when there is more to say than "no more
+    /// candidates" (a spent token budget).
+    fn stopped(&self) -> Option<String> {
+        None
+    }
+
     /// What the report shows of this strategy (nothing by default).
     fn facts(&self) -> StrategyFacts {
         StrategyFacts::default()
