@@ -14,7 +14,9 @@ mod resolve;
 mod runs;
 mod show;
 
-pub use audit::{audit, check_trace, AuditReport, EvidenceFile, Finding, FindingKind, ReportFacts};
+pub use audit::{
+    audit, check_trace, AuditReport, EvidenceFile, Finding, FindingKind, ReportFacts, BISECT_JSON,
+};
 pub use resolve::resolve_run;
 pub use runs::{list_runs, RunStatus, RunSummary};
 pub use show::{rerender, timeline, Timeline, TimelineEntry};

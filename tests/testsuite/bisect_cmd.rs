@@ -404,6 +404,23 @@ fn a_good_ref_that_fails_or_a_bad_ref_that_passes_stops_the_bisect() {
     assert_eq!(steps(&report).len(), 2);
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);
+
+    // `fwfix audit` on the bisect's own directory audits each step's run.
+    let dir = run_dir(&out);
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+    assert!(text(&audit).contains("audit OK"), "{}", text(&audit));
+    // A step whose evidence changed afterwards fails it, named by its step.
+    let step = steps(&report)[1]["run_dir"].as_str().unwrap().to_string();
+    let console = dir.join(&step).join("iter-000/console.log");
+    std::fs::write(&console, "tampered\n").unwrap();
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(1), "{}", text(&audit));
+    assert!(
+        text(&audit).contains(&format!("{step}/trace.jsonl:")),
+        "{}",
+        text(&audit)
+    );
 }
 
 #[test]
@@ -465,7 +482,12 @@ fn the_revert_strategy_bisects_and_converges_on_the_culprits_revert() {
         report["fixed"],
         serde_json::json!(["test_crc16_known_vector"])
     );
-    // The bisect it ran is recorded in the iteration, with its own steps.
+    // The bisect it ran is recorded in the iteration, with its own steps, which audit clean.
+    let audit = fwfix(
+        &["audit", dir.join("iter-001/bisect").to_str().unwrap()],
+        h.repo.path(),
+    );
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     let bisect = crate::common::report(&dir.join("iter-001/bisect"));
     assert_eq!(bisect["culprit"], h.id(CULPRIT));
     assert!(steps(&bisect)
