@@ -373,7 +373,16 @@ impl Job<'_> {
             self.ctx.ledger.iteration,
             self.cancel.clone(),
         );
-        let decision = match asking.await {
+        // The terminal's progress drawing stays down while the person reads and answers.
+        self.events.emit(&Event::InputWanted {
+            what: format!(
+                "approval of iteration {}'s candidate ({origin})",
+                self.ctx.ledger.iteration
+            ),
+        });
+        let answered = asking.await;
+        self.events.emit(&Event::InputDone);
+        let decision = match answered {
             Ok(d) => d,
             Err(step) => return step,
         };

@@ -656,3 +656,27 @@ fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
     assert!(text(&out).contains("no-such-tag"), "{}", text(&out));
     assert!(!repo.path().join(".fwfix").exists());
 }
+
+#[test]
+fn the_approval_question_is_bracketed_by_input_events_for_the_progress_display() {
+    let repo = FixtureRepo::new();
+    let q = queue(&["04-fixes-crc16.diff"]);
+    // No terminal: nobody is waited for, but the question is still announced and closed, which
+    // is what takes the terminal's spinner down around a real prompt.
+    let out = run_cmd(&repo, q.path(), &["--approve", "always"]);
+    let events = events(&out);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    let wanted = kinds
+        .iter()
+        .position(|k| *k == "input_wanted")
+        .unwrap_or_else(|| panic!("{kinds:?}"));
+    assert_eq!(kinds.get(wanted + 1), Some(&"input_done"), "{kinds:?}");
+    assert!(
+        events[wanted]["what"]
+            .as_str()
+            .unwrap()
+            .contains("04-fixes-crc16.diff"),
+        "{}",
+        events[wanted]
+    );
+}
