@@ -92,6 +92,13 @@ pub enum Event {
         level: Level,
         text: String,
     },
+    /// A person is asked something on the terminal (the approval prompt): nothing may be drawn
+    /// over it until [`Event::InputDone`].
+    InputWanted {
+        what: String,
+    },
+    /// The person answered, or the question was abandoned.
+    InputDone,
     Finished {
         status: String,
         exit_code: i32,

@@ -1,8 +1,9 @@
 //! The evidence bundle CODE_ANALYSIS hands to a patch strategy (analysis.json): what failed and
-//! where, with the source around it, the code most likely at fault ranked, and what earlier
-//! candidates did. Pure: source files come in through a reader, so the bundle is unit-tested
+//! where, with the source around it, the triage class of each log, the code most likely at fault
+//! ranked, and what earlier candidates did. Pure: source files come in through a reader, so the bundle is unit-tested
 //! without a repository.
 
+use super::triage::LogTriage;
 use super::{CrashReport, Diagnostic, Location, Severity};
 use crate::results::{CaseStatus, TestCase};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,8 @@ const CONTEXT_LINES: u32 = 6;
 const FULL_ATTEMPTS: usize = 3;
 /// Past this many bytes of earlier-attempt diffs, the oldest are compacted.
 const HISTORY_BUDGET: usize = 16 * 1024;
+/// Added to a suspect function's score when its file changed since the last known-good commit.
+const CHANGED_FILE_BOOST: f32 = 0.25;
 
 /// Source text around a line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,10 +75,15 @@ pub struct Inputs<'a> {
     pub crash: Option<&'a CrashReport>,
     pub hang_site: Option<&'a Location>,
     pub diagnostics: &'a [Diagnostic],
+    /// The triage of each log the last build and test wrote.
+    pub logs: Vec<LogTriage>,
     /// Functions defined in the image (for matching names in messages and test bodies).
     pub functions: &'a [String],
     /// Files changed since the last known-good commit, when one is known.
     pub changed_files: &'a [String],
+    /// The source file each function is defined in, as the build named it (relative to the work
+    /// tree): how a suspect function is found to lie in a changed file.
+    pub defined_in: BTreeMap<String, String>,
     pub history: Vec<Attempt>,
     pub hints: &'a [String],
 }
@@ -83,12 +91,17 @@ pub struct Inputs<'a> {
 /// The bundle written to analysis.json.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Evidence {
+    /// Each log of the iteration with its triage class and the lines that decided it.
+    pub logs: Vec<LogTriage>,
     pub failing: Vec<FailingCase>,
     pub crash: Option<CrashReport>,
     pub crash_source: Vec<Excerpt>,
     pub hang_site: Option<Location>,
     pub hang_source: Option<Excerpt>,
     pub diagnostics: Vec<DiagnosticEvidence>,
+    /// Files changed since the last known-good commit, committed or not (empty when none was
+    /// named).
+    pub changed_files: Vec<String>,
     pub suspects: Vec<Suspect>,
     pub history: Vec<Attempt>,
     /// One line per attempt that was compacted out of `history`'s diffs.
@@ -146,12 +159,14 @@ pub fn build(inputs: Inputs<'_>, read: &dyn Fn(&str) -> Option<String>) -> Evide
     let suspects = rank_suspects(&inputs, &failing, read);
     let (history, history_summary) = compact(inputs.history);
     Evidence {
+        logs: inputs.logs,
         failing,
         crash: inputs.crash.cloned(),
         crash_source,
         hang_site: inputs.hang_site.cloned(),
         hang_source,
         diagnostics,
+        changed_files: inputs.changed_files.to_vec(),
         suspects,
         history,
         history_summary,
@@ -263,6 +278,23 @@ fn rank_suspects(
             0.3,
             "changed since the last known-good commit".into(),
         );
+    }
+    // A function under suspicion whose file changed since the last known-good commit is
+    // the likelier culprit: the regression came in with that change.
+    for s in by_name.values_mut() {
+        if s.file.is_none() {
+            s.file = inputs.defined_in.get(&s.name).cloned();
+        }
+        let in_changed = s
+            .file
+            .as_ref()
+            .filter(|f| **f != s.name && inputs.changed_files.contains(f));
+        if let Some(f) = in_changed {
+            s.score = (s.score + CHANGED_FILE_BOOST).min(1.0);
+            s.reasons.push(format!(
+                "defined in {f}, changed since the last known-good commit"
+            ));
+        }
     }
     let mut suspects: Vec<Suspect> = by_name.into_values().collect();
     suspects.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.name.cmp(&b.name)));
@@ -452,6 +484,51 @@ mod tests {
     }
 
     #[test]
+    fn functions_in_files_changed_since_the_known_good_commit_rank_higher() {
+        let functions = ["crc16_ccitt".to_string(), "crc8".to_string()];
+        let message_names_crc8 = TestCase {
+            message: Some("crc8 disagrees".into()),
+            ..failing_case()
+        };
+        let cases_both = [message_names_crc8];
+        let defined_in: BTreeMap<String, String> = [
+            ("crc16_ccitt".to_string(), "src/crc.c".to_string()),
+            ("crc8".to_string(), "src/crc8.c".to_string()),
+        ]
+        .into();
+        let changed = ["src/crc.c".to_string()];
+        let without = build(
+            Inputs {
+                cases: &cases_both,
+                functions: &functions,
+                defined_in: defined_in.clone(),
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(without.suspects[0].name, "crc8", "{:?}", without.suspects);
+        assert!(without.changed_files.is_empty());
+        let with = build(
+            Inputs {
+                cases: &cases_both,
+                functions: &functions,
+                changed_files: &changed,
+                defined_in,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(with.changed_files, changed);
+        let top = &with.suspects[0];
+        assert_eq!(top.name, "crc16_ccitt", "{:?}", with.suspects);
+        assert_eq!(top.file.as_deref(), Some("src/crc.c"));
+        assert!(top
+            .reasons
+            .contains(&"defined in src/crc.c, changed since the last known-good commit".into()));
+        assert!(with.suspects.iter().any(|s| s.name == "src/crc.c"));
+    }
+
+    #[test]
     fn old_attempts_are_compacted_to_stay_in_budget() {
         let history = (1..=6)
             .map(|i| Attempt {
@@ -476,6 +553,26 @@ mod tests {
                 <= HISTORY_BUDGET
         );
         assert!(summary[0].starts_with("iteration 1 (c1): REGRESSED"));
+    }
+
+    #[test]
+    fn each_log_keeps_its_triage() {
+        let t = crate::analysis::triage::classify(
+            "src/crc.c:3:5: error: expected ';' before 'return'\n",
+            &Default::default(),
+        );
+        let e = build(
+            Inputs {
+                logs: vec![LogTriage::new("iter-000/build.log", &t)],
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert_eq!(e.logs.len(), 1);
+        assert_eq!(e.logs[0].file, "iter-000/build.log");
+        assert_eq!(e.logs[0].lines, vec![1]);
+        let json = serde_json::to_value(&e).unwrap();
+        assert_eq!(json["logs"][0]["class"], "BUILD_ERROR");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //! A `Symbolizer` holds `addr2line`'s loader, which caches lazily without locks: it is `Send` but
 //! not `Sync`. Move it into `spawn_blocking` from async code; do not share it between threads.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSymbol, SymbolKind};
@@ -164,6 +165,15 @@ impl Symbolizer {
             }
         }
         names
+    }
+
+    /// The source file each function symbol is defined in, as the debug information names it
+    /// (functions without line information are left out).
+    pub fn function_files(&self) -> BTreeMap<String, String> {
+        self.functions
+            .iter()
+            .filter_map(|f| Some((f.name.clone(), self.lookup(f.start).file?)))
+            .collect()
     }
 
     fn lookup(&self, address: u64) -> Location {

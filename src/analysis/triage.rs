@@ -141,6 +141,56 @@ impl TriageClass {
     }
 }
 
+/// The step of a run whose log is triaged: the same class of log means a different error class
+/// depending on what can be retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Building the image (build.log).
+    Build,
+    /// Flashing or booting the image and running it (flash.log, console.log).
+    Test,
+}
+
+impl TriageClass {
+    /// The machine's error class for a failed step whose log shows this class: the same as
+    /// [`TriageClass::error_class`], except that whatever breaks the environment is retried as
+    /// the step it broke. A build that died of a full disk is retried as a build
+    /// (BUILD_ENV_FAILURE), and a flash or run that lacks a tool is the test environment's failure
+    /// (TEST_ENV_FAILURE), not the build's.
+    pub fn error_class_in(self, stage: Stage) -> Option<ErrorClass> {
+        match (stage, self) {
+            (Stage::Build, TriageClass::InfraError | TriageClass::FlashError) => {
+                Some(ErrorClass::BuildEnvFailure)
+            }
+            (
+                Stage::Test,
+                TriageClass::ToolMissing | TriageClass::BuildError | TriageClass::LinkError,
+            ) => Some(ErrorClass::TestEnvFailure),
+            (
+                Stage::Build,
+                TriageClass::ToolMissing
+                | TriageClass::BuildError
+                | TriageClass::LinkError
+                | TriageClass::Assert
+                | TriageClass::Crash
+                | TriageClass::Hang
+                | TriageClass::TestFailure
+                | TriageClass::Pass,
+            )
+            | (
+                Stage::Test,
+                TriageClass::FlashError
+                | TriageClass::InfraError
+                | TriageClass::Assert
+                | TriageClass::Crash
+                | TriageClass::Hang
+                | TriageClass::TestFailure
+                | TriageClass::Pass,
+            ) => self.error_class(),
+        }
+    }
+}
+
 impl fmt::Display for TriageClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -185,6 +235,37 @@ impl Triage {
     /// The machine's error class for this log, or None when it shows a test result.
     pub fn error_class(&self) -> Option<ErrorClass> {
         self.class.error_class()
+    }
+
+    /// The class and the line that decided it, for a trace reason: `TOOL_MISSING at
+    /// build.log:3: sh: 1: arm-none-eabi-gcc: not found`.
+    pub fn verdict_in(&self, log_name: &str) -> String {
+        let at = match self.lines.first() {
+            Some(line) => format!("{log_name}:{line}"),
+            None => log_name.to_string(),
+        };
+        format!("{} at {at}: {}", self.class, self.reason)
+    }
+}
+
+/// One log's triage as analysis.json lists it, and as `fwfix triage --json` starts its lines.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogTriage {
+    /// The log, relative to the run directory.
+    pub file: String,
+    pub class: TriageClass,
+    pub lines: Vec<usize>,
+    pub reason: String,
+}
+
+impl LogTriage {
+    pub fn new(file: impl Into<String>, triage: &Triage) -> LogTriage {
+        LogTriage {
+            file: file.into(),
+            class: triage.class,
+            lines: triage.lines.clone(),
+            reason: triage.reason.clone(),
+        }
     }
 }
 

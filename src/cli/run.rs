@@ -22,7 +22,8 @@ pub struct Args {
     /// `--strategy queue`: a directory of *.diff / *.patch files, tried in name order.
     #[arg(long, required_if_eq("strategy", "queue"))]
     patches: Option<PathBuf>,
-    /// `--strategy revert`: a commit whose tests pass; the culprit after it is reverted.
+    /// The last known-good commit: the files changed since it are evidence and their code is
+    /// suspect. `--strategy revert` bisects from it and reverts the culprit after it.
     #[arg(long, required_if_eq("strategy", "revert"))]
     good: Option<String>,
     /// `--strategy revert`: a later commit whose tests fail.
@@ -62,7 +63,7 @@ enum StrategyArg {
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
-    let strategy = match (args.strategy, args.patches, args.good) {
+    let strategy = match (args.strategy, args.patches, args.good.clone()) {
         (StrategyArg::Queue, Some(patches), _) => StrategyChoice::Queue { patches },
         (StrategyArg::Queue, None, _) => {
             return super::fail_early(global, Exit::Usage, "--strategy queue needs --patches DIR")
@@ -91,6 +92,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         strategy,
         max_iterations: args.max_iterations,
         worktree: args.worktree,
+        good: args.good,
         deadline: args.deadline,
         approve: super::approve_mode(args.approve),
         kill_at: args.test_kill_at,

@@ -6,7 +6,7 @@
 //! nothing itself.
 
 use super::{Exit, GlobalArgs};
-use crate::analysis::triage::{self, Triage, TriageContext};
+use crate::analysis::triage::{self, LogTriage, Triage, TriageContext};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -59,14 +59,14 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
 }
 
 fn print_json(file: &Path, triage: &Triage) -> io::Result<()> {
-    let line = serde_json::json!({
-        "file": file.display().to_string(),
-        "class": triage.class,
-        "lines": triage.lines,
-        "reason": triage.reason,
-        "error_class": triage.error_class(),
-        "matches": triage.matches,
-    });
+    let mut line = serde_json::json!(LogTriage::new(file.display().to_string(), triage));
+    if let Some(fields) = line.as_object_mut() {
+        fields.insert(
+            "error_class".into(),
+            serde_json::json!(triage.error_class()),
+        );
+        fields.insert("matches".into(), serde_json::json!(triage.matches));
+    }
     writeln!(io::stdout().lock(), "{line}")
 }
 

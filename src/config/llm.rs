@@ -1,6 +1,6 @@
 //! The `llm` strategy's settings: the profile's `[strategy.llm]` table merged with the
-//! environment (`FWFIX_LLM_BASE_URL`, `FWFIX_LLM_MODEL`, `FWFIX_LLM_API_KEY`, and the variable
-//! `api_key_env` names). This is the one place fwfix reads those variables; [`llm_settings`] takes
+//! environment (`FWFIX_LLM_BASE_URL`, `FWFIX_LLM_MODEL`, `FWFIX_LLM_API_KEY`,
+//! `FWFIX_LLM_TOKEN_BUDGET`, and the variable `api_key_env` names). This is the one place fwfix reads those variables; [`llm_settings`] takes
 //! the environment as a function so the merge stays pure and testable.
 //!
 //! It must never put the API key anywhere a person or a file could see it: [`ApiKey`] has no
@@ -19,6 +19,8 @@ pub const ENV_BASE_URL: &str = "FWFIX_LLM_BASE_URL";
 pub const ENV_MODEL: &str = "FWFIX_LLM_MODEL";
 /// Holds the API key; wins over the variable `api_key_env` names.
 pub const ENV_API_KEY: &str = "FWFIX_LLM_API_KEY";
+/// Overrides `[strategy.llm] token_budget`: the most tokens a run may spend.
+pub const ENV_TOKEN_BUDGET: &str = "FWFIX_LLM_TOKEN_BUDGET";
 
 /// Connecting should take a moment; a host that does not answer within this is down.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -142,6 +144,19 @@ pub fn llm_settings(
         (None, None) => None,
     };
 
+    let token_budget = match get(ENV_TOKEN_BUDGET) {
+        Some(text) => match text.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Some(n),
+            _ => {
+                return Err(ConfigError::Environment {
+                    variable: ENV_TOKEN_BUDGET.into(),
+                    reason: format!("`{}` is not a whole number of tokens above 0", text.trim()),
+                })
+            }
+        },
+        None => spec.and_then(|s| s.token_budget),
+    };
+
     let timeout = spec.map_or(DEFAULT_LLM_TIMEOUT, |s| s.timeout);
     Ok(LlmSettings {
         base_url: base_url.trim_end_matches('/').to_string(),
@@ -153,7 +168,7 @@ pub fn llm_settings(
         idle_timeout: timeout,
         candidates: spec.map_or(DEFAULT_LLM_CANDIDATES, |s| s.candidates),
         max_retries: spec.map_or(DEFAULT_LLM_MAX_RETRIES, |s| s.max_retries),
-        token_budget: spec.and_then(|s| s.token_budget),
+        token_budget,
         backoff_base: DEFAULT_BACKOFF_BASE,
     })
 }
@@ -270,6 +285,23 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(err.contains("`model`") && err.contains(ENV_MODEL), "{err}");
+    }
+
+    #[test]
+    fn the_token_budget_comes_from_the_environment_when_set_and_must_be_a_count() {
+        let s = llm_settings(Some(&spec()), &env(&[(ENV_TOKEN_BUDGET, " 5000 ")])).unwrap();
+        assert_eq!(s.token_budget, Some(5000));
+        let s = llm_settings(Some(&spec()), &env(&[(ENV_TOKEN_BUDGET, "")])).unwrap();
+        assert_eq!(s.token_budget, Some(1000), "empty counts as unset");
+        for bad in ["0", "-3", "lots", "1e6"] {
+            let err = llm_settings(Some(&spec()), &env(&[(ENV_TOKEN_BUDGET, bad)]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(ENV_TOKEN_BUDGET) && err.contains(&format!("`{bad}`")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

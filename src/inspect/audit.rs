@@ -1,12 +1,18 @@
 //! `fwfix audit`: replays a run's `trace.jsonl` through [`machine::next`] and checks that the run
 //! directory still holds the evidence the trace names, byte for byte.
 //!
+//! A bisect's directory (`fwfix bisect`, or a `revert` strategy's `iter-NNN/bisect/`) has no trace
+//! of its own: every step it took is a whole run under `steps/`. Its audit is the audit of each
+//! step its record (`bisect.json`) lists, with each finding naming the step, and a step the record
+//! lists without its directory is a finding too.
+//!
 //! The checks are pure ([`check_trace`]): the trace text, what report.json says, and a lookup of
 //! evidence hashes go in, findings come out. [`audit`] only reads the files and hands them over.
 //! A broken line is a finding with its line number, never a panic; the audit never stops at the
 //! first problem, so one run shows everything that is wrong with it.
 
 use super::{load_report, parse_trace, TRACE_FILE};
+use crate::bisect::BisectStep;
 use crate::machine::{self, Outcome, State};
 use crate::report::REPORT_JSON;
 use crate::rundir::{self, TraceLine};
@@ -44,17 +50,28 @@ pub struct Finding {
     pub line: Option<usize>,
     pub kind: FindingKind,
     pub message: String,
+    /// In a bisect's audit: the step's run directory, relative to the bisect's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
 }
 
 impl fmt::Display for Finding {
-    /// `trace.jsonl:7: illegal transition ...`, or `report.json: ...` for a whole-file finding.
+    /// `trace.jsonl:7: illegal transition ...`, or `report.json: ...` for a whole-file finding;
+    /// `steps/03-1a2b3c4/trace.jsonl:7: ...` for a bisect step's.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = match &self.step {
+            Some(step) => format!("{step}/{}", self.kind.file()),
+            None => self.kind.file().to_string(),
+        };
         match self.line {
-            Some(line) => write!(f, "{}:{line}: {}", self.kind.file(), self.message),
-            None => write!(f, "{}: {}", self.kind.file(), self.message),
+            Some(line) => write!(f, "{file}:{line}: {}", self.message),
+            None => write!(f, "{file}: {}", self.message),
         }
     }
 }
+
+/// A bisect's record of its steps, rewritten after each one.
+pub const BISECT_JSON: &str = "bisect.json";
 
 /// The kinds of finding, stable for `--json` readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -98,6 +115,10 @@ pub enum FindingKind {
     ReportUnreadable,
     /// report.json disagrees with the trace.
     ReportMismatch,
+    /// A bisect's bisect.json cannot be read, or lists no step.
+    BisectRecordUnreadable,
+    /// A step the bisect's record lists has no run directory (or one outside the bisect's).
+    StepMissing,
 }
 
 impl FindingKind {
@@ -107,6 +128,7 @@ impl FindingKind {
             FindingKind::ReportMissing
             | FindingKind::ReportUnreadable
             | FindingKind::ReportMismatch => REPORT_JSON,
+            FindingKind::BisectRecordUnreadable | FindingKind::StepMissing => BISECT_JSON,
             FindingKind::TraceUnreadable
             | FindingKind::EmptyTrace
             | FindingKind::Malformed
@@ -147,8 +169,74 @@ pub enum EvidenceFile {
     Unreadable(String),
 }
 
-/// Audits the run in `run_dir`: reads its trace, its report and its evidence, and checks them.
+/// Audits the run in `run_dir`: reads its trace, its report and its evidence, and checks them. A
+/// bisect's directory is audited step by step.
 pub fn audit(run_dir: &Path) -> AuditReport {
+    if !run_dir.join(TRACE_FILE).exists() && run_dir.join(BISECT_JSON).exists() {
+        return audit_bisect(run_dir);
+    }
+    audit_run(run_dir)
+}
+
+/// Audits every step a bisect's record lists; `steps` counts the transitions of all of them.
+fn audit_bisect(dir: &Path) -> AuditReport {
+    let record = dir.join(BISECT_JSON);
+    let unreadable = |message: String| {
+        AuditReport::new(
+            0,
+            vec![Finding {
+                line: None,
+                kind: FindingKind::BisectRecordUnreadable,
+                message,
+                step: None,
+            }],
+        )
+    };
+    let steps: Vec<BisectStep> = match std::fs::read_to_string(&record)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<BisectRecord>(&text).map_err(|e| e.to_string()))
+    {
+        Ok(r) => r.steps,
+        Err(e) => return unreadable(format!("cannot read {}: {e}", record.display())),
+    };
+    if steps.is_empty() {
+        return unreadable("the bisect recorded no step".to_string());
+    }
+    let mut transitions = 0;
+    let mut findings = Vec::new();
+    for s in &steps {
+        let step_dir = dir.join(&s.run_dir);
+        if !stays_inside(&s.run_dir) || !step_dir.is_dir() {
+            findings.push(Finding {
+                line: None,
+                kind: FindingKind::StepMissing,
+                message: format!(
+                    "step {} ({}) names run directory `{}`, which is not in the bisect's",
+                    s.step,
+                    short(&s.commit),
+                    s.run_dir
+                ),
+                step: None,
+            });
+            continue;
+        }
+        let audited = audit_run(&step_dir);
+        transitions += audited.steps;
+        findings.extend(audited.findings.into_iter().map(|f| Finding {
+            step: Some(s.run_dir.clone()),
+            ..f
+        }));
+    }
+    AuditReport::new(transitions, findings)
+}
+
+/// What the audit reads of bisect.json.
+#[derive(serde::Deserialize)]
+struct BisectRecord {
+    steps: Vec<BisectStep>,
+}
+
+fn audit_run(run_dir: &Path) -> AuditReport {
     let trace_path = run_dir.join(TRACE_FILE);
     let trace = match std::fs::read(&trace_path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
@@ -159,6 +247,7 @@ pub fn audit(run_dir: &Path) -> AuditReport {
                     line: None,
                     kind: FindingKind::TraceUnreadable,
                     message: format!("cannot read {}: {e}", trace_path.display()),
+                    step: None,
                 }],
             )
         }
@@ -208,6 +297,7 @@ pub fn check_trace(
             line,
             kind,
             message,
+            step: None,
         });
     };
     let mut steps = 0;

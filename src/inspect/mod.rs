@@ -17,7 +17,9 @@ mod resolve;
 mod runs;
 mod show;
 
-pub use audit::{audit, check_trace, AuditReport, EvidenceFile, Finding, FindingKind, ReportFacts};
+pub use audit::{
+    audit, check_trace, AuditReport, EvidenceFile, Finding, FindingKind, ReportFacts, BISECT_JSON,
+};
 pub use boards::{list_boards, render_boards, BoardStatus, LeaseView};
 pub use resolve::resolve_run;
 pub use runs::{list_runs, RunStatus, RunSummary};

@@ -416,6 +416,7 @@ no report.json: the run is still going or was killed (last state ERROR_RECOVERY)
                 line: Some(4),
                 kind: FindingKind::IllegalTransition,
                 message: "illegal transition BUILD_RUN -> SUCCESS (outcome built)".into(),
+                step: None,
             }],
         };
         assert_eq!(

@@ -52,6 +52,10 @@ pub struct RunRequest {
     pub repeat: u32,
     pub strategy: Option<StrategyChoice>,
     pub worktree: bool,
+    /// The last known-good commit (`fwfix run --good`, resolved to its id): the files changed
+    /// since it are evidence, and the code in them is suspect.
+    #[serde(default)]
+    pub good: Option<String>,
 }
 
 /// One iteration as the report and the next analysis see it.

@@ -5,16 +5,20 @@
 use super::context::FixRecord;
 use super::governor::Round;
 use super::job::{Job, Step};
-use crate::analysis::evidence;
+use crate::analysis::{evidence, triage};
+use crate::capture::RunEnd;
 use crate::events::{Event, Level};
 use crate::governor::{self, CandidateRecord};
 use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
 use crate::policy::{self, Approver, Choice, Decision, ReviewRecord};
+use crate::report::AttemptSummary;
 use crate::rundir;
 use crate::strategy::{PatchRequest, StrategyError};
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 impl Job<'_> {
     pub(super) fn code_analysis(&mut self) -> Step {
@@ -103,6 +107,15 @@ impl Job<'_> {
                 diff: std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok(),
             })
             .collect();
+        let changed_files = self.changed_files();
+        let mut defined_in = BTreeMap::new();
+        if let (false, Some(sym)) = (changed_files.is_empty(), &self.symbolizer) {
+            for (function, file) in sym.function_files() {
+                let mut file = Some(file);
+                super::pipeline::relative_to(&self.ctx.work_dir, &mut file);
+                defined_in.extend(file.map(|f| (function, f)));
+            }
+        }
         let work_dir = self.ctx.work_dir.clone();
         // Only the work tree's own files are read into the bundle.
         let read = |path: &str| -> Option<String> {
@@ -119,8 +132,10 @@ impl Job<'_> {
                 crash: last.and_then(|a| a.crash.as_ref()),
                 hang_site: last.and_then(|a| a.hang_site.as_ref()),
                 diagnostics,
+                logs: self.triage_logs(),
                 functions: &functions,
-                changed_files: &[],
+                changed_files: &changed_files,
+                defined_in,
                 history,
                 hints: &self.ctx.hints,
             },
@@ -133,6 +148,60 @@ impl Job<'_> {
             obj.insert("targets".into(), json!(self.ctx.targets));
         }
         value
+    }
+
+    /// The files changed since the last known-good commit (`--good`), committed or not; none
+    /// when no known-good commit was named.
+    fn changed_files(&self) -> Vec<String> {
+        let (Some(good), Some(repo), Some(base)) =
+            (&self.ctx.request.good, &self.repo, &self.ctx.base)
+        else {
+            return Vec::new();
+        };
+        repo.changed_since(good, base).unwrap_or_else(|e| {
+            self.events.emit(&Event::Message {
+                level: Level::Warning,
+                text: format!("the files changed since {good} are not in the evidence: {e}"),
+            });
+            Vec::new()
+        })
+    }
+
+    /// The triage of every log in the directory of the last build (build.log, console.log,
+    /// flash.log, ...), named relative to the run directory. A console log whose attempt ended at
+    /// its timeout is triaged as timed out, so output that just stops reads as a HANG.
+    fn triage_logs(&self) -> Vec<triage::LogTriage> {
+        let Some(build) = &self.ctx.build else {
+            return Vec::new();
+        };
+        let Some(dir) = self
+            .run_dir
+            .path()
+            .join(&build.summary.log)
+            .parent()
+            .map(Path::to_path_buf)
+        else {
+            return Vec::new();
+        };
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        logs.sort();
+        logs.into_iter()
+            .filter_map(|path| {
+                let name = self.run_dir.relative(&path);
+                let timed_out = self.ctx.attempts.iter().any(|a| {
+                    a.summary.console_log == name
+                        && a.summary.end == AttemptSummary::end_text(&RunEnd::Timeout)
+                });
+                let found = triage::classify_file(&path, &triage::TriageContext { timed_out });
+                found.ok().map(|t| triage::LogTriage::new(name, &t))
+            })
+            .collect()
     }
 
     pub(super) async fn patch_generation(&mut self) -> Step {
@@ -163,7 +232,7 @@ impl Job<'_> {
         let candidates = match strategy.candidates(&req, &self.cancel).await {
             Ok(c) => c,
             Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
-            Err(e) => return Step::error(ErrorClass::ModelFailure, format!("{name}: {e}")),
+            Err(e) => return Step::error(e.error_class(), format!("{name}: {e}")),
         };
         if candidates.is_empty() {
             return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
@@ -383,7 +452,16 @@ impl Job<'_> {
             self.ctx.ledger.iteration,
             self.cancel.clone(),
         );
-        let decision = match asking.await {
+        // The terminal's progress drawing stays down while the person reads and answers.
+        self.events.emit(&Event::InputWanted {
+            what: format!(
+                "approval of iteration {}'s candidate ({origin})",
+                self.ctx.ledger.iteration
+            ),
+        });
+        let answered = asking.await;
+        self.events.emit(&Event::InputDone);
+        let decision = match answered {
             Ok(d) => d,
             Err(step) => return step,
         };
@@ -645,6 +723,19 @@ impl Job<'_> {
 /// The evidence as markdown, for a person or a model.
 fn render_evidence(evidence: &serde_json::Value) -> String {
     let mut out = String::from("# Evidence\n\n");
+    if let Some(logs) = evidence["logs"].as_array().filter(|l| !l.is_empty()) {
+        out.push_str("## Logs\n\n");
+        for l in logs {
+            let _ = writeln!(
+                out,
+                "- {}: {} ({})",
+                l["file"].as_str().unwrap_or(""),
+                l["class"].as_str().unwrap_or(""),
+                l["reason"].as_str().unwrap_or("")
+            );
+        }
+        out.push('\n');
+    }
     if let Some(failing) = evidence["failing"].as_array() {
         out.push_str("## Failing tests\n\n");
         for c in failing {
@@ -685,6 +776,15 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
         let _ = writeln!(out, "\n## Hang\n\nThe image was stuck in {site}.");
         if let Some(src) = evidence["hang_source"]["text"].as_str() {
             let _ = writeln!(out, "```c\n{src}```");
+        }
+    }
+    if let Some(changed) = evidence["changed_files"]
+        .as_array()
+        .filter(|c| !c.is_empty())
+    {
+        out.push_str("\n## Changed since the last known-good commit\n\n");
+        for f in changed {
+            let _ = writeln!(out, "- {}", f.as_str().unwrap_or(""));
         }
     }
     if let Some(suspects) = evidence["suspects"].as_array().filter(|s| !s.is_empty()) {

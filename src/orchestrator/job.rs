@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub max_iterations: Option<u32>,
     /// Run the loop in a linked worktree under the run directory.
     pub worktree: bool,
+    /// The last known-good commit, as the user named it.
+    pub good: Option<String>,
     /// Stop the whole run (ABORTED) after this long.
     pub deadline: Option<Duration>,
     /// When a person must approve a candidate before it is applied.
@@ -141,6 +143,7 @@ pub async fn test(
         repeat: opts.repeat.max(1),
         strategy: None,
         worktree: false,
+        good: None,
     };
     let config = load_config(&request)?;
     let mut job = Job::start(
@@ -170,6 +173,7 @@ pub(super) async fn test_step(
         repeat: opts.repeat.max(1),
         strategy: None,
         worktree: false,
+        good: None,
     };
     let mut job = Job::start(
         Command::Test,
@@ -191,8 +195,20 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<Finished, OrchestratorError> {
     let repo = canonical_repo(&opts.repo)?;
-    // Refuse a repository fwfix cannot protect before anything is created in it.
-    Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+    // Refuse a repository fwfix cannot protect before anything is created in it. The known-good
+    // commit is resolved now, so a resumed run compares against the same commit.
+    let good = {
+        let owner = Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+        match &opts.good {
+            Some(spec) => Some(
+                owner
+                    .resolve_commit(spec)
+                    .map_err(|e| OrchestratorError::Usage(format!("--good: {e}")))?
+                    .id,
+            ),
+            None => None,
+        }
+    };
     let strategy = match opts.strategy {
         StrategyChoice::Queue { patches } => {
             QueueStrategy::open(&patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
@@ -218,6 +234,7 @@ pub async fn run(
         repeat: 1,
         strategy: Some(strategy),
         worktree: opts.worktree,
+        good,
     };
     let config = load_config(&request)?;
     let mut job = Job::start(
@@ -919,6 +936,11 @@ impl<'a> Job<'a> {
                     "iteration {} ({}): {:?}: {}",
                     r.iteration, r.origin, r.verdict, r.reason
                 ));
+            }
+            if let Some(s) = &self.strategy {
+                let facts = s.facts();
+                report.tokens = facts.tokens;
+                report.revert_conflict = facts.revert_conflict;
             }
             if ctx.fix.is_none() {
                 if let Some(best) = ctx.best_partial() {

@@ -4,6 +4,7 @@
 use super::context::{AttemptRecord, BuildRecord, IterationRecord};
 use super::job::{Job, Step};
 use crate::analysis::symbols::Symbolizer;
+use crate::analysis::triage::{self, Stage, TriageContext};
 use crate::analysis::{fault, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::capture::nonce::Nonce;
@@ -134,51 +135,70 @@ impl Job<'_> {
             },
             artifact: artifact.clone(),
         });
-        let step = match out.end {
-            BuildEnd::Exited(0) if artifact.is_file() => {
-                self.symbolizer = Symbolizer::open(&artifact).ok();
-                self.note_baseline_image(&artifact);
-                // A new image: its attempts start now.
-                self.ctx.attempts.clear();
-                Step::ok(
-                    Outcome::Built,
-                    format!("built {}", self.build.artifact.display()),
-                )
-            }
-            BuildEnd::Exited(0) => Step::error(
-                ErrorClass::ArtifactMissing,
-                format!(
-                    "the build succeeded but did not produce {} (artifact in {})",
-                    self.build.artifact.display(),
-                    self.profile.source.display()
-                ),
-            ),
-            BuildEnd::Exited(code) => match &out.missing_tool {
-                Some(tool) => Step::error(
-                    ErrorClass::BuildEnvFailure,
-                    format!("the build needs `{tool}`, which is not installed (exit {code})"),
-                ),
-                None => Step::error(
-                    ErrorClass::BuildFailure,
+        let step =
+            match out.end {
+                BuildEnd::Exited(0) if artifact.is_file() => {
+                    self.symbolizer = Symbolizer::open(&artifact).ok();
+                    self.note_baseline_image(&artifact);
+                    // A new image: its attempts start now.
+                    self.ctx.attempts.clear();
+                    Step::ok(
+                        Outcome::Built,
+                        format!("built {}", self.build.artifact.display()),
+                    )
+                }
+                BuildEnd::Exited(0) => Step::error(
+                    ErrorClass::ArtifactMissing,
                     format!(
-                        "build failed (exit {code}, {}){first_error}",
-                        report::plural(errors, "error")
+                        "the build succeeded but did not produce {} (artifact in {})",
+                        self.build.artifact.display(),
+                        self.profile.source.display()
                     ),
                 ),
-            },
-            BuildEnd::Signalled(sig) => Step::error(
-                ErrorClass::BuildEnvFailure,
-                format!("the build was killed by signal {sig}"),
-            ),
-            BuildEnd::TimedOut => Step::error(
-                ErrorClass::Timeout,
-                format!(
-                    "the build did not finish within {} s",
-                    self.build.timeout.as_secs()
+                BuildEnd::Exited(code) => {
+                    // The log's triage decides whether the code or the environment broke the build.
+                    let triage = triage::classify(&out.log, &TriageContext::default());
+                    let triaged = triage.class.error_class_in(Stage::Build);
+                    let verdict = format!("; triage: {}", triage.verdict_in("build.log"));
+                    match (&out.missing_tool, triaged) {
+                        (Some(tool), _) => {
+                            Step::error(
+                                ErrorClass::BuildEnvFailure,
+                                format!(
+                            "the build needs `{tool}`, which is not installed (exit {code}){}",
+                            if triaged.is_some() { verdict.as_str() } else { "" }
+                        ),
+                            )
+                        }
+                        (None, Some(class)) => Step::error(
+                            class,
+                            format!(
+                                "build failed (exit {code}, {}){first_error}{verdict}",
+                                report::plural(errors, "error")
+                            ),
+                        ),
+                        (None, None) => Step::error(
+                            ErrorClass::BuildFailure,
+                            format!(
+                                "build failed (exit {code}, {}){first_error}",
+                                report::plural(errors, "error")
+                            ),
+                        ),
+                    }
+                }
+                BuildEnd::Signalled(sig) => Step::error(
+                    ErrorClass::BuildEnvFailure,
+                    format!("the build was killed by signal {sig}"),
                 ),
-            ),
-            BuildEnd::Cancelled => Step::ok(Outcome::Abort, "build interrupted"),
-        };
+                BuildEnd::TimedOut => Step::error(
+                    ErrorClass::Timeout,
+                    format!(
+                        "the build did not finish within {} s",
+                        self.build.timeout.as_secs()
+                    ),
+                ),
+                BuildEnd::Cancelled => Step::ok(Outcome::Abort, "build interrupted"),
+            };
         step.with_evidence(log_path)
     }
 
@@ -311,12 +331,12 @@ impl Job<'_> {
         let capture = match dut.run(&image, spec, self.events).await {
             Ok(c) => c,
             Err(e) => {
-                let step = dut_error(&e).with_evidence(console);
-                return if flash_log.is_file() {
-                    step.with_evidence(flash_log)
-                } else {
-                    step
-                };
+                if !flash_log.is_file() {
+                    return dut_error(&e).with_evidence(console);
+                }
+                return dut_error_triaged(&e, &flash_log)
+                    .with_evidence(console)
+                    .with_evidence(flash_log);
             }
         };
         let describe = dut.describe();
@@ -602,7 +622,19 @@ impl Job<'_> {
         if let (false, Some(verdict)) = (baseline, d.verdict) {
             self.close_iteration(verdict, &d.decision.reason, None, Some(judgement));
         }
-        Step::ok(d.decision.outcome, d.decision.reason)
+        let reason = self.with_stop_reason(d.decision.outcome, d.decision.reason);
+        Step::ok(d.decision.outcome, reason)
+    }
+
+    /// A run that ends because its strategy has nothing more says why, when the strategy can
+    /// tell (a spent token budget).
+    fn with_stop_reason(&self, outcome: Outcome, reason: String) -> String {
+        match (outcome, self.strategy.as_ref().and_then(|s| s.stopped())) {
+            (Outcome::GiveUp | Outcome::Unrecoverable, Some(why)) if !reason.contains(&why) => {
+                format!("{reason}: {why}")
+            }
+            _ => reason,
+        }
     }
 
     pub(super) fn recover(&mut self) -> Step {
@@ -631,7 +663,8 @@ impl Job<'_> {
                 self.close_iteration(verdict, &f.message, Some(f.class), None);
             }
         }
-        Step::ok(d.outcome, d.reason)
+        let reason = self.with_stop_reason(d.outcome, d.reason);
+        Step::ok(d.outcome, reason)
     }
 
     /// Records how the current iteration ended and forgets its candidate.
@@ -701,7 +734,7 @@ fn attempt_verdict(v: Verdict) -> AttemptVerdict {
 }
 
 /// Makes a source path from the ELF's debug info relative to the work tree, as people read it.
-fn relative_to(root: &Path, file: &mut Option<String>) {
+pub(super) fn relative_to(root: &Path, file: &mut Option<String>) {
     if let Some(f) = file {
         if let Ok(rel) = Path::new(f.as_str()).strip_prefix(root) {
             *f = rel.display().to_string();
@@ -717,6 +750,23 @@ fn dut_error(e: &DutError) -> Step {
         _ => ErrorClass::TestEnvFailure,
     };
     Step::error(class, e.to_string())
+}
+
+/// A DUT error whose flash log is at hand: the log's triage names the class when it shows one
+/// (a flasher's own error text is a FLASH_FAILURE even when the backend saw only a dead
+/// process), and its deciding line goes into the reason.
+fn dut_error_triaged(e: &DutError, flash_log: &Path) -> Step {
+    let Ok(triage) = triage::classify_file(flash_log, &TriageContext::default()) else {
+        return dut_error(e);
+    };
+    let Some(class) = triage.class.error_class_in(Stage::Test) else {
+        return dut_error(e);
+    };
+    let name = flash_log
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Step::error(class, format!("{e}; triage: {}", triage.verdict_in(&name)))
 }
 
 fn count(results: &TestResults, status: CaseStatus) -> usize {

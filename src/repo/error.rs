@@ -105,6 +105,21 @@ pub enum RepoError {
     #[error("the patch changes no file")]
     EmptyPatch,
 
+    /// A hunk whose body has fewer lines than its header counts: the patch was cut off, or (with
+    /// `ended_at`) something that is not a hunk line interrupts it.
+    #[error("{file}: hunk `{header}` has {old} of {expected_old} old and {new} of {expected_new} new lines: {}", truncation(.ended_at))]
+    TruncatedHunk {
+        file: String,
+        /// The hunk header line as written.
+        header: String,
+        expected_old: usize,
+        expected_new: usize,
+        old: usize,
+        new: usize,
+        /// The line (1-based) that interrupts the hunk; None when the patch simply ends.
+        ended_at: Option<usize>,
+    },
+
     #[error("{file}: hunk {hunk} did not apply: {reason}; nothing was written")]
     HunkFailed {
         file: String,
@@ -153,6 +168,15 @@ pub enum RepoError {
     },
 }
 
+fn truncation(ended_at: &Option<usize>) -> String {
+    match ended_at {
+        None => "the diff is truncated".to_string(),
+        Some(line) => {
+            format!("it ends early at line {line}, before the lines its header counts")
+        }
+    }
+}
+
 impl RepoError {
     /// Whether the patch is to blame (another patch may do better) or the environment is.
     pub fn fault(&self) -> Fault {
@@ -160,6 +184,7 @@ impl RepoError {
             RepoError::UnsafePath { .. }
             | RepoError::PatchParse { .. }
             | RepoError::EmptyPatch
+            | RepoError::TruncatedHunk { .. }
             | RepoError::HunkFailed { .. }
             | RepoError::PatchConflict { .. }
             | RepoError::AlreadyApplied { .. }

@@ -1,14 +1,16 @@
 //! Reading history for culprit finding: naming commits (a ref the user typed, resolved once),
-//! the first-parent line between a good and a bad commit, moving a worktree fwfix created from one
+//! the first-parent line between a good and a bad commit, the files changed since a known-good
+//! commit, moving a worktree fwfix created from one
 //! commit to another, and a commit's revert as a diff. Only reads the user's repository (the
 //! revert is computed in memory, never applied); the one thing it writes is the checkout of
 //! fwfix's own bisect worktree, which it refuses anywhere else.
 
 use super::error::RepoError;
-use super::Repo;
+use super::{Repo, Snapshot};
 use git2::build::CheckoutBuilder;
 use git2::{Commit, DiffOptions, ErrorCode, Oid};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// A commit as bisect reports name it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,6 +160,38 @@ impl Repo {
         String::from_utf8(bytes).map_err(|_| RepoError::DiffNotUtf8 {
             refname: commit.to_string(),
         })
+    }
+
+    /// The files that differ between `good` and the snapshot's working tree, sorted: what was
+    /// committed on the way from the last known-good commit, plus the owner's uncommitted and
+    /// untracked changes the snapshot holds. A renamed file is named by its new path.
+    pub fn changed_since(&self, good: &str, snap: &Snapshot) -> Result<Vec<String>, RepoError> {
+        let old = self
+            .commit(self.oid(good)?)?
+            .tree()
+            .map_err(|e| self.err("read known-good tree", e))?;
+        let ids = snap.ids()?;
+        let new = self
+            .git
+            .find_tree(ids.worktree_tree)
+            .map_err(|e| RepoError::git("read snapshot tree", &snap.refname, e))?;
+        let diff = self
+            .git
+            .diff_tree_to_tree(Some(&old), Some(&new), None)
+            .map_err(|e| self.err("diff since known-good commit", e))?;
+        let mut paths: Vec<String> = diff
+            .deltas()
+            .filter_map(|d| {
+                d.new_file()
+                    .path()
+                    .or(d.old_file().path())
+                    .map(Path::to_path_buf)
+            })
+            .map(|p| p.to_string_lossy().replace('\\', "/"))
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
     }
 
     pub(super) fn oid(&self, id: &str) -> Result<Oid, RepoError> {

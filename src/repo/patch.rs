@@ -138,6 +138,23 @@ struct Header {
     binary: bool,
 }
 
+impl Header {
+    /// The file as errors name it: the new side, else the old, as far as the header has read.
+    fn name(&self) -> String {
+        let path = [&self.plus, &self.minus]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .next()
+            .or(self.git_new.as_ref())
+            .or(self.git_old.as_ref());
+        path.map_or_else(
+            || "/dev/null".to_string(),
+            |p| String::from_utf8_lossy(p).into_owned(),
+        )
+    }
+}
+
 /// Parses every file section of `diff`. Text before the first file header (a commit message, a
 /// diffstat) is skipped, as `git apply` does.
 pub(crate) fn parse(diff: &[u8]) -> Result<Vec<FilePatch>, RepoError> {
@@ -156,7 +173,7 @@ pub(crate) fn parse(diff: &[u8]) -> Result<Vec<FilePatch>, RepoError> {
         } else if is_plain_header(&lines, i) {
             let mut header = Header::default();
             let next = parse_minus_plus(&lines, i, &mut header)?;
-            let (hunks, next) = parse_hunks(&lines, next)?;
+            let (hunks, next) = parse_hunks(&lines, next, &header.name())?;
             files.push(finish(header, hunks, i)?);
             i = next;
         } else {
@@ -167,6 +184,146 @@ pub(crate) fn parse(diff: &[u8]) -> Result<Vec<FilePatch>, RepoError> {
         return Err(RepoError::EmptyPatch);
     }
     Ok(files)
+}
+
+/// A diff at the start of a text, as a model or an agent writes one: its files, and how many bytes
+/// of the text it takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LeadingDiff {
+    pub files: Vec<FilePatch>,
+    pub len: usize,
+}
+
+/// Parses the unified diff `text` starts with, stricter than [`parse`] because it checks what
+/// someone generated rather than what git wrote: the first line must start a file section, every
+/// `---`/`+++` path must be `a/PATH` / `b/PATH` (or `/dev/null`) relative to the repository, and
+/// a hunk followed by more hunk lines than its header counts is an error. The diff ends before
+/// the first other line after a complete hunk (an explanation after the patch); blank lines
+/// between two files' sections are part of it.
+pub(crate) fn parse_leading(text: &[u8]) -> Result<LeadingDiff, RepoError> {
+    let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
+    let offset = |i: usize| lines[..i].iter().map(|l| l.len()).sum::<usize>();
+    let mut files = Vec::new();
+    let (mut i, mut len) = (0, 0);
+    while i < lines.len() {
+        let line = trim_eol(lines[i]);
+        let section = if line.starts_with(b"diff --git ") {
+            Some(parse_git_section(&lines, i)?)
+        } else if is_plain_header(&lines, i) {
+            let mut header = Header::default();
+            let next = parse_minus_plus(&lines, i, &mut header)?;
+            let (hunks, next) = parse_hunks(&lines, next, &header.name())?;
+            Some((finish(header, hunks, i)?, next))
+        } else {
+            None
+        };
+        if let Some((file, next)) = section {
+            check_generated_headers(&lines[i..next], i)?;
+            files.push(file);
+            i = next;
+            len = offset(i);
+            continue;
+        }
+        let between_files = line.is_empty() && starts_file(&lines[i..]);
+        if between_files || (!files.is_empty() && is_git_extended_header(line)) {
+            i += 1;
+            continue;
+        }
+        if files.is_empty() {
+            return Err(parse_err(
+                i,
+                format!(
+                    "expected a `diff --git` or `---` file header, found `{}`",
+                    String::from_utf8_lossy(line)
+                ),
+            ));
+        }
+        if matches!(line.first(), Some(b'+' | b'-' | b' ')) {
+            return Err(parse_err(
+                i,
+                "the hunk before this line has more lines than its header counts",
+            ));
+        }
+        break;
+    }
+    if files.is_empty() {
+        return Err(RepoError::EmptyPatch);
+    }
+    Ok(LeadingDiff { files, len })
+}
+
+/// Whether, past blank lines, `lines` go on with a new file's section.
+fn starts_file(lines: &[&[u8]]) -> bool {
+    let rest: Vec<&[u8]> = lines
+        .iter()
+        .copied()
+        .skip_while(|l| trim_eol(l).is_empty())
+        .collect();
+    rest.first().is_some_and(|l| l.starts_with(b"diff --git ")) || is_plain_header(&rest, 0)
+}
+
+/// Git's extended header lines, which may sit between files.
+fn is_git_extended_header(line: &[u8]) -> bool {
+    const PREFIXES: &[&[u8]] = &[
+        b"index ",
+        b"new file mode ",
+        b"deleted file mode ",
+        b"old mode ",
+        b"new mode ",
+        b"similarity index ",
+        b"dissimilarity index ",
+        b"rename from ",
+        b"rename to ",
+        b"copy from ",
+        b"copy to ",
+    ];
+    PREFIXES.iter().any(|p| line.starts_with(p))
+}
+
+/// The `---`/`+++` lines of one file section (before its first hunk) name `a/PATH` and `b/PATH`
+/// relative to the repository, or `/dev/null`. `first` is the section's index in the text.
+fn check_generated_headers(section: &[&[u8]], first: usize) -> Result<(), RepoError> {
+    let headers = section.iter().take_while(|l| !l.starts_with(b"@@ "));
+    for (n, line) in headers.enumerate() {
+        let checked = if let Some(rest) = line.strip_prefix(b"--- ") {
+            Some((rest, "a/"))
+        } else {
+            line.strip_prefix(b"+++ ").map(|rest| (rest, "b/"))
+        };
+        if let Some((rest, prefix)) = checked {
+            generated_path(&String::from_utf8_lossy(trim_eol(rest)), prefix, first + n)?;
+        }
+    }
+    Ok(())
+}
+
+/// A generated header path: `/dev/null`, or `prefix` and a path that stays inside the
+/// repository. A tab and what follows it (a timestamp) is dropped.
+fn generated_path(rest: &str, prefix: &str, line: usize) -> Result<(), RepoError> {
+    let raw = rest.split('\t').next().unwrap_or(rest).trim_end();
+    let raw = raw
+        .strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .unwrap_or(raw);
+    if raw == "/dev/null" {
+        return Ok(());
+    }
+    let Some(path) = raw.strip_prefix(prefix) else {
+        return Err(parse_err(
+            line,
+            format!("`{raw}` does not start with `{prefix}`: paths must be `a/PATH` and `b/PATH`"),
+        ));
+    };
+    let escapes = path.is_empty()
+        || path.starts_with('/')
+        || path.split('/').any(|c| c == ".." || c.is_empty());
+    if escapes {
+        return Err(parse_err(
+            line,
+            format!("`{raw}` is not a path relative to the repository root"),
+        ));
+    }
+    Ok(())
 }
 
 fn is_plain_header(lines: &[&[u8]], i: usize) -> bool {
@@ -253,7 +410,7 @@ fn parse_git_section(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)
         }
         i += 1;
     }
-    let (hunks, next) = parse_hunks(lines, i)?;
+    let (hunks, next) = parse_hunks(lines, i, &header.name())?;
     Ok((finish(header, hunks, start)?, next))
 }
 
@@ -281,15 +438,28 @@ fn header_path(raw: &[u8], line: usize) -> Result<Option<Vec<u8>>, RepoError> {
     Ok(Some(strip_prefix(path)))
 }
 
-fn parse_hunks(lines: &[&[u8]], mut i: usize) -> Result<(Vec<Hunk>, usize), RepoError> {
+/// The hunks from line `i` on, for the file named `file` (in errors).
+fn parse_hunks(lines: &[&[u8]], mut i: usize, file: &str) -> Result<(Vec<Hunk>, usize), RepoError> {
     let mut hunks = Vec::new();
     while i < lines.len() && lines[i].starts_with(b"@@ ") {
-        let (mut hunk, body) = parse_hunk_header(lines[i], i)?;
-        let (mut old_left, mut new_left) = (hunk.old_count, hunk.new_count);
+        let header_line = lines[i];
+        let (mut hunk, body) = parse_hunk_header(header_line, i)?;
+        let (old_count, new_count) = (hunk.old_count, hunk.new_count);
+        let (mut old_left, mut new_left) = (old_count, new_count);
+        let truncated =
+            |old_left: usize, new_left: usize, ended_at: Option<usize>| RepoError::TruncatedHunk {
+                file: file.to_string(),
+                header: String::from_utf8_lossy(trim_eol(header_line)).into_owned(),
+                expected_old: old_count,
+                expected_new: new_count,
+                old: old_count - old_left,
+                new: new_count - new_left,
+                ended_at,
+            };
         i = body;
         while old_left > 0 || new_left > 0 {
             let Some(line) = lines.get(i) else {
-                return Err(parse_err(i, format!("hunk {} is truncated", hunk.header)));
+                return Err(truncated(old_left, new_left, None));
             };
             let (kind, text) = match line.first() {
                 Some(b' ') => (b' ', &line[1..]),
@@ -303,15 +473,7 @@ fn parse_hunks(lines: &[&[u8]], mut i: usize) -> Result<(Vec<Hunk>, usize), Repo
                 // An empty line inside a hunk is a context line whose space was eaten by an
                 // editor or a mail client; GNU patch accepts it the same way.
                 Some(b'\n') | Some(b'\r') if trim_eol(line).is_empty() => (b' ', *line),
-                _ => {
-                    return Err(parse_err(
-                        i,
-                        format!(
-                        "hunk {} ends early: the line counts in its header do not match its body",
-                        hunk.header
-                    ),
-                    ))
-                }
+                _ => return Err(truncated(old_left, new_left, Some(i + 1))),
             };
             let text = text.to_vec();
             match kind {
@@ -729,6 +891,32 @@ mod tests {
     fn empty_line_counts_as_context() {
         let f = one("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n\n-b\n+c\n");
         assert_eq!(f.hunks[0].lines[1], HunkLine::Context(b"\n".to_vec()));
+    }
+
+    #[test]
+    fn a_leading_diff_ends_where_the_prose_resumes_and_checks_its_headers() {
+        let diff = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n";
+        let got = parse_leading(format!("{diff}\nThat is all.\n").as_bytes()).unwrap();
+        assert_eq!((got.files.len(), got.len), (1, diff.len()));
+        let err = parse_leading(b"--- f\n+++ f\n@@ -1 +1 @@\n-a\n+b\n").unwrap_err();
+        assert!(err.to_string().contains("`a/PATH`"), "{err}");
+        let err = parse_leading(format!("{diff}+c\n").as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("more lines than its header"),
+            "{err}"
+        );
+        let err = parse_leading(format!("Here:\n{diff}").as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("expected a `diff --git`"), "{err}");
+        match parse_leading(b"--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n").unwrap_err() {
+            RepoError::TruncatedHunk {
+                file,
+                old,
+                new,
+                ended_at,
+                ..
+            } => assert_eq!((file.as_str(), old, new, ended_at), ("f", 1, 1, None)),
+            other => panic!("{other}"),
+        }
     }
 
     #[test]

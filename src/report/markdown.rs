@@ -3,8 +3,8 @@
 //! [`Report`]; no I/O and no decisions.
 
 use super::model::{
-    case_status_name, crash_lines, describe_location, file_line, format_duration, verdict_name,
-    Command, Report,
+    case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
+    verdict_name, Command, Report, Tokens,
 };
 use crate::results::CaseStatus;
 use std::fmt::Write;
@@ -103,6 +103,19 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
                 "- **Branch:** {}",
                 optional_code(report.branch.as_deref())
             )?;
+            if let Some(c) = &report.revert_conflict {
+                let paths: Vec<String> = c.paths.iter().map(|p| code(p)).collect();
+                writeln!(
+                    out,
+                    "- **Revert not forced:** reverting {} ({}) conflicts with later changes in {}",
+                    code(&c.commit),
+                    text(&c.subject),
+                    paths.join(", ")
+                )?;
+            }
+            if let Some(t) = &report.tokens {
+                write_tokens(out, t)?;
+            }
             writeln!(out)
         }
         Command::Bisect => {
@@ -115,6 +128,40 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
             writeln!(out)
         }
     }
+}
+
+/// The tokens line, and one line per iteration when there were several.
+fn write_tokens(out: &mut String, t: &Tokens) -> std::fmt::Result {
+    let budget = t
+        .budget
+        .map(|b| format!(" of a budget of {b}"))
+        .unwrap_or_default();
+    let unknown = |n: u32| match n {
+        0 => String::new(),
+        n => format!("; {} without usage (unknown)", plural(n as usize, "answer")),
+    };
+    writeln!(
+        out,
+        "- **Tokens:** {} ({} prompt + {} completion){budget}{}",
+        t.total,
+        t.prompt,
+        t.completion,
+        unknown(t.unknown_responses)
+    )?;
+    if t.per_iteration.len() > 1 {
+        for i in &t.per_iteration {
+            writeln!(
+                out,
+                "  - iteration {}: {} ({} prompt + {} completion){}",
+                i.iteration,
+                i.total,
+                i.prompt,
+                i.completion,
+                unknown(i.unknown_responses)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn write_cases(out: &mut String, report: &Report) -> std::fmt::Result {
@@ -349,7 +396,9 @@ mod tests {
     use super::*;
     use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
     use crate::machine::{ErrorClass, State};
-    use crate::report::model::{AttemptSummary, BuildSummary, PassCount, Status};
+    use crate::report::model::{
+        AttemptSummary, BuildSummary, IterationTokens, PassCount, RevertConflict, Status,
+    };
     use crate::results::{TestCase, Verdict};
 
     fn sample() -> Report {
@@ -488,6 +537,46 @@ mod tests {
         assert!(md.contains("- **Iterations:** 2"));
         assert!(md.contains("- **Now passing:** `test_crc_empty`"));
         assert!(md.contains("- **Branch:** `fwfix/20240501-120000-crc`"));
+        assert!(!md.contains("Tokens"));
+        report.tokens = Some(Tokens {
+            prompt: 1500,
+            completion: 200,
+            total: 1700,
+            budget: Some(5000),
+            unknown_responses: 1,
+            per_iteration: vec![
+                IterationTokens {
+                    iteration: 1,
+                    prompt: 800,
+                    completion: 100,
+                    total: 900,
+                    unknown_responses: 0,
+                },
+                IterationTokens {
+                    iteration: 2,
+                    prompt: 700,
+                    completion: 100,
+                    total: 800,
+                    unknown_responses: 1,
+                },
+            ],
+        });
+        report.revert_conflict = Some(RevertConflict {
+            commit: "a1b2c3d".into(),
+            subject: "crc: faster".into(),
+            paths: vec!["src/crc.c".into()],
+        });
+        let md = render_markdown(&report);
+        assert!(
+            md.contains("- **Tokens:** 1700 (1500 prompt + 200 completion) of a budget of 5000; 1 answer without usage (unknown)"),
+            "{md}"
+        );
+        assert!(md.contains("  - iteration 2: 800 (700 prompt + 100 completion); 1 answer"));
+        assert!(md.contains(
+            "reverting `a1b2c3d` (crc: faster) conflicts with later changes in `src/crc.c`"
+        ));
+        report.tokens = None;
+        report.revert_conflict = None;
 
         report.command = Command::Bisect;
         report.status = Status::Failure;

@@ -16,7 +16,8 @@ pub use markdown::render_markdown;
 pub use model::{
     case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
     file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,
-    CandidateSummary, CaseCounts, Command, PassCount, PowerCycle, Report, Status,
+    CandidateSummary, CaseCounts, Command, IterationTokens, PassCount, PowerCycle, Report,
+    RevertConflict, Status, Tokens,
 };
 
 use std::fs::{self, File, OpenOptions};
@@ -243,10 +244,12 @@ mod tests {
                 "power_cycles",
                 "profile",
                 "repo",
+                "revert_conflict",
                 "run_id",
                 "started_at",
                 "status",
                 "steps",
+                "tokens",
                 "verdict",
                 "version",
             ]

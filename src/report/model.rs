@@ -283,6 +283,41 @@ pub fn pass_counts<'a>(attempts: impl IntoIterator<Item = &'a [TestCase]>) -> Ve
     counts
 }
 
+/// Tokens a model strategy spent: report.json's `tokens`. A response that carried no usage adds
+/// nothing to the counts and one to `unknown_responses`, so an unknown is never read as zero.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+    /// The run's budget (`[strategy.llm] token_budget`), when one is set.
+    pub budget: Option<u64>,
+    /// Responses whose usage the endpoint did not report.
+    pub unknown_responses: u32,
+    /// The same counts per iteration, in order.
+    pub per_iteration: Vec<IterationTokens>,
+}
+
+/// One iteration's share of [`Tokens`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationTokens {
+    pub iteration: u32,
+    pub prompt: u64,
+    pub completion: u64,
+    pub total: u64,
+    pub unknown_responses: u32,
+}
+
+/// A culprit's revert that later work conflicts with: report.json's `revert_conflict`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevertConflict {
+    /// The culprit (short id) and its subject.
+    pub commit: String,
+    pub subject: String,
+    /// The paths that conflict, sorted.
+    pub paths: Vec<String>,
+}
+
 /// Everything a run leaves for people and scripts. `report.json` is this struct; the field names
 /// are part of the interface. The optional outcome fields (`fixed`, `patch`, `branch`, `culprit`)
 /// are written as `null` when absent, never left out, so scripts can rely on the keys.
@@ -346,6 +381,12 @@ pub struct Report {
     /// trusted), in order.
     #[serde(default)]
     pub power_cycles: Vec<PowerCycle>,
+    /// `run` with a model strategy: the tokens it spent.
+    #[serde(default)]
+    pub tokens: Option<Tokens>,
+    /// `run --strategy revert`: the culprit's revert conflicted and was not forced.
+    #[serde(default)]
+    pub revert_conflict: Option<RevertConflict>,
 }
 
 /// One power cycle of the board.
@@ -406,6 +447,8 @@ impl Report {
             candidates: Vec::new(),
             notes: Vec::new(),
             power_cycles: Vec::new(),
+            tokens: None,
+            revert_conflict: None,
         }
     }
 

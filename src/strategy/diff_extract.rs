@@ -1,12 +1,15 @@
 //! Getting a unified diff out of an answer: a model's chat reply, an agent program's output, or a
 //! tool call's argument. It finds the diff (a fenced ```diff / ```patch block, an unlabelled fence
-//! that starts like a diff, or a bare diff in the text) and checks that it is whole: file headers
-//! with `a/` and `b/` paths relative to the repository, at least one hunk, and every hunk holding
-//! exactly the lines its header counts, so a truncated answer is refused with a reason.
+//! that starts like a diff, or a bare diff in the text) and has the repository's patch parser
+//! (`repo::patch`) check that it is whole: file headers with `a/` and `b/` paths relative to the
+//! repository, at least one hunk, and every hunk holding exactly the lines its header counts, so a
+//! truncated answer is refused with a reason.
 //!
 //! Pure text in, text out: it must not read the repository or try to apply anything (PATCH_REVIEW
 //! and PATCH_APPLY do that).
 
+use crate::repo::patch;
+use crate::repo::RepoError;
 use std::fmt;
 
 /// Why no usable diff came out of a text.
@@ -85,225 +88,61 @@ pub fn extract_diff(text: &str) -> Result<UnifiedDiff, DiffError> {
     parse_unified_diff(&text[start..])
 }
 
-/// Parses `text` as a unified diff from its first line. Text after the last complete hunk that
-/// is not part of a diff (an explanation, a closing remark) ends the diff and is dropped.
+/// Parses `text` as a unified diff from its first line, with the repository's patch parser (see
+/// [`patch::parse_leading`] for what it checks). Text after the last complete hunk that is not
+/// part of a diff (an explanation, a closing remark) ends the diff and is dropped.
 pub fn parse_unified_diff(text: &str) -> Result<UnifiedDiff, DiffError> {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut files: Vec<FilePatch> = Vec::new();
-    let mut end = 0usize;
-    let mut offset = 0usize;
-    let mut i = 0usize;
-    // After a complete hunk, lines that look like hunk lines mean the header undercounted.
-    let mut after_hunk = false;
-
-    while i < lines.len() {
-        let line = strip_eol(lines[i]);
-        let number = i + 1;
-        if line.starts_with("--- ") && lines.get(i + 1).is_some_and(|n| n.starts_with("+++ ")) {
-            let old_path = header_path(&line[4..], "a/", number)?;
-            let new_path = header_path(&strip_eol(lines[i + 1])[4..], "b/", number + 1)?;
-            if old_path.is_none() && new_path.is_none() {
-                return Err(malformed(
-                    number,
-                    "both sides of the file header are /dev/null",
-                ));
-            }
-            close_file(files.last(), number)?;
-            files.push(FilePatch {
-                old_path,
-                new_path,
-                hunks: 0,
-            });
-            offset += lines[i].len() + lines[i + 1].len();
-            i += 2;
-            after_hunk = false;
-            continue;
-        }
-        if line.starts_with("@@") {
-            let Some(file) = files.last_mut() else {
-                return Err(malformed(
-                    number,
-                    "a hunk before any `---`/`+++` file header",
-                ));
-            };
-            let (old_count, new_count) = hunk_counts(line)
-                .ok_or_else(|| malformed(number, format!("`{line}` is not a hunk header")))?;
-            offset += lines[i].len();
-            i += 1;
-            let (mut old, mut new) = (0u32, 0u32);
-            while old < old_count || new < new_count {
-                let Some(raw) = lines.get(i) else { break };
-                let body = strip_eol(raw);
-                match body.as_bytes().first() {
-                    // An empty line is a blank context line whose leading space was lost.
-                    None | Some(b' ') => {
-                        old += 1;
-                        new += 1;
-                    }
-                    Some(b'-') => old += 1,
-                    Some(b'+') => new += 1,
-                    Some(b'\\') => {}
-                    Some(_) => break,
-                }
-                offset += raw.len();
-                i += 1;
-            }
-            if old != old_count || new != new_count {
-                return Err(DiffError::Truncated {
-                    file: file.to_string(),
-                    header: line.to_string(),
-                    expected_old: old_count,
-                    expected_new: new_count,
-                    old,
-                    new,
-                });
-            }
-            // "\ No newline at end of file" may follow the last counted line.
-            while lines.get(i).is_some_and(|l| l.starts_with('\\')) {
-                offset += lines[i].len();
-                i += 1;
-            }
-            file.hunks += 1;
-            end = offset;
-            after_hunk = true;
-            continue;
-        }
-        if is_git_header(line) {
-            offset += lines[i].len();
-            i += 1;
-            after_hunk = false;
-            continue;
-        }
-        if line.trim().is_empty() && starts_file(&lines[i..]) {
-            // Blank lines between two files' sections: skip them, the next file follows.
-            offset += lines[i].len();
-            i += 1;
-            continue;
-        }
-        if after_hunk && matches!(line.as_bytes().first(), Some(b'+' | b'-' | b' ')) {
-            return Err(malformed(
-                number,
-                "the hunk before this line has more lines than its header counts",
-            ));
-        }
-        if files.is_empty() && end == 0 {
-            return Err(malformed(
-                number,
-                format!("expected a `diff --git` or `---` file header, found `{line}`"),
-            ));
-        }
-        break;
-    }
-
-    close_file(files.last(), lines.len() + 1)?;
-    if files.is_empty() {
-        return Err(DiffError::NoDiff);
-    }
-    let mut text = text[..end].to_string();
+    let leading = patch::parse_leading(text.as_bytes()).map_err(diff_error)?;
+    let path = |p: &Option<Vec<u8>>| p.as_ref().map(|p| String::from_utf8_lossy(p).into_owned());
+    let files = leading
+        .files
+        .iter()
+        .map(|f| FilePatch {
+            old_path: path(&f.old_path),
+            new_path: path(&f.new_path),
+            hunks: f.hunks.len(),
+        })
+        .collect();
+    // The parser stops on a line boundary, so the cut is at a character boundary too.
+    let mut text = text.get(..leading.len).unwrap_or(text).to_string();
     if !text.ends_with('\n') {
         text.push('\n');
     }
     Ok(UnifiedDiff { text, files })
 }
 
-fn malformed(line: usize, reason: impl Into<String>) -> DiffError {
-    DiffError::Malformed {
-        line,
-        reason: reason.into(),
+/// The parser's refusal as this module reports it.
+fn diff_error(e: RepoError) -> DiffError {
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    match e {
+        RepoError::EmptyPatch => DiffError::NoDiff,
+        RepoError::TruncatedHunk {
+            file,
+            header,
+            expected_old,
+            expected_new,
+            old,
+            new,
+            ended_at: _,
+        } => DiffError::Truncated {
+            file,
+            header,
+            expected_old: count(expected_old),
+            expected_new: count(expected_new),
+            old: count(old),
+            new: count(new),
+        },
+        RepoError::PatchParse { line, reason } => DiffError::Malformed { line, reason },
+        other => DiffError::Malformed {
+            line: 0,
+            reason: other.to_string(),
+        },
     }
 }
 
 fn strip_eol(line: &str) -> &str {
     let line = line.strip_suffix('\n').unwrap_or(line);
     line.strip_suffix('\r').unwrap_or(line)
-}
-
-/// A file section must hold at least one hunk: headers alone change nothing `git apply` keeps.
-fn close_file(file: Option<&FilePatch>, line: usize) -> Result<(), DiffError> {
-    match file {
-        Some(f) if f.hunks == 0 => Err(malformed(line, format!("{f}: a file header with no hunk"))),
-        Some(_) | None => Ok(()),
-    }
-}
-
-/// Whether, past blank lines, `lines` go on with a new file's section.
-fn starts_file(lines: &[&str]) -> bool {
-    let rest: Vec<&str> = lines
-        .iter()
-        .copied()
-        .skip_while(|l| l.trim().is_empty())
-        .collect();
-    match rest.first() {
-        Some(l) if l.starts_with("diff --git ") => true,
-        Some(l) => l.starts_with("--- ") && rest.get(1).is_some_and(|n| n.starts_with("+++ ")),
-        None => false,
-    }
-}
-
-/// Git's extended header lines, which may sit between files.
-fn is_git_header(line: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "diff --git ",
-        "index ",
-        "new file mode ",
-        "deleted file mode ",
-        "old mode ",
-        "new mode ",
-        "similarity index ",
-        "dissimilarity index ",
-        "rename from ",
-        "rename to ",
-        "copy from ",
-        "copy to ",
-    ];
-    PREFIXES.iter().any(|p| line.starts_with(p))
-}
-
-/// The path of a `---` or `+++` line: `/dev/null`, or `prefix` followed by a relative path that
-/// stays inside the repository. A tab and what follows it (a timestamp) is dropped.
-fn header_path(rest: &str, prefix: &str, line: usize) -> Result<Option<String>, DiffError> {
-    let raw = rest.split('\t').next().unwrap_or(rest).trim_end();
-    let raw = raw
-        .strip_prefix('"')
-        .and_then(|r| r.strip_suffix('"'))
-        .unwrap_or(raw);
-    if raw == "/dev/null" {
-        return Ok(None);
-    }
-    let Some(path) = raw.strip_prefix(prefix) else {
-        return Err(malformed(
-            line,
-            format!("`{raw}` does not start with `{prefix}`: paths must be `a/PATH` and `b/PATH`"),
-        ));
-    };
-    let escapes = path.is_empty()
-        || path.starts_with('/')
-        || path.split('/').any(|c| c == ".." || c.is_empty());
-    if escapes {
-        return Err(malformed(
-            line,
-            format!("`{raw}` is not a path relative to the repository root"),
-        ));
-    }
-    Ok(Some(path.to_string()))
-}
-
-/// `(old_count, new_count)` of `@@ -l[,n] +l[,n] @@ ...`; an omitted count is 1.
-fn hunk_counts(line: &str) -> Option<(u32, u32)> {
-    let rest = line.strip_prefix("@@ -")?;
-    let (ranges, _) = rest.split_once(" @@")?;
-    let (old, new) = ranges.split_once(" +")?;
-    Some((range_count(old)?, range_count(new)?))
-}
-
-fn range_count(range: &str) -> Option<u32> {
-    match range.split_once(',') {
-        Some((start, count)) => {
-            start.parse::<u32>().ok()?;
-            count.parse().ok()
-        }
-        None => range.parse::<u32>().ok().map(|_| 1),
-    }
 }
 
 /// A fenced code block: its info string (`diff`, `patch`, `c`, or empty) and its body.

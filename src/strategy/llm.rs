@@ -7,7 +7,9 @@
 //! 2. send one request per candidate, a few at a time, each retried with backoff on connect
 //!    errors and HTTP 408/409/429/5xx (honouring `Retry-After`), never on other 4xx; an endpoint
 //!    that refuses tools is asked again without them for the rest of the run;
-//! 3. count the tokens each answer reports against the run's `token_budget`;
+//! 3. count the tokens each answer reports, per iteration and for the run, against the run's
+//!    `token_budget`: once the run's total reaches it, no further request is sent (the answer
+//!    that reached it is still used: its tokens are spent), and the strategy has nothing more;
 //! 4. read each answer's proposals (`answer`), write the raw answers to `response.json`, and
 //!    return the diffs that parse, or say why there is none.
 //!
@@ -22,11 +24,13 @@ mod retry;
 pub use answer::TokenUsage;
 
 use crate::config::LlmSettings;
+use crate::report::{IterationTokens, Tokens};
 use crate::rundir::write_atomic;
-use crate::strategy::{Candidate, PatchRequest, Strategy, StrategyError};
+use crate::strategy::{Candidate, PatchRequest, Strategy, StrategyError, StrategyFacts};
 use answer::Proposal;
 use retry::StatusClass;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::hash::{BuildHasher, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,6 +61,8 @@ struct Shared {
     client: reqwest::Client,
     url: String,
     usage: Mutex<TokenUsage>,
+    /// The same usage per iteration.
+    per_iteration: Mutex<BTreeMap<u32, TokenUsage>>,
     /// Set once the endpoint has refused the `tools` parameter.
     tools_refused: AtomicBool,
 }
@@ -99,6 +105,7 @@ impl LlmStrategy {
                 client,
                 url,
                 usage: Mutex::new(TokenUsage::default()),
+                per_iteration: Mutex::new(BTreeMap::new()),
                 tools_refused: AtomicBool::new(false),
             }),
         })
@@ -116,8 +123,40 @@ impl Strategy for LlmStrategy {
         "llm"
     }
 
+    /// A model can always be asked again, until the run's token budget is spent.
     fn has_more(&self) -> bool {
-        true
+        self.shared.budget_spent().is_none()
+    }
+
+    fn stopped(&self) -> Option<String> {
+        self.shared.budget_spent()
+    }
+
+    fn facts(&self) -> StrategyFacts {
+        let run = self.shared.usage();
+        let per_iteration = self
+            .shared
+            .per_iteration()
+            .into_iter()
+            .map(|(iteration, u)| IterationTokens {
+                iteration,
+                prompt: u.prompt_tokens,
+                completion: u.completion_tokens,
+                total: u.total(),
+                unknown_responses: u32::try_from(u.unknown).unwrap_or(u32::MAX),
+            })
+            .collect();
+        StrategyFacts {
+            tokens: Some(Tokens {
+                prompt: run.prompt_tokens,
+                completion: run.completion_tokens,
+                total: run.total(),
+                budget: self.shared.settings.token_budget,
+                unknown_responses: u32::try_from(run.unknown).unwrap_or(u32::MAX),
+                per_iteration,
+            }),
+            ..StrategyFacts::default()
+        }
     }
 
     /// Asks for `settings.candidates` answers (at most `req.candidates`), one request each, and
@@ -145,6 +184,7 @@ impl Strategy for LlmStrategy {
             tasks.spawn(ask(
                 Arc::clone(shared),
                 body.clone(),
+                req.iteration,
                 index,
                 group.clone(),
                 Arc::clone(&limit),
@@ -194,6 +234,7 @@ impl Strategy for LlmStrategy {
     fn save(&self) -> Value {
         json!({
             "usage": self.shared.usage(),
+            "per_iteration": self.shared.per_iteration(),
             "tools_refused": self.shared.tools_refused.load(Ordering::Relaxed),
         })
     }
@@ -209,6 +250,16 @@ impl Strategy for LlmStrategy {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner) = usage;
         }
+        if let Some(per_iteration) = saved
+            .get("per_iteration")
+            .and_then(|u| serde_json::from_value::<BTreeMap<u32, TokenUsage>>(u.clone()).ok())
+        {
+            *self
+                .shared
+                .per_iteration
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = per_iteration;
+        }
         if saved.get("tools_refused").and_then(Value::as_bool) == Some(true) {
             self.shared.tools_refused.store(true, Ordering::Relaxed);
         }
@@ -222,7 +273,7 @@ enum Failure {
     Cancelled,
     /// Will fail the same way for every request of the run: a refused request.
     Fatal(String),
-    /// The run's token budget is spent: a hard stop, even when another answer was usable.
+    /// The run's token budget was spent before this request could be sent.
     Budget(String),
     /// This request failed: timeouts, transport errors, retries spent.
     Failed(String),
@@ -266,6 +317,7 @@ enum SendError {
 async fn ask(
     shared: Arc<Shared>,
     mut body: Value,
+    iteration: u32,
     index: u32,
     cancel: CancellationToken,
     limit: Arc<Semaphore>,
@@ -332,9 +384,7 @@ async fn ask(
         "tools": with_tools,
         "answer": answer,
     });
-    if let Some(message) = shared.count_usage(answer::usage_of(&answer)) {
-        return exchange(record, Err(Failure::Budget(message)));
-    }
+    shared.count_usage(iteration, answer::usage_of(&answer));
     let (proposals, reasons): (Vec<_>, Vec<_>) = answer::proposals(&answer)
         .into_iter()
         .partition(Result::is_ok);
@@ -355,33 +405,41 @@ impl Shared {
         *self.usage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A message when the run's budget is already used up.
+    fn per_iteration(&self) -> BTreeMap<u32, TokenUsage> {
+        self.per_iteration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Why no further request may be sent, once the run's total has reached its budget.
     fn budget_spent(&self) -> Option<String> {
         let budget = self.settings.token_budget?;
-        let used = self.usage().total();
-        (used >= budget).then(|| {
+        let used = self.usage();
+        (used.total() >= budget).then(|| {
+            let unknown = match used.unknown {
+                0 => String::new(),
+                n => format!(" (and {n} answer(s) whose usage the endpoint did not report)"),
+            };
             format!(
-                "the run's token budget is spent: {used} tokens used of token_budget = {budget} \
-                 in [strategy.llm]"
+                "token budget of {budget} spent after {} tokens{unknown}",
+                used.total()
             )
         })
     }
 
-    /// Adds one answer's usage; a message when that takes the run over its budget.
-    fn count_usage(&self, spent: TokenUsage) -> Option<String> {
-        let total = {
-            let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
-            usage.add(spent);
-            usage.total()
-        };
-        let budget = self.settings.token_budget?;
-        (total > budget).then(|| {
-            format!(
-                "the run went over its token budget: {total} tokens used (this answer: {} \
-                 prompt + {} completion) of token_budget = {budget} in [strategy.llm]",
-                spent.prompt_tokens, spent.completion_tokens
-            )
-        })
+    /// Adds one answer's usage to the run's and its iteration's.
+    fn count_usage(&self, iteration: u32, spent: TokenUsage) {
+        self.usage
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .add(spent);
+        self.per_iteration
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(iteration)
+            .or_default()
+            .add(spent);
     }
 
     fn scrub(&self, text: &str) -> String {
@@ -607,6 +665,7 @@ fn gather(
     let limit = usize::try_from(count).unwrap_or(usize::MAX);
     let mut candidates = Vec::new();
     let mut failed = None;
+    let mut budget = None;
     let mut unusable = Vec::new();
     for exchange in exchanges {
         match exchange.outcome {
@@ -620,7 +679,9 @@ fn gather(
                     }
                 }
             }
-            Err(Failure::Budget(m)) => return Err(StrategyError::Failed(m)),
+            Err(Failure::Budget(m)) => {
+                budget.get_or_insert(m);
+            }
             Err(Failure::Fatal(m) | Failure::Failed(m)) => {
                 failed.get_or_insert(m);
             }
@@ -630,6 +691,9 @@ fn gather(
     }
     if !candidates.is_empty() {
         return Ok(candidates);
+    }
+    if let Some(message) = budget {
+        return Err(StrategyError::Exhausted(message));
     }
     if let Some(message) = failed {
         return Err(StrategyError::Failed(message));
@@ -820,16 +884,26 @@ mod tests {
     #[test]
     fn usage_and_tool_refusal_survive_a_resume() {
         let first = LlmStrategy::new(settings(None)).unwrap();
-        first.shared.count_usage(TokenUsage {
-            prompt_tokens: 10,
-            completion_tokens: 5,
-            requests: 1,
-        });
+        first.shared.count_usage(
+            2,
+            TokenUsage {
+                prompt_tokens: 10,
+                completion_tokens: 5,
+                total_tokens: 15,
+                requests: 1,
+                unknown: 0,
+            },
+        );
         first.shared.tools_refused.store(true, Ordering::Relaxed);
         let saved = first.save();
         let mut resumed = LlmStrategy::new(settings(None)).unwrap();
         resumed.load(&saved);
         assert_eq!(resumed.usage(), first.usage());
+        assert_eq!(resumed.facts(), first.facts());
+        assert_eq!(
+            resumed.facts().tokens.unwrap().per_iteration[0].iteration,
+            2
+        );
         assert!(resumed.shared.tools_refused.load(Ordering::Relaxed));
         resumed.load(&Value::Null);
         assert_eq!(resumed.usage().total(), 15);
@@ -879,7 +953,7 @@ mod tests {
     }
 
     #[test]
-    fn failures_come_before_unusable_answers_and_the_budget_before_all() {
+    fn failures_come_before_unusable_answers_and_the_budget_before_failures() {
         let err = gather(
             vec![
                 exchange(
@@ -896,16 +970,61 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "HTTP 500");
-        let err = gather(
+        let got = gather(
             vec![
                 exchange(1, Ok(vec![proposal()])),
-                exchange(2, Err(Failure::Budget("over its token budget".into()))),
+                exchange(2, Err(Failure::Budget("token budget of 5 spent".into()))),
+            ],
+            2,
+            "m",
+        )
+        .unwrap();
+        assert_eq!(got.len(), 1, "the answer that spent the budget is used");
+        let err = gather(
+            vec![
+                exchange(1, Err(Failure::Failed("HTTP 500".into()))),
+                exchange(2, Err(Failure::Budget("token budget of 5 spent".into()))),
             ],
             2,
             "m",
         )
         .unwrap_err();
-        assert!(err.to_string().contains("token budget"));
+        assert!(matches!(err, StrategyError::Exhausted(_)), "{err}");
+    }
+
+    #[test]
+    fn the_budget_stops_further_requests_once_reached_and_says_so() {
+        let mut s = settings(None);
+        s.token_budget = Some(100);
+        let strategy = LlmStrategy::new(s).unwrap();
+        assert!(strategy.has_more());
+        let spent = |p, c| TokenUsage {
+            prompt_tokens: p,
+            completion_tokens: c,
+            total_tokens: p + c,
+            requests: 1,
+            unknown: 0,
+        };
+        strategy.shared.count_usage(1, spent(60, 30));
+        assert!(strategy.has_more());
+        strategy.shared.count_usage(2, spent(8, 2));
+        assert!(!strategy.has_more());
+        assert_eq!(
+            strategy.stopped().unwrap(),
+            "token budget of 100 spent after 100 tokens"
+        );
+        let tokens = strategy.facts().tokens.unwrap();
+        assert_eq!(
+            (
+                tokens.prompt,
+                tokens.completion,
+                tokens.total,
+                tokens.budget
+            ),
+            (68, 32, 100, Some(100))
+        );
+        assert_eq!(tokens.per_iteration.len(), 2);
+        assert_eq!(tokens.per_iteration[1].total, 10);
     }
 
     #[test]

@@ -8,6 +8,8 @@ pub mod llm;
 pub mod queue;
 pub mod revert;
 
+use crate::machine::ErrorClass;
+use crate::report::{RevertConflict, Tokens};
 use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
@@ -41,9 +43,19 @@ pub struct Candidate {
     pub diff: String,
 }
 
-/// Why a strategy produced nothing usable. Each maps to MODEL_FAILURE unless it is exhaustion.
+/// Why a strategy produced nothing usable. [`StrategyError::error_class`] says which error class
+/// each is.
 #[derive(Debug, thiserror::Error)]
 pub enum StrategyError {
+    /// The candidate exists but cannot be made to apply: its changes conflict with the tree (a
+    /// revert that later work conflicts with). Reported, never forced.
+    #[error("reverting {commit} ({subject}) conflicts with later changes in {}; fwfix does not force a revert", paths.join(", "))]
+    Conflict {
+        /// The commit whose revert conflicts (short id).
+        commit: String,
+        subject: String,
+        paths: Vec<String>,
+    },
     /// Nothing left to propose (a queue ran out): not a failure of the model, the end.
     #[error("no more candidates: {0}")]
     Exhausted(String),
@@ -55,6 +67,29 @@ pub enum StrategyError {
     Failed(String),
     #[error("cancelled")]
     Cancelled,
+}
+
+impl StrategyError {
+    /// The machine's error class: a conflicting candidate is a patch that does not apply
+    /// (PATCH_APPLY_FAILURE); everything else is the model's or agent's failure (MODEL_FAILURE).
+    pub fn error_class(&self) -> ErrorClass {
+        match self {
+            StrategyError::Conflict { .. } => ErrorClass::PatchApplyFailure,
+            StrategyError::Exhausted(_)
+            | StrategyError::Unusable { .. }
+            | StrategyError::Failed(_)
+            | StrategyError::Cancelled => ErrorClass::ModelFailure,
+        }
+    }
+}
+
+/// What a strategy adds to report.json beyond the loop's own records.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StrategyFacts {
+    /// Token usage of a model strategy.
+    pub tokens: Option<Tokens>,
+    /// A culprit's revert that conflicts with later work.
+    pub revert_conflict: Option<RevertConflict>,
 }
 
 /// A source of candidate patches.
@@ -87,4 +122,15 @@ pub trait Strategy: Send {
 
     /// Restores what [`Strategy::save`] returned.
     fn load(&mut self, _saved: &serde_json::Value) {}
+
+    /// Why [`Strategy::has_more`] says false, when there is more to say than "no more
+    /// candidates" (a spent token budget).
+    fn stopped(&self) -> Option<String> {
+        None
+    }
+
+    /// What the report shows of this strategy (nothing by default).
+    fn facts(&self) -> StrategyFacts {
+        StrategyFacts::default()
+    }
 }

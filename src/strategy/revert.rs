@@ -7,8 +7,9 @@
 //! other candidate. A revert that conflicts with later work is reported with its paths, never
 //! forced.
 
-use super::{Candidate, PatchRequest, Strategy, StrategyError};
-use crate::repo::{CommitInfo, Repo};
+use super::{Candidate, PatchRequest, Strategy, StrategyError, StrategyFacts};
+use crate::repo::{CommitInfo, Repo, RepoError};
+use crate::report::RevertConflict;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
@@ -47,6 +48,8 @@ pub struct RevertStrategy<'a> {
     culprit: Option<Culprit>,
     /// The one candidate was asked for (whether or not it could be made).
     done: bool,
+    /// The culprit's revert conflicted with later work.
+    conflict: Option<RevertConflict>,
 }
 
 impl std::fmt::Debug for RevertStrategy<'_> {
@@ -56,6 +59,7 @@ impl std::fmt::Debug for RevertStrategy<'_> {
             .field("bad", &self.bad)
             .field("culprit", &self.culprit)
             .field("done", &self.done)
+            .field("conflict", &self.conflict)
             .finish()
     }
 }
@@ -72,6 +76,7 @@ impl<'a> RevertStrategy<'a> {
             finder,
             culprit: None,
             done: false,
+            conflict: None,
         }
     }
 
@@ -127,12 +132,25 @@ impl Strategy for RevertStrategy<'_> {
         let commit = &culprit.commit;
         let diff = Repo::open(&req.work_dir)
             .and_then(|repo| repo.revert_diff(&commit.id))
-            .map_err(|e| {
-                StrategyError::Failed(format!(
-                    "culprit {} ({}): {e}",
+            .map_err(|e| match e {
+                RepoError::RevertConflict { paths, .. } => {
+                    let conflict = RevertConflict {
+                        commit: commit.short().to_string(),
+                        subject: commit.subject.clone(),
+                        paths,
+                    };
+                    self.conflict = Some(conflict.clone());
+                    StrategyError::Conflict {
+                        commit: conflict.commit,
+                        subject: conflict.subject,
+                        paths: conflict.paths,
+                    }
+                }
+                other => StrategyError::Failed(format!(
+                    "culprit {} ({}): {other}",
                     commit.short(),
                     commit.subject
-                ))
+                )),
             })?;
         if diff.trim().is_empty() {
             return Err(StrategyError::Failed(format!(
@@ -148,7 +166,14 @@ impl Strategy for RevertStrategy<'_> {
     }
 
     fn save(&self) -> serde_json::Value {
-        serde_json::json!({ "culprit": self.culprit, "done": self.done })
+        serde_json::json!({ "culprit": self.culprit, "done": self.done, "conflict": self.conflict })
+    }
+
+    fn facts(&self) -> StrategyFacts {
+        StrategyFacts {
+            revert_conflict: self.conflict.clone(),
+            ..StrategyFacts::default()
+        }
     }
 
     fn load(&mut self, saved: &serde_json::Value) {
@@ -160,6 +185,12 @@ impl Strategy for RevertStrategy<'_> {
         }
         if let Some(done) = saved.get("done").and_then(|d| d.as_bool()) {
             self.done = done;
+        }
+        if let Some(c) = saved
+            .get("conflict")
+            .and_then(|c| serde_json::from_value::<RevertConflict>(c.clone()).ok())
+        {
+            self.conflict = Some(c);
         }
     }
 }
@@ -296,12 +327,21 @@ mod tests {
             .candidates(&request(dir.path()), &CancellationToken::new())
             .await
             .unwrap_err();
-        assert!(matches!(e, StrategyError::Failed(_)), "{e}");
+        assert!(matches!(e, StrategyError::Conflict { .. }), "{e}");
+        assert_eq!(
+            e.error_class(),
+            crate::machine::ErrorClass::PatchApplyFailure
+        );
         assert!(
             e.to_string().contains("conflicts") && e.to_string().contains("crc.c"),
             "{e}"
         );
         assert!(!s.has_more());
+        let conflict = s.facts().revert_conflict.unwrap();
+        assert_eq!(conflict.paths, vec!["crc.c".to_string()]);
+        let mut resumed = strategy(Err(String::new())).0;
+        resumed.load(&s.save());
+        assert_eq!(resumed.facts().revert_conflict, Some(conflict));
     }
 
     #[tokio::test]

@@ -2,7 +2,9 @@
 //! what it is doing (the last build line, which attempt is booting, tests seen so far, elapsed
 //! time), with finished steps printed as lines above it (`✔ build 3.2 s`). It must stay out of
 //! the way: when stdout or stderr is not a terminal, or with `quiet`, it draws nothing and prints
-//! only warnings and errors as plain lines on stderr. It never decides anything about the run.
+//! only warnings and errors as plain lines on stderr; while a person is being asked something
+//! (the approval prompt) the spinner is taken down and lines are printed plainly, so the prompt is
+//! never drawn over. It never decides anything about the run.
 
 use super::{paint, Paint, UiOptions};
 use crate::capture::Stream;
@@ -12,6 +14,7 @@ use crate::report::{format_duration, plural, verdict_name};
 use crate::results::{CaseStatus, Verdict};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{self, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -28,6 +31,8 @@ pub struct TerminalSink {
     progress: Mutex<Progress>,
     /// Where plain-mode lines go (stderr, or a buffer in tests).
     plain: Mutex<Box<dyn Write + Send>>,
+    /// A person is answering a prompt: the spinner is down until they are done.
+    paused: AtomicBool,
 }
 
 impl TerminalSink {
@@ -62,6 +67,26 @@ impl TerminalSink {
             bar,
             progress: Mutex::new(Progress::default()),
             plain: Mutex::new(plain),
+            paused: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes the spinner down (cleared, no ticking) while a person answers a prompt.
+    fn pause(&self) {
+        if let (Some(bar), false) = (&self.bar, self.paused.swap(true, Ordering::SeqCst)) {
+            bar.disable_steady_tick();
+            bar.finish_and_clear();
+        }
+    }
+
+    /// Puts the spinner back after the prompt, its elapsed time carried on.
+    fn resume(&self) {
+        if let (Some(bar), true) = (&self.bar, self.paused.swap(false, Ordering::SeqCst)) {
+            let elapsed = bar.elapsed();
+            bar.reset();
+            bar.set_elapsed(elapsed);
+            bar.set_message(self.progress().status_text());
+            bar.enable_steady_tick(TICK);
         }
     }
 
@@ -74,10 +99,11 @@ impl TerminalSink {
     /// Shows a notice: above the spinner when there is one, else as a plain line on stderr if
     /// plain mode shows that kind at all.
     fn notice(&self, notice: Notice) {
+        let paused = self.paused.load(Ordering::SeqCst);
         match &self.bar {
-            Some(bar) => bar.println(notice.render(self.color)),
-            None => {
-                if notice.kind.shown_plain(self.opts) {
+            Some(bar) if !paused => bar.println(notice.render(self.color)),
+            Some(_) | None => {
+                if paused || notice.kind.shown_plain(self.opts) {
                     let mut out = self
                         .plain
                         .lock()
@@ -102,10 +128,15 @@ impl Drop for TerminalSink {
 
 impl EventSink for TerminalSink {
     fn emit(&self, event: &Event) {
+        match event {
+            Event::InputWanted { .. } => self.pause(),
+            Event::InputDone => self.resume(),
+            _ => {}
+        }
         let notices = {
             let mut progress = self.progress();
             let notices = progress.apply(event, self.opts.verbose);
-            if let Some(bar) = &self.bar {
+            if let (Some(bar), false) = (&self.bar, self.paused.load(Ordering::SeqCst)) {
                 if let Some(state) = progress.state {
                     bar.set_prefix(state.name());
                 }
@@ -320,7 +351,7 @@ impl Progress {
                 };
                 vec![Notice::new(kind, text.clone())]
             }
-            Event::Finished { .. } => Vec::new(),
+            Event::InputWanted { .. } | Event::InputDone | Event::Finished { .. } => Vec::new(),
         }
     }
 
@@ -744,5 +775,41 @@ mod tests {
         assert!(!drawn.contains('\x1b'), "{drawn}");
         assert!(plain.text().is_empty(), "nothing bypasses the spinner");
         assert!(sink.bar.as_ref().is_some_and(ProgressBar::is_finished));
+    }
+
+    #[test]
+    fn the_spinner_is_taken_down_while_a_person_answers_a_prompt() {
+        let screen = Screen::default();
+        let plain = Buffer::default();
+        let sink = TerminalSink::for_test(
+            UiOptions::default(),
+            Some(ProgressDrawTarget::term_like(Box::new(screen.clone()))),
+            Box::new(plain.clone()),
+        );
+        let bar = sink.bar.clone().unwrap();
+        sink.emit(&transition(State::PatchGeneration, State::PatchReview, "r"));
+        sink.emit(&Event::InputWanted {
+            what: "approve iteration 1's candidate".into(),
+        });
+        assert!(bar.is_finished(), "the spinner is down during the prompt");
+        let drawn_before = screen.0.lock().unwrap().clone();
+        sink.emit(&Event::Message {
+            level: Level::Info,
+            text: "a line while the prompt is up".into(),
+        });
+        assert_eq!(
+            *screen.0.lock().unwrap(),
+            drawn_before,
+            "nothing is drawn over the prompt"
+        );
+        assert!(plain.text().contains("a line while the prompt is up"));
+        sink.emit(&Event::InputDone);
+        assert!(!bar.is_finished(), "the spinner is back after the answer");
+        sink.emit(&transition(
+            State::PatchReview,
+            State::PatchApply,
+            "approved",
+        ));
+        assert_eq!(bar.prefix(), "PATCH_APPLY");
     }
 }

@@ -183,6 +183,18 @@ fn locates_functions_files_and_lines_from_dwarf() {
 }
 
 #[test]
+fn each_function_is_mapped_to_the_file_that_defines_it() {
+    let (_dir, elf) = build("arm-none-eabi-gcc", "sensor.c", SENSOR_C, &["-g"]);
+    let files = Symbolizer::open(&elf).unwrap().function_files();
+    let read = files
+        .get("sensor_read")
+        .unwrap_or_else(|| panic!("{files:?}"));
+    assert!(read.ends_with("sensor.c"), "{read}");
+    let (_dir, bare) = build("arm-none-eabi-gcc", "sensor.c", SENSOR_C, &[]);
+    assert!(Symbolizer::open(&bare).unwrap().function_files().is_empty());
+}
+
+#[test]
 fn test_functions_come_in_address_order() {
     let (_dir, elf) = build("arm-none-eabi-gcc", "sensor.c", SENSOR_C, &["-g"]);
     let symbols = Symbolizer::open(&elf).unwrap();

@@ -404,6 +404,23 @@ fn a_good_ref_that_fails_or_a_bad_ref_that_passes_stops_the_bisect() {
     assert_eq!(steps(&report).len(), 2);
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);
+
+    // `fwfix audit` on the bisect's own directory audits each step's run.
+    let dir = run_dir(&out);
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+    assert!(text(&audit).contains("audit OK"), "{}", text(&audit));
+    // A step whose evidence changed afterwards fails it, named by its step.
+    let step = steps(&report)[1]["run_dir"].as_str().unwrap().to_string();
+    let console = dir.join(&step).join("iter-000/console.log");
+    std::fs::write(&console, "tampered\n").unwrap();
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(1), "{}", text(&audit));
+    assert!(
+        text(&audit).contains(&format!("{step}/trace.jsonl:")),
+        "{}",
+        text(&audit)
+    );
 }
 
 #[test]
@@ -465,7 +482,12 @@ fn the_revert_strategy_bisects_and_converges_on_the_culprits_revert() {
         report["fixed"],
         serde_json::json!(["test_crc16_known_vector"])
     );
-    // The bisect it ran is recorded in the iteration, with its own steps.
+    // The bisect it ran is recorded in the iteration, with its own steps, which audit clean.
+    let audit = fwfix(
+        &["audit", dir.join("iter-001/bisect").to_str().unwrap()],
+        h.repo.path(),
+    );
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     let bisect = crate::common::report(&dir.join("iter-001/bisect"));
     assert_eq!(bisect["culprit"], h.id(CULPRIT));
     assert!(steps(&bisect)
@@ -508,10 +530,17 @@ fn a_revert_that_conflicts_is_reported_and_never_forced() {
     commit(&repo, "crc16: document the start value");
     let before = owner_state(&repo);
     let out = run_revert(repo.path(), &ids[1]);
-    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    // Not an infrastructure error: the patch does not apply, and nothing else can be tried.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
     assert_eq!(report["status"], "FAILURE");
+    assert_eq!(report["error_class"], "PATCH_APPLY_FAILURE");
+    assert_eq!(
+        report["revert_conflict"]["paths"],
+        serde_json::json!(["src/crc.c"])
+    );
+    assert_eq!(report["revert_conflict"]["commit"], &culprit[..7]);
     assert!(report["branch"].is_null() && report["patch"].is_null());
     let message = report["message"].as_str().unwrap();
     assert!(

@@ -544,6 +544,14 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
         analysis.contains("crc16 uses the wrong initial value"),
         "{analysis}"
     );
+    let analysis: serde_json::Value = serde_json::from_str(&analysis).unwrap();
+    let console = analysis["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "iter-001/console.log")
+        .unwrap_or_else(|| panic!("{analysis:#}"));
+    assert_eq!(console["class"], "TEST_FAILURE", "{console}");
     // Resuming a finished run is refused.
     let third = fwfix(&["resume", dir.to_str().unwrap()], repo.path());
     assert_eq!(third.status.code(), Some(2), "{}", text(&third));
@@ -639,5 +647,96 @@ fn a_baseline_that_does_not_build_makes_the_build_the_thing_to_fix() {
         analysis.contains("CRC16_CCITT_INIT"),
         "the diagnostics are evidence: {analysis}"
     );
+    // Each log of the iteration is triaged in the evidence, with the lines that decided it.
+    let analysis: serde_json::Value = serde_json::from_str(&analysis).unwrap();
+    let build_log = analysis["logs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["file"] == "iter-000/build.log")
+        .unwrap_or_else(|| panic!("{analysis:#}"));
+    assert_eq!(build_log["class"], "BUILD_ERROR", "{build_log}");
+    assert!(!build_log["lines"].as_array().unwrap().is_empty());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// History with a regression: a commit where CRC-16 works (returned), the commit that breaks it,
+/// then unrelated work on top.
+fn regressed_history(repo: &FixtureRepo) -> String {
+    repo.apply_fixture_patch("04-fixes-crc16.diff");
+    repo.git(&["commit", "-q", "-am", "crc: CRC-16 works"]);
+    let good = repo.git(&["rev-parse", "HEAD"]).trim().to_string();
+    let fix = fixture_dir().join("patches/04-fixes-crc16.diff");
+    repo.git(&["apply", "-R", fix.to_str().unwrap()]);
+    repo.git(&["commit", "-q", "-am", "crc: a faster CRC-16 (breaks it)"]);
+    repo.write("docs/notes.md", "unrelated work\n");
+    repo.git(&["add", "docs/notes.md"]);
+    repo.git(&["commit", "-q", "-m", "docs: notes"]);
+    good
+}
+
+#[test]
+fn the_known_good_commit_puts_the_files_changed_since_it_in_the_evidence() {
+    let repo = FixtureRepo::new();
+    let good = regressed_history(&repo);
+    // The owner's uncommitted edit counts as changed too.
+    repo.write("notes/todo.txt", "untracked idea\n");
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &["--good", &good[..10]]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let context: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("context.json")).unwrap()).unwrap();
+    assert_eq!(context["request"]["good"], good.as_str(), "stored resolved");
+    let analysis: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-000/analysis.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        analysis["changed_files"],
+        serde_json::json!(["docs/notes.md", "notes/todo.txt", "src/crc.c"])
+    );
+    let top = &analysis["suspects"][0];
+    assert_eq!(top["name"], "crc16_ccitt", "{analysis:#}");
+    assert!(
+        top["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "defined in src/crc.c, changed since the last known-good commit"),
+        "{top}"
+    );
+}
+
+#[test]
+fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
+    let repo = FixtureRepo::new();
+    let q = queue(&["04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &["--good", "no-such-tag"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("no-such-tag"), "{}", text(&out));
+    assert!(!repo.path().join(".fwfix").exists());
+}
+
+#[test]
+fn the_approval_question_is_bracketed_by_input_events_for_the_progress_display() {
+    let repo = FixtureRepo::new();
+    let q = queue(&["04-fixes-crc16.diff"]);
+    // No terminal: nobody is waited for, but the question is still announced and closed, which
+    // is what takes the terminal's spinner down around a real prompt.
+    let out = run_cmd(&repo, q.path(), &["--approve", "always"]);
+    let events = events(&out);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    let wanted = kinds
+        .iter()
+        .position(|k| *k == "input_wanted")
+        .unwrap_or_else(|| panic!("{kinds:?}"));
+    assert_eq!(kinds.get(wanted + 1), Some(&"input_done"), "{kinds:?}");
+    assert!(
+        events[wanted]["what"]
+            .as_str()
+            .unwrap()
+            .contains("04-fixes-crc16.diff"),
+        "{}",
+        events[wanted]
+    );
 }

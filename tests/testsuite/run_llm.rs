@@ -4,6 +4,7 @@
 
 use crate::common::model_server::{text_answer, tool_answer, Server, Step};
 use crate::common::*;
+use serde_json::json;
 
 const KEY: &str = "sk-fwfix-LOOPLEAKCHECK-90ab12";
 
@@ -45,6 +46,20 @@ async fn a_model_that_answers_garbage_then_the_fix_converges_and_the_key_is_neve
     let report = report(&dir);
     assert_eq!(report["status"], "SUCCESS");
     assert_eq!(report["iterations"], 2);
+    // Both answers' tokens are in the report, per iteration and for the run.
+    let tokens = &report["tokens"];
+    assert_eq!(
+        (&tokens["prompt"], &tokens["completion"], &tokens["total"]),
+        (&json!(1512), &json!(154), &json!(1666)),
+        "{tokens}"
+    );
+    assert!(tokens["budget"].is_null());
+    assert_eq!(tokens["per_iteration"].as_array().unwrap().len(), 2);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("- **Tokens:** 1666 (1512 prompt + 154 completion)"),
+        "{md}"
+    );
     // The garbage answer was a MODEL_FAILURE, recovered from by asking again.
     let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
     assert!(
@@ -176,4 +191,57 @@ async fn a_model_that_first_weakens_the_test_is_denied_then_its_fix_converges() 
         std::fs::read_to_string(repo.path().join("tests/test_crc.c")).unwrap(),
         test_source
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_run_stops_asking_once_its_token_budget_is_spent_and_says_so() {
+    let regresses =
+        std::fs::read_to_string(fixture_dir().join("patches/03-regresses-crc32.diff")).unwrap();
+    let server = Server::start(vec![
+        Step::ok(tool_answer(&regresses)),
+        Step::ok(tool_answer(&crc_fix())),
+    ])
+    .await;
+    let repo = FixtureRepo::new();
+    let base_url = server.base_url.clone();
+    let repo_path = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+            .args([
+                "run",
+                "--json",
+                "--board",
+                "qemu-mps2-an385",
+                "--profile",
+                "crc",
+                "--strategy",
+                "llm",
+            ])
+            .current_dir(&repo_path)
+            .env("FWFIX_LLM_BASE_URL", base_url)
+            .env("FWFIX_LLM_MODEL", "test-model")
+            .env("FWFIX_LLM_TOKEN_BUDGET", "500")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    // Not converged within the budget: a failed run, not an infrastructure error.
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "FAILURE");
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains("token budget of 500 spent after 876 tokens"),
+        "{message}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "nothing was sent past the budget"
+    );
+    assert_eq!(report["tokens"]["total"], 876);
+    assert_eq!(report["tokens"]["budget"], 500);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }

@@ -120,7 +120,9 @@ async fn a_propose_patch_call_becomes_a_candidate_and_the_exchange_is_recorded()
         TokenUsage {
             prompt_tokens: 812,
             completion_tokens: 64,
-            requests: 1
+            total_tokens: 876,
+            requests: 1,
+            unknown: 0,
         }
     );
 
@@ -463,32 +465,59 @@ async fn an_endpoint_that_refuses_tools_is_asked_again_without_them() {
 }
 
 #[tokio::test]
-async fn going_over_the_token_budget_fails_and_stops_further_requests() {
-    let server = Server::start(vec![Step::ok(tool_answer(&crc_fix()))]).await;
+async fn reaching_the_token_budget_keeps_that_answer_and_sends_no_further_request() {
+    let server = Server::start(vec![
+        Step::ok(tool_answer(&crc_fix())),
+        Step::ok(tool_answer(&crc_fix())),
+    ])
+    .await;
     let it = iteration(1);
     let mut s = settings(&server);
     s.token_budget = Some(500);
     let mut strategy = LlmStrategy::new(s).unwrap();
     let cancel = CancellationToken::new();
-    match strategy.candidates(&it.req, &cancel).await {
-        Err(StrategyError::Failed(message)) => {
-            assert!(
-                message.contains("token budget") && message.contains("876"),
-                "{message}"
-            )
-        }
-        other => panic!("expected Failed, got {other:?}"),
-    }
+    let got = strategy.candidates(&it.req, &cancel).await.unwrap();
+    assert_eq!(got.len(), 1, "the tokens are spent: the answer is used");
     assert_eq!(strategy.usage().total(), 876);
+    assert!(!strategy.has_more());
+    assert_eq!(
+        strategy.stopped().as_deref(),
+        Some("token budget of 500 spent after 876 tokens")
+    );
     match strategy.candidates(&iteration(1).req, &cancel).await {
-        Err(StrategyError::Failed(message)) => assert!(message.contains("spent"), "{message}"),
-        other => panic!("expected Failed, got {other:?}"),
+        Err(StrategyError::Exhausted(message)) => {
+            assert_eq!(message, "token budget of 500 spent after 876 tokens")
+        }
+        other => panic!("expected Exhausted, got {other:?}"),
     }
     assert_eq!(
         server.requests().len(),
         1,
         "no request once the budget is spent"
     );
+}
+
+#[tokio::test]
+async fn an_answer_without_usage_is_counted_as_unknown_not_as_zero() {
+    let mut silent = tool_answer(&crc_fix());
+    silent.as_object_mut().unwrap().remove("usage");
+    let server = Server::start(vec![Step::ok(silent), Step::ok(tool_answer(&crc_fix()))]).await;
+    let mut strategy = LlmStrategy::new(settings(&server)).unwrap();
+    let cancel = CancellationToken::new();
+    let (first, mut second) = (iteration(1), iteration(1));
+    second.req.iteration = 2;
+    strategy.candidates(&first.req, &cancel).await.unwrap();
+    strategy.candidates(&second.req, &cancel).await.unwrap();
+    let usage = strategy.usage();
+    assert_eq!((usage.requests, usage.unknown, usage.total()), (2, 1, 876));
+    let tokens = strategy.facts().tokens.unwrap();
+    assert_eq!(tokens.unknown_responses, 1);
+    let per: Vec<_> = tokens
+        .per_iteration
+        .iter()
+        .map(|i| (i.iteration, i.total, i.unknown_responses))
+        .collect();
+    assert_eq!(per, [(1, 0, 1), (2, 876, 0)]);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -469,3 +469,71 @@ fn a_state_that_overruns_its_timeout_is_a_timeout_naming_the_state() {
         assert!(!alive(pid), "build child {pid} outlived the state timeout");
     }
 }
+
+/// A profile whose build command prints `line` to stderr and exits with `code`.
+fn failing_build_profile(repo: &FixtureRepo, name: &str, line: &str, code: u8) {
+    repo.write(
+        &format!("profiles/{name}.toml"),
+        &format!(
+            "name = \"{name}\"\n[build]\ncommand = \"echo make: entering >&2; echo '{line}' >&2; exit {code}\"\nartifact = \"build/never.elf\"\n[test]\nharness = \"unity\"\n[recovery]\nbuild_env_failure = 1\n"
+        ),
+    );
+}
+
+/// The trace lines leaving BUILD_RUN for ERROR_RECOVERY.
+fn build_failures(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["from"] == "BUILD_RUN" && l["to"] == "ERROR_RECOVERY")
+        .collect()
+}
+
+#[test]
+fn a_build_without_its_compiler_is_an_environment_failure_decided_by_triage() {
+    let repo = FixtureRepo::new();
+    failing_build_profile(
+        &repo,
+        "nogcc",
+        "sh: 1: arm-none-eabi-gcc: command not found",
+        127,
+    );
+    let out = test_cmd(&repo, MPS2, "nogcc", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let dir = run_dir(&out);
+    assert_eq!(report(&dir)["error_class"], "BUILD_ENV_FAILURE");
+    let failures = build_failures(&dir);
+    assert_eq!(
+        failures.len(),
+        2,
+        "one retry, then the run stops: {failures:#?}"
+    );
+    let reason = failures[0]["reason"].as_str().unwrap();
+    assert_eq!(failures[0]["error_class"], "BUILD_ENV_FAILURE");
+    assert!(
+        reason.contains("triage: TOOL_MISSING at build.log:2"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_build_that_runs_out_of_disk_is_retried_as_the_environment_not_blamed_on_the_code() {
+    let repo = FixtureRepo::new();
+    failing_build_profile(
+        &repo,
+        "diskfull",
+        "cc1: fatal error: cannot write build/crc.o: No space left on device",
+        2,
+    );
+    let out = test_cmd(&repo, MPS2, "diskfull", &[]);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let dir = run_dir(&out);
+    assert_eq!(report(&dir)["error_class"], "BUILD_ENV_FAILURE");
+    let failures = build_failures(&dir);
+    let reason = failures[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("triage: INFRA_ERROR at build.log:2"),
+        "{reason}"
+    );
+}

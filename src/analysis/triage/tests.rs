@@ -619,6 +619,73 @@ fn error_classes_for_the_machine() {
 }
 
 #[test]
+fn error_classes_depend_on_the_step_that_failed() {
+    use ErrorClass as E;
+    let expected = [
+        (
+            TriageClass::ToolMissing,
+            Some(E::BuildEnvFailure),
+            Some(E::TestEnvFailure),
+        ),
+        (
+            TriageClass::FlashError,
+            Some(E::BuildEnvFailure),
+            Some(E::FlashFailure),
+        ),
+        (TriageClass::Assert, None, None),
+        (TriageClass::Crash, None, None),
+        (
+            TriageClass::InfraError,
+            Some(E::BuildEnvFailure),
+            Some(E::TestEnvFailure),
+        ),
+        (
+            TriageClass::BuildError,
+            Some(E::BuildFailure),
+            Some(E::TestEnvFailure),
+        ),
+        (
+            TriageClass::LinkError,
+            Some(E::BuildFailure),
+            Some(E::TestEnvFailure),
+        ),
+        (TriageClass::Hang, None, None),
+        (TriageClass::TestFailure, None, None),
+        (TriageClass::Pass, None, None),
+    ];
+    for (class, build, test) in expected {
+        assert_eq!(
+            class.error_class_in(Stage::Build),
+            build,
+            "{class} in a build"
+        );
+        assert_eq!(
+            class.error_class_in(Stage::Test),
+            test,
+            "{class} in a test run"
+        );
+    }
+}
+
+#[test]
+fn the_verdict_names_the_class_and_the_deciding_line() {
+    let t = classify_str(
+        "make: entering\nsh: 1: arm-none-eabi-gcc: not found\nmake: *** [x] Error 127\n",
+    );
+    let verdict = t.verdict_in("build.log");
+    assert!(
+        verdict.starts_with("TOOL_MISSING at build.log:2: "),
+        "{verdict}"
+    );
+    let log = LogTriage::new("iter-000/build.log", &t);
+    assert_eq!((log.class, log.lines), (TriageClass::ToolMissing, vec![2]));
+    assert_eq!(
+        classify_str("").verdict_in("console.log"),
+        "PASS at console.log: the log is empty"
+    );
+}
+
+#[test]
 fn class_names_round_trip_through_json() {
     for class in TriageClass::PRECEDENCE {
         let json = serde_json::to_string(&class).unwrap();

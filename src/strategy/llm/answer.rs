@@ -9,41 +9,56 @@ use serde_json::Value;
 /// The function the model is offered for its answer.
 pub const TOOL_NAME: &str = "propose_patch";
 
-/// Tokens spent, as the endpoint reports them in `usage`.
+/// Tokens spent, as the endpoint reports them in `usage`. An answer without `usage` adds nothing
+/// to the counts and one to `unknown`: its tokens are not known, which is not zero.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// The endpoint's `total_tokens`, or prompt + completion when it gives none.
+    #[serde(default)]
+    pub total_tokens: u64,
     /// Answers received (retries not counted).
     pub requests: u64,
+    /// Answers that reported no usage.
+    #[serde(default)]
+    pub unknown: u64,
 }
 
 impl TokenUsage {
     pub fn total(&self) -> u64 {
-        self.prompt_tokens.saturating_add(self.completion_tokens)
+        self.total_tokens
+            .max(self.prompt_tokens.saturating_add(self.completion_tokens))
     }
 
     pub fn add(&mut self, other: TokenUsage) {
+        self.total_tokens = self.total().saturating_add(other.total());
         self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
         self.completion_tokens = self
             .completion_tokens
             .saturating_add(other.completion_tokens);
         self.requests = self.requests.saturating_add(other.requests);
+        self.unknown = self.unknown.saturating_add(other.unknown);
     }
 }
 
-/// The usage one answer reports (zeros when it reports none), counted as one request.
+/// The usage one answer reports, counted as one request; unknown when it reports none.
 pub fn usage_of(answer: &Value) -> TokenUsage {
-    let field = |name: &str| {
-        answer
-            .pointer(&format!("/usage/{name}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+    let Some(usage) = answer.get("usage").filter(|u| u.is_object()) else {
+        return TokenUsage {
+            requests: 1,
+            unknown: 1,
+            ..TokenUsage::default()
+        };
     };
+    let field = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+    let (prompt, completion) = (field("prompt_tokens"), field("completion_tokens"));
     TokenUsage {
-        prompt_tokens: field("prompt_tokens"),
-        completion_tokens: field("completion_tokens"),
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+        total_tokens: field("total_tokens").max(prompt.saturating_add(completion)),
         requests: 1,
+        unknown: 0,
     }
 }
 
@@ -328,10 +343,33 @@ mod tests {
             TokenUsage {
                 prompt_tokens: 812,
                 completion_tokens: 64,
-                requests: 2
-            }
+                total_tokens: 876,
+                requests: 2,
+                unknown: 1,
+            },
+            "the answer without usage is unknown, not zero"
         );
         assert_eq!(total.total(), 876);
+    }
+
+    #[test]
+    fn the_endpoints_total_is_kept_when_it_counts_more() {
+        // Some servers count reasoning or cached tokens only in the total.
+        let u = usage_of(
+            &json!({"usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 40}}),
+        );
+        assert_eq!((u.total(), u.unknown), (40, 0));
+        let u = usage_of(&json!({"usage": {"prompt_tokens": 10, "completion_tokens": 5}}));
+        assert_eq!(u.total(), 15);
+        let old: TokenUsage = serde_json::from_value(
+            json!({"prompt_tokens": 3, "completion_tokens": 4, "requests": 1}),
+        )
+        .unwrap();
+        assert_eq!(
+            old.total(),
+            7,
+            "a usage saved before totals were kept still adds up"
+        );
     }
 
     #[test]
