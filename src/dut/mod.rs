@@ -4,6 +4,7 @@
 
 pub mod board;
 pub mod cortex_m;
+pub mod probe;
 pub mod qemu;
 mod session;
 
@@ -86,6 +87,10 @@ pub enum DutError {
         message: String,
         fix: String,
     },
+    /// The debug probe could not be found, opened or attached, or the core could not be
+    /// watched (not flashing: that is [`DutError::Flash`]).
+    #[error(transparent)]
+    Probe(#[from] probe::ProbeError),
     #[error("{0}")]
     Other(String),
 }

@@ -3,8 +3,9 @@
 //! serial device, or `socket://HOST:PORT`). This file is the `Dut` face of it: opening, the
 //! environment check, power cycling. `session` runs an attempt, `serial` owns the console, `gdb`
 //! writes gdb's command file and reads its answers, `flash` prepares a flash command, `image`
-//! reads the ELF. probe-rs and RTT consoles are not supported yet. Nothing this backend starts
-//! outlives the call that started it.
+//! reads the ELF. `[flash] method = "probe-rs"` runs the attempt through `dut::probe` instead,
+//! with RTT or `[serial]` as the console. Nothing this backend starts outlives the call that
+//! started it.
 
 pub mod flash;
 pub mod gdb;
@@ -12,6 +13,9 @@ pub mod image;
 pub mod serial;
 mod session;
 
+use super::probe::real::RealDriver;
+use super::probe::session::{self as probe_session, ProbeConsole, ProbeTarget};
+use super::probe::{AttachRequest, ProbeDriver};
 use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
 use crate::capture::Capture;
@@ -20,6 +24,7 @@ use crate::events::EventSink;
 use crate::process::spawn_group;
 use serial::PortSpec;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::process::Command;
 
@@ -36,24 +41,34 @@ pub struct BoardDut {
     board: String,
     spec: HardwareSpec,
     power: Option<PowerSpec>,
-    port: PortSpec,
+    /// The `[serial]` console; None when the console is RTT.
+    port: Option<PortSpec>,
     reconnect: u32,
+    probes: Probes,
+}
+
+/// The debug probe driver, for `[flash] method = "probe-rs"`.
+#[derive(Clone)]
+struct Probes(Arc<dyn ProbeDriver>);
+
+impl std::fmt::Debug for Probes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProbeDriver")
+    }
 }
 
 impl BoardDut {
-    /// The backend for `board`, whose backend is `spec`. probe-rs and RTT are refused here, so
-    /// the run stops before any build time is spent.
+    /// The backend for `board`, whose backend is `spec`, reaching probes through probe-rs.
     pub fn new(board: &Board, spec: HardwareSpec) -> Result<Self, DutError> {
-        let unsupported = |what: &str| DutError::Unsupported {
-            board: board.name.clone(),
-            backend: format!("board ({what})"),
-        };
-        if let FlashSpec::ProbeRs(_) = spec.flash {
-            return Err(unsupported(
-                "[flash] method = \"probe-rs\"; use method = \"gdb\" with probe-rs's or \
-                 OpenOCD's GDB server, or method = \"command\"",
-            ));
-        }
+        Self::with_probes(board, spec, Arc::new(RealDriver))
+    }
+
+    /// The backend with another probe driver (tests: the fake one).
+    pub fn with_probes(
+        board: &Board,
+        spec: HardwareSpec,
+        probes: Arc<dyn ProbeDriver>,
+    ) -> Result<Self, DutError> {
         let (port, reconnect) = match &spec.console {
             ConsoleSpec::Serial {
                 port,
@@ -62,15 +77,21 @@ impl BoardDut {
                 reset,
                 reconnect,
             } => (
-                PortSpec {
+                Some(PortSpec {
                     port: port.clone(),
                     baud: *baud,
                     line: *line,
                     reset: *reset,
-                },
+                }),
                 *reconnect,
             ),
-            ConsoleSpec::Rtt => return Err(unsupported("an RTT console; use [serial]")),
+            ConsoleSpec::Rtt if matches!(spec.flash, FlashSpec::ProbeRs(_)) => (None, 0),
+            ConsoleSpec::Rtt => {
+                return Err(DutError::Unsupported {
+                    board: board.name.clone(),
+                    backend: "board (an RTT console needs [flash] method = \"probe-rs\")".into(),
+                })
+            }
         };
         Ok(Self {
             board: board.name.clone(),
@@ -78,7 +99,15 @@ impl BoardDut {
             spec,
             port,
             reconnect,
+            probes: Probes(probes),
         })
+    }
+
+    fn console_name(&self) -> String {
+        match &self.port {
+            Some(port) => port.port.to_string(),
+            None => "RTT".to_string(),
+        }
     }
 }
 
@@ -88,9 +117,13 @@ impl Dut for BoardDut {
         let flash = match &self.spec.flash {
             FlashSpec::Gdb(gdb) => format!("gdb {}", gdb.remote),
             FlashSpec::Command { .. } => "flash command".to_string(),
-            FlashSpec::ProbeRs(_) => "probe-rs".to_string(),
+            FlashSpec::ProbeRs(probe) => format!("probe-rs {}", probe.chip),
         };
-        format!("board {} ({flash}, console {})", self.board, self.port.port)
+        format!(
+            "board {} ({flash}, console {})",
+            self.board,
+            self.console_name()
+        )
     }
 
     /// gdb runs and its server accepts a connection; the console device exists (a socket
@@ -100,10 +133,14 @@ impl Dut for BoardDut {
             check_gdb(&gdb.gdb).await?;
             check_gdb_server(&gdb.remote).await?;
         }
-        if let SerialPort::Device(path) = &self.port.port {
+        if let Some(PortSpec {
+            port: SerialPort::Device(path),
+            ..
+        }) = &self.port
+        {
             if let Err(e) = std::fs::metadata(path) {
                 return Err(DutError::NoSuchPort {
-                    port: serial::describe(&self.port.port),
+                    port: serial::describe(&SerialPort::Device(path.clone())),
                     detail: e.to_string(),
                 });
             }
@@ -118,10 +155,36 @@ impl Dut for BoardDut {
         events: &dyn EventSink,
     ) -> Result<Capture, DutError> {
         let describe = self.describe();
+        if let FlashSpec::ProbeRs(probe) = &self.spec.flash {
+            let console = match &self.port {
+                Some(port) => ProbeConsole::Serial {
+                    port: port.clone(),
+                    reconnect: self.reconnect,
+                },
+                None => ProbeConsole::Rtt,
+            };
+            let target = ProbeTarget {
+                describe,
+                request: AttachRequest {
+                    chip: probe.chip.clone(),
+                    selector: probe.selector.clone(),
+                    protocol: probe.protocol.clone(),
+                    speed_khz: probe.speed_khz,
+                },
+                console,
+            };
+            return probe_session::run(self.probes.0.clone(), target, image, spec, events).await;
+        }
+        let Some(port) = self.port.clone() else {
+            return Err(DutError::Unsupported {
+                board: self.board.clone(),
+                backend: "board (an RTT console needs [flash] method = \"probe-rs\")".into(),
+            });
+        };
         let target = session::Target {
             describe: &describe,
             spec: &self.spec,
-            port: self.port.clone(),
+            port,
             reconnect: self.reconnect,
         };
         session::run(target, image, spec, events).await
@@ -252,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn probe_rs_and_rtt_are_refused_clearly() {
+    fn probe_rs_opens_with_either_console_and_rtt_needs_probe_rs() {
         let probe = FlashSpec::ProbeRs(ProbeSpec {
             chip: "nRF52832_xxAA".into(),
             selector: None,
@@ -260,10 +323,16 @@ mod tests {
             speed_khz: None,
             rtt: true,
         });
-        let e = dut(&board(probe, ConsoleSpec::Rtt, None)).unwrap_err();
-        assert!(matches!(e, DutError::Unsupported { .. }));
-        assert!(e.to_string().contains("probe-rs"), "{e}");
+        let rtt = dut(&board(probe.clone(), ConsoleSpec::Rtt, None)).unwrap();
+        assert_eq!(
+            rtt.describe(),
+            "board bench (probe-rs nRF52832_xxAA, console RTT)"
+        );
+        let console = serial(SerialPort::Device("/dev/ttyACM0".into()));
+        let uart = dut(&board(probe, console, None)).unwrap();
+        assert!(uart.describe().ends_with("console /dev/ttyACM0)"));
         let e = dut(&board(gdb("h:1"), ConsoleSpec::Rtt, None)).unwrap_err();
+        assert!(matches!(e, DutError::Unsupported { .. }));
         assert!(e.to_string().contains("RTT"), "{e}");
     }
 
