@@ -5,6 +5,7 @@
 
 mod audit;
 mod bisect;
+mod boards;
 mod doctor;
 mod exit;
 mod graph;
@@ -70,6 +71,8 @@ enum Command {
     Resume(resume::Args),
     /// Find the first commit between a good and a bad one whose tests fail.
     Bisect(bisect::Args),
+    /// The debug probes connected to this host.
+    Boards(boards::Args),
     /// Check board and profile files without running anything.
     Validate(validate::Args),
     /// Check the host tools fwfix needs and say how to install what is missing.
@@ -108,6 +111,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args, &cli.global),
         Command::Resume(args) => resume::run(args, &cli.global),
         Command::Bisect(args) => bisect::run(args, &cli.global),
+        Command::Boards(args) => boards::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),

@@ -15,6 +15,7 @@ mod harness_cmd;
 mod inspect;
 mod parse_recorded_logs;
 mod policy_approval;
+mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
 mod run_cmd;

@@ -126,9 +126,17 @@ impl Dut for BoardDut {
         )
     }
 
-    /// gdb runs and its server accepts a connection; the console device exists (a socket
-    /// console is not connected to here: a terminal server may take one client only).
+    /// gdb runs and its server accepts a connection, or the debug probe is connected; the
+    /// console device exists (a socket console is not connected to here: a terminal server may
+    /// take one client only).
     async fn check(&mut self) -> Result<(), DutError> {
+        if let FlashSpec::ProbeRs(probe) = &self.spec.flash {
+            let driver = self.probes.0.clone();
+            let connected = tokio::task::spawn_blocking(move || driver.list())
+                .await
+                .map_err(|e| DutError::Other(format!("listing debug probes: {e}")))?;
+            crate::dut::probe::select(&connected, probe.selector.as_deref())?;
+        }
         if let FlashSpec::Gdb(gdb) = &self.spec.flash {
             check_gdb(&gdb.gdb).await?;
             check_gdb_server(&gdb.remote).await?;

@@ -100,20 +100,7 @@ impl ProbeDriver for FakeDriver {
     }
 
     fn open(&self, request: &AttachRequest) -> Result<Box<dyn ProbeSession>, ProbeError> {
-        let found = self
-            .probes
-            .iter()
-            .find(|p| match &request.selector {
-                Some(s) => p.selector() == *s || s.starts_with(&format!("{}:", p.selector())),
-                None => true,
-            })
-            .cloned();
-        let Some(probe) = found else {
-            return Err(ProbeError::NotFound {
-                selector: request.selector.clone(),
-                connected: self.probes.clone(),
-            });
-        };
+        let probe = self.probes[super::select(&self.probes, request.selector.as_deref())?].clone();
         if let Some(e) = &self.script.open_error {
             return Err(e.clone());
         }

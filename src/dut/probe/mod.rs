@@ -208,6 +208,35 @@ pub trait ProbeSession: Send {
     fn rtt_write(&mut self, channel: usize, bytes: &[u8]) -> Result<usize, ProbeError>;
 }
 
+/// Which of the `connected` probes `selector` (`VID:PID[:SERIAL]`) picks; without a selector,
+/// the only one connected.
+pub fn select(connected: &[ProbeInfo], selector: Option<&str>) -> Result<usize, ProbeError> {
+    let not_found = || ProbeError::NotFound {
+        selector: selector.map(str::to_string),
+        connected: connected.to_vec(),
+    };
+    match selector {
+        Some(wanted) => {
+            let wanted = wanted.to_ascii_lowercase();
+            connected
+                .iter()
+                .position(|p| {
+                    let full = p.selector().to_ascii_lowercase();
+                    // VID:PID alone picks the first probe of that model.
+                    full == wanted || full.starts_with(&format!("{wanted}:"))
+                })
+                .ok_or_else(not_found)
+        }
+        None => match connected.len() {
+            0 => Err(not_found()),
+            1 => Ok(0),
+            _ => Err(ProbeError::Ambiguous {
+                connected: connected.to_vec(),
+            }),
+        },
+    }
+}
+
 /// The debug probes connected to this host, through probe-rs.
 pub fn list_probes() -> Vec<ProbeInfo> {
     real::RealDriver.list()
@@ -250,6 +279,25 @@ mod tests {
                 && text.contains("0483:374b:066DFF (STLink V2-1)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_selector_picks_by_model_or_serial() {
+        let two = [probe(Some("AAA")), probe(Some("BBB"))];
+        assert_eq!(select(&two, Some("0483:374B:BBB")).unwrap(), 1);
+        assert_eq!(select(&two, Some("0483:374b")).unwrap(), 0);
+        assert!(matches!(
+            select(&two, None),
+            Err(ProbeError::Ambiguous { .. })
+        ));
+        assert!(matches!(
+            select(&two, Some("1366:0105")),
+            Err(ProbeError::NotFound { .. })
+        ));
+        assert!(matches!(
+            select(&[], None),
+            Err(ProbeError::NotFound { .. })
+        ));
     }
 
     #[test]

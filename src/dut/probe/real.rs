@@ -13,7 +13,7 @@ use probe_rs::flashing::{
     FlashProgress, ProgressEvent, ProgressOperation,
 };
 use probe_rs::probe::list::Lister;
-use probe_rs::probe::{DebugProbeError, DebugProbeInfo, DebugProbeSelector, WireProtocol};
+use probe_rs::probe::{DebugProbeError, DebugProbeInfo, WireProtocol};
 use probe_rs::rtt::Rtt;
 use probe_rs::semihosting::{GetCommandLineRequest, SemihostingCommand};
 use probe_rs::{
@@ -38,7 +38,8 @@ impl ProbeDriver for RealDriver {
 
     fn open(&self, request: &AttachRequest) -> Result<Box<dyn ProbeSession>, ProbeError> {
         let connected = Lister::new().list_all();
-        let chosen = choose(&connected, request.selector.as_deref())?;
+        let infos: Vec<ProbeInfo> = connected.iter().map(info).collect();
+        let chosen = &connected[super::select(&infos, request.selector.as_deref())?];
         let name = info(chosen).selector();
         let open_error = |e: DebugProbeError| ProbeError::Open {
             probe: name.clone(),
@@ -83,38 +84,6 @@ impl ProbeDriver for RealDriver {
             rtt: None,
             command_line: None,
         }))
-    }
-}
-
-/// The probe `selector` names, or the only one connected.
-fn choose<'a>(
-    connected: &'a [DebugProbeInfo],
-    selector: Option<&str>,
-) -> Result<&'a DebugProbeInfo, ProbeError> {
-    let not_found = || ProbeError::NotFound {
-        selector: selector.map(str::to_string),
-        connected: connected.iter().map(info).collect(),
-    };
-    match selector {
-        Some(text) => {
-            let wanted: DebugProbeSelector = text.parse().map_err(|_| not_found())?;
-            connected
-                .iter()
-                .find(|p| {
-                    p.vendor_id == wanted.vendor_id
-                        && p.product_id == wanted.product_id
-                        && (wanted.serial_number.is_none()
-                            || p.serial_number == wanted.serial_number)
-                })
-                .ok_or_else(not_found)
-        }
-        None => match connected {
-            [] => Err(not_found()),
-            [one] => Ok(one),
-            _ => Err(ProbeError::Ambiguous {
-                connected: connected.iter().map(info).collect(),
-            }),
-        },
     }
 }
 
