@@ -124,3 +124,29 @@ pub trait EndDetector: Send {
     /// verdict is final.
     fn is_final(&mut self, line: &str) -> bool;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// serde_json's `arbitrary_precision` (turned on for the whole build by defmt-decoder) breaks
+    /// numbers inside internally tagged enums in some serde versions: a saved capture must still
+    /// read back.
+    #[test]
+    fn run_ends_with_numbers_read_back_from_json() {
+        for end in [
+            RunEnd::Exited { code: 3 },
+            RunEnd::RunnerDied {
+                signal: Some(9),
+                code: None,
+            },
+        ] {
+            let text = serde_json::to_string(&end).unwrap();
+            assert_eq!(
+                serde_json::from_str::<RunEnd>(&text).unwrap(),
+                end,
+                "{text}"
+            );
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! `fwfix boards`: the boards of this host. `list` shows each one's backend, health and lease
 //! holder; `check [BOARD]` runs a board's `[health]` profile and records the verdict; `set`
-//! lets an operator mark a board good, bad or in maintenance. Each subcommand is one variant of
-//! [`Sub`], so more (probes, power) slot in beside them.
+//! lets an operator mark a board good, bad or in maintenance; `probes` lists the debug probes
+//! connected now, with the `[probe] selector` that picks each one. Each subcommand is one
+//! variant of [`Sub`].
 
 use super::{fail_early, print_out, Exit, GlobalArgs, StateArgs};
 use crate::dut::health::{self, Health};
@@ -25,6 +26,8 @@ enum Sub {
     Check(CheckArgs),
     /// Set a board's health by hand: `maintenance` takes it out of service, `good` puts it back.
     Set(SetArgs),
+    /// List the debug probes connected to this host (probe-rs), with their selectors.
+    Probes,
 }
 
 #[derive(Debug, clap::Args)]
@@ -76,6 +79,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         Sub::List(args) => list(args, global),
         Sub::Check(args) => check(args, global),
         Sub::Set(args) => set(args, global),
+        Sub::Probes => probes(global),
     }
 }
 
@@ -190,4 +194,28 @@ fn set(args: SetArgs, global: &GlobalArgs) -> Exit {
         }
         Err(e) => fail_early(global, Exit::of_health(&e), &e.to_string()),
     }
+}
+
+fn probes(global: &GlobalArgs) -> Exit {
+    let probes = crate::dut::probe::list_probes();
+    let mut text = String::new();
+    if global.json {
+        for p in &probes {
+            let line = serde_json::json!({
+                "event": "probe",
+                "identifier": p.identifier,
+                "selector": p.selector(),
+                "kind": p.kind,
+            });
+            let _ = writeln!(text, "{line}");
+        }
+    } else if probes.is_empty() {
+        text.push_str("no debug probes found\n");
+    } else {
+        for p in &probes {
+            let _ = writeln!(text, "{:<28} {:<12} {}", p.selector(), p.kind, p.identifier);
+        }
+    }
+    print_out(&text);
+    Exit::Success
 }

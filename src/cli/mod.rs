@@ -71,6 +71,9 @@ enum Command {
     Resume(resume::Args),
     /// Find the first commit between a good and a bad one whose tests fail.
     Bisect(bisect::Args),
+    /// The boards of this host: list them with their health and lease, check their health, set
+    /// it (maintenance), or list the debug probes connected.
+    Boards(boards::Args),
     /// Check board and profile files without running anything.
     Validate(validate::Args),
     /// Check the host tools fwfix needs and say how to install what is missing.
@@ -88,9 +91,6 @@ enum Command {
     /// Classify logs: build error, link error, missing tool, flash error, infrastructure, crash,
     /// assertion, test failure, hang or pass, with the lines that decided it.
     Triage(triage::Args),
-    /// The boards of this host: list them with their health and lease, check their health, or
-    /// set it (maintenance).
-    Boards(boards::Args),
 }
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
@@ -112,6 +112,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args, &cli.global),
         Command::Resume(args) => resume::run(args, &cli.global),
         Command::Bisect(args) => bisect::run(args, &cli.global),
+        Command::Boards(args) => boards::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
         Command::Graph(args) => graph::run(args),
@@ -120,7 +121,6 @@ pub fn main() -> ExitCode {
         Command::Show(args) => show::run(args, &cli.global),
         Command::Report(args) => report::run(args, &cli.global),
         Command::Triage(args) => triage::run(args, &cli.global),
-        Command::Boards(args) => boards::run(args, &cli.global),
     };
     exit.into()
 }

@@ -1,11 +1,14 @@
 //! What every Cortex-M crash looks like, whoever read it: the core registers, the EXC_RETURN
 //! values, the stacked exception frame and how to find it above a handler's own pushes, the SCB
-//! fault status registers, the exception names. Pure functions over numbers: the QEMU monitor and
-//! a gdb session each parse their own text into these types and share the frame-finding here, and
-//! the walk over a memory dump's lines once each has its own line pattern.
+//! fault status registers, the exception names, and what a stopped core's reading means (a crash
+//! with its stacked frame, or where a running core was). Pure functions over numbers: the QEMU
+//! monitor, a gdb session and a probe-rs session each read the core their own way into these
+//! types and share the frame-finding and the conclusion here, and the walk over a memory dump's
+//! lines once each has its own line pattern.
 
 use crate::capture::FaultSnapshot;
 use regex::Regex;
+use std::fmt::Write as _;
 
 /// SCB fault status registers, read in one go from CFSR: CFSR, HFSR, DFSR, MMFAR, BFAR.
 pub const SCB_CFSR: u32 = 0xE000_ED28;
@@ -252,6 +255,72 @@ pub fn apply_scb(snap: &mut FaultSnapshot, words: &[u32]) -> bool {
     snap.mmfar = (cfsr & (1 << 7) != 0).then_some(mmfar);
     snap.bfar = (cfsr & (1 << 15) != 0).then_some(bfar);
     true
+}
+
+/// What a debugger read from a stopped core.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StopReading {
+    pub regs: CoreRegs,
+    /// CFSR, HFSR, DFSR, MMFAR, BFAR (fewer when the read failed).
+    pub scb: Vec<u32>,
+    /// Words from SP upwards.
+    pub stack: Vec<u32>,
+    /// The debugger's text (or a rendering of what it read), for the snapshot's raw field.
+    pub raw: String,
+}
+
+/// What the stopped core was doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// In a fault handler (exception 3 to 7): the crash, with the stacked frame.
+    Faulted(FaultSnapshot),
+    /// Anywhere else: where it was (live registers).
+    Running(FaultSnapshot),
+}
+
+/// Turns a reading into a crash or a stopped-at snapshot; None when no PC was read.
+pub fn conclude(reading: &StopReading) -> Option<Stop> {
+    let regs = &reading.regs;
+    let pc = regs.pc()?;
+    let exception = regs.exception();
+    if !exception.is_some_and(|n| (3..=7).contains(&n)) {
+        return Some(Stop::Running(FaultSnapshot {
+            exception,
+            pc: Some(pc),
+            lr: regs.lr(),
+            sp: regs.sp(),
+            xpsr: regs.xpsr,
+            r: [regs.r[0], regs.r[1], regs.r[2], regs.r[3], regs.r[12]],
+            raw: reading.raw.clone(),
+            ..FaultSnapshot::default()
+        }));
+    }
+    let mut snap = FaultSnapshot {
+        exception,
+        ..FaultSnapshot::default()
+    };
+    let mut raw = String::new();
+    if let Some(n) = exception {
+        let _ = writeln!(raw, "core stopped in {} (exception {n})", exception_name(n));
+    }
+    match locate_frame(regs, &reading.stack) {
+        Ok(frame) => {
+            apply_frame(&mut snap, &frame);
+            let _ = writeln!(raw, "stacked frame at 0x{:08x}: {}", frame.addr, frame.note);
+        }
+        Err(why) => {
+            let _ = writeln!(
+                raw,
+                "no stacked frame: {why}; PC/LR left empty (the live ones are the handler's)"
+            );
+        }
+    }
+    if !apply_scb(&mut snap, &reading.scb) {
+        let _ = writeln!(raw, "the SCB fault status registers could not be read");
+    }
+    raw.push_str(&reading.raw);
+    snap.raw = raw;
+    Some(Stop::Faulted(snap))
 }
 
 /// The words of a memory dump, as long as their addresses run on from `start`. `line_re` matches

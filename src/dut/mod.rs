@@ -8,6 +8,7 @@ pub mod cortex_m;
 pub mod health;
 pub mod lease;
 pub mod power;
+pub mod probe;
 pub mod qemu;
 mod session;
 
@@ -107,6 +108,10 @@ pub enum DutError {
         message: String,
         log: String,
     },
+    /// The debug probe could not be found, opened or attached, or the core could not be
+    /// watched (not flashing: that is [`DutError::Flash`]).
+    #[error(transparent)]
+    Probe(#[from] probe::ProbeError),
     #[error("{0}")]
     Other(String),
 }

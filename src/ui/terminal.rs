@@ -172,6 +172,8 @@ struct Progress {
     build_line: String,
     /// `boot qemu mps2-an385 (attempt 2)`.
     boot: Option<String>,
+    /// `flash program [#####     ] 50%`, while a flasher reports percentages.
+    flash: Option<String>,
     passed: usize,
     failed: usize,
     ignored: usize,
@@ -243,12 +245,22 @@ impl Progress {
             }
             Event::BootStarted { target, attempt } => {
                 self.boot = Some(format!("boot {target} (attempt {attempt})"));
+                self.flash = None;
                 self.passed = 0;
                 self.failed = 0;
                 self.ignored = 0;
                 Vec::new()
             }
-            Event::FlashProgress { line, .. } => {
+            Event::FlashProgress {
+                phase,
+                percent,
+                line,
+            } => {
+                if let Some(percent) = percent {
+                    // Flashing comes before the image boots: a previous attempt's boot is over.
+                    self.boot = None;
+                    self.flash = Some(flash_bar(phase, *percent));
+                }
                 if !verbose {
                     return Vec::new();
                 }
@@ -369,7 +381,11 @@ impl Progress {
                 }
             }
             State::TestSetup | State::TestRun | State::ResultCollection | State::ResultAnalysis => {
-                let mut text = self.boot.clone().unwrap_or_else(|| self.reason.clone());
+                let mut text = self
+                    .boot
+                    .clone()
+                    .or_else(|| self.flash.clone())
+                    .unwrap_or_else(|| self.reason.clone());
                 if self.passed + self.failed + self.ignored > 0 {
                     text.push_str(&format!(
                         " · {} passed, {} failed",
@@ -449,6 +465,17 @@ impl Notice {
 }
 
 /// Only for tests that need a sink with a chosen colour and output, whatever the terminal.
+/// A flash phase's progress as a bar: `flash program [#####     ] 50%`.
+fn flash_bar(phase: &str, percent: u8) -> String {
+    const WIDTH: usize = 20;
+    let filled = usize::from(percent.min(100)) * WIDTH / 100;
+    format!(
+        "flash {phase} [{}{}] {percent}%",
+        "#".repeat(filled),
+        " ".repeat(WIDTH - filled)
+    )
+}
+
 #[cfg(test)]
 impl TerminalSink {
     fn for_test(
@@ -618,6 +645,18 @@ mod tests {
         progress.apply(
             &transition(State::TestSetup, State::TestRun, "booted"),
             false,
+        );
+        progress.apply(
+            &Event::FlashProgress {
+                phase: "program".into(),
+                percent: Some(50),
+                line: "program: 2048/4096 bytes".into(),
+            },
+            false,
+        );
+        assert_eq!(
+            progress.status_text(),
+            "flash program [##########          ] 50%"
         );
         progress.apply(
             &Event::BootStarted {

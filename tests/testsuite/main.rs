@@ -18,6 +18,7 @@ mod inspect;
 mod parse_recorded_logs;
 mod policy_approval;
 mod power_nonce;
+mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
 mod run_cmd;

@@ -10,8 +10,8 @@
 //! gdb stops a command file at the first error: a failed `load` never reaches `continue`.
 
 use super::image::VectorTable;
-use crate::capture::FaultSnapshot;
-use crate::dut::cortex_m::{self, apply_frame, apply_scb, exception_name, CoreRegs, SCB_CFSR};
+use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
+pub use crate::dut::cortex_m::{conclude, Stop, StopReading};
 use regex::Regex;
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -126,18 +126,6 @@ pub fn classify(line: &str) -> Said {
     Said::Other
 }
 
-/// What gdb printed after [`STOPPED`], parsed.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct StopReading {
-    pub regs: CoreRegs,
-    /// CFSR, HFSR, DFSR, MMFAR, BFAR (fewer when the read failed).
-    pub scb: Vec<u32>,
-    /// Words from SP upwards.
-    pub stack: Vec<u32>,
-    /// gdb's text, for the snapshot's raw field.
-    pub raw: String,
-}
-
 /// Parses the lines gdb printed after [`STOPPED`].
 pub fn read_stop(lines: &[String]) -> StopReading {
     let mut section = "registers";
@@ -219,60 +207,6 @@ pub fn parse_memory(lines: &[&str], start: u32) -> Vec<u32> {
         return Vec::new();
     };
     cortex_m::contiguous_words(lines.iter().copied(), line_re, start)
-}
-
-/// What the stopped core was doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
-    /// In a fault handler (exception 3 to 7): the crash, with the stacked frame.
-    Faulted(FaultSnapshot),
-    /// Anywhere else: where it was (live registers).
-    Running(FaultSnapshot),
-}
-
-/// Turns a reading into a crash or a stopped-at snapshot; None when gdb printed no PC.
-pub fn conclude(reading: &StopReading) -> Option<Stop> {
-    let regs = &reading.regs;
-    let pc = regs.pc()?;
-    let exception = regs.exception();
-    if !exception.is_some_and(|n| (3..=7).contains(&n)) {
-        return Some(Stop::Running(FaultSnapshot {
-            exception,
-            pc: Some(pc),
-            lr: regs.lr(),
-            sp: regs.sp(),
-            xpsr: regs.xpsr,
-            r: [regs.r[0], regs.r[1], regs.r[2], regs.r[3], regs.r[12]],
-            raw: reading.raw.clone(),
-            ..FaultSnapshot::default()
-        }));
-    }
-    let mut snap = FaultSnapshot {
-        exception,
-        ..FaultSnapshot::default()
-    };
-    let mut raw = String::new();
-    if let Some(n) = exception {
-        let _ = writeln!(raw, "core stopped in {} (exception {n})", exception_name(n));
-    }
-    match cortex_m::locate_frame(regs, &reading.stack) {
-        Ok(frame) => {
-            apply_frame(&mut snap, &frame);
-            let _ = writeln!(raw, "stacked frame at 0x{:08x}: {}", frame.addr, frame.note);
-        }
-        Err(why) => {
-            let _ = writeln!(
-                raw,
-                "no stacked frame: {why}; PC/LR left empty (the live ones are the handler's)"
-            );
-        }
-    }
-    if !apply_scb(&mut snap, &reading.scb) {
-        let _ = writeln!(raw, "the SCB fault status registers could not be read");
-    }
-    raw.push_str(&reading.raw);
-    snap.raw = raw;
-    Some(Stop::Faulted(snap))
 }
 
 #[cfg(test)]

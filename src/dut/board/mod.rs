@@ -3,8 +3,9 @@
 //! serial device, or `socket://HOST:PORT`). This file is the `Dut` face of it: opening, the
 //! environment check, power cycling. `session` runs an attempt, `serial` owns the console, `gdb`
 //! writes gdb's command file and reads its answers, `flash` prepares a flash command, `image`
-//! reads the ELF. probe-rs and RTT consoles are not supported yet. Nothing this backend starts
-//! outlives the call that started it.
+//! reads the ELF. `[flash] method = "probe-rs"` runs the attempt through `dut::probe` instead,
+//! with RTT or `[serial]` as the console. Nothing this backend starts outlives the call that
+//! started it.
 
 pub mod flash;
 pub mod gdb;
@@ -13,6 +14,9 @@ pub mod serial;
 mod session;
 
 use super::power::Power;
+use super::probe::real::RealDriver;
+use super::probe::session::{self as probe_session, ProbeConsole, ProbeTarget};
+use super::probe::{AttachRequest, ProbeDriver};
 use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
 use crate::capture::nonce::NonceCheck;
@@ -22,6 +26,7 @@ use crate::events::EventSink;
 use crate::process::spawn_group;
 use serial::PortSpec;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::process::Command;
 
@@ -36,26 +41,36 @@ pub struct BoardDut {
     board: String,
     spec: HardwareSpec,
     power: Option<Power>,
-    port: PortSpec,
+    /// The `[serial]` console; None when the console is RTT.
+    port: Option<PortSpec>,
     reconnect: u32,
     /// `[serial] nonce`: the image reads its nonce from the console.
     nonce: bool,
+    probes: Probes,
+}
+
+/// The debug probe driver, for `[flash] method = "probe-rs"`.
+#[derive(Clone)]
+struct Probes(Arc<dyn ProbeDriver>);
+
+impl std::fmt::Debug for Probes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProbeDriver")
+    }
 }
 
 impl BoardDut {
-    /// The backend for `board`, whose backend is `spec`. probe-rs and RTT are refused here, so
-    /// the run stops before any build time is spent.
+    /// The backend for `board`, whose backend is `spec`, reaching probes through probe-rs.
     pub fn new(board: &Board, spec: HardwareSpec) -> Result<Self, DutError> {
-        let unsupported = |what: &str| DutError::Unsupported {
-            board: board.name.clone(),
-            backend: format!("board ({what})"),
-        };
-        if let FlashSpec::ProbeRs(_) = spec.flash {
-            return Err(unsupported(
-                "[flash] method = \"probe-rs\"; use method = \"gdb\" with probe-rs's or \
-                 OpenOCD's GDB server, or method = \"command\"",
-            ));
-        }
+        Self::with_probes(board, spec, Arc::new(RealDriver))
+    }
+
+    /// The backend with another probe driver (tests: the fake one).
+    pub fn with_probes(
+        board: &Board,
+        spec: HardwareSpec,
+        probes: Arc<dyn ProbeDriver>,
+    ) -> Result<Self, DutError> {
         let (port, reconnect, nonce) = match &spec.console {
             ConsoleSpec::Serial {
                 port,
@@ -65,16 +80,22 @@ impl BoardDut {
                 reconnect,
                 nonce,
             } => (
-                PortSpec {
+                Some(PortSpec {
                     port: port.clone(),
                     baud: *baud,
                     line: *line,
                     reset: *reset,
-                },
+                }),
                 *reconnect,
                 *nonce,
             ),
-            ConsoleSpec::Rtt => return Err(unsupported("an RTT console; use [serial]")),
+            ConsoleSpec::Rtt if matches!(spec.flash, FlashSpec::ProbeRs(_)) => (None, 0, false),
+            ConsoleSpec::Rtt => {
+                return Err(DutError::Unsupported {
+                    board: board.name.clone(),
+                    backend: "board (an RTT console needs [flash] method = \"probe-rs\")".into(),
+                })
+            }
         };
         Ok(Self {
             board: board.name.clone(),
@@ -83,7 +104,15 @@ impl BoardDut {
             port,
             reconnect,
             nonce,
+            probes: Probes(probes),
         })
+    }
+
+    fn console_name(&self) -> String {
+        match &self.port {
+            Some(port) => port.port.to_string(),
+            None => "RTT".to_string(),
+        }
     }
 }
 
@@ -93,22 +122,38 @@ impl Dut for BoardDut {
         let flash = match &self.spec.flash {
             FlashSpec::Gdb(gdb) => format!("gdb {}", gdb.remote),
             FlashSpec::Command { .. } => "flash command".to_string(),
-            FlashSpec::ProbeRs(_) => "probe-rs".to_string(),
+            FlashSpec::ProbeRs(probe) => format!("probe-rs {}", probe.chip),
         };
-        format!("board {} ({flash}, console {})", self.board, self.port.port)
+        format!(
+            "board {} ({flash}, console {})",
+            self.board,
+            self.console_name()
+        )
     }
 
-    /// gdb runs and its server accepts a connection; the console device exists (a socket
-    /// console is not connected to here: a terminal server may take one client only).
+    /// gdb runs and its server accepts a connection, or the debug probe is connected; the
+    /// console device exists (a socket console is not connected to here: a terminal server may
+    /// take one client only).
     async fn check(&mut self) -> Result<(), DutError> {
+        if let FlashSpec::ProbeRs(probe) = &self.spec.flash {
+            let driver = self.probes.0.clone();
+            let connected = tokio::task::spawn_blocking(move || driver.list())
+                .await
+                .map_err(|e| DutError::Other(format!("listing debug probes: {e}")))?;
+            crate::dut::probe::select(&connected, probe.selector.as_deref())?;
+        }
         if let FlashSpec::Gdb(gdb) = &self.spec.flash {
             check_gdb(&gdb.gdb).await?;
             check_gdb_server(&gdb.remote).await?;
         }
-        if let SerialPort::Device(path) = &self.port.port {
+        if let Some(PortSpec {
+            port: SerialPort::Device(path),
+            ..
+        }) = &self.port
+        {
             if let Err(e) = std::fs::metadata(path) {
                 return Err(DutError::NoSuchPort {
-                    port: serial::describe(&self.port.port),
+                    port: serial::describe(&SerialPort::Device(path.clone())),
                     detail: e.to_string(),
                 });
             }
@@ -123,10 +168,36 @@ impl Dut for BoardDut {
         events: &dyn EventSink,
     ) -> Result<Capture, DutError> {
         let describe = self.describe();
+        if let FlashSpec::ProbeRs(probe) = &self.spec.flash {
+            let console = match &self.port {
+                Some(port) => ProbeConsole::Serial {
+                    port: port.clone(),
+                    reconnect: self.reconnect,
+                },
+                None => ProbeConsole::Rtt,
+            };
+            let target = ProbeTarget {
+                describe,
+                request: AttachRequest {
+                    chip: probe.chip.clone(),
+                    selector: probe.selector.clone(),
+                    protocol: probe.protocol.clone(),
+                    speed_khz: probe.speed_khz,
+                },
+                console,
+            };
+            return probe_session::run(self.probes.0.clone(), target, image, spec, events).await;
+        }
+        let Some(port) = self.port.clone() else {
+            return Err(DutError::Unsupported {
+                board: self.board.clone(),
+                backend: "board (an RTT console needs [flash] method = \"probe-rs\")".into(),
+            });
+        };
         let target = session::Target {
             describe: &describe,
             spec: &self.spec,
-            port: self.port.clone(),
+            port,
             reconnect: self.reconnect,
         };
         session::run(target, image, spec, events).await
@@ -137,9 +208,16 @@ impl Dut for BoardDut {
     }
 
     /// The console survives from one run to the next, so output left on it is stale: a board
-    /// whose image reads its nonce from the console relies on it.
+    /// whose image reads its nonce from the console relies on it. Through probe-rs the image may
+    /// ask for its semihosting command line, as on QEMU: the nonce is offered there.
     fn nonce_check(&self) -> Option<NonceCheck> {
-        self.nonce.then_some(NonceCheck::Required)
+        if self.nonce {
+            Some(NonceCheck::Required)
+        } else if matches!(self.spec.flash, FlashSpec::ProbeRs(_)) {
+            Some(NonceCheck::Offered)
+        } else {
+            None
+        }
     }
 }
 
@@ -231,7 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn probe_rs_and_rtt_are_refused_clearly() {
+    fn probe_rs_opens_with_either_console_and_rtt_needs_probe_rs() {
         let probe = FlashSpec::ProbeRs(ProbeSpec {
             chip: "nRF52832_xxAA".into(),
             selector: None,
@@ -239,10 +317,16 @@ mod tests {
             speed_khz: None,
             rtt: true,
         });
-        let e = dut(&board(probe, ConsoleSpec::Rtt, None)).unwrap_err();
-        assert!(matches!(e, DutError::Unsupported { .. }));
-        assert!(e.to_string().contains("probe-rs"), "{e}");
+        let rtt = dut(&board(probe.clone(), ConsoleSpec::Rtt, None)).unwrap();
+        assert_eq!(
+            rtt.describe(),
+            "board bench (probe-rs nRF52832_xxAA, console RTT)"
+        );
+        let console = serial(SerialPort::Device("/dev/ttyACM0".into()));
+        let uart = dut(&board(probe, console, None)).unwrap();
+        assert!(uart.describe().ends_with("console /dev/ttyACM0)"));
         let e = dut(&board(gdb("h:1"), ConsoleSpec::Rtt, None)).unwrap_err();
+        assert!(matches!(e, DutError::Unsupported { .. }));
         assert!(e.to_string().contains("RTT"), "{e}");
     }
 

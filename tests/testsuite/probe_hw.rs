@@ -1,0 +1,103 @@
+//! The probe-rs backend against the real `fwfix` binary. Without hardware: `fwfix boards probes`
+//! on a host with no debug probe, and a `fwfix test` on a probe-rs board that stops as an
+//! infrastructure error naming the missing probe. With a probe (ignored unless asked for):
+//!
+//! ```text
+//! FWFIX_HW_PROBE=STM32F401RETx FWFIX_HW_PROBE_ELF=path/to/unity-test.elf \
+//!   [FWFIX_HW_PROBE_SELECTOR=0483:374b:SERIAL] cargo test --test testsuite -- --ignored probe_hw
+//! ```
+//!
+//! flashes that image (a Unity test built for the chip, printing on RTT up channel 0) through
+//! the probe, and checks the run produced test results, a flash log and no infrastructure error.
+
+use crate::common::{events, fwfix, report, run_dir, text, FixtureRepo};
+
+fn probe_board(repo: &FixtureRepo, chip: &str, selector: Option<&str>) {
+    let selector = selector
+        .map(|s| format!("selector = \"{s}\"\n"))
+        .unwrap_or_default();
+    repo.write(
+        "boards/probe.toml",
+        &format!(
+            "name = \"probe\"\nbackend = \"board\"\n[flash]\nmethod = \"probe-rs\"\n\
+             [probe]\nchip = \"{chip}\"\n{selector}rtt = true\n"
+        ),
+    );
+}
+
+#[test]
+fn boards_probes_says_when_none_is_connected() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fwfix(&["boards", "probes"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "no debug probes found\n"
+    );
+    let out = fwfix(&["boards", "probes", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(out.stdout.is_empty(), "{}", text(&out));
+}
+
+#[test]
+fn a_missing_probe_is_an_infrastructure_error_before_anything_runs() {
+    let repo = FixtureRepo::new();
+    probe_board(&repo, "STM32F401RETx", Some("0483:374b:NOSUCH"));
+    repo.write(
+        "profiles/crc-probe.toml",
+        "name = \"crc-probe\"\n[build]\ncommand = \"make BOARD=mps2-an385 \
+         build/mps2-an385/test_crc.elf\"\nartifact = \"build/mps2-an385/test_crc.elf\"\n\
+         [test]\nharness = \"unity\"\ntimeout_s = 10\n",
+    );
+    let out = fwfix(
+        &[
+            "test",
+            "--json",
+            "--board",
+            "probe",
+            "--profile",
+            "crc-probe",
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let finished = events(&out).pop().unwrap();
+    assert_eq!(finished["error_class"], "TEST_ENV_FAILURE", "{finished:#}");
+    let dir = run_dir(&out);
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    assert!(
+        trace.contains("no debug probe matches [probe] selector 0483:374b:NOSUCH"),
+        "{trace}"
+    );
+    assert_eq!(report(&dir)["status"], "ERROR");
+}
+
+#[test]
+#[ignore = "needs a debug probe: FWFIX_HW_PROBE=<chip> FWFIX_HW_PROBE_ELF=<image> cargo test -- --ignored probe_hw"]
+fn probe_hw_flashes_and_runs_a_unity_image() {
+    let chip = std::env::var("FWFIX_HW_PROBE").expect("FWFIX_HW_PROBE names the chip");
+    let elf = std::env::var("FWFIX_HW_PROBE_ELF").expect("FWFIX_HW_PROBE_ELF names the image");
+    let selector = std::env::var("FWFIX_HW_PROBE_SELECTOR").ok();
+    let repo = FixtureRepo::new();
+    probe_board(&repo, &chip, selector.as_deref());
+    repo.write(
+        "profiles/hw.toml",
+        &format!(
+            "name = \"hw\"\n[build]\ncommand = \"mkdir -p build && cp '{elf}' build/hw.elf\"\n\
+             artifact = \"build/hw.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 60\n"
+        ),
+    );
+    let out = fwfix(
+        &["test", "--json", "--board", "probe", "--profile", "hw"],
+        repo.path(),
+    );
+    // Passed or failed, but a test result: not an infrastructure error.
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+    let dir = run_dir(&out);
+    assert!(dir.join("iter-000/flash.log").exists(), "{}", text(&out));
+    let report = report(&dir);
+    assert!(
+        !report["cases"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+}
