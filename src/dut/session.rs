@@ -1,6 +1,7 @@
-//! What both DUT backends (QEMU and a real board) do the same way around an attempt: create and
-//! finish console logs with errors that name the file, turn the captured lines into a
-//! [`Capture`], and run a short probe of a tool (`--version`, `-machine help`) under a time limit.
+//! What the DUT backends (QEMU, a real board, a board behind a debug probe) do the same way around
+//! an attempt: create and finish console logs with errors that name the file, log and announce
+//! each console line as live or stale, turn the captured lines into a [`Capture`], and run a short
+//! probe of a tool (`--version`, `-machine help`) under a time limit.
 //!
 //! It must not drive an attempt or decide how it ended: each backend's capture loop does that.
 
@@ -8,7 +9,8 @@ use super::DutError;
 use crate::capture::log::ConsoleLog;
 use crate::capture::nonce::NonceGate;
 use crate::capture::store::LineStore;
-use crate::capture::{Capture, FaultSnapshot, RunEnd};
+use crate::capture::{Capture, ConsoleLine, FaultSnapshot, RunEnd};
+use crate::events::{Event, EventSink};
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
@@ -23,6 +25,27 @@ pub(crate) async fn create_log(path: &Path) -> Result<ConsoleLog, DutError> {
             doing: format!("creating {}", path.display()),
             source,
         })
+}
+
+/// Sorts a console line into this attempt's output or output left from an earlier run, writes it
+/// to console.log marked accordingly and announces it; returns whether it is live, which is all
+/// the end detector may read.
+pub(crate) async fn admit_line(
+    line: &ConsoleLine,
+    gate: &mut NonceGate,
+    log: &ConsoleLog,
+    events: &dyn EventSink,
+    attempt: u32,
+) -> bool {
+    let live = gate.admit(line);
+    log.write_as(line, live).await;
+    events.emit(&Event::ConsoleLine {
+        attempt,
+        t_ms: line.t_ms,
+        stream: line.stream,
+        text: line.text.clone(),
+    });
+    live
 }
 
 /// How finishing the log at `path` went, as a DUT error naming the file.

@@ -29,7 +29,7 @@ use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::{FlashSpec, GdbSpec, HardwareSpec, SerialReset};
-use crate::dut::session::{capture_of, create_log, log_written};
+use crate::dut::session::{admit_line, capture_of, create_log, log_written};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::{spawn_group, AbortOnDrop, GroupGuard};
@@ -688,14 +688,7 @@ impl Session<'_> {
 
     /// One console line: to console.log, to the event sink, to memory, to the detector.
     async fn take(&mut self, line: ConsoleLine) {
-        let live = self.gate.admit(&line);
-        self.log.write_as(&line, live).await;
-        self.events.emit(&Event::ConsoleLine {
-            attempt: self.attempt,
-            t_ms: line.t_ms,
-            stream: line.stream,
-            text: line.text.clone(),
-        });
+        let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         if line.stream == Stream::Uart
             && live
             && !self.verdict

@@ -26,7 +26,7 @@ use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::dut::board::serial::{self, PortEvent, PortSpec};
 use crate::dut::cortex_m::{self, conclude, Stop, StopReading, SCB_CFSR};
-use crate::dut::session::{capture_of, create_log, finish_log};
+use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
@@ -472,14 +472,7 @@ impl Attempt<'_> {
 
     /// One console line: to console.log, to the event sink, to memory, to the detector.
     async fn take(&mut self, line: ConsoleLine) {
-        let live = self.gate.admit(&line);
-        self.log.write_as(&line, live).await;
-        self.events.emit(&Event::ConsoleLine {
-            attempt: self.attempt,
-            t_ms: line.t_ms,
-            stream: line.stream,
-            text: line.text.clone(),
-        });
+        let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         if line.stream == Stream::Uart
             && live
             && !self.verdict

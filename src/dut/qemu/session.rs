@@ -23,7 +23,7 @@ use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::QemuSpec;
 use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
-use crate::dut::session::{capture_of, create_log, finish_log};
+use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
@@ -301,14 +301,7 @@ impl Session<'_> {
 
     /// One line: to console.log, to the event sink, to memory, to the detector or the watcher.
     async fn take(&mut self, line: ConsoleLine) {
-        let live = self.gate.admit(&line);
-        self.log.write_as(&line, live).await;
-        self.events.emit(&Event::ConsoleLine {
-            attempt: self.attempt,
-            t_ms: line.t_ms,
-            stream: line.stream,
-            text: line.text.clone(),
-        });
+        let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         match line.stream {
             Stream::Uart => {
                 self.uart_seen = true;
