@@ -25,6 +25,8 @@ mod hunks;
 pub(crate) mod patch;
 mod paths;
 mod snapshot;
+#[cfg(test)]
+pub(crate) mod test_support;
 mod worktree;
 
 pub use apply::{ApplyMethod, ApplyReport, FileApply, FixBase, FixCommit, HunkApply, PathChange};
