@@ -2,6 +2,7 @@
 //! commands print them. Pure: values in, `\n`-terminated lines out, ANSI colour only when asked.
 
 use super::{AuditReport, RunStatus, RunSummary, Timeline, TimelineEntry};
+use crate::bisect::StepVerdict;
 use crate::machine::State;
 use crate::report::{format_duration, plural};
 use crate::ui::{paint, Paint};
@@ -176,6 +177,9 @@ fn write_timeline(out: &mut String, timeline: &Timeline, color: bool) -> std::fm
     if let Some(problem) = &timeline.trace_problem {
         writeln!(out, "{}", paint(problem, Paint::Red, color))?;
     }
+    if timeline.bisect {
+        write_bisect_steps(out, timeline, color)?;
+    }
 
     let width = timeline
         .entries
@@ -253,6 +257,40 @@ fn write_timeline(out: &mut String, timeline: &Timeline, color: bool) -> std::fm
                 Paint::Yellow,
                 color
             )
+        )?;
+    }
+    Ok(())
+}
+
+/// A bisect's steps, each a run of its own that `fwfix show` and `fwfix audit` open.
+fn write_bisect_steps(out: &mut String, timeline: &Timeline, color: bool) -> std::fmt::Result {
+    let steps = timeline.report.as_ref().map(|r| r.steps.as_slice());
+    let Some(steps) = steps.filter(|s| !s.is_empty()) else {
+        return writeln!(out, "a bisect with no step recorded");
+    };
+    writeln!(
+        out,
+        "{}",
+        paint(
+            "bisect steps (each is a run of its own: fwfix show DIR/STEP_DIR)",
+            Paint::Bold,
+            color
+        )
+    )?;
+    for s in steps {
+        let commit = s.commit.get(..12).unwrap_or(&s.commit);
+        let verdict = format!("{:<5}", s.verdict.name());
+        let verdict = match s.verdict {
+            StepVerdict::Good => paint(&verdict, Paint::Green, color),
+            StepVerdict::Bad | StepVerdict::Error => paint(&verdict, Paint::Red, color),
+            StepVerdict::Skip => paint(&verdict, Paint::Yellow, color),
+        };
+        writeln!(
+            out,
+            "  {:>3}  {commit}  {verdict}  {}  {}",
+            s.step,
+            s.run_dir,
+            s.subject.replace(['\r', '\n'], " ")
         )?;
     }
     Ok(())
@@ -369,6 +407,7 @@ mod tests {
                 },
             ],
             trace_problem: None,
+            bisect: false,
             report: None,
             report_problem: None,
             run_json: Some(serde_json::json!({"pid": 42, "command": "run", "argv": []})),

@@ -2,7 +2,10 @@
 //! start, reason, error class and evidence) next to its report, and rendering the report files
 //! again from report.json. The timeline only reads; [`rerender`] writes the rendered files only.
 
-use super::{load_report, read_trace, run_id_of, InspectError, CONTEXT_JSON, RUN_JSON, TRACE_FILE};
+use super::{
+    load_report, read_trace, run_id_of, InspectError, BISECT_JSON, CONTEXT_JSON, RUN_JSON,
+    TRACE_FILE,
+};
 use crate::report::{self, Report};
 use crate::rundir::TraceLine;
 use chrono::DateTime;
@@ -19,6 +22,8 @@ pub struct Timeline {
     pub entries: Vec<TimelineEntry>,
     /// Why trace.jsonl could not be read at all.
     pub trace_problem: Option<String>,
+    /// A bisect's own directory: no trace of its own, its steps are runs (report.json lists them).
+    pub bisect: bool,
     /// report.json; `None` while the run is still going, after it was killed, or when the file
     /// cannot be read (then `report_problem` says why).
     pub report: Option<Box<Report>>,
@@ -53,8 +58,10 @@ pub fn timeline(run_dir: &Path) -> Result<Timeline, InspectError> {
         Ok(report) => (report.map(Box::new), None),
         Err(e) => (None, Some(e.to_string())),
     };
+    let bisect = !run_dir.join(TRACE_FILE).exists() && run_dir.join(BISECT_JSON).is_file();
     let (entries, trace_problem) = match read_trace(run_dir) {
         Ok(entries) => (entries, None),
+        Err(_) if bisect => (Vec::new(), None),
         Err(e) => {
             if report.is_none() && report_problem.is_none() {
                 return Err(InspectError::NotARunDir {
@@ -94,6 +101,7 @@ pub fn timeline(run_dir: &Path) -> Result<Timeline, InspectError> {
         started,
         entries,
         trace_problem,
+        bisect,
         report,
         report_problem,
         run_json: read_json(&run_dir.join(RUN_JSON)),

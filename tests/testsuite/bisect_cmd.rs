@@ -410,8 +410,14 @@ fn a_good_ref_that_fails_or_a_bad_ref_that_passes_stops_the_bisect() {
     let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     assert!(text(&audit).contains("audit OK"), "{}", text(&audit));
-    // A step whose evidence changed afterwards fails it, named by its step.
+    // `fwfix show` on it lists the steps, each with the run directory to open next.
     let step = steps(&report)[1]["run_dir"].as_str().unwrap().to_string();
+    let show = fwfix(&["show", dir.to_str().unwrap()], repo.path());
+    assert_eq!(show.status.code(), Some(0), "{}", text(&show));
+    assert!(text(&show).contains("bisect steps"), "{}", text(&show));
+    assert!(text(&show).contains(&step), "{}", text(&show));
+    assert!(!text(&show).contains("trace.jsonl"), "{}", text(&show));
+    // A step whose evidence changed afterwards fails it, named by its step.
     let console = dir.join(&step).join("iter-000/console.log");
     std::fs::write(&console, "tampered\n").unwrap();
     let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
