@@ -1,7 +1,9 @@
-//! Devices under test behind one trait: QEMU (`qemu/`), real boards (`board/`), labgrid places
-//! and a fake later. The orchestrator opens a backend with [`open`] and only ever talks to `dyn Dut`. This
-//! module owns the trait, the factory and the DUT error type; it runs nothing itself. A board's
-//! host-wide state lives beside it: who holds it (`lease`) and whether it is fit to run (`health`).
+//! Devices under test behind one trait: QEMU (`qemu/`) and real boards (`board/`: flashed through a
+//! GDB server, a flasher command, or a debug probe with probe-rs in `probe/`, which has its own
+//! driver trait and a fake); labgrid places are refused as not supported yet. The orchestrator
+//! opens a backend with [`open`] and only ever talks to `dyn Dut`. This module owns the trait, the
+//! factory and the DUT error type; it runs nothing itself. A board's host-wide state lives beside
+//! it: who holds it (`lease`), whether it is fit to run (`health`), and its power (`power`).
 
 pub mod board;
 pub mod cortex_m;
