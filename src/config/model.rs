@@ -493,4 +493,7 @@ pub struct CommandStrategySpec {
     pub argv: Vec<String>,
     /// One invocation, default 600 s.
     pub timeout: Duration,
+    /// Agents run side by side per iteration, each in its own worktree; default 1 (in the work
+    /// tree itself).
+    pub candidates: u32,
 }

@@ -228,6 +228,7 @@ pub struct RawLlm {
 pub struct RawCommandStrategy {
     pub argv: Option<StrList>,
     pub timeout_s: Option<Spanned<Seconds>>,
+    pub candidates: Option<Spanned<u32>>,
 }
 
 /// What a key in the schema holds.
@@ -334,7 +335,7 @@ const LLM: &[(&str, Node)] = &[
     ("max_retries", V),
     ("token_budget", V),
 ];
-const COMMAND_STRATEGY: &[(&str, Node)] = &[("argv", V), ("timeout_s", V)];
+const COMMAND_STRATEGY: &[(&str, Node)] = &[("argv", V), ("timeout_s", V), ("candidates", V)];
 const STRATEGY: &[(&str, Node)] = &[
     ("llm", Node::Table(LLM)),
     ("command", Node::Table(COMMAND_STRATEGY)),

@@ -1361,6 +1361,7 @@ impl Checker<'_> {
                 &table.child("timeout_s"),
                 DEFAULT_COMMAND_TIMEOUT,
             )?,
+            candidates: self.at_least(c.candidates.as_ref(), &table.child("candidates"), 1, 1)?,
         })
     }
 

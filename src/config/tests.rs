@@ -445,6 +445,7 @@ max_retries = 5
 token_budget = 200000
 [strategy.command]
 argv = ["my-agent", "--json"]
+candidates = 2
 [timeouts]
 build_run = 900
 patch_generation = 120
@@ -505,6 +506,7 @@ timeout = 0
         Some(CommandStrategySpec {
             argv: vec!["my-agent".into(), "--json".into()],
             timeout: Duration::from_secs(600),
+            candidates: 2,
         })
     );
     assert_eq!(
@@ -598,8 +600,8 @@ fn llm_and_command_strategy_defaults() {
         })
     );
     assert_eq!(
-        p.strategy.command.map(|c| c.timeout),
-        Some(Duration::from_secs(600))
+        p.strategy.command.map(|c| (c.timeout, c.candidates)),
+        Some((Duration::from_secs(600), 1))
     );
 }
 
@@ -1285,6 +1287,14 @@ fn timeouts_must_be_positive() {
         13,
         "invalid value for `timeout_s` in [strategy.command]",
     );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[strategy.command]\nargv = [\"a\"]\ncandidates = 0\n"
+        )),
+        10,
+        14,
+        "invalid value for `candidates` in [strategy.command]: must be at least 1, got 0",
+    );
 }
 
 #[test]
@@ -1466,7 +1476,7 @@ goal = {{ fail_to_pass = [], confirm_runs = 1 }}
 loop = {{ max_iterations = 1, no_progress_limit = 1 }}
 policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1, allow_builtin = [] }}
 strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, candidates = 1, max_retries = 0, token_budget = 1 }}
-strategy.command = {{ argv = ["a"], timeout_s = 1 }}
+strategy.command = {{ argv = ["a"], timeout_s = 1, candidates = 1 }}
 [timeouts]
 {timeouts}
 [recovery]

@@ -73,6 +73,8 @@ impl Checks {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// The strategy could not make this candidate (its agent failed) while it made others.
+    Generation,
     /// The strategy handed over an empty patch.
     Empty,
     Policy,
@@ -89,7 +91,7 @@ impl Stage {
             Stage::Apply => ErrorClass::PatchApplyFailure,
             Stage::Build => ErrorClass::BuildFailure,
             // A patch that changes nothing is as good as no patch: the strategy failed.
-            Stage::Empty | Stage::Image => ErrorClass::ModelFailure,
+            Stage::Generation | Stage::Empty | Stage::Image => ErrorClass::ModelFailure,
         }
     }
 
@@ -101,7 +103,7 @@ impl Stage {
             Stage::Build => 3,
             Stage::Apply => 2,
             Stage::Image => 1,
-            Stage::Empty => 0,
+            Stage::Generation | Stage::Empty => 0,
         }
     }
 }
@@ -200,8 +202,18 @@ pub fn drop_empty(c: &mut CandidateRecord) {
     c.reason = drop_reason(Stage::Empty, "the patch is empty");
 }
 
+/// Marks a candidate the strategy could not make, with the strategy's reason.
+pub fn drop_failed(c: &mut CandidateRecord, reason: &str) {
+    c.verdict = Verdict::Dropped {
+        stage: Stage::Generation,
+        class: Stage::Generation.error_class(),
+    };
+    c.reason = drop_reason(Stage::Generation, reason);
+}
+
 fn drop_reason(stage: Stage, detail: &str) -> String {
     let what = match stage {
+        Stage::Generation => "not generated",
         Stage::Empty => "empty patch",
         Stage::Policy => "POLICY_VIOLATION",
         Stage::Apply => "does not apply",
@@ -274,7 +286,7 @@ pub fn summary(round: &[CandidateRecord]) -> String {
             let why = match stage {
                 Stage::Empty => "empty patch".to_string(),
                 Stage::Image => "no-op image".to_string(),
-                Stage::Policy | Stage::Apply | Stage::Build => {
+                Stage::Generation | Stage::Policy | Stage::Apply | Stage::Build => {
                     let detail = c.reason.split_once("): ").map_or("", |(_, d)| d);
                     format!("{class}: {}", shorten(detail, 80))
                 }
@@ -469,6 +481,22 @@ mod tests {
         rank(&mut empty);
         assert_eq!(round_failure(&empty), Some(ErrorClass::ModelFailure));
         assert_eq!(summary(&empty), "1 candidate: c1 dropped (empty patch)");
+
+        let mut failed = vec![
+            candidate("c1", 0, [ok(), ok(), ok(), ok()]),
+            candidate("c2", 3, [ok(), ok(), ok(), ok()]),
+        ];
+        drop_failed(
+            &mut failed[0],
+            "`agent #1` exited with exit status: 3: no idea",
+        );
+        rank(&mut failed);
+        assert_eq!(round_failure(&failed), None);
+        assert_eq!(
+            summary(&failed),
+            "2 candidates: c2 ranked 1st, c1 dropped (MODEL_FAILURE: `agent #1` exited with exit \
+             status: 3: no idea)"
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! evidence), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
 //! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
 
+use super::bisect::Worktree;
 use super::context::FixRecord;
 use super::governor::Round;
 use super::job::{Job, Step};
@@ -214,6 +215,27 @@ impl Job<'_> {
         if !self.ctx.pool.is_empty() {
             return self.take_pooled(&dir);
         }
+        let trees = dir.join("candidates");
+        if let Err(e) = std::fs::create_dir_all(&trees) {
+            return Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot create {}: {e}", trees.display()),
+            );
+        }
+        let Some(edits_tree) = self.strategy.as_ref().map(|s| s.edits_tree()) else {
+            return Step::error(ErrorClass::Unhandled, "no patch strategy");
+        };
+        // Agents asked for several candidates each get a worktree of their own; the guards
+        // remove them when this step ends, however it ends.
+        let mut workspaces = Vec::new();
+        if edits_tree && self.candidates_wanted > 1 {
+            for n in 1..=self.candidates_wanted {
+                match self.candidate_worktree(&trees, "agent", iteration, &format!("c{n}")) {
+                    Ok(w) => workspaces.push(w),
+                    Err(step) => return step,
+                }
+            }
+        }
         let evidence = self.evidence();
         let req = PatchRequest {
             iteration,
@@ -223,13 +245,25 @@ impl Job<'_> {
             work_dir: self.ctx.work_dir.clone(),
             iteration_dir: dir.clone(),
             candidates: self.candidates_wanted,
+            workspaces: workspaces.iter().map(|w| w.path.clone()).collect(),
         };
         let Some(strategy) = self.strategy.as_mut() else {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
         };
         let name = strategy.name();
-        let edits_tree = strategy.edits_tree();
-        let candidates = match strategy.candidates(&req, &self.cancel).await {
+        let answer = strategy.candidates(&req, &self.cancel).await;
+        // Whatever an agent did to the work tree comes out of it now, however it ended: a
+        // failed agent leaves nothing behind, and a candidate reaches the tree only through
+        // PATCH_APPLY.
+        let tree_edits = if edits_tree {
+            match self.take_tree_edits() {
+                Ok(edits) => edits,
+                Err(step) => return step,
+            }
+        } else {
+            String::new()
+        };
+        let candidates = match answer {
             Ok(c) => c,
             Err(StrategyError::Cancelled) => return Step::ok(Outcome::Abort, "interrupted"),
             Err(e) => return Step::error(e.error_class(), format!("{name}: {e}")),
@@ -237,21 +271,33 @@ impl Job<'_> {
         if candidates.is_empty() {
             return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
         }
-        let trees = dir.join("candidates");
-        if let Err(e) = std::fs::create_dir_all(&trees) {
-            return Step::error(
-                ErrorClass::ArtifactMissing,
-                format!("cannot create {}: {e}", trees.display()),
-            );
+        if !tree_edits.is_empty() {
+            let printed = candidates.iter().any(|c| !c.diff.trim().is_empty());
+            let text = if !workspaces.is_empty() {
+                Some("an agent edited the work tree instead of its workspace; the work tree was put back")
+            } else if printed {
+                Some("the agent printed a diff and also edited the work tree; the printed diff is the candidate and the work tree was put back")
+            } else {
+                None
+            };
+            if let Some(text) = text {
+                self.events.emit(&Event::Message {
+                    level: Level::Warning,
+                    text: text.into(),
+                });
+            }
         }
         let mut round = Vec::with_capacity(candidates.len());
         let mut paths = Vec::with_capacity(candidates.len());
         for (index, mut candidate) in candidates.into_iter().enumerate() {
-            if edits_tree && candidate.diff.trim().is_empty() {
-                match self.take_tree_edits() {
-                    Ok(edits) => candidate.diff = edits,
-                    Err(step) => return step,
-                }
+            if edits_tree && candidate.failed.is_none() && candidate.diff.trim().is_empty() {
+                candidate.diff = match workspaces.get(index) {
+                    Some(w) => match self.workspace_edits(w) {
+                        Ok(edits) => edits,
+                        Err(step) => return step,
+                    },
+                    None => tree_edits.clone(),
+                };
             }
             let id = format!("c{}", index + 1);
             let path = trees.join(format!("{id}.diff"));
@@ -272,7 +318,9 @@ impl Job<'_> {
                 reason: String::new(),
                 build_log: None,
             };
-            if candidate.diff.trim().is_empty() {
+            if let Some(reason) = &candidate.failed {
+                governor::drop_failed(&mut record, reason);
+            } else if candidate.diff.trim().is_empty() {
                 governor::drop_empty(&mut record);
             }
             round.push(record);
@@ -349,6 +397,19 @@ impl Job<'_> {
                 .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
         }
         Ok(diff)
+    }
+
+    /// What an agent changed in its workspace, as a diff against the base snapshot.
+    fn workspace_edits(&self, workspace: &Worktree) -> Result<String, Step> {
+        let Some(base) = &self.ctx.base else {
+            return Err(Step::error(ErrorClass::Unhandled, "no repository"));
+        };
+        workspace.repo.diff_since(base).map_err(|e| {
+            Step::error(
+                ErrorClass::Unhandled,
+                format!("reading the edits in {}: {e}", workspace.path.display()),
+            )
+        })
     }
 
     /// One line saying what the candidate must achieve.

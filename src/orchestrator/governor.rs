@@ -192,6 +192,40 @@ impl Job<'_> {
         Ok(Round::Ranked { summary, record })
     }
 
+    /// A linked worktree off the rollback point for candidate `id` of `iteration`, under
+    /// `trees`; `kind` keeps an agent's workspace and a trial build's tree apart.
+    pub(super) fn candidate_worktree(
+        &self,
+        trees: &Path,
+        kind: &str,
+        iteration: u32,
+        id: &str,
+    ) -> Result<Worktree, Step> {
+        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
+            return Err(Step::error(
+                ErrorClass::Unhandled,
+                "no snapshot to make a candidate's worktree from",
+            ));
+        };
+        // Unique among the repository's worktrees: the run, the iteration and the candidate.
+        let path = trees.join(format!(
+            "{kind}-{}-{}-{id}",
+            self.ctx.run_id,
+            rundir::iteration_name(iteration)
+        ));
+        // Left behind by a run killed half-way through this step.
+        let _ = repo.remove_worktree(&path);
+        let added = repo
+            .add_worktree(&path, base)
+            .map_err(|e| Step::error(ErrorClass::Unhandled, format!("worktree for {id}: {e}")))?;
+        Ok(Worktree {
+            owner: self.ctx.work_dir.clone(),
+            path,
+            repo: added,
+            removed: false,
+        })
+    }
+
     /// Applies and builds each of `pending` in a worktree of its own, builds in parallel.
     async fn trial_builds(
         &mut self,
@@ -200,12 +234,6 @@ impl Job<'_> {
         pending: &[usize],
         dir: &Path,
     ) -> Result<(), Step> {
-        let (Some(repo), Some(base)) = (&self.repo, &self.ctx.base) else {
-            return Err(Step::error(
-                ErrorClass::Unhandled,
-                "no snapshot to try candidates on",
-            ));
-        };
         let trees = dir.join("candidates");
         let mut trials = Vec::new();
         for &index in pending {
@@ -218,24 +246,7 @@ impl Job<'_> {
                 c.checks.image = Check::unknown("not tried");
                 continue;
             }
-            // Unique among the repository's worktrees: the run, the iteration and the candidate.
-            let path = trees.join(format!(
-                "wt-{}-{}-{}",
-                self.ctx.run_id,
-                rundir::iteration_name(c.iteration),
-                c.id
-            ));
-            // Left behind by a run killed half-way through this review.
-            let _ = repo.remove_worktree(&path);
-            let added = repo.add_worktree(&path, base).map_err(|e| {
-                Step::error(ErrorClass::Unhandled, format!("worktree for {}: {e}", c.id))
-            })?;
-            let worktree = Worktree {
-                owner: self.ctx.work_dir.clone(),
-                path: path.clone(),
-                repo: added,
-                removed: false,
-            };
+            let worktree = self.candidate_worktree(&trees, "wt", c.iteration, &c.id)?;
             match worktree.repo.apply_patch(diffs[index].as_bytes()) {
                 Ok(_) => {
                     c.checks.applies = Check::Passed;
@@ -429,6 +440,8 @@ fn stage_verdict(stage: governor::Stage) -> crate::machine::convergence::Iterati
         governor::Stage::Policy => V::PolicyDenied,
         governor::Stage::Apply => V::DidNotApply,
         governor::Stage::Build => V::BrokeBuild,
-        governor::Stage::Empty | governor::Stage::Image => V::NoProgress,
+        governor::Stage::Generation | governor::Stage::Empty | governor::Stage::Image => {
+            V::NoProgress
+        }
     }
 }

@@ -718,6 +718,13 @@ impl<'a> Job<'a> {
             {
                 Duration::from_secs(12 * 3600)
             }
+            // The agents run side by side, each under the agent's timeout.
+            State::PatchGeneration
+                if matches!(self.ctx.request.strategy, Some(StrategyChoice::Command)) =>
+            {
+                let agent = self.profile.strategy.command.as_ref().map(|c| c.timeout);
+                agent.unwrap_or_default().max(Duration::from_secs(840)) + margin
+            }
             State::PatchGeneration => Duration::from_secs(900),
             State::Idle
             | State::Init
@@ -1034,7 +1041,8 @@ fn make_strategy<'a>(
                         profile.source.display()
                     ))
                 })?;
-                (Some(Box::new(CommandStrategy::new(spec))), 1)
+                let candidates = spec.candidates;
+                (Some(Box::new(CommandStrategy::new(spec))), candidates)
             }
             Some(StrategyChoice::Revert { good, bad }) => {
                 // The bisect tests each commit as many times as a fix must pass to count.

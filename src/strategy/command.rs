@@ -2,22 +2,26 @@
 //! gets the task and the evidence as JSON on stdin and `FWFIX_*` variables in its environment,
 //! runs in the working tree, and either prints a unified diff or edits the tree. A printed diff is
 //! the candidate; tree edits are taken by the orchestrator as a diff against the rollback point
-//! (this module never touches the repository).
+//! (this module never touches the repository). With `candidates = N`, N agents run side by side,
+//! each in its own workspace (a linked worktree the orchestrator made), told which one they are
+//! by `FWFIX_CANDIDATE` / `FWFIX_CANDIDATES`; an agent that fails costs only its own candidate.
 
 use super::diff_extract::{extract_diff, DiffError};
 use super::{Candidate, PatchRequest, Strategy, StrategyError};
 use crate::config::CommandStrategySpec;
 use crate::process::spawn_group;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// The agent's output kept for errors and records.
 const MAX_OUTPUT: usize = 4 * 1024 * 1024;
 
-/// Runs the agent once per iteration.
+/// Runs the agent once per iteration, or once per workspace when asked for several candidates.
 #[derive(Debug)]
 pub struct CommandStrategy {
     spec: CommandStrategySpec,
@@ -48,11 +52,11 @@ impl Strategy for CommandStrategy {
         req: &PatchRequest,
         cancel: &CancellationToken,
     ) -> Result<Vec<Candidate>, StrategyError> {
-        let Some((program, args)) = self.spec.argv.split_first() else {
+        if self.spec.argv.is_empty() {
             return Err(StrategyError::Failed(
                 "[strategy.command] argv is empty".into(),
             ));
-        };
+        }
         let input = serde_json::json!({
             "task": req.task,
             "iteration": req.iteration,
@@ -61,22 +65,105 @@ impl Strategy for CommandStrategy {
             "evidence": req.evidence,
             "evidence_markdown": req.evidence_markdown,
         });
-        let request_path = req.iteration_dir.join("request.json");
+        let agent = |seat: Option<Seat>, work_dir: &Path| Agent {
+            argv: self.spec.argv.clone(),
+            timeout: self.spec.timeout,
+            input: input.clone(),
+            iteration_dir: req.iteration_dir.clone(),
+            iteration: req.iteration,
+            task: req.task.clone(),
+            work_dir: work_dir.to_path_buf(),
+            seat,
+        };
+        if req.workspaces.is_empty() {
+            return agent(None, &req.work_dir)
+                .run(cancel.clone())
+                .await
+                .map(|c| vec![c]);
+        }
+        // Side by side, one agent per workspace; each ends on its own (timeout, exit status).
+        let of = req.workspaces.len();
+        let mut running = JoinSet::new();
+        for (index, dir) in req.workspaces.iter().enumerate() {
+            let seat = Seat {
+                number: index + 1,
+                of,
+            };
+            let a = agent(Some(seat), dir);
+            let cancel = cancel.clone();
+            running.spawn(async move { (index, a.run(cancel).await) });
+        }
+        let mut results: Vec<Option<Result<Candidate, StrategyError>>> =
+            (0..of).map(|_| None).collect();
+        while let Some(joined) = running.join_next().await {
+            let (index, result) = joined
+                .map_err(|e| StrategyError::Failed(format!("an agent's task failed: {e}")))?;
+            results[index] = Some(result);
+        }
+        gather(results.into_iter().flatten().collect(), &self.spec.argv[0])
+    }
+}
+
+/// One of several agents run side by side: number `number` of `of`, from 1.
+#[derive(Debug, Clone, Copy)]
+struct Seat {
+    number: usize,
+    of: usize,
+}
+
+/// Everything one agent run needs, owned so that several can run as tasks.
+struct Agent {
+    argv: Vec<String>,
+    timeout: Duration,
+    input: serde_json::Value,
+    iteration_dir: PathBuf,
+    iteration: u32,
+    task: String,
+    work_dir: PathBuf,
+    seat: Option<Seat>,
+}
+
+impl Agent {
+    /// Runs the agent to its end and reads its answer: a printed diff, or tree edits (an empty
+    /// diff the orchestrator fills from the tree).
+    async fn run(self, cancel: CancellationToken) -> Result<Candidate, StrategyError> {
+        let (program, args) = self
+            .argv
+            .split_first()
+            .ok_or_else(|| StrategyError::Failed("[strategy.command] argv is empty".into()))?;
+        let mut input = self.input.clone();
+        input["work_dir"] = serde_json::json!(self.work_dir);
+        let (who, suffix) = match self.seat {
+            Some(seat) => {
+                input["candidate"] = seat.number.into();
+                input["candidates"] = seat.of.into();
+                (
+                    format!("{program} #{}", seat.number),
+                    format!("-c{}", seat.number),
+                )
+            }
+            None => (program.clone(), String::new()),
+        };
+        let seat = self.seat.unwrap_or(Seat { number: 1, of: 1 });
+        // Each agent's own request: its workspace and seat, as on its stdin.
+        let request_path = self.iteration_dir.join(format!("request{suffix}.json"));
         let bytes =
             serde_json::to_vec_pretty(&input).map_err(|e| StrategyError::Failed(e.to_string()))?;
         crate::rundir::write_atomic(&request_path, &bytes)
             .map_err(|e| StrategyError::Failed(format!("{}: {e}", request_path.display())))?;
         let mut cmd = Command::new(program);
         cmd.args(args)
-            .current_dir(&req.work_dir)
+            .current_dir(&self.work_dir)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .env("FWFIX_TASK", &req.task)
-            .env("FWFIX_ITERATION", req.iteration.to_string())
-            .env("FWFIX_WORK_DIR", &req.work_dir)
-            .env("FWFIX_ITERATION_DIR", &req.iteration_dir)
-            .env("FWFIX_REQUEST", &request_path);
+            .env("FWFIX_TASK", &self.task)
+            .env("FWFIX_ITERATION", self.iteration.to_string())
+            .env("FWFIX_WORK_DIR", &self.work_dir)
+            .env("FWFIX_ITERATION_DIR", &self.iteration_dir)
+            .env("FWFIX_REQUEST", &request_path)
+            .env("FWFIX_CANDIDATE", seat.number.to_string())
+            .env("FWFIX_CANDIDATES", seat.of.to_string());
         let (mut child, mut guard) = spawn_group(&mut cmd)
             .map_err(|e| StrategyError::Failed(format!("cannot start `{program}`: {e}")))?;
         // The agent may not read its stdin at all: write in the background, ignore a closed pipe.
@@ -88,21 +175,14 @@ impl Strategy for CommandStrategy {
         }
         let mut stdout = child.stdout.take();
         let mut stderr = child.stderr.take();
-        let read_all = async {
-            let (mut out, mut err) = (Vec::new(), Vec::new());
-            if let Some(s) = stdout.as_mut() {
-                let _ = s.take(MAX_OUTPUT as u64).read_to_end(&mut out).await;
-            }
-            if let Some(s) = stderr.as_mut() {
-                let _ = s.take(MAX_OUTPUT as u64).read_to_end(&mut err).await;
-            }
-            (out, err)
-        };
-        let timeout = self.spec.timeout;
+        // Both pipes at once, drained to their end: an agent that fills one while fwfix reads
+        // the other would otherwise block until its timeout.
+        let read_all =
+            async { tokio::join!(read_capped(stdout.as_mut()), read_capped(stderr.as_mut())) };
         let outcome = tokio::select! {
             r = async { let io = read_all.await; (io, child.wait().await) } => Ok(r),
-            _ = tokio::time::sleep(timeout) => Err(StrategyError::Failed(format!(
-                "`{program}` did not finish within {} s", timeout.as_secs()
+            _ = tokio::time::sleep(self.timeout) => Err(StrategyError::Failed(format!(
+                "`{who}` did not finish within {} s", self.timeout.as_secs()
             ))),
             _ = cancel.cancelled() => Err(StrategyError::Cancelled),
         };
@@ -117,30 +197,74 @@ impl Strategy for CommandStrategy {
         let stdout = String::from_utf8_lossy(&out).into_owned();
         let stderr = String::from_utf8_lossy(&err).into_owned();
         let _ = crate::rundir::write_atomic(
-            &req.iteration_dir.join("agent.log"),
+            &self.iteration_dir.join(format!("agent{suffix}.log")),
             format!("--- stdout\n{stdout}\n--- stderr\n{stderr}").as_bytes(),
         );
-        let status = status.map_err(|e| StrategyError::Failed(format!("`{program}`: {e}")))?;
+        let status = status.map_err(|e| StrategyError::Failed(format!("`{who}`: {e}")))?;
         if !status.success() {
             return Err(StrategyError::Failed(format!(
-                "`{program}` exited with {status}: {}",
+                "`{who}` exited with {status}: {}",
                 tail(&stderr, 5)
             )));
         }
         match extract_diff(&stdout) {
-            Ok(diff) => Ok(vec![Candidate {
-                origin: format!("{program} (printed diff)"),
-                diff: diff.text,
-            }]),
+            Ok(diff) => Ok(Candidate::new(format!("{who} (printed diff)"), diff.text)),
             // No diff printed: the agent edited the tree, or did nothing (the orchestrator sees).
-            Err(DiffError::NoDiff) => Ok(vec![Candidate {
-                origin: format!("{program} (tree edits)"),
-                diff: String::new(),
-            }]),
+            Err(DiffError::NoDiff) => Ok(Candidate::new(format!("{who} (tree edits)"), "")),
             Err(e) => Err(StrategyError::Unusable {
-                reason: format!("`{program}` printed a diff that does not parse: {e}"),
+                reason: format!("`{who}` printed a diff that does not parse: {e}"),
                 raw: stdout,
             }),
+        }
+    }
+}
+
+/// A round from the agents' results, in workspace order: the agents that failed are kept as
+/// failed candidates while any agent produced something; when none did, the round fails with
+/// the first agent's error (an interrupt wins).
+fn gather(
+    results: Vec<Result<Candidate, StrategyError>>,
+    program: &str,
+) -> Result<Vec<Candidate>, StrategyError> {
+    if results
+        .iter()
+        .any(|r| matches!(r, Err(StrategyError::Cancelled)))
+    {
+        return Err(StrategyError::Cancelled);
+    }
+    if !results.iter().any(Result::is_ok) {
+        let first = results.into_iter().find_map(Result::err);
+        return Err(
+            first.unwrap_or_else(|| StrategyError::Failed(format!("`{program}` ran no agent")))
+        );
+    }
+    Ok(results
+        .into_iter()
+        .enumerate()
+        .map(|(index, r)| {
+            r.unwrap_or_else(|e| Candidate {
+                origin: format!("{program} #{}", index + 1),
+                diff: String::new(),
+                failed: Some(e.to_string()),
+            })
+        })
+        .collect())
+}
+
+/// Everything `pipe` gives until its end, keeping the first [`MAX_OUTPUT`] bytes.
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<&mut R>) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let Some(pipe) = pipe else {
+        return kept;
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => return kept,
+            Ok(n) => {
+                let room = MAX_OUTPUT.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
         }
     }
 }
@@ -149,4 +273,48 @@ impl Strategy for CommandStrategy {
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     lines[lines.len().saturating_sub(n)..].join(" / ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(origin: &str) -> Result<Candidate, StrategyError> {
+        Ok(Candidate::new(origin, ""))
+    }
+
+    #[test]
+    fn failed_agents_are_kept_as_failed_candidates_while_another_produced_one() {
+        let round = gather(
+            vec![
+                Err(StrategyError::Failed("`agent #1` exited with 3".into())),
+                ok("agent #2 (tree edits)"),
+            ],
+            "agent",
+        )
+        .unwrap();
+        assert_eq!(round.len(), 2);
+        assert_eq!(round[0].origin, "agent #1");
+        assert_eq!(round[0].failed.as_deref(), Some("`agent #1` exited with 3"));
+        assert_eq!(round[1].failed, None);
+    }
+
+    #[test]
+    fn a_round_where_every_agent_failed_fails_with_the_first_error() {
+        let e = gather(
+            vec![
+                Err(StrategyError::Failed("first".into())),
+                Err(StrategyError::Failed("second".into())),
+            ],
+            "agent",
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "first");
+    }
+
+    #[test]
+    fn an_interrupt_ends_the_round() {
+        let e = gather(vec![ok("a"), Err(StrategyError::Cancelled)], "agent").unwrap_err();
+        assert!(matches!(e, StrategyError::Cancelled));
+    }
 }

@@ -672,10 +672,10 @@ fn gather(
             Ok(proposals) => {
                 for p in proposals {
                     if candidates.len() < limit {
-                        candidates.push(Candidate {
-                            origin: format!("model {model} #{}", candidates.len() + 1),
-                            diff: p.diff.text,
-                        });
+                        candidates.push(Candidate::new(
+                            format!("model {model} #{}", candidates.len() + 1),
+                            p.diff.text,
+                        ));
                     }
                 }
             }

@@ -32,6 +32,11 @@ pub struct PatchRequest {
     pub iteration_dir: PathBuf,
     /// How many candidates to produce at most.
     pub candidates: u32,
+    /// For a strategy that edits the tree and is asked for several candidates: one work tree
+    /// per candidate (linked worktrees off the rollback point), so that agents can work side by
+    /// side without seeing each other's edits. The answer then holds one candidate per
+    /// workspace, in this order. Empty: one candidate, made in `work_dir`.
+    pub workspaces: Vec<PathBuf>,
 }
 
 /// One candidate patch.
@@ -39,8 +44,22 @@ pub struct PatchRequest {
 pub struct Candidate {
     /// Where it came from, for traces and reports: a file name, `model gpt-x #2`, ...
     pub origin: String,
-    /// A unified diff with `a/` and `b/` prefixes, paths relative to the working tree.
+    /// A unified diff with `a/` and `b/` prefixes, paths relative to the working tree; empty
+    /// from a tree-editing strategy when the edits are in the tree.
     pub diff: String,
+    /// Why this one of several candidates could not be made (its agent failed) while others
+    /// were: the round goes on without it, and the reason is recorded.
+    pub failed: Option<String>,
+}
+
+impl Candidate {
+    pub fn new(origin: impl Into<String>, diff: impl Into<String>) -> Candidate {
+        Candidate {
+            origin: origin.into(),
+            diff: diff.into(),
+            failed: None,
+        }
+    }
 }
 
 /// Why a strategy produced nothing usable. [`StrategyError::error_class`] says which error class

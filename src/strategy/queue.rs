@@ -81,7 +81,7 @@ impl Strategy for QueueStrategy {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            out.push(Candidate { origin, diff });
+            out.push(Candidate::new(origin, diff));
         }
         if out.is_empty() {
             return Err(StrategyError::Exhausted(format!(
@@ -116,6 +116,7 @@ mod tests {
             work_dir: PathBuf::new(),
             iteration_dir: PathBuf::new(),
             candidates: 1,
+            workspaces: Vec::new(),
         }
     }
 

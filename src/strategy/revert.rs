@@ -159,10 +159,10 @@ impl Strategy for RevertStrategy<'_> {
                 commit.subject
             )));
         }
-        Ok(vec![Candidate {
-            origin: format!("revert of {} ({})", commit.short(), commit.subject),
+        Ok(vec![Candidate::new(
+            format!("revert of {} ({})", commit.short(), commit.subject),
             diff,
-        }])
+        )])
     }
 
     fn save(&self) -> serde_json::Value {
@@ -242,6 +242,7 @@ mod tests {
             work_dir: dir.to_path_buf(),
             iteration_dir: dir.join(".fwfix-iter"),
             candidates: 1,
+            workspaces: Vec::new(),
         }
     }
 

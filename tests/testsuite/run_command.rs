@@ -7,6 +7,11 @@ use crate::common::*;
 /// A profile whose `[strategy.command]` runs `script` (written into the repository's scratch
 /// area, outside git's view through .git/info/exclude).
 fn agent(repo: &FixtureRepo, script: &str, timeout_s: u32) {
+    agents(repo, script, timeout_s, 1);
+}
+
+/// [`agent`], asking for `candidates` agents per iteration.
+fn agents(repo: &FixtureRepo, script: &str, timeout_s: u32, candidates: u32) {
     let path = repo.path().join(".git/agent.sh");
     std::fs::write(&path, script).unwrap();
     repo.write(
@@ -26,6 +31,7 @@ model_failure = 1
 [strategy.command]
 argv = ["sh", "{}"]
 timeout_s = {timeout_s}
+candidates = {candidates}
 "#,
             path.display()
         ),
@@ -119,4 +125,145 @@ fn an_agent_that_fails_or_hangs_is_a_model_failure() {
         );
         assert_eq!(repo.git(&["status", "--porcelain"]), "", "{script}");
     }
+}
+
+#[test]
+fn several_agents_work_side_by_side_in_worktrees_and_the_governor_picks_the_fix() {
+    let repo = FixtureRepo::new();
+    // Each agent waits until all three have started: they can only all get past the barrier
+    // if they run at the same time. Then #1 weakens the test, #2 gives up, #3 fixes the code.
+    agents(
+        &repo,
+        r#"set -e
+cd "$FWFIX_WORK_DIR"
+echo "$PWD" > "$FWFIX_ITERATION_DIR/dir-$FWFIX_CANDIDATE.txt"
+cat > "$FWFIX_ITERATION_DIR/stdin-$FWFIX_CANDIDATE.json"
+touch "$FWFIX_ITERATION_DIR/started-$FWFIX_CANDIDATE"
+n=0
+until [ -e "$FWFIX_ITERATION_DIR/started-1" ] && [ -e "$FWFIX_ITERATION_DIR/started-2" ] \
+      && [ -e "$FWFIX_ITERATION_DIR/started-3" ]; do
+    n=$((n + 1)); [ "$n" -lt 600 ] || { echo "alone at the barrier" >&2; exit 9; }
+    sleep 0.1
+done
+case "$FWFIX_CANDIDATE/$FWFIX_CANDIDATES" in
+    1/3) sed -i 's/0x29B1/0x31C3/' tests/test_crc.c ;;
+    2/3) echo 'no idea' >&2; exit 3 ;;
+    3/3) sed -i 's/uint16_t crc = 0x0000u;/uint16_t crc = 0xFFFFu;/' src/crc.c ;;
+esac
+"#,
+        120,
+        3,
+    );
+    let out = run(&repo);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["iterations"], 1);
+
+    // Three workspaces, none of them the owner's tree, each told which candidate it is.
+    let iter = dir.join("iter-001");
+    let dirs: Vec<String> = (1..=3)
+        .map(|n| std::fs::read_to_string(iter.join(format!("dir-{n}.txt"))).unwrap())
+        .collect();
+    for (n, d) in dirs.iter().enumerate() {
+        assert!(
+            d.contains("agent-") && d.trim_end().ends_with(&format!("-c{}", n + 1)),
+            "{d}"
+        );
+        assert_ne!(std::path::Path::new(d.trim()), repo.path());
+        let stdin: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(iter.join(format!("stdin-{}.json", n + 1))).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (stdin["candidate"].as_u64(), stdin["candidates"].as_u64()),
+            (Some(n as u64 + 1), Some(3))
+        );
+    }
+    // Each agent's $FWFIX_REQUEST names its own workspace and seat.
+    let request: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(iter.join("request-c2.json")).unwrap())
+            .unwrap();
+    assert_eq!(request["candidate"], 2);
+    assert_eq!(request["work_dir"].as_str(), Some(dirs[1].trim()));
+    // The workspaces are gone; the agents' logs are kept.
+    assert!(!std::path::Path::new(dirs[0].trim()).exists());
+    assert!(iter.join("agent-c2.log").is_file());
+
+    let listed = report["candidates"].as_array().unwrap();
+    let by_id = |id: &str| listed.iter().find(|c| c["id"] == id).unwrap().clone();
+    let c1 = by_id("c1");
+    assert_eq!(
+        (c1["verdict"].as_str(), c1["error_class"].as_str()),
+        (Some("dropped"), Some("POLICY_VIOLATION")),
+        "{c1:#}"
+    );
+    let c2 = by_id("c2");
+    assert_eq!(c2["verdict"], "dropped", "{c2:#}");
+    assert_eq!(c2["error_class"], "MODEL_FAILURE", "{c2:#}");
+    assert!(
+        c2["reason"].as_str().unwrap().contains("not generated")
+            && c2["reason"].as_str().unwrap().contains("exited with"),
+        "{c2:#}"
+    );
+    let c3 = by_id("c3");
+    assert_eq!(
+        (c3["verdict"].as_str(), c3["rank"].as_u64()),
+        (Some("ranked"), Some(1)),
+        "{c3:#}"
+    );
+    let patch = std::fs::read_to_string(iter.join("patch.diff")).unwrap();
+    assert!(patch.contains("+    uint16_t crc = 0xFFFFu;"), "{patch}");
+    // The weakened test never reached the tree; the owner's tree is as it was.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert_eq!(
+        repo.git(&["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_failed_agent_leaves_nothing_behind_and_a_printed_diff_wins_over_tree_edits() {
+    let repo = FixtureRepo::new();
+    let fix = fixture_dir().join("patches/04-fixes-crc16.diff");
+    // Iteration 1: weakens the test, floods stderr (more than a pipe holds) and fails.
+    // Iteration 2: notes what the tree looks like, edits a file and also prints the fix.
+    agent(
+        &repo,
+        &format!(
+            r#"if [ "$FWFIX_ITERATION" = 1 ]; then
+    sed -i 's/0x29B1/0x31C3/' tests/test_crc.c
+    head -c 300000 /dev/zero | tr '\0' 'x' >&2
+    exit 3
+fi
+git status --porcelain > "$FWFIX_ITERATION_DIR/status-before.txt"
+echo '/* stray */' >> src/ringbuf.c
+echo '```diff'
+cat {}
+echo '```'
+"#,
+            fix.display()
+        ),
+        60,
+    );
+    let out = run(&repo);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    // The flood did not stall the first agent: it failed on its exit status, not a timeout.
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    assert!(trace.contains("exited with"), "{trace}");
+    assert!(!trace.contains("did not finish"), "{trace}");
+    // The second agent started from the owner's tree, not the first one's leftovers.
+    let before = std::fs::read_to_string(dir.join("iter-002/status-before.txt")).unwrap();
+    assert_eq!(before, "");
+    let patch = std::fs::read_to_string(dir.join("iter-002/patch.diff")).unwrap();
+    assert!(patch.contains("0xFFFF"), "{patch}");
+    assert!(!patch.contains("stray"), "{patch}");
+    assert!(dir.join("iter-002/request.json").is_file());
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }

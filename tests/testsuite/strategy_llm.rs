@@ -57,6 +57,7 @@ fn iteration(candidates: u32) -> Iteration {
         work_dir: dir.path().to_path_buf(),
         iteration_dir: dir.path().join("iter-001"),
         candidates,
+        workspaces: Vec::new(),
     };
     Iteration { dir, req }
 }

@@ -146,6 +146,7 @@ mod tests {
             work_dir: PathBuf::from("."),
             iteration_dir: PathBuf::from("."),
             candidates: 1,
+            workspaces: Vec::new(),
         }
     }
 
