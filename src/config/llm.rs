@@ -7,7 +7,8 @@
 //! `Display`, no `Serialize`, and a `Debug` that redacts, and no error built here quotes it.
 
 use crate::config::resolve::{
-    DEFAULT_LLM_CANDIDATES, DEFAULT_LLM_MAX_RETRIES, DEFAULT_LLM_TIMEOUT,
+    DEFAULT_LLM_CANDIDATES, DEFAULT_LLM_CONNECT_TIMEOUT, DEFAULT_LLM_MAX_RETRIES,
+    DEFAULT_LLM_PARALLEL, DEFAULT_LLM_TIMEOUT,
 };
 use crate::config::{ConfigError, LlmSpec};
 use std::fmt;
@@ -22,8 +23,6 @@ pub const ENV_API_KEY: &str = "FWFIX_LLM_API_KEY";
 /// Overrides `[strategy.llm] token_budget`: the most tokens a run may spend.
 pub const ENV_TOKEN_BUDGET: &str = "FWFIX_LLM_TOKEN_BUDGET";
 
-/// Connecting should take a moment; a host that does not answer within this is down.
-const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The first retry waits about this long; each further one twice as long.
 const DEFAULT_BACKOFF_BASE: Duration = Duration::from_secs(1);
 
@@ -71,11 +70,13 @@ pub struct LlmSettings {
     pub temperature: Option<f64>,
     /// One request from connect to the last byte of the answer (`timeout_s`).
     pub timeout: Duration,
-    /// Establishing the connection: 10 s, or `timeout` when that is shorter.
+    /// Establishing the connection (`connect_timeout_s`).
     pub connect_timeout: Duration,
-    /// The longest silence while waiting for the answer; `timeout` unless set otherwise.
+    /// The longest silence while waiting for the answer (`idle_timeout_s`).
     pub idle_timeout: Duration,
     pub candidates: u32,
+    /// Requests in flight at once.
+    pub parallel: u32,
     pub max_retries: u32,
     pub token_budget: Option<u64>,
     /// The wait before the first retry when the server gives no `Retry-After`; it doubles each
@@ -91,6 +92,8 @@ pub fn llm_settings(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<LlmSettings, ConfigError> {
     let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    let defaults = LlmSpec::default();
+    let spec = spec.unwrap_or(&defaults);
 
     let base_url = match get(ENV_BASE_URL) {
         Some(url) => {
@@ -103,20 +106,18 @@ pub fn llm_settings(
             }
             url
         }
-        None => spec
-            .and_then(|s| s.base_url.clone())
-            .ok_or_else(|| ConfigError::Unset {
-                setting: "the llm endpoint's base URL".into(),
-                hint: format!(
-                    "set `base_url` in the profile's [strategy.llm] or the environment variable \
+        None => spec.base_url.clone().ok_or_else(|| ConfigError::Unset {
+            setting: "the llm endpoint's base URL".into(),
+            hint: format!(
+                "set `base_url` in the profile's [strategy.llm] or the environment variable \
                      {ENV_BASE_URL} (e.g. http://127.0.0.1:11434/v1)"
-                ),
-            })?,
+            ),
+        })?,
     };
 
     let model = get(ENV_MODEL)
         .map(|m| m.trim().to_string())
-        .or_else(|| spec.and_then(|s| s.model.clone()))
+        .or_else(|| spec.model.clone())
         .ok_or_else(|| ConfigError::Unset {
             setting: "the llm model".into(),
             hint: format!(
@@ -124,10 +125,7 @@ pub fn llm_settings(
             ),
         })?;
 
-    let api_key = match (
-        get(ENV_API_KEY),
-        spec.and_then(|s| s.api_key_env.as_deref()),
-    ) {
+    let api_key = match (get(ENV_API_KEY), spec.api_key_env.as_deref()) {
         (Some(key), _) => Some(checked_key(key, ENV_API_KEY)?),
         (None, Some(var)) => match get(var) {
             Some(key) => Some(checked_key(key, var)?),
@@ -154,23 +152,42 @@ pub fn llm_settings(
                 })
             }
         },
-        None => spec.and_then(|s| s.token_budget),
+        None => spec.token_budget,
     };
 
-    let timeout = spec.map_or(DEFAULT_LLM_TIMEOUT, |s| s.timeout);
     Ok(LlmSettings {
         base_url: base_url.trim_end_matches('/').to_string(),
         model,
         api_key,
-        temperature: spec.and_then(|s| s.temperature),
-        timeout,
-        connect_timeout: DEFAULT_CONNECT_TIMEOUT.min(timeout),
-        idle_timeout: timeout,
-        candidates: spec.map_or(DEFAULT_LLM_CANDIDATES, |s| s.candidates),
-        max_retries: spec.map_or(DEFAULT_LLM_MAX_RETRIES, |s| s.max_retries),
+        temperature: spec.temperature,
+        timeout: spec.timeout,
+        connect_timeout: spec.connect_timeout,
+        idle_timeout: spec.idle_timeout,
+        candidates: spec.candidates,
+        parallel: spec.parallel,
+        max_retries: spec.max_retries,
         token_budget,
         backoff_base: DEFAULT_BACKOFF_BASE,
     })
+}
+
+/// What an empty `[strategy.llm]` resolves to, for a profile without the table.
+impl Default for LlmSpec {
+    fn default() -> LlmSpec {
+        LlmSpec {
+            base_url: None,
+            model: None,
+            api_key_env: None,
+            temperature: None,
+            timeout: DEFAULT_LLM_TIMEOUT,
+            connect_timeout: DEFAULT_LLM_CONNECT_TIMEOUT.min(DEFAULT_LLM_TIMEOUT),
+            idle_timeout: DEFAULT_LLM_TIMEOUT,
+            candidates: DEFAULT_LLM_CANDIDATES,
+            parallel: DEFAULT_LLM_PARALLEL,
+            max_retries: DEFAULT_LLM_MAX_RETRIES,
+            token_budget: None,
+        }
+    }
 }
 
 /// [`llm_settings`] with the process environment.
@@ -211,7 +228,10 @@ mod tests {
             api_key_env: None,
             temperature: Some(0.2),
             timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(3),
+            idle_timeout: Duration::from_secs(20),
             candidates: 2,
+            parallel: 2,
             max_retries: 5,
             token_budget: Some(1000),
         }
@@ -233,9 +253,9 @@ mod tests {
         assert_eq!(s.api_key, None);
         assert_eq!(s.temperature, Some(0.2));
         assert_eq!(s.timeout, Duration::from_secs(30));
-        assert_eq!(s.connect_timeout, Duration::from_secs(10));
-        assert_eq!(s.idle_timeout, Duration::from_secs(30));
-        assert_eq!((s.candidates, s.max_retries), (2, 5));
+        assert_eq!(s.connect_timeout, Duration::from_secs(3));
+        assert_eq!(s.idle_timeout, Duration::from_secs(20));
+        assert_eq!((s.candidates, s.parallel, s.max_retries), (2, 2, 5));
         assert_eq!(s.token_budget, Some(1000));
     }
 
@@ -264,7 +284,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.timeout, DEFAULT_LLM_TIMEOUT);
+        assert_eq!(s.connect_timeout, DEFAULT_LLM_CONNECT_TIMEOUT);
+        assert_eq!(s.idle_timeout, DEFAULT_LLM_TIMEOUT);
         assert_eq!(s.candidates, DEFAULT_LLM_CANDIDATES);
+        assert_eq!(s.parallel, 1);
         assert_eq!(s.max_retries, DEFAULT_LLM_MAX_RETRIES);
         assert_eq!(s.token_budget, None);
     }

@@ -476,10 +476,18 @@ pub struct LlmSpec {
     pub api_key_env: Option<String>,
     /// 0.0 to 2.0.
     pub temperature: Option<f64>,
-    /// One request, default 120 s.
+    /// One request from connect to the last byte of the answer, default 120 s.
     pub timeout: Duration,
+    /// Establishing the connection: default 10 s, or `timeout` when that is shorter.
+    pub connect_timeout: Duration,
+    /// The longest silence while waiting for the answer, default `timeout`. The answer comes
+    /// in one piece, so the wait for it counts as silence: a shorter value only suits an
+    /// endpoint that starts answering at once.
+    pub idle_timeout: Duration,
     /// Candidate patches asked for per iteration, default 1.
     pub candidates: u32,
+    /// Requests in flight at once, default 1; never more than `candidates`.
+    pub parallel: u32,
     /// Retries of one request after a connect error or HTTP 408/409/429/5xx, default 3.
     pub max_retries: u32,
     /// Prompt plus completion tokens one run may spend; `None` (the default) is no limit.

@@ -218,7 +218,10 @@ pub struct RawLlm {
     pub api_key_env: Option<Str>,
     pub temperature: Option<Spanned<f64>>,
     pub timeout_s: Option<Spanned<Seconds>>,
+    pub connect_timeout_s: Option<Spanned<Seconds>>,
+    pub idle_timeout_s: Option<Spanned<Seconds>>,
     pub candidates: Option<Spanned<u32>>,
+    pub parallel: Option<Spanned<u32>>,
     pub max_retries: Option<Spanned<u32>>,
     pub token_budget: Option<Spanned<u64>>,
 }
@@ -331,7 +334,10 @@ const LLM: &[(&str, Node)] = &[
     ("api_key_env", V),
     ("temperature", V),
     ("timeout_s", V),
+    ("connect_timeout_s", V),
+    ("idle_timeout_s", V),
     ("candidates", V),
+    ("parallel", V),
     ("max_retries", V),
     ("token_budget", V),
 ];

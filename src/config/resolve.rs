@@ -49,6 +49,11 @@ const DEFAULT_MAX_CHANGED_FILES: u32 = 5;
 pub(super) const DEFAULT_LLM_TIMEOUT: Duration = Duration::from_secs(120);
 pub(super) const DEFAULT_LLM_CANDIDATES: u32 = 1;
 pub(super) const DEFAULT_LLM_MAX_RETRIES: u32 = 3;
+/// Connecting should take a moment; a host that does not answer within this is down.
+pub(super) const DEFAULT_LLM_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// One request at a time: a local server with one slot queues the others, and a queued request
+/// spends its timeout waiting.
+pub(super) const DEFAULT_LLM_PARALLEL: u32 = 1;
 const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(600);
 const MAX_TEMPERATURE: f64 = 2.0;
 
@@ -1312,16 +1317,42 @@ impl Checker<'_> {
             Some(value) => Some(*value.get_ref()),
         };
 
+        let timeout = self.seconds(
+            l.timeout_s.as_ref(),
+            &table.child("timeout_s"),
+            DEFAULT_LLM_TIMEOUT,
+        )?;
+        // Both are parts of the one request `timeout_s` bounds.
+        let within_timeout = |value: Option<&Spanned<Seconds>>, name: &str, default: Duration| {
+            let key = table.child(name);
+            let limit = self.seconds(value, &key, default)?;
+            match value {
+                Some(v) if limit > timeout => Err(self.invalid(
+                    v.span(),
+                    &key,
+                    format!(
+                        "must not be longer than timeout_s ({} s), which bounds the whole request",
+                        timeout.as_secs_f64()
+                    ),
+                )),
+                Some(_) | None => Ok(limit),
+            }
+        };
+        let connect_timeout = within_timeout(
+            l.connect_timeout_s.as_ref(),
+            "connect_timeout_s",
+            DEFAULT_LLM_CONNECT_TIMEOUT.min(timeout),
+        )?;
+        let idle_timeout = within_timeout(l.idle_timeout_s.as_ref(), "idle_timeout_s", timeout)?;
+
         Ok(LlmSpec {
             base_url,
             model: self.optional_non_empty(l.model.as_ref(), &table.child("model"))?,
             api_key_env,
             temperature,
-            timeout: self.seconds(
-                l.timeout_s.as_ref(),
-                &table.child("timeout_s"),
-                DEFAULT_LLM_TIMEOUT,
-            )?,
+            timeout,
+            connect_timeout,
+            idle_timeout,
             candidates: self.at_least(
                 l.candidates.as_ref(),
                 &table.child("candidates"),
@@ -1333,6 +1364,12 @@ impl Checker<'_> {
                 &table.child("max_retries"),
                 0,
                 DEFAULT_LLM_MAX_RETRIES,
+            )?,
+            parallel: self.at_least(
+                l.parallel.as_ref(),
+                &table.child("parallel"),
+                1,
+                DEFAULT_LLM_PARALLEL,
             )?,
             token_budget,
         })

@@ -440,7 +440,10 @@ model = "qwen2.5-coder"
 api_key_env = "OLLAMA_KEY"
 temperature = 0
 timeout_s = 90
+connect_timeout_s = 5
+idle_timeout_s = 45
 candidates = 3
+parallel = 2
 max_retries = 5
 token_budget = 200000
 [strategy.command]
@@ -496,7 +499,10 @@ timeout = 0
             api_key_env: Some("OLLAMA_KEY".into()),
             temperature: Some(0.0),
             timeout: Duration::from_secs(90),
+            connect_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(45),
             candidates: 3,
+            parallel: 2,
             max_retries: 5,
             token_budget: Some(200_000),
         })
@@ -594,14 +600,25 @@ fn llm_and_command_strategy_defaults() {
             api_key_env: None,
             temperature: None,
             timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
             candidates: 1,
+            parallel: 1,
             max_retries: 3,
             token_budget: None,
         })
     );
+    assert_eq!(p.strategy.llm, Some(LlmSpec::default()));
     assert_eq!(
         p.strategy.command.map(|c| (c.timeout, c.candidates)),
         Some((Duration::from_secs(600), 1))
+    );
+    // The connect timeout never outlasts the request's.
+    let p = profile(&format!("{MINIMAL_PROFILE}[strategy.llm]\ntimeout_s = 4\n")).unwrap();
+    let llm = p.strategy.llm.unwrap();
+    assert_eq!(
+        (llm.connect_timeout, llm.idle_timeout),
+        (Duration::from_secs(4), Duration::from_secs(4))
     );
 }
 
@@ -751,7 +768,8 @@ fn unknown_key_in_standard_table_dotted_key_and_top_level() {
         9,
         1,
         "unknown key `modle` in [strategy.llm] (expected one of: base_url, model, api_key_env, \
-         temperature, timeout_s, candidates, max_retries, token_budget)",
+         temperature, timeout_s, connect_timeout_s, idle_timeout_s, candidates, parallel, max_retries, \
+         token_budget)",
     );
     assert_error(
         profile(&format!("{MINIMAL_PROFILE}[strategy.queue]\n")),
@@ -1413,6 +1431,40 @@ fn strategy_settings_are_validated() {
         "invalid value for `token_budget` in [strategy.llm]: must be at least 1",
     );
     assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[strategy.llm]\nparallel = 0\n")),
+        9,
+        12,
+        "invalid value for `parallel` in [strategy.llm]: must be at least 1, got 0",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[strategy.llm]\nidle_timeout_s = 0\n"
+        )),
+        9,
+        18,
+        "invalid value for `idle_timeout_s` in [strategy.llm]: must be a number of seconds \
+         greater than 0, got 0",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[strategy.llm]\ntimeout_s = 30\nidle_timeout_s = 60\n"
+        )),
+        10,
+        18,
+        "invalid value for `idle_timeout_s` in [strategy.llm]: must not be longer than \
+         timeout_s (30 s), which bounds the whole request",
+    );
+    // Against the default timeout_s when it is left out.
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[strategy.llm]\nconnect_timeout_s = 600\n"
+        )),
+        9,
+        21,
+        "invalid value for `connect_timeout_s` in [strategy.llm]: must not be longer than \
+         timeout_s (120 s)",
+    );
+    assert_error(
         profile(&format!(
             "{MINIMAL_PROFILE}[strategy.command]\ntimeout_s = 5\n"
         )),
@@ -1475,7 +1527,7 @@ test = {{ harness = "unity", timeout_s = 1, regex = {{ type = "one_line", ordere
 goal = {{ fail_to_pass = [], confirm_runs = 1 }}
 loop = {{ max_iterations = 1, no_progress_limit = 1 }}
 policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1, allow_builtin = [] }}
-strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, candidates = 1, max_retries = 0, token_budget = 1 }}
+strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, connect_timeout_s = 1, idle_timeout_s = 1, candidates = 1, parallel = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1, candidates = 1 }}
 [timeouts]
 {timeouts}

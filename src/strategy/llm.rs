@@ -4,7 +4,7 @@
 //! One call of [`Strategy::candidates`]:
 //! 1. build the request (`prompt`): system and user messages, the `propose_patch` tool, and write
 //!    `prompt.md` to the iteration directory before anything is sent;
-//! 2. send one request per candidate, a few at a time, each retried with backoff on connect
+//! 2. send one request per candidate, `parallel` at a time, each retried with backoff on connect
 //!    errors and HTTP 408/409/429/5xx (honouring `Retry-After`), never on other 4xx; an endpoint
 //!    that refuses tools is asked again without them for the rest of the run;
 //! 3. count the tokens each answer reports, per iteration and for the run, against the run's
@@ -40,9 +40,6 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-/// Requests in flight at once for one iteration's candidates: enough to overlap, few enough not
-/// to flood a local server.
-const MAX_PARALLEL: usize = 4;
 /// An answer larger than this is not a chat completion; reading stops there.
 const MAX_ANSWER_BYTES: usize = 8 << 20;
 /// What the API key is replaced with wherever it would have appeared.
@@ -178,7 +175,9 @@ impl Strategy for LlmStrategy {
         write_record(&req.iteration_dir, "prompt.md", shared.scrub(&md)).await?;
 
         let group = cancel.child_token();
-        let limit = Arc::new(Semaphore::new(MAX_PARALLEL));
+        let parallel = usize::try_from(shared.settings.parallel.clamp(1, count))
+            .map_or(1, |n| n.min(Semaphore::MAX_PERMITS));
+        let limit = Arc::new(Semaphore::new(parallel));
         let mut tasks = JoinSet::new();
         for index in 1..=count {
             tasks.spawn(ask(
@@ -502,17 +501,23 @@ impl Shared {
                         attempts,
                     })
                 }
-                Err(ReadError::Http(e)) if e.is_timeout() => {
+                // A connect timeout is a connect error (below), not a slow answer.
+                Err(ReadError::Http(e)) if e.is_timeout() && !e.is_connect() => {
                     return Err(SendError::TimedOut { attempts })
                 }
                 Err(ReadError::Http(e)) => {
                     // Connection refused or dropped before an answer: the server may be starting.
                     let transient = e.is_connect() || e.is_request();
                     if last || !transient {
-                        return Err(SendError::Transport {
-                            detail: describe(e),
-                            attempts,
-                        });
+                        let detail = if e.is_connect() && e.is_timeout() {
+                            format!(
+                                "no connection within {} (connect_timeout_s in [strategy.llm])",
+                                seconds(self.settings.connect_timeout)
+                            )
+                        } else {
+                            describe(e)
+                        };
+                        return Err(SendError::Transport { detail, attempts });
                     }
                     retry::backoff(self.settings.backoff_base, retries, jitter)
                 }
@@ -540,7 +545,10 @@ impl Shared {
             ),
             SendError::TimedOut { attempts } => {
                 let silence = if settings.idle_timeout < settings.timeout {
-                    format!(", or {} without a byte", seconds(settings.idle_timeout))
+                    format!(
+                        ", or {} without a byte (idle_timeout_s)",
+                        seconds(settings.idle_timeout)
+                    )
                 } else {
                     String::new()
                 };

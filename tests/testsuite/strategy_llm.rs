@@ -298,7 +298,11 @@ async fn a_server_that_goes_silent_mid_answer_hits_the_idle_timeout() {
     s.idle_timeout = Duration::from_millis(500);
     let started = Instant::now();
     match run(s, &it).await {
-        Err(StrategyError::Failed(message)) => assert!(message.contains("timed out"), "{message}"),
+        Err(StrategyError::Failed(message)) => assert!(
+            message.contains("timed out")
+                && message.contains("0.5 s without a byte (idle_timeout_s)"),
+            "{message}"
+        ),
         other => panic!("expected Failed, got {other:?}"),
     }
     assert!(
@@ -348,6 +352,45 @@ async fn a_refused_connection_is_retried_then_reported() {
         }
         other => panic!("expected Failed, got {other:?}"),
     }
+}
+
+#[tokio::test]
+async fn a_server_that_never_accepts_hits_the_connect_timeout_and_is_retried() {
+    // A listener whose accept queue is full: the kernel drops further SYNs, so a connect hangs
+    // the way it does towards a host that is down.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = socket.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut queued = Vec::new();
+    while let Ok(stream) = std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)) {
+        queued.push(stream);
+        assert!(queued.len() < 64, "the accept queue never filled");
+    }
+    let server = Server::start(vec![]).await;
+    let mut s = settings(&server);
+    s.base_url = format!("http://{addr}/v1");
+    s.connect_timeout = Duration::from_millis(300);
+    s.max_retries = 1;
+    let it = iteration(1);
+    let started = Instant::now();
+    match run(s, &it).await {
+        Err(StrategyError::Failed(message)) => {
+            assert!(
+                message.contains("no connection within 0.3 s")
+                    && message.contains("connect_timeout_s"),
+                "{message}"
+            );
+            assert!(message.contains("after 1 retries"), "{message}");
+        }
+        other => panic!("expected Failed, got {other:?}"),
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    drop(listener);
 }
 
 #[tokio::test]
@@ -407,6 +450,7 @@ async fn three_candidates_are_asked_for_in_parallel() {
     let it = iteration(3);
     let mut s = settings(&server);
     s.candidates = 3;
+    s.parallel = 3;
     let mut strategy = LlmStrategy::new(s).unwrap();
     let got = strategy
         .candidates(&it.req, &CancellationToken::new())
@@ -429,6 +473,24 @@ async fn three_candidates_are_asked_for_in_parallel() {
     let response: Value =
         serde_json::from_str(&read(&it.req.iteration_dir, "response.json")).unwrap();
     assert_eq!(response["answers"].as_array().unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn no_more_than_parallel_requests_are_in_flight_at_once() {
+    // A server with fewer slots than candidates: `parallel` bounds what it is sent at once, so no
+    // request waits in its queue while its own timeout runs.
+    for (parallel, expected) in [(1, 1), (2, 2)] {
+        let slow = || Step::ok(tool_answer(&crc_fix())).delay(Duration::from_millis(300));
+        let server = Server::start(vec![slow(), slow(), slow()]).await;
+        let it = iteration(3);
+        let mut s = settings(&server);
+        s.candidates = 3;
+        s.parallel = parallel;
+        let got = run(s, &it).await.unwrap();
+        assert_eq!(got.len(), 3, "parallel = {parallel}");
+        assert_eq!(server.requests().len(), 3, "parallel = {parallel}");
+        assert_eq!(server.max_active(), expected, "parallel = {parallel}");
+    }
 }
 
 #[tokio::test]
