@@ -725,6 +725,12 @@ impl<'a> Job<'a> {
                 let agent = self.profile.strategy.command.as_ref().map(|c| c.timeout);
                 agent.unwrap_or_default().max(Duration::from_secs(840)) + margin
             }
+            // Waves of requests, each retried under its own timeouts and waits.
+            State::PatchGeneration
+                if matches!(self.ctx.request.strategy, Some(StrategyChoice::Llm)) =>
+            {
+                crate::strategy::llm::longest_call(self.profile.strategy.llm.as_ref()) + margin
+            }
             State::PatchGeneration => Duration::from_secs(900),
             State::Idle
             | State::Init

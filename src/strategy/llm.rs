@@ -23,7 +23,7 @@ mod retry;
 
 pub use answer::TokenUsage;
 
-use crate::config::LlmSettings;
+use crate::config::{LlmSettings, LlmSpec};
 use crate::report::{IterationTokens, Tokens};
 use crate::rundir::write_atomic;
 use crate::strategy::{Candidate, PatchRequest, Strategy, StrategyError, StrategyFacts};
@@ -39,6 +39,24 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+
+/// The longest one call of [`Strategy::candidates`] can take with `spec`'s settings (`None`:
+/// the defaults), every wait included, so the state around it can leave it room. Requests run
+/// in waves of `parallel`; one request sends at most twice (once more without tools when the
+/// endpoint refuses them), each send `max_retries + 1` attempts of up to `timeout` with up to
+/// [`retry::MAX_RETRY_AFTER`] between them.
+pub fn longest_call(spec: Option<&LlmSpec>) -> Duration {
+    let defaults = LlmSpec::default();
+    let spec = spec.unwrap_or(&defaults);
+    let waits = retry::MAX_RETRY_AFTER.max(retry::MAX_BACKOFF);
+    let send = spec
+        .timeout
+        .saturating_mul(spec.max_retries.saturating_add(1))
+        .saturating_add(waits.saturating_mul(spec.max_retries));
+    let candidates = spec.candidates.max(1);
+    let waves = candidates.div_ceil(spec.parallel.clamp(1, candidates));
+    send.saturating_mul(2).saturating_mul(waves)
+}
 
 /// An answer larger than this is not a chat completion; reading stops there.
 const MAX_ANSWER_BYTES: usize = 8 << 20;
@@ -915,6 +933,38 @@ mod tests {
         assert!(resumed.shared.tools_refused.load(Ordering::Relaxed));
         resumed.load(&Value::Null);
         assert_eq!(resumed.usage().total(), 15);
+    }
+
+    #[test]
+    fn the_longest_call_leaves_room_for_every_attempt_wait_and_wave() {
+        // The defaults: one request, 4 attempts of 120 s and 3 waits, sent at most twice.
+        assert_eq!(
+            longest_call(None),
+            Duration::from_secs(2 * (4 * 120 + 3 * 300))
+        );
+        let spec = LlmSpec {
+            timeout: Duration::from_secs(300),
+            max_retries: 1,
+            candidates: 5,
+            parallel: 2,
+            ..LlmSpec::default()
+        };
+        // Three waves (2 + 2 + 1) of requests that each take up to 2 × (2 × 300 + 300) s.
+        assert_eq!(longest_call(Some(&spec)), Duration::from_secs(3 * 2 * 900));
+        let all_at_once = LlmSpec {
+            parallel: 8,
+            ..spec.clone()
+        };
+        assert_eq!(
+            longest_call(Some(&all_at_once)),
+            Duration::from_secs(2 * 900)
+        );
+        let no_retries = LlmSpec {
+            max_retries: 0,
+            candidates: 1,
+            ..spec
+        };
+        assert_eq!(longest_call(Some(&no_retries)), Duration::from_secs(600));
     }
 
     #[test]
