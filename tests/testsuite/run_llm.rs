@@ -245,3 +245,164 @@ async fn the_run_stops_asking_once_its_token_budget_is_spent_and_says_so() {
     assert_eq!(report["tokens"]["budget"], 500);
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endpoint_that_fails_every_way_is_handled_per_budget_and_the_key_is_never_written() {
+    // One iteration per way an endpoint can fail; the fifth MODEL_FAILURE spends the budget.
+    let cut: String = crc_fix()
+        .lines()
+        .take(9)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut truncated = text_answer(&format!("```diff\n{cut}"));
+    truncated["choices"][0]["finish_reason"] = json!("length");
+    let echo = |what: &str| json!({"error": {"message": format!("{what} (you sent {{auth}})")}});
+    let server = Server::start(vec![
+        // 1: rate limited, waited out, then a diff cut off at the token limit.
+        Step::json(429, json!({"error": {"message": "rate limited"}})).header("Retry-After", "1"),
+        Step::ok(truncated),
+        // 2: three server errors: the first try and both retries.
+        Step::json(500, echo("upstream exploded")),
+        Step::json(500, echo("upstream exploded")),
+        Step::json(500, echo("upstream exploded")),
+        // 3: slower than timeout_s; a timeout is not retried.
+        Step::ok(tool_answer(&crc_fix())).delay(std::time::Duration::from_secs(3)),
+        // 4 and 5: refused requests, never retried.
+        Step::json(
+            400,
+            json!({"error": {"message": "maximum context length is 8192"}}),
+        ),
+        Step::json(403, echo("this key may not use test-model")),
+        // Never asked for: the fix, had anything retried a refused request.
+        Step::ok(tool_answer(&crc_fix())),
+    ])
+    .await;
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/crc-endpoint.toml",
+        r#"name = "crc-endpoint"
+[build]
+command = "make BOARD={machine} build/{machine}/test_crc.elf"
+artifact = "build/{machine}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+[policy]
+allow = ["src/**"]
+[loop]
+max_iterations = 8
+no_progress_limit = 8
+[recovery]
+model_failure = 4
+[strategy.llm]
+timeout_s = 1
+max_retries = 2
+"#,
+    );
+    repo.git(&["add", "profiles/crc-endpoint.toml"]);
+    repo.git(&["commit", "-q", "-m", "a profile with short llm timeouts"]);
+    let base_url = server.base_url.clone();
+    let repo_path = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        let state = tempfile::tempdir().unwrap();
+        fwfix_command(
+            &[
+                "run",
+                "--json",
+                "--board",
+                "qemu-mps2-an385",
+                "--profile",
+                "crc-endpoint",
+                "--strategy",
+                "llm",
+            ],
+            &repo_path,
+            state.path(),
+        )
+        .env("FWFIX_LLM_BASE_URL", base_url)
+        .env("FWFIX_LLM_MODEL", "test-model")
+        .env("FWFIX_LLM_API_KEY", KEY)
+        .output()
+        .unwrap()
+    })
+    .await
+    .unwrap();
+
+    // A model that never delivers is the endpoint's failure: exit 4, not a test failure.
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "FAILURE");
+    assert_eq!(report["error_class"], "MODEL_FAILURE");
+    let message = report["message"].as_str().unwrap();
+    assert!(message.contains("HTTP 403"), "{message}");
+    assert_eq!(
+        report["tokens"]["total"], 790,
+        "only the truncated answer had usage"
+    );
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    let failures: Vec<&str> = trace
+        .lines()
+        .filter(|l| l.contains("\"outcome\":\"error:MODEL_FAILURE\""))
+        .collect();
+    assert_eq!(failures.len(), 5, "{trace}");
+
+    // Every request the server saw: nothing retried after a 400 or 403, nothing after the budget.
+    let requests = server.requests();
+    assert_eq!(requests.len(), 8, "{requests:#?}");
+    let waited = requests[1].at - requests[0].at;
+    assert!(
+        waited >= std::time::Duration::from_millis(900),
+        "Retry-After was not honoured: {waited:?}"
+    );
+
+    // Each iteration kept its prompt and the raw exchange.
+    let response = |n: u32| -> serde_json::Value {
+        let iter = dir.join(format!("iter-{n:03}"));
+        assert!(iter.join("prompt.md").is_file(), "{}", iter.display());
+        serde_json::from_str(&std::fs::read_to_string(iter.join("response.json")).unwrap()).unwrap()
+    };
+    let answer = |n: u32| response(n)["answers"][0].clone();
+    let first = answer(1);
+    assert_eq!(
+        (&first["status"], &first["attempts"]),
+        (&json!(200), &json!(2))
+    );
+    assert_eq!(first["answer"]["choices"][0]["finish_reason"], "length");
+    let second = answer(2);
+    assert_eq!(
+        (&second["status"], &second["attempts"]),
+        (&json!(500), &json!(3))
+    );
+    let third = answer(3);
+    assert_eq!(third["attempts"], 1);
+    assert!(
+        third["error"].as_str().unwrap().contains("timed out"),
+        "{third:#}"
+    );
+    for (n, status) in [(4, 400), (5, 403)] {
+        let a = answer(n);
+        assert_eq!(
+            (&a["status"], &a["attempts"]),
+            (&json!(status), &json!(1)),
+            "{a:#}"
+        );
+    }
+    assert!(failures[0].contains("truncated"), "{}", failures[0]);
+    assert!(failures[1].contains("HTTP 500"), "{}", failures[1]);
+    assert!(failures[2].contains("timed out"), "{}", failures[2]);
+    assert!(failures[3].contains("HTTP 400"), "{}", failures[3]);
+    assert!(failures[4].contains("HTTP 403"), "{}", failures[4]);
+
+    // The endpoint echoed the key back; it is in no file of the run directory nor the output.
+    for f in files_under(&dir) {
+        let bytes = std::fs::read(&f).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(KEY),
+            "the key leaked into {}",
+            f.display()
+        );
+    }
+    assert!(!text(&out).contains(KEY));
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
