@@ -340,6 +340,15 @@ mod tests {
             on_rtt.describe(),
             "board bench (probe-rs nRF52832_xxAA, console RTT)"
         );
+        // The image may ask for its nonce on its semihosting command line; with
+        // `[probe] nonce` it reads it from RTT, and output without it is not trusted.
+        assert_eq!(on_rtt.nonce_check(), Some(NonceCheck::Offered));
+        let reads_nonce = ConsoleSpec::Rtt {
+            channels: None,
+            nonce: true,
+        };
+        let asks = dut(&board(probe.clone(), reads_nonce, None)).unwrap();
+        assert_eq!(asks.nonce_check(), Some(NonceCheck::Required));
         let console = serial(SerialPort::Device("/dev/ttyACM0".into()));
         let uart = dut(&board(probe, console, None)).unwrap();
         assert!(uart.describe().ends_with("console /dev/ttyACM0)"));
