@@ -65,6 +65,12 @@ impl Nonce {
         format!("{ARG_PREFIX}{}", self.value)
     }
 
+    /// The line written to a board's console (serial or RTT) for the image to read after reset:
+    /// `fwfix-nonce=<value>` and a newline.
+    pub fn console_line(&self) -> String {
+        format!("{}\n", self.arg())
+    }
+
     /// Whether a console line is this nonce's line (line endings and reset noise aside).
     pub fn is_its_line(&self, text: &str) -> bool {
         text.trim_matches(|c: char| c.is_whitespace() || c.is_control())
@@ -201,6 +207,7 @@ mod tests {
         assert!(a.value.chars().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a.value, b.value);
         assert_eq!(a.arg(), format!("fwfix-nonce={}", a.value));
+        assert_eq!(a.console_line(), format!("fwfix-nonce={}\n", a.value));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 use super::{fail_early, print_out, Exit, GlobalArgs, StateArgs};
 use crate::dut::health::{self, Health};
+use crate::dut::probe::ProbeInfo;
 use crate::events::{Event, Level};
 use crate::orchestrator::{self, CheckOptions};
 use std::fmt::Write as _;
@@ -197,10 +198,19 @@ fn set(args: SetArgs, global: &GlobalArgs) -> Exit {
 }
 
 fn probes(global: &GlobalArgs) -> Exit {
-    let probes = crate::dut::probe::list_probes();
+    print_out(&probe_listing(
+        &crate::dut::probe::list_probes(),
+        global.json,
+    ));
+    Exit::Success
+}
+
+/// What `fwfix boards probes` prints for `probes`: one line each with its selector, or a JSON
+/// object per line.
+fn probe_listing(probes: &[ProbeInfo], json: bool) -> String {
     let mut text = String::new();
-    if global.json {
-        for p in &probes {
+    if json {
+        for p in probes {
             let line = serde_json::json!({
                 "event": "probe",
                 "identifier": p.identifier,
@@ -212,10 +222,42 @@ fn probes(global: &GlobalArgs) -> Exit {
     } else if probes.is_empty() {
         text.push_str("no debug probes found\n");
     } else {
-        for p in &probes {
+        for p in probes {
             let _ = writeln!(text, "{:<28} {:<12} {}", p.selector(), p.kind, p.identifier);
         }
     }
-    print_out(&text);
-    Exit::Success
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dut::probe::fake::{FakeDriver, FakeScript};
+    use crate::dut::probe::ProbeDriver;
+
+    /// Two probes through the fake driver (no debug probe can exist on a test machine): each
+    /// listed with the selector a board file takes.
+    #[test]
+    fn the_probe_listing_shows_each_probes_selector() {
+        let mut driver = FakeDriver::new(FakeScript::default());
+        let mut second = driver.probes[0].clone();
+        second.serial = None;
+        second.kind = "CMSIS-DAP".into();
+        driver.probes.push(second);
+        let probes = driver.list();
+        assert_eq!(
+            probe_listing(&probes, false),
+            "0483:374b:FAKE0001           ST-LINK      Fake STLink\n\
+             0483:374b                    CMSIS-DAP    Fake STLink\n"
+        );
+        let json: Vec<serde_json::Value> = probe_listing(&probes, true)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(json.len(), 2);
+        assert_eq!(json[0]["event"], "probe");
+        assert_eq!(json[0]["selector"], "0483:374b:FAKE0001");
+        assert_eq!(json[1]["kind"], "CMSIS-DAP");
+        assert_eq!(probe_listing(&[], false), "no debug probes found\n");
+    }
 }

@@ -83,8 +83,9 @@ pub struct ProbeSpec {
     /// `swd` or `jtag`, lower-case.
     pub protocol: Option<String>,
     pub speed_khz: Option<u32>,
-    /// Use the RTT up channel as the console.
-    pub rtt: bool,
+    /// `[probe] connect_under_reset`: attach while the target is held in reset, without trying
+    /// a plain attach first (default false: plain, then under reset when that fails).
+    pub connect_under_reset: bool,
 }
 
 /// `[gdb]`
@@ -119,8 +120,16 @@ pub enum ConsoleSpec {
         /// earlier run is told apart and ignored (default false).
         nonce: bool,
     },
-    /// The probe's RTT up channel.
-    Rtt,
+    /// `[probe] rtt = true`: the image's RTT up channels, read through the debug probe.
+    Rtt {
+        /// `[probe] rtt_channels`: the up channels read, in order; None reads every up channel
+        /// the image has. Up channel 0 is the console the harness prints on (defmt-decoded when
+        /// the ELF carries defmt data); lines from the others are shown as `rtt<N>: <text>`.
+        channels: Option<Vec<usize>>,
+        /// `[probe] nonce`: the image reads a `fwfix-nonce=<hex>` line from RTT down channel 0
+        /// after reset and prints `fwfix-nonce: <hex>` first (default false), as `[serial] nonce`.
+        nonce: bool,
+    },
 }
 
 /// `[serial] port`, parsed.

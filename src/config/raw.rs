@@ -106,6 +106,9 @@ pub struct RawProbe {
     pub protocol: Option<Str>,
     pub speed_khz: Option<Spanned<u32>>,
     pub rtt: Option<Spanned<bool>>,
+    pub rtt_channels: Option<Spanned<Vec<Spanned<u32>>>>,
+    pub nonce: Option<Spanned<bool>>,
+    pub connect_under_reset: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -274,6 +277,9 @@ const PROBE: &[(&str, Node)] = &[
     ("protocol", V),
     ("speed_khz", V),
     ("rtt", V),
+    ("rtt_channels", V),
+    ("nonce", V),
+    ("connect_under_reset", V),
 ];
 const LABGRID: &[(&str, Node)] = &[("place", V), ("tags", V)];
 const POWER: &[(&str, Node)] = &[

@@ -498,8 +498,13 @@ impl Checker<'_> {
             ));
         }
 
+        let mut rtt_console = None;
         let flash_spec = match method {
-            Method::ProbeRs => FlashSpec::ProbeRs(self.probe(probe, method_at)?),
+            Method::ProbeRs => {
+                let (spec, rtt) = self.probe(probe, method_at)?;
+                rtt_console = rtt;
+                FlashSpec::ProbeRs(spec)
+            }
             Method::Gdb => FlashSpec::Gdb(self.gdb(gdb, method_at)?),
             Method::Command => {
                 let key = table.child("command");
@@ -521,10 +526,9 @@ impl Checker<'_> {
             DEFAULT_FLASH_TIMEOUT,
         )?;
 
-        let rtt = matches!(&flash_spec, FlashSpec::ProbeRs(p) if p.rtt);
         let console =
-            match (serial, rtt) {
-                (Some(serial), true) => {
+            match (serial, rtt_console) {
+                (Some(serial), Some(_)) => {
                     return Err(self.not_allowed(
                         serial.span(),
                         "serial",
@@ -532,9 +536,9 @@ impl Checker<'_> {
                             .to_string(),
                     ))
                 }
-                (Some(serial), false) => self.serial(serial)?,
-                (None, true) => ConsoleSpec::Rtt,
-                (None, false) => return Err(self.missing(
+                (Some(serial), None) => self.serial(serial)?,
+                (None, Some(rtt)) => rtt,
+                (None, None) => return Err(self.missing(
                     backend_at,
                     KeyPath::new(&["serial"]),
                     "backend = \"board\" needs a console: a [serial] table, or [probe] rtt = true",
@@ -550,11 +554,12 @@ impl Checker<'_> {
         })
     }
 
+    /// `[probe]`, and the RTT console when `rtt = true`.
     fn probe(
         &self,
         raw: Option<Spanned<RawProbe>>,
         needed_at: usize,
-    ) -> Result<ProbeSpec, ConfigError> {
+    ) -> Result<(ProbeSpec, Option<ConsoleSpec>), ConfigError> {
         let table = KeyPath::new(&["probe"]);
         let Some(raw) = raw else {
             return Err(self.missing(
@@ -603,13 +608,72 @@ impl Checker<'_> {
             .as_ref()
             .map(|s| self.at_least(Some(s), &table.child("speed_khz"), 1, 0))
             .transpose()?;
-        Ok(ProbeSpec {
+        let rtt = p.rtt.as_ref().is_some_and(|r| *r.get_ref());
+        let console = match rtt {
+            true => Some(ConsoleSpec::Rtt {
+                channels: p
+                    .rtt_channels
+                    .as_ref()
+                    .map(|list| self.rtt_channels(list, &table.child("rtt_channels")))
+                    .transpose()?,
+                nonce: p.nonce.as_ref().is_some_and(|n| *n.get_ref()),
+            }),
+            false => {
+                let rtt_only = [
+                    ("rtt_channels", p.rtt_channels.as_ref().map(Spanned::span)),
+                    ("nonce", p.nonce.as_ref().map(Spanned::span)),
+                ];
+                let first = rtt_only
+                    .into_iter()
+                    .filter_map(|(key, span)| span.map(|span| (key, span)))
+                    .min_by_key(|(_, span)| span.start);
+                if let Some((key, span)) = first {
+                    return Err(self.invalid(
+                        span,
+                        &table.child(key),
+                        "only used with rtt = true; with a [serial] console, its own `nonce` \
+                         key hands the image the nonce",
+                    ));
+                }
+                None
+            }
+        };
+        let spec = ProbeSpec {
             chip: self.non_empty(chip, &chip_key)?,
             selector,
             protocol,
             speed_khz,
-            rtt: p.rtt.as_ref().is_some_and(|r| *r.get_ref()),
-        })
+            connect_under_reset: p.connect_under_reset.as_ref().is_some_and(|r| *r.get_ref()),
+        };
+        Ok((spec, console))
+    }
+
+    /// `[probe] rtt_channels`: up channel numbers, at least one, none twice.
+    fn rtt_channels(
+        &self,
+        list: &Spanned<Vec<Spanned<u32>>>,
+        key: &KeyPath,
+    ) -> Result<Vec<usize>, ConfigError> {
+        if list.get_ref().is_empty() {
+            return Err(self.invalid(
+                list.span(),
+                key,
+                "must name at least one RTT up channel (leave the key out to read them all)",
+            ));
+        }
+        let mut channels: Vec<usize> = Vec::new();
+        for value in list.get_ref() {
+            let channel = *value.get_ref() as usize;
+            if channels.contains(&channel) {
+                return Err(self.invalid(
+                    value.span(),
+                    key,
+                    format!("up channel {channel} is listed twice"),
+                ));
+            }
+            channels.push(channel);
+        }
+        Ok(channels)
     }
 
     fn gdb(&self, raw: Option<Spanned<RawGdb>>, needed_at: usize) -> Result<GdbSpec, ConfigError> {

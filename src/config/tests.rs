@@ -169,6 +169,9 @@ selector = "1366:1015:000682123456"
 protocol = "SWD"
 speed_khz = 4000
 rtt = true
+rtt_channels = [0, 2]
+nonce = true
+connect_under_reset = true
 "#,
     )
     .unwrap();
@@ -180,10 +183,13 @@ rtt = true
                 selector: Some("1366:1015:000682123456".into()),
                 protocol: Some("swd".into()),
                 speed_khz: Some(4000),
-                rtt: true,
+                connect_under_reset: true,
             }),
             flash_timeout: Duration::from_secs(120),
-            console: ConsoleSpec::Rtt,
+            console: ConsoleSpec::Rtt {
+                channels: Some(vec![0, 2]),
+                nonce: true,
+            },
             reset_command: None,
         })
     );
@@ -1055,6 +1061,39 @@ fn flash_methods_need_their_settings() {
         12,
         "`stlink` is not VID:PID[:SERIAL]",
     );
+    let probe = format!("{base}method = \"probe-rs\"\n[probe]\nchip = \"c\"\n");
+    assert_error(
+        board(&format!("{probe}connect_under_reset = \"yes\"\n")),
+        9,
+        23,
+        "invalid value for `connect_under_reset` in [probe]: invalid type: string \"yes\", \
+         expected a boolean",
+    );
+    assert_error(
+        board(&format!("{probe}rtt = true\nrtt_channels = [0, -1]\n")),
+        10,
+        20,
+        "invalid value for `rtt_channels` in [probe]: invalid value: integer `-1`, expected u32",
+    );
+    assert_error(
+        board(&format!("{probe}rtt = true\nrtt_channels = [1, 0, 1]\n")),
+        10,
+        23,
+        "invalid value for `rtt_channels` in [probe]: up channel 1 is listed twice",
+    );
+    assert_error(
+        board(&format!("{probe}rtt = true\nrtt_channels = []\n")),
+        10,
+        16,
+        "invalid value for `rtt_channels` in [probe]: must name at least one RTT up channel",
+    );
+    assert_error(
+        board(&format!("{probe}nonce = true\n")),
+        9,
+        9,
+        "invalid value for `nonce` in [probe]: only used with rtt = true; with a [serial] \
+         console, its own `nonce` key",
+    );
     assert_error(
         board(&format!("{base}method = \"command\"\n")),
         5,
@@ -1506,7 +1545,7 @@ qemu = { binary = "q", machine = "m", cpu = "c", extra_args = [] }
 flash = { method = "gdb", command = "c", timeout_s = 1, reset_command = "r" }
 gdb = { remote = "h:1", gdb = "g", init = [] }
 serial = { port = "/dev/x", baud = 1, data_bits = 8, parity = "none", stop_bits = 1, flow_control = "none", reset = "dtr", reset_ms = 5, reconnect = 1, nonce = true }
-probe = { chip = "c", selector = "1:2", protocol = "swd", speed_khz = 1, rtt = false }
+probe = { chip = "c", selector = "1:2", protocol = "swd", speed_khz = 1, rtt = true, rtt_channels = [0], nonce = true, connect_under_reset = true }
 labgrid = { place = "p", tags = [] }
 power = { on = "a", off = "b", cycle = "c", off_s = 1, timeout_s = 1, retry_on_hang = true }
 health = { profile = "p" }

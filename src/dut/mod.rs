@@ -245,7 +245,16 @@ mod tests {
             place: None,
             tags: vec![],
         });
-        for (backend, name) in [(hw(ConsoleSpec::Rtt), "board"), (lg, "labgrid")] {
+        for (backend, name) in [
+            (
+                hw(ConsoleSpec::Rtt {
+                    channels: None,
+                    nonce: false,
+                }),
+                "board",
+            ),
+            (lg, "labgrid"),
+        ] {
             let err = open(&board(backend)).err().unwrap();
             assert!(
                 matches!(err, DutError::Unsupported { ref backend, .. } if backend.starts_with(name)),

@@ -4,11 +4,13 @@
 //!
 //! ```text
 //! FWFIX_HW_PROBE=STM32F401RETx FWFIX_HW_PROBE_ELF=path/to/unity-test.elf \
-//!   [FWFIX_HW_PROBE_SELECTOR=0483:374b:SERIAL] cargo test --test testsuite -- --ignored probe_hw
+//!   [FWFIX_HW_PROBE_SELECTOR=0483:374b:SERIAL] cargo test --test testsuite probe_hw -- --ignored
 //! ```
 //!
 //! flashes that image (a Unity test built for the chip, printing on RTT up channel 0) through
 //! the probe, and checks the run produced test results, a flash log and no infrastructure error.
+//! No image can be built for an arbitrary chip here, so the image is the caller's; naming a chip
+//! without an image that exists fails every run of the suite, `--ignored` or not.
 
 use crate::common::{events, fwfix, report, run_dir, text, FixtureRepo};
 
@@ -72,11 +74,35 @@ fn a_missing_probe_is_an_infrastructure_error_before_anything_runs() {
     assert_eq!(report(&dir)["status"], "ERROR");
 }
 
+/// The image the hardware test flashes, when FWFIX_HW_PROBE names a chip: FWFIX_HW_PROBE_ELF,
+/// which must be an existing file. Panics saying what to set otherwise.
+fn hw_image(chip: &str) -> String {
+    let elf = std::env::var("FWFIX_HW_PROBE_ELF").unwrap_or_default();
+    assert!(
+        !elf.is_empty() && std::path::Path::new(&elf).is_file(),
+        "FWFIX_HW_PROBE={chip} asks for the hardware test, but FWFIX_HW_PROBE_ELF ({elf:?}) does \
+         not name an image file: set it to a Unity test ELF built for {chip} that prints on RTT \
+         up channel 0, then run `cargo test --test testsuite probe_hw -- --ignored`"
+    );
+    elf
+}
+
+/// A chip named for the hardware test without its image is a mistake in the test setup: it
+/// fails here, in every run of the suite, instead of the hardware test passing unseen or not
+/// running.
 #[test]
-#[ignore = "needs a debug probe: FWFIX_HW_PROBE=<chip> FWFIX_HW_PROBE_ELF=<image> cargo test -- --ignored probe_hw"]
+fn probe_hw_a_chip_named_needs_its_image() {
+    if let Ok(chip) = std::env::var("FWFIX_HW_PROBE") {
+        hw_image(&chip);
+    }
+}
+
+#[test]
+#[ignore = "needs a debug probe: FWFIX_HW_PROBE=<chip> FWFIX_HW_PROBE_ELF=<image> cargo test --test testsuite probe_hw -- --ignored"]
 fn probe_hw_flashes_and_runs_a_unity_image() {
-    let chip = std::env::var("FWFIX_HW_PROBE").expect("FWFIX_HW_PROBE names the chip");
-    let elf = std::env::var("FWFIX_HW_PROBE_ELF").expect("FWFIX_HW_PROBE_ELF names the image");
+    let chip = std::env::var("FWFIX_HW_PROBE")
+        .expect("FWFIX_HW_PROBE names the chip the hardware test runs on, e.g. STM32F401RETx");
+    let elf = hw_image(&chip);
     let selector = std::env::var("FWFIX_HW_PROBE_SELECTOR").ok();
     let repo = FixtureRepo::new();
     probe_board(&repo, &chip, selector.as_deref());

@@ -44,8 +44,10 @@ pub struct BoardDut {
     /// The `[serial]` console; None when the console is RTT.
     port: Option<PortSpec>,
     reconnect: u32,
-    /// `[serial] nonce`: the image reads its nonce from the console.
+    /// `[serial] nonce` or `[probe] nonce`: the image reads its nonce from the console.
     nonce: bool,
+    /// `[probe] rtt_channels` of an RTT console (None: all).
+    rtt_channels: Option<Vec<usize>>,
     probes: Probes,
 }
 
@@ -71,7 +73,7 @@ impl BoardDut {
         spec: HardwareSpec,
         probes: Arc<dyn ProbeDriver>,
     ) -> Result<Self, DutError> {
-        let (port, reconnect, nonce) = match &spec.console {
+        let (port, reconnect, nonce, rtt_channels) = match &spec.console {
             ConsoleSpec::Serial {
                 port,
                 baud,
@@ -88,9 +90,12 @@ impl BoardDut {
                 }),
                 *reconnect,
                 *nonce,
+                None,
             ),
-            ConsoleSpec::Rtt if matches!(spec.flash, FlashSpec::ProbeRs(_)) => (None, 0, false),
-            ConsoleSpec::Rtt => {
+            ConsoleSpec::Rtt { channels, nonce } if matches!(spec.flash, FlashSpec::ProbeRs(_)) => {
+                (None, 0, *nonce, channels.clone())
+            }
+            ConsoleSpec::Rtt { .. } => {
                 return Err(DutError::Unsupported {
                     board: board.name.clone(),
                     backend: "board (an RTT console needs [flash] method = \"probe-rs\")".into(),
@@ -104,6 +109,7 @@ impl BoardDut {
             port,
             reconnect,
             nonce,
+            rtt_channels,
             probes: Probes(probes),
         })
     }
@@ -174,7 +180,9 @@ impl Dut for BoardDut {
                     port: port.clone(),
                     reconnect: self.reconnect,
                 },
-                None => ProbeConsole::Rtt,
+                None => ProbeConsole::Rtt {
+                    channels: self.rtt_channels.clone(),
+                },
             };
             let target = ProbeTarget {
                 describe,
@@ -183,8 +191,10 @@ impl Dut for BoardDut {
                     selector: probe.selector.clone(),
                     protocol: probe.protocol.clone(),
                     speed_khz: probe.speed_khz,
+                    under_reset: probe.connect_under_reset,
                 },
                 console,
+                send_nonce: self.nonce,
             };
             return probe_session::run(self.probes.0.clone(), target, image, spec, events).await;
         }
@@ -208,8 +218,9 @@ impl Dut for BoardDut {
     }
 
     /// The console survives from one run to the next, so output left on it is stale: a board
-    /// whose image reads its nonce from the console relies on it. Through probe-rs the image may
-    /// ask for its semihosting command line, as on QEMU: the nonce is offered there.
+    /// whose image reads its nonce from the console (`[serial] nonce`, or `[probe] nonce` on RTT)
+    /// relies on it. Through probe-rs the image may otherwise ask for its semihosting command
+    /// line, as on QEMU: the nonce is offered there.
     fn nonce_check(&self) -> Option<NonceCheck> {
         if self.nonce {
             Some(NonceCheck::Required)
@@ -293,6 +304,13 @@ mod tests {
         }
     }
 
+    fn rtt() -> ConsoleSpec {
+        ConsoleSpec::Rtt {
+            channels: None,
+            nonce: false,
+        }
+    }
+
     fn gdb(remote: &str) -> FlashSpec {
         FlashSpec::Gdb(GdbSpec {
             remote: remote.into(),
@@ -315,17 +333,26 @@ mod tests {
             selector: None,
             protocol: None,
             speed_khz: None,
-            rtt: true,
+            connect_under_reset: false,
         });
-        let rtt = dut(&board(probe.clone(), ConsoleSpec::Rtt, None)).unwrap();
+        let on_rtt = dut(&board(probe.clone(), rtt(), None)).unwrap();
         assert_eq!(
-            rtt.describe(),
+            on_rtt.describe(),
             "board bench (probe-rs nRF52832_xxAA, console RTT)"
         );
+        // The image may ask for its nonce on its semihosting command line; with
+        // `[probe] nonce` it reads it from RTT, and output without it is not trusted.
+        assert_eq!(on_rtt.nonce_check(), Some(NonceCheck::Offered));
+        let reads_nonce = ConsoleSpec::Rtt {
+            channels: None,
+            nonce: true,
+        };
+        let asks = dut(&board(probe.clone(), reads_nonce, None)).unwrap();
+        assert_eq!(asks.nonce_check(), Some(NonceCheck::Required));
         let console = serial(SerialPort::Device("/dev/ttyACM0".into()));
         let uart = dut(&board(probe, console, None)).unwrap();
         assert!(uart.describe().ends_with("console /dev/ttyACM0)"));
-        let e = dut(&board(gdb("h:1"), ConsoleSpec::Rtt, None)).unwrap_err();
+        let e = dut(&board(gdb("h:1"), rtt(), None)).unwrap_err();
         assert!(matches!(e, DutError::Unsupported { .. }));
         assert!(e.to_string().contains("RTT"), "{e}");
     }

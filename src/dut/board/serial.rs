@@ -1,9 +1,11 @@
 //! The board's console: a serial device opened with tokio-serial at the configured baud and
 //! framing, or a TCP socket (ser2net, a terminal server, QEMU's `-serial tcp:`). It owns opening
-//! (and turning an open that failed into what the user must do), the modem-line reset pulse, and
-//! the reader task that pumps the console into lines and opens a vanished port again. It does not
-//! decide what a lost port means for the attempt: the session does.
+//! (and turning an open that failed into what the user must do), the modem-line reset pulse, the
+//! reader task that pumps the console into lines and opens a vanished port again, and writing the
+//! run nonce's line to it. It does not decide what a lost port means for the attempt: the session
+//! does.
 
+use crate::capture::nonce::Nonce;
 use crate::capture::pump::pump;
 use crate::capture::{ConsoleLine, Stream};
 use crate::config::{FlowControl, Parity, SerialLine, SerialPort, SerialReset};
@@ -12,7 +14,7 @@ use crate::process::AbortOnDrop;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{sleep, timeout, Instant};
@@ -63,6 +65,20 @@ pub fn describe(port: &SerialPort) -> String {
         },
         SerialPort::Socket { .. } => port.to_string(),
     }
+}
+
+/// Writes the run nonce's line to the console for the freshly reset image to read; `shown`
+/// names the console in the error.
+pub async fn send_nonce(writer: &mut Writer, nonce: &Nonce, shown: &str) -> Result<(), DutError> {
+    let line = nonce.console_line();
+    let sent = async {
+        writer.write_all(line.as_bytes()).await?;
+        writer.flush().await
+    };
+    sent.await.map_err(|source| DutError::Io {
+        doing: format!("writing the run nonce to the console {shown}"),
+        source,
+    })
 }
 
 /// Opens the console; with `modem`, also a handle on the device's modem lines for

@@ -43,7 +43,6 @@ use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::time::{sleep, sleep_until, Instant};
@@ -297,16 +296,7 @@ impl Session<'_> {
     /// Writes `fwfix-nonce=<value>` to the console for the freshly reset image to read and
     /// print first; console.log notes it, so the line the image echoes can be checked by eye.
     async fn send_nonce(&mut self, nonce: &Nonce) -> Result<(), DutError> {
-        let text = format!("{}\n", nonce.arg());
-        let writer = &mut self.writer;
-        let sent = async {
-            writer.write_all(text.as_bytes()).await?;
-            writer.flush().await
-        };
-        sent.await.map_err(|source| DutError::Io {
-            doing: format!("writing the run nonce to the console {}", self.shown),
-            source,
-        })?;
+        serial::send_nonce(&mut self.writer, nonce, &self.shown).await?;
         let note = ConsoleLine {
             t_ms: self.launch.elapsed().as_millis() as u64,
             stream: Stream::Host,

@@ -2,7 +2,8 @@
 //! probe and the target behind it, which cannot exist on a machine without one: a script says
 //! what the "target" does (RTT output in chunks, a semihosting command-line request, then an
 //! exit code, a HardFault with its registers and memory, a breakpoint, or running forever) and
-//! what goes wrong (no probe, attach refused, flash failure). Every call is recorded so tests can
+//! what goes wrong (no probe, a plain attach refused, flash failure). Attaching follows
+//! [`super::attach`], as the probe-rs driver does. Every call is recorded so tests can
 //! check the order of operations and that the probe was closed.
 
 use super::{
@@ -33,13 +34,24 @@ pub enum FakeEnd {
 #[derive(Debug, Clone)]
 pub struct FakeScript {
     pub open_error: Option<ProbeError>,
+    /// The core refuses a plain attach (a firmware that took over the debug pins); attaching
+    /// under reset works.
+    pub attach_refused: bool,
     /// Flashing fails in the program phase with this message.
     pub flash_error: Option<String>,
     pub image_bytes: u64,
     /// RTT attach attempts that find no control block yet.
     pub rtt_missing_for: usize,
-    /// Up channel 0's output, one chunk per read.
-    pub rtt: Vec<Vec<u8>>,
+    /// How many up channels the image's control block has.
+    pub up_channels: usize,
+    /// The image's RTT output in the order it writes it: (up channel, chunk), one chunk per
+    /// read of that channel.
+    pub rtt: Vec<(usize, Vec<u8>)>,
+    /// The image has RTT down channel 0.
+    pub down_channel: bool,
+    /// The image waits for a `fwfix-nonce=<hex>` line on down channel 0, prints
+    /// `fwfix-nonce: <hex>` on up channel 0, then the rest of its output.
+    pub echoes_nonce: bool,
     /// The image asks for its command line before printing anything.
     pub asks_command_line: bool,
     pub end: FakeEnd,
@@ -49,10 +61,14 @@ impl Default for FakeScript {
     fn default() -> Self {
         FakeScript {
             open_error: None,
+            attach_refused: false,
             flash_error: None,
             image_bytes: 4096,
             rtt_missing_for: 0,
+            up_channels: 1,
             rtt: Vec::new(),
+            down_channel: true,
+            echoes_nonce: false,
             asks_command_line: false,
             end: FakeEnd::Exit(0),
         }
@@ -105,6 +121,24 @@ impl ProbeDriver for FakeDriver {
             return Err(e.clone());
         }
         record(&self.calls).push(format!("open {} {}", probe.selector(), request.chip));
+        super::attach(
+            request,
+            || {
+                record(&self.calls).push("attach".into());
+                match self.script.attach_refused {
+                    true => Err(ProbeError::Attach {
+                        chip: request.chip.clone(),
+                        probe: probe.selector(),
+                        message: "the core does not answer".into(),
+                    }),
+                    false => Ok(()),
+                }
+            },
+            || {
+                record(&self.calls).push("attach under reset".into());
+                Ok(())
+            },
+        )?;
         let memory = match &self.script.end {
             FakeEnd::Fault { memory, .. } => memory
                 .iter()
@@ -123,6 +157,8 @@ impl ProbeDriver for FakeDriver {
             calls: self.calls.clone(),
             memory,
             rtt: VecDeque::new(),
+            down: Vec::new(),
+            awaits_nonce: false,
             rtt_attempts: 0,
             rtt_found: false,
             running: false,
@@ -137,7 +173,11 @@ struct FakeSession {
     script: FakeScript,
     calls: Calls,
     memory: HashMap<u32, u32>,
-    rtt: VecDeque<Vec<u8>>,
+    rtt: VecDeque<(usize, Vec<u8>)>,
+    /// Down channel 0's bytes not yet making a whole line.
+    down: Vec<u8>,
+    /// The image waits for its nonce before it prints.
+    awaits_nonce: bool,
     rtt_attempts: usize,
     rtt_found: bool,
     running: bool,
@@ -208,6 +248,7 @@ impl ProbeSession for FakeSession {
         self.rtt = self.script.rtt.iter().cloned().collect();
         self.running = true;
         self.asked = self.script.asks_command_line;
+        self.awaits_nonce = self.script.echoes_nonce;
         self.halted_by_request = false;
         Ok(())
     }
@@ -267,29 +308,51 @@ impl ProbeSession for FakeSession {
     fn rtt_attach(&mut self) -> Result<Option<usize>, ProbeError> {
         self.rtt_attempts += 1;
         self.rtt_found = self.rtt_attempts > self.script.rtt_missing_for;
-        Ok(self.rtt_found.then_some(1))
+        Ok(self.rtt_found.then_some(self.script.up_channels))
     }
 
+    /// The next chunk when it is `channel`'s: the image's output comes out in the order written.
     fn rtt_read(&mut self, channel: usize, buf: &mut [u8]) -> Result<usize, ProbeError> {
-        if channel != 0 || !self.rtt_found || self.asked || self.halted_by_request {
+        if !self.rtt_found || self.asked || self.awaits_nonce || self.halted_by_request {
             return Ok(0);
         }
-        let Some(chunk) = self.rtt.pop_front() else {
+        if self.rtt.front().is_none_or(|(c, _)| *c != channel) {
+            return Ok(0);
+        }
+        let Some((_, chunk)) = self.rtt.pop_front() else {
             return Ok(0);
         };
         let n = chunk.len().min(buf.len());
         buf[..n].copy_from_slice(&chunk[..n]);
         if n < chunk.len() {
-            self.rtt.push_front(chunk[n..].to_vec());
+            self.rtt.push_front((channel, chunk[n..].to_vec()));
         }
         Ok(n)
     }
 
+    /// Takes at most 16 bytes a call, the size of SEGGER RTT's default down buffer; each whole
+    /// line is recorded.
     fn rtt_write(&mut self, channel: usize, bytes: &[u8]) -> Result<usize, ProbeError> {
-        self.note(format!(
-            "rtt down {channel}: {}",
-            String::from_utf8_lossy(bytes)
-        ));
-        Ok(bytes.len())
+        if channel != 0 || !self.script.down_channel {
+            return Err(ProbeError::Core {
+                doing: "writing RTT".into(),
+                message: format!("the image has no RTT down channel {channel}"),
+            });
+        }
+        let n = bytes.len().min(16);
+        self.down.extend_from_slice(&bytes[..n]);
+        while let Some(end) = self.down.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.down.drain(..=end).collect();
+            let text = String::from_utf8_lossy(&line[..end]).into_owned();
+            self.note(format!("rtt down 0: {text}"));
+            if let Some(value) = text.strip_prefix(crate::capture::nonce::ARG_PREFIX) {
+                if self.awaits_nonce {
+                    let echo = format!("{}{value}\n", crate::capture::nonce::LINE_PREFIX);
+                    self.rtt.push_front((0, echo.into_bytes()));
+                    self.awaits_nonce = false;
+                }
+            }
+        }
+        Ok(n)
     }
 }

@@ -50,6 +50,8 @@ pub struct AttachRequest {
     /// `swd` or `jtag`.
     pub protocol: Option<String>,
     pub speed_khz: Option<u32>,
+    /// Attach while the target is held in reset, without a plain attach first.
+    pub under_reset: bool,
 }
 
 /// One step of flashing, in the order probe-rs reports them: each operation (`erase`,
@@ -128,8 +130,9 @@ pub enum ProbeError {
     )]
     ChipUnknown { chip: String, message: String },
     #[error(
-        "cannot attach to {chip} through {probe}, also not under reset: {message}. Check the \
-         wiring and the target's power; [probe] protocol and speed_khz may help"
+        "cannot attach to {chip} through {probe}, not even with the target held in reset: \
+         {message}. Check the wiring and the target's power; [probe] protocol and speed_khz may \
+         help"
     )]
     Attach {
         chip: String,
@@ -165,8 +168,7 @@ pub trait ProbeDriver: Send + Sync {
     /// The probes connected now.
     fn list(&self) -> Vec<ProbeInfo>;
 
-    /// Opens the probe `request` selects and attaches to its chip: normally, then under reset
-    /// when that fails (a chip whose debug pins were taken over by the firmware).
+    /// Opens the probe `request` selects and attaches to its chip as [`attach`] decides.
     fn open(&self, request: &AttachRequest) -> Result<Box<dyn ProbeSession>, ProbeError>;
 }
 
@@ -206,6 +208,25 @@ pub trait ProbeSession: Send {
     /// Writes to down channel `channel` (the hook for handing the image a line after reset, as
     /// the run nonce); the number of bytes the channel took.
     fn rtt_write(&mut self, channel: usize, bytes: &[u8]) -> Result<usize, ProbeError>;
+}
+
+/// Attaches the way `request` asks: under reset straight away when it says so; otherwise a
+/// plain attach first and, when the core refuses it, under reset, since a firmware that takes
+/// over the debug pins or sleeps deeply only lets a debugger in while it is held in reset. An
+/// unknown chip or a probe that cannot be opened is not retried. Each closure attaches one way
+/// and reports a refusal as [`ProbeError::Attach`].
+pub fn attach<S>(
+    request: &AttachRequest,
+    plain: impl FnOnce() -> Result<S, ProbeError>,
+    under_reset: impl FnOnce() -> Result<S, ProbeError>,
+) -> Result<S, ProbeError> {
+    if request.under_reset {
+        return under_reset();
+    }
+    match plain() {
+        Err(ProbeError::Attach { .. }) => under_reset(),
+        done => done,
+    }
 }
 
 /// Which of the `connected` probes `selector` (`VID:PID[:SERIAL]`) picks; without a selector,

@@ -1,5 +1,5 @@
 //! The probe-rs implementation of the driver traits: list probes, open one by selector, attach
-//! by chip name (under reset when a plain attach fails), flash an ELF with progress, run, halt,
+//! by chip name (plainly or under reset, as [`super::attach`] decides), flash an ELF with progress, run, halt,
 //! read the core, answer a semihosting command-line request, and RTT. Every call blocks; the
 //! session calls them from one blocking thread. It maps probe-rs errors to [`ProbeError`]s that
 //! say what to do, and decides nothing about the run.
@@ -60,24 +60,31 @@ impl ProbeDriver for RealDriver {
             }
             Ok(probe)
         };
-        let session = match open()?.attach(request.chip.as_str(), Permissions::default()) {
-            Ok(session) => session,
-            Err(Error::ChipNotFound(e)) => {
-                return Err(ProbeError::ChipUnknown {
-                    chip: request.chip.clone(),
-                    message: e.to_string(),
-                })
-            }
-            // A firmware that reuses the debug pins or sleeps deeply only lets a debugger in
-            // while it is held in reset.
-            Err(_) => open()?
-                .attach_under_reset(request.chip.as_str(), Permissions::default())
-                .map_err(|e| ProbeError::Attach {
-                    chip: request.chip.clone(),
-                    probe: name.clone(),
-                    message: e.to_string(),
-                })?,
+        let refused = |e: Error| match e {
+            Error::ChipNotFound(e) => ProbeError::ChipUnknown {
+                chip: request.chip.clone(),
+                message: e.to_string(),
+            },
+            e => ProbeError::Attach {
+                chip: request.chip.clone(),
+                probe: name.clone(),
+                message: e.to_string(),
+            },
         };
+        let chip = request.chip.as_str();
+        let session = super::attach(
+            request,
+            || {
+                open()?
+                    .attach(chip, Permissions::default())
+                    .map_err(refused)
+            },
+            || {
+                open()?
+                    .attach_under_reset(chip, Permissions::default())
+                    .map_err(refused)
+            },
+        )?;
         Ok(Box::new(RealSession {
             session,
             name,

@@ -2,13 +2,16 @@
 //!
 //! 1. Open console.log and flash.log; read the ELF's defmt table when the console is RTT; open
 //!    the `[serial]` console first when the board has one, so nothing the image prints is lost.
-//! 2. On one blocking thread (probe-rs is blocking): open the probe and attach, flash with
-//!    progress (into flash.log and `FlashProgress` events), reset and run with HardFault caught.
-//!    A failure in these steps is a [`DutError::Flash`] with flash.log's lines.
-//! 3. The same thread polls the core and RTT up channel 0: bytes go to the async side, which
-//!    turns them into lines (defmt or text), logs, emits and feeds them to the end detector. A
-//!    semihosting command-line request is answered with the run's `append` text (the run nonce),
-//!    exactly as QEMU answers it.
+//! 2. On one blocking thread (probe-rs is blocking): open the probe and attach (plainly or under
+//!    reset), flash with progress (into flash.log and `FlashProgress` events), reset and run with
+//!    HardFault caught. A failure in these steps is a [`DutError::Flash`] with flash.log's lines.
+//! 3. The same thread polls the core and the RTT up channels (every one the image has, or
+//!    `[probe] rtt_channels`): bytes go to the async side, which turns them into lines (channel
+//!    0 defmt or text, the others text shown as `rtt<N>: `), logs, emits and feeds them to the
+//!    end detector. A semihosting command-line request is answered with the run's `append` text
+//!    (the run nonce), exactly as QEMU answers it. When the image reads its nonce from the
+//!    console, its line goes to RTT down channel 0 once the control block is found, or to the
+//!    `[serial]` console once the image runs.
 //! 4. The attempt ends at the verdict (a short grace for the exit code, then the image is left
 //!    running and the probe detached), a semihosting exit (its code), a HardFault caught on entry
 //!    or a lockup (registers, stacked frame and SCB fault registers read into a
@@ -21,15 +24,16 @@
 use super::console::{self, RttDecoder};
 use super::{AttachRequest, CoreState, FlashEvent, Halt, ProbeDriver, ProbeError, ProbeSession};
 use crate::capture::log::ConsoleLog;
-use crate::capture::nonce::{command_line, NonceGate};
+use crate::capture::nonce::{command_line, Nonce, NonceGate};
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
-use crate::dut::board::serial::{self, PortEvent, PortSpec};
+use crate::dut::board::serial::{self, PortEvent, PortSpec, Writer};
 use crate::dut::cortex_m::{self, conclude, Stop, StopReading, SCB_CFSR};
 use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,8 +53,14 @@ const RTT_CHUNK: usize = 1024;
 /// Where the console comes from while the probe flashes and watches the core.
 #[derive(Debug, Clone)]
 pub(crate) enum ProbeConsole {
-    Rtt,
-    Serial { port: PortSpec, reconnect: u32 },
+    /// These up channels (None: every one the image has).
+    Rtt {
+        channels: Option<Vec<usize>>,
+    },
+    Serial {
+        port: PortSpec,
+        reconnect: u32,
+    },
 }
 
 /// What the backend knows about the board.
@@ -58,6 +68,8 @@ pub(crate) struct ProbeTarget {
     pub describe: String,
     pub request: AttachRequest,
     pub console: ProbeConsole,
+    /// The image reads the run nonce's line from its console after reset.
+    pub send_nonce: bool,
 }
 
 /// What the probe thread tells the attempt.
@@ -65,7 +77,13 @@ enum Msg {
     Note(String),
     Flash(FlashEvent),
     Started,
-    Rtt(Vec<u8>),
+    /// Bytes from an RTT up channel.
+    Rtt {
+        channel: usize,
+        bytes: Vec<u8>,
+    },
+    /// A line of fwfix's own for console.log.
+    Host(String),
     Warn(String),
 }
 
@@ -117,7 +135,7 @@ pub(crate) async fn run(
 
     // 1. The defmt table, and the serial console when there is one.
     let table = match &target.console {
-        ProbeConsole::Rtt => match tokio::fs::read(&elf).await {
+        ProbeConsole::Rtt { .. } => match tokio::fs::read(&elf).await {
             Ok(bytes) => console::defmt_table(&bytes).unwrap_or_else(|e| {
                 warn(format!(
                     "{} has a .defmt section fwfix cannot read ({e}); RTT is shown as text",
@@ -136,13 +154,14 @@ pub(crate) async fn run(
         },
         ProbeConsole::Serial { .. } => None,
     };
+    // defmt-rtt writes on up channel 0; any other channel is text.
     let decoder = match &table {
         Some((table, locations)) => RttDecoder::defmt(table, locations.as_ref()),
         None => RttDecoder::text(),
     };
     let launch = Instant::now();
-    let (serial_rx, port_rx, reader, shown) = match &target.console {
-        ProbeConsole::Rtt => (None, None, None, "RTT".to_string()),
+    let (serial_rx, port_rx, reader, writer, shown) = match &target.console {
+        ProbeConsole::Rtt { .. } => (None, None, None, None, "RTT".to_string()),
         ProbeConsole::Serial { port, reconnect } => match serial::open(port, false).await {
             Ok(console) => {
                 let (line_tx, line_rx) = mpsc::channel(256);
@@ -155,10 +174,12 @@ pub(crate) async fn run(
                     line_tx,
                     port_tx,
                 );
+                // Kept open all along: closing it would end a socket console's connection.
                 (
                     Some(line_rx),
                     Some(port_rx),
                     Some(reader),
+                    Some(console.writer),
                     serial::describe(&port.port),
                 )
             }
@@ -173,10 +194,21 @@ pub(crate) async fn run(
     // 2 and 3 on the probe thread.
     let (msg_tx, msg_rx) = mpsc::unbounded_channel();
     let (stop_tx, stop_rx) = watch::channel(None);
+    let nonce = run.nonce.clone().filter(|_| target.send_nonce);
+    let (rtt, serial_nonce) = match &target.console {
+        ProbeConsole::Rtt { channels } => (
+            Some(RttPlan {
+                channels: channels.clone(),
+                nonce,
+            }),
+            None,
+        ),
+        ProbeConsole::Serial { .. } => (None, nonce),
+    };
     let plan = Plan {
         request: target.request.clone(),
         elf: elf.clone(),
-        rtt: matches!(target.console, ProbeConsole::Rtt),
+        rtt,
         append: command_line(run.nonce.as_ref(), run.append.as_deref()),
     };
     let worker = AbortOnDrop(tokio::task::spawn_blocking(move || {
@@ -195,9 +227,12 @@ pub(crate) async fn run(
         detector: run.detector,
         verdict: false,
         gate: NonceGate::new(run.nonce.clone()),
-        decoder,
+        decoders: BTreeMap::from([(0, decoder)]),
         stop: stop_tx,
         port_lost: false,
+        writer,
+        nonce: serial_nonce,
+        failed: None,
         shown,
         describe: target.describe,
     };
@@ -215,10 +250,14 @@ pub(crate) async fn run(
         verdict,
         port_lost,
         gate,
+        failed,
         ..
     } = attempt;
     let flash_done = finish_log(flash_log).await;
     let log_done = finish_log(log).await;
+    if let Some(e) = failed {
+        return Err(e);
+    }
     let (end, fault, stopped_at, exit) = match ended {
         Err(WorkerError::Flash(e)) => {
             return Err(DutError::Flash {
@@ -272,9 +311,16 @@ struct Attempt<'a> {
     verdict: bool,
     /// Sorts lines into this attempt's and those left from an earlier run.
     gate: NonceGate,
-    decoder: RttDecoder<'a>,
+    /// Each RTT up channel's decoder, made as its first bytes come.
+    decoders: BTreeMap<usize, RttDecoder<'a>>,
     stop: watch::Sender<Option<Request>>,
     port_lost: bool,
+    /// The `[serial]` console's way back to the target.
+    writer: Option<Writer>,
+    /// The nonce to write to the `[serial]` console once the image runs.
+    nonce: Option<Nonce>,
+    /// What ended the attempt on this side (the nonce could not be written).
+    failed: Option<DutError>,
     /// The console as messages name it.
     shown: String,
     describe: String,
@@ -313,6 +359,11 @@ impl Attempt<'_> {
                             target: self.describe.clone(),
                             attempt: self.attempt,
                         });
+                        if let Err(e) = self.send_nonce().await {
+                            self.failed = Some(e);
+                            asked = Some(Request::Cancel);
+                            let _ = self.stop.send(Some(Request::Cancel));
+                        }
                     }
                     Some(msg) => self.take_msg(msg).await,
                     // The thread is done: its result is next.
@@ -361,8 +412,13 @@ impl Attempt<'_> {
                 self.take_msg(msg).await;
             }
         }
-        if let Some(text) = self.decoder.finish() {
-            self.uart_line(text).await;
+        let rest: Vec<(usize, String)> = self
+            .decoders
+            .iter_mut()
+            .filter_map(|(channel, d)| d.finish().map(|text| (*channel, text)))
+            .collect();
+        for (channel, text) in rest {
+            self.rtt_line(channel, text).await;
         }
         if let Some(rx) = serial.as_mut() {
             while let Ok(line) = rx.try_recv() {
@@ -380,13 +436,29 @@ impl Attempt<'_> {
                 self.warn(text);
             }
             Msg::Flash(event) => self.flash_event(event).await,
-            Msg::Rtt(bytes) => {
-                for text in self.decoder.push(&bytes) {
-                    self.uart_line(text).await;
+            Msg::Rtt { channel, bytes } => {
+                let decoder = self
+                    .decoders
+                    .entry(channel)
+                    .or_insert_with(RttDecoder::text);
+                for text in decoder.push(&bytes) {
+                    self.rtt_line(channel, text).await;
                 }
             }
+            Msg::Host(text) => self.host_line(text).await,
             Msg::Started => {}
         }
+    }
+
+    /// Writes the run nonce's line to the `[serial]` console, when the image reads it there.
+    async fn send_nonce(&mut self) -> Result<(), DutError> {
+        let (Some(writer), Some(nonce)) = (self.writer.as_mut(), self.nonce.take()) else {
+            return Ok(());
+        };
+        serial::send_nonce(writer, &nonce, &self.shown).await?;
+        self.host_line(format!("fwfix: sent {} to the console", nonce.arg()))
+            .await;
+        Ok(())
     }
 
     /// A flash step: every start, end and message into flash.log and as an event, progress as
@@ -452,7 +524,12 @@ impl Attempt<'_> {
         self.flash_lines.push(text);
     }
 
-    async fn uart_line(&mut self, text: String) {
+    /// A line from RTT up channel `channel`; those from channels other than 0 say which.
+    async fn rtt_line(&mut self, channel: usize, text: String) {
+        let text = match channel {
+            0 => text,
+            n => format!("rtt{n}: {text}"),
+        };
         let line = ConsoleLine {
             t_ms: self.launch.elapsed().as_millis() as u64,
             stream: Stream::Uart,
@@ -502,10 +579,18 @@ async fn recv<T>(rx: &mut Option<mpsc::Receiver<T>>) -> Option<T> {
 struct Plan {
     request: AttachRequest,
     elf: PathBuf,
-    /// The console is RTT up channel 0.
-    rtt: bool,
+    /// The console, when it is RTT.
+    rtt: Option<RttPlan>,
     /// The answer to the image's command-line request.
     append: Option<String>,
+}
+
+/// What to do with RTT.
+struct RttPlan {
+    /// The up channels to read (None: every one the image has).
+    channels: Option<Vec<usize>>,
+    /// The nonce whose line goes to down channel 0 once the control block is found.
+    nonce: Option<Nonce>,
 }
 
 /// The probe thread: 2 to 4. Blocking.
@@ -556,8 +641,7 @@ fn watch_core(
     requested: &dyn Fn() -> Option<Request>,
 ) -> Result<Ended, ProbeError> {
     let started = std::time::Instant::now();
-    let mut rtt_found = false;
-    let mut rtt_warned = false;
+    let mut rtt = RttReader::new(plan.rtt.as_ref());
     let mut verdict_until: Option<std::time::Instant> = None;
     let mut buf = vec![0u8; RTT_CHUNK];
     loop {
@@ -568,7 +652,7 @@ fn watch_core(
             }
             Some(Request::Timeout) => {
                 session.halt()?;
-                drain_rtt(session, rtt_found, &mut buf, send);
+                rtt.drain(session, &mut buf, send);
                 return Ok(match conclude(&read_core(session)?) {
                     Some(Stop::Faulted(snap)) => Ended::Faulted(snap),
                     Some(Stop::Running(snap)) => Ended::TimedOut(Some(snap)),
@@ -584,28 +668,13 @@ fn watch_core(
             }
             None => {}
         }
-        if plan.rtt && !rtt_found {
-            rtt_found = session.rtt_attach()?.is_some();
-            if !rtt_found && !rtt_warned && started.elapsed() >= RTT_SETUP {
-                rtt_warned = true;
-                send(Msg::Warn(format!(
-                    "no RTT control block found {} s after reset: does the image set up RTT \
-                     (e.g. rtt-target, SEGGER_RTT, defmt-rtt)?",
-                    RTT_SETUP.as_secs()
-                )));
-            }
-        }
-        let mut got = 0;
-        if rtt_found {
-            got = session.rtt_read(0, &mut buf)?;
-            if got > 0 {
-                send(Msg::Rtt(buf[..got].to_vec()));
-            }
-        }
+        rtt.attach(session, started.elapsed(), send)?;
+        rtt.write_nonce(session, send);
+        let got = rtt.read(session, &mut buf, send)?;
         match session.status()? {
             CoreState::Running => {}
             CoreState::Halted(Halt::Exit { code }) => {
-                drain_rtt(session, rtt_found, &mut buf, send);
+                rtt.drain(session, &mut buf, send);
                 return Ok(match verdict_until {
                     Some(_) => Ended::AfterVerdict { exit: Some(code) },
                     None => Ended::Exited(code),
@@ -617,15 +686,15 @@ fn watch_core(
                 continue;
             }
             CoreState::Halted(Halt::Exception) => {
-                drain_rtt(session, rtt_found, &mut buf, send);
+                rtt.drain(session, &mut buf, send);
                 return Ok(Ended::Faulted(fault(session, false)?));
             }
             CoreState::LockedUp => {
-                drain_rtt(session, rtt_found, &mut buf, send);
+                rtt.drain(session, &mut buf, send);
                 return Ok(Ended::Faulted(fault(session, true)?));
             }
             CoreState::Halted(halt @ (Halt::Breakpoint | Halt::Request | Halt::Other(_))) => {
-                drain_rtt(session, rtt_found, &mut buf, send);
+                rtt.drain(session, &mut buf, send);
                 let reading = read_core(session)?;
                 let mut snap = match conclude(&reading) {
                     Some(Stop::Faulted(snap)) => return Ok(Ended::Faulted(snap)),
@@ -650,16 +719,134 @@ fn watch_core(
     }
 }
 
-/// Reads what RTT still holds after the core stopped.
-fn drain_rtt(session: &mut dyn ProbeSession, rtt_found: bool, buf: &mut [u8], send: &dyn Fn(Msg)) {
-    if !rtt_found {
-        return;
-    }
-    while let Ok(n) = session.rtt_read(0, buf) {
-        if n == 0 {
-            break;
+/// The RTT side of the probe thread: finding the control block, the nonce's line on down
+/// channel 0, and reading the up channels.
+struct RttReader<'p> {
+    plan: Option<&'p RttPlan>,
+    /// The up channels read, once the control block is found.
+    channels: Option<Vec<usize>>,
+    warned: bool,
+    /// What is left of the nonce's line to write, and the nonce it hands over.
+    nonce: Option<(Vec<u8>, &'p Nonce)>,
+}
+
+impl<'p> RttReader<'p> {
+    fn new(plan: Option<&'p RttPlan>) -> Self {
+        let nonce = plan
+            .and_then(|p| p.nonce.as_ref())
+            .map(|n| (n.console_line().into_bytes(), n));
+        RttReader {
+            plan,
+            channels: None,
+            warned: false,
+            nonce,
         }
-        send(Msg::Rtt(buf[..n].to_vec()));
+    }
+
+    /// Looks for the control block until it is found; says so once when the image is slow to
+    /// set it up, and names any `[probe] rtt_channels` the image does not have.
+    fn attach(
+        &mut self,
+        session: &mut dyn ProbeSession,
+        since_reset: Duration,
+        send: &dyn Fn(Msg),
+    ) -> Result<(), ProbeError> {
+        let Some(plan) = self.plan.filter(|_| self.channels.is_none()) else {
+            return Ok(());
+        };
+        let Some(ups) = session.rtt_attach()? else {
+            if !self.warned && since_reset >= RTT_SETUP {
+                self.warned = true;
+                send(Msg::Warn(format!(
+                    "no RTT control block found {} s after reset: does the image set up RTT \
+                     (e.g. rtt-target, SEGGER_RTT, defmt-rtt)?",
+                    RTT_SETUP.as_secs()
+                )));
+            }
+            return Ok(());
+        };
+        let channels = match &plan.channels {
+            None => (0..ups).collect(),
+            Some(wanted) => {
+                let (have, missing): (Vec<usize>, Vec<usize>) =
+                    wanted.iter().partition(|c| **c < ups);
+                if !missing.is_empty() {
+                    let list: Vec<String> = missing.iter().map(usize::to_string).collect();
+                    send(Msg::Warn(format!(
+                        "[probe] rtt_channels names up channel {}, which the image does not \
+                         have (it has {ups})",
+                        list.join(", ")
+                    )));
+                }
+                have
+            }
+        };
+        self.channels = Some(channels);
+        Ok(())
+    }
+
+    /// Hands the image the nonce's line on down channel 0, as much as the channel takes each
+    /// time; a channel that cannot take it is a warning, and the attempt is then untrusted
+    /// because the image never prints the nonce.
+    fn write_nonce(&mut self, session: &mut dyn ProbeSession, send: &dyn Fn(Msg)) {
+        let Some((rest, nonce)) = self.nonce.as_mut().filter(|_| self.channels.is_some()) else {
+            return;
+        };
+        match session.rtt_write(0, rest) {
+            Ok(n) => {
+                rest.drain(..n.min(rest.len()));
+                if rest.is_empty() {
+                    send(Msg::Host(format!(
+                        "fwfix: sent {} to RTT down channel 0",
+                        nonce.arg()
+                    )));
+                    self.nonce = None;
+                }
+            }
+            Err(e) => {
+                send(Msg::Warn(format!(
+                    "cannot hand the image its nonce on RTT down channel 0 ({e}); [probe] nonce \
+                     = true needs an image that reads it there"
+                )));
+                self.nonce = None;
+            }
+        }
+    }
+
+    /// One read of each up channel; the number of bytes read.
+    fn read(
+        &mut self,
+        session: &mut dyn ProbeSession,
+        buf: &mut [u8],
+        send: &dyn Fn(Msg),
+    ) -> Result<usize, ProbeError> {
+        let mut total = 0;
+        for &channel in self.channels.iter().flatten() {
+            let n = session.rtt_read(channel, buf)?;
+            if n > 0 {
+                send(Msg::Rtt {
+                    channel,
+                    bytes: buf[..n].to_vec(),
+                });
+            }
+            total += n;
+        }
+        Ok(total)
+    }
+
+    /// Reads what the up channels still hold after the core stopped.
+    fn drain(&mut self, session: &mut dyn ProbeSession, buf: &mut [u8], send: &dyn Fn(Msg)) {
+        for &channel in self.channels.iter().flatten() {
+            while let Ok(n) = session.rtt_read(channel, buf) {
+                if n == 0 {
+                    break;
+                }
+                send(Msg::Rtt {
+                    channel,
+                    bytes: buf[..n].to_vec(),
+                });
+            }
+        }
     }
 }
 
@@ -728,9 +915,13 @@ fn read_core(session: &mut dyn ProbeSession) -> Result<StopReading, ProbeError> 
     })
 }
 
+/// A USB debug probe and the target behind it are the one thing that cannot exist on a test
+/// machine: these attempts run through the fake driver (`fake.rs`), with real files, a real
+/// ELF for defmt and a real TCP socket for a `[serial]` console.
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::nonce::NonceCheck;
     use crate::config::{Board, BoardBackend, ConsoleSpec, FlashSpec, HardwareSpec, ProbeSpec};
     use crate::dut::board::BoardDut;
     use crate::dut::cortex_m::CoreRegs;
@@ -766,7 +957,7 @@ mod tests {
     const UNITY_PASS: &str = "tests/test_crc.c:10:test_crc:PASS\n\n\
                               -----------------------\n1 Tests 0 Failures 0 Ignored\nOK\n";
 
-    fn board() -> Board {
+    fn board(console: ConsoleSpec, connect_under_reset: bool) -> Board {
         Board {
             name: "nucleo".into(),
             source: PathBuf::from("boards/nucleo.toml"),
@@ -776,14 +967,25 @@ mod tests {
                     selector: None,
                     protocol: None,
                     speed_khz: None,
-                    rtt: true,
+                    connect_under_reset,
                 }),
                 flash_timeout: Duration::from_secs(5),
-                console: ConsoleSpec::Rtt,
+                console,
                 reset_command: None,
             }),
             power: None,
             health: None,
+        }
+    }
+
+    fn rtt(channels: Option<Vec<usize>>, nonce: bool) -> ConsoleSpec {
+        ConsoleSpec::Rtt { channels, nonce }
+    }
+
+    fn nonce(check: NonceCheck) -> Nonce {
+        Nonce {
+            value: "abc123".into(),
+            check,
         }
     }
 
@@ -794,23 +996,48 @@ mod tests {
         dir: tempfile::TempDir,
     }
 
-    async fn attempt(script: FakeScript, timeout: Duration, cancel: CancellationToken) -> Ran {
-        let driver = Arc::new(FakeDriver::new(script));
-        let b = board();
-        let BoardBackend::Hardware(spec) = &b.backend else {
+    impl Ran {
+        fn console_log(&self) -> String {
+            std::fs::read_to_string(self.dir.path().join("console.log")).unwrap()
+        }
+
+        fn warnings(&self) -> Vec<String> {
+            self.events
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter_map(|e| match e {
+                    Event::Message {
+                        level: Level::Warning,
+                        text,
+                    } => Some(text.clone()),
+                    _ => None,
+                })
+                .collect()
+        }
+    }
+
+    /// One attempt of `board` through `driver`, flashing `elf`'s bytes.
+    async fn run_on(
+        board: &Board,
+        driver: FakeDriver,
+        elf: &[u8],
+        nonce: Option<Nonce>,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Ran {
+        let driver = Arc::new(driver);
+        let BoardBackend::Hardware(spec) = &board.backend else {
             unreachable!()
         };
-        let mut dut = BoardDut::with_probes(&b, spec.clone(), driver.clone()).unwrap();
+        let mut dut = BoardDut::with_probes(board, spec.clone(), driver.clone()).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let elf = dir.path().join("fw.elf");
-        std::fs::write(&elf, b"not an ELF with defmt").unwrap();
+        let path = dir.path().join("fw.elf");
+        std::fs::write(&path, elf).unwrap();
         let events = Recorder::default();
-        // The run's nonce reaches the image on its semihosting command line, as on QEMU.
         let spec = RunSpec {
-            nonce: Some(crate::capture::nonce::Nonce {
-                value: "abc123".into(),
-                check: crate::capture::nonce::NonceCheck::Offered,
-            }),
+            nonce,
             timeout,
             detector: Box::new(UnityDetector::default()),
             console_log: dir.path().join("console.log"),
@@ -818,7 +1045,7 @@ mod tests {
             cancel,
             attempt: 1,
         };
-        let result = dut.run(&Image { elf }, spec, &events).await;
+        let result = dut.run(&Image { elf: path }, spec, &events).await;
         Ran {
             result,
             events,
@@ -827,8 +1054,30 @@ mod tests {
         }
     }
 
-    fn chunks(text: &str, size: usize) -> Vec<Vec<u8>> {
-        text.as_bytes().chunks(size).map(<[u8]>::to_vec).collect()
+    /// An attempt on an RTT board with every up channel read. The run's nonce is offered: it
+    /// reaches the image on its semihosting command line, as on QEMU.
+    async fn attempt(script: FakeScript, timeout: Duration, cancel: CancellationToken) -> Ran {
+        run_on(
+            &board(rtt(None, false), false),
+            FakeDriver::new(script),
+            b"not an ELF with defmt",
+            Some(nonce(NonceCheck::Offered)),
+            timeout,
+            cancel,
+        )
+        .await
+    }
+
+    /// `text` on up channel `channel`, in chunks of `size` bytes.
+    fn on(channel: usize, text: &str, size: usize) -> Vec<(usize, Vec<u8>)> {
+        text.as_bytes()
+            .chunks(size)
+            .map(|c| (channel, c.to_vec()))
+            .collect()
+    }
+
+    fn chunks(text: &str, size: usize) -> Vec<(usize, Vec<u8>)> {
+        on(0, text, size)
     }
 
     fn long() -> Duration {
@@ -858,13 +1107,16 @@ mod tests {
             "command line \"fwfix-nonce=abc123\""
         );
         assert_eq!(
-            ran.calls[..3],
+            ran.calls[..4],
             [
                 "open 0483:374b:FAKE0001 STM32F401RETx",
+                "attach",
                 "flash",
                 "reset_and_run"
             ]
         );
+        // An offered nonce is not written to the image's RTT input.
+        assert!(!ran.calls.iter().any(|c| c.starts_with("rtt down")));
         assert_eq!(ran.calls.last().map(String::as_str), Some("close"));
         // Each phase starts at 0 %, climbs, and ends at 100 %, in probe-rs's order.
         let flash = ran.events.flash();
@@ -1022,27 +1274,16 @@ mod tests {
             probes: vec![],
             ..FakeDriver::new(FakeScript::default())
         };
-        let b = board();
-        let BoardBackend::Hardware(spec) = &b.backend else {
-            unreachable!()
-        };
-        let mut dut = BoardDut::with_probes(&b, spec.clone(), Arc::new(driver)).unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let spec = RunSpec {
-            nonce: None,
-            timeout: long(),
-            detector: Box::new(UnityDetector::default()),
-            console_log: dir.path().join("console.log"),
-            append: None,
-            cancel: CancellationToken::new(),
-            attempt: 1,
-        };
-        let elf = dir.path().join("fw.elf");
-        std::fs::write(&elf, b"x").unwrap();
-        let err = dut
-            .run(&Image { elf }, spec, &Recorder::default())
-            .await
-            .unwrap_err();
+        let ran = run_on(
+            &board(rtt(None, false), false),
+            driver,
+            b"x",
+            None,
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        let err = ran.result.unwrap_err();
         assert!(
             matches!(err, DutError::Probe(ProbeError::NotFound { .. })),
             "{err}"
@@ -1066,5 +1307,343 @@ mod tests {
         assert_eq!(ran.result.unwrap().end, RunEnd::Cancelled);
         assert!(ran.calls.contains(&"halt".to_string()));
         assert_eq!(ran.calls.last().map(String::as_str), Some("close"));
+    }
+
+    #[tokio::test]
+    async fn attach_is_plain_then_under_reset_or_under_reset_at_once_when_asked() {
+        let attaches = |ran: &Ran| -> Vec<String> {
+            ran.calls
+                .iter()
+                .filter(|c| c.starts_with("attach"))
+                .cloned()
+                .collect()
+        };
+        let refused = FakeScript {
+            attach_refused: true,
+            ..FakeScript::default()
+        };
+        let ran = attempt(refused.clone(), long(), CancellationToken::new()).await;
+        ran.result.as_ref().unwrap();
+        assert_eq!(attaches(&ran), ["attach", "attach under reset"]);
+
+        // `[probe] connect_under_reset = true`: no plain attach is tried first.
+        let ran = run_on(
+            &board(rtt(None, false), true),
+            FakeDriver::new(refused),
+            b"x",
+            None,
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        ran.result.as_ref().unwrap();
+        assert_eq!(attaches(&ran), ["attach under reset"]);
+
+        let ran = attempt(FakeScript::default(), long(), CancellationToken::new()).await;
+        assert_eq!(attaches(&ran), ["attach"]);
+    }
+
+    #[tokio::test]
+    async fn an_rtt_nonce_goes_to_down_channel_0_and_the_image_echoes_it_first() {
+        let script = FakeScript {
+            rtt: chunks(UNITY_PASS, 9),
+            echoes_nonce: true,
+            end: FakeEnd::Hang(CoreRegs::default()),
+            ..FakeScript::default()
+        };
+        let ran = run_on(
+            &board(rtt(None, true), false),
+            FakeDriver::new(script),
+            b"x",
+            Some(nonce(NonceCheck::Required)),
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        let capture = ran.result.as_ref().unwrap();
+        assert_eq!(capture.end, RunEnd::Verdict);
+        // The line went down whole (the fake takes 16 bytes a call) after the reset.
+        let reset = ran.calls.iter().position(|c| c == "reset_and_run").unwrap();
+        let sent = ran
+            .calls
+            .iter()
+            .position(|c| c == "rtt down 0: fwfix-nonce=abc123")
+            .unwrap();
+        assert!(reset < sent, "{:?}", ran.calls);
+        let record = capture.nonce.clone().unwrap();
+        assert!(record.seen && !record.untrusted(), "{record:?}");
+        assert_eq!(record.stale_lines, 0);
+        let first = capture.lines.iter().find(|l| l.stream == Stream::Uart);
+        assert_eq!(first.unwrap().text, "fwfix-nonce: abc123");
+        assert_eq!(
+            capture.uart_lines().next(),
+            Some("tests/test_crc.c:10:test_crc:PASS")
+        );
+        assert!(
+            ran.console_log()
+                .contains("fwfix: sent fwfix-nonce=abc123 to RTT down channel 0"),
+            "{}",
+            ran.console_log()
+        );
+    }
+
+    #[tokio::test]
+    async fn an_image_without_an_rtt_down_channel_never_gets_the_nonce_and_is_untrusted() {
+        let script = FakeScript {
+            rtt: chunks(UNITY_PASS, 64),
+            down_channel: false,
+            end: FakeEnd::Exit(0),
+            ..FakeScript::default()
+        };
+        let ran = run_on(
+            &board(rtt(None, true), false),
+            FakeDriver::new(script),
+            b"x",
+            Some(nonce(NonceCheck::Required)),
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        let capture = ran.result.as_ref().unwrap();
+        assert!(capture.nonce.as_ref().unwrap().untrusted());
+        // Output that cannot be tied to this run never reaches the end detector.
+        assert_eq!(capture.end, RunEnd::Exited { code: 0 });
+        let warnings = ran.warnings();
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("no RTT down channel 0") && w.contains("[probe] nonce")),
+            "{warnings:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn every_rtt_up_channel_is_read_and_the_others_are_marked_with_their_number() {
+        let mut output = on(1, "boot: clocks up\n", 64);
+        output.extend(chunks("tests/test_crc.c:10:test_crc:PASS\n", 64));
+        output.extend(on(2, "adc 1", 64));
+        output.extend(on(1, "sensor ready\n", 64));
+        output.extend(chunks(
+            "\n-----------------------\n1 Tests 0 Failures 0 Ignored\nOK\n",
+            64,
+        ));
+        let script = FakeScript {
+            up_channels: 3,
+            rtt: output,
+            end: FakeEnd::Exit(0),
+            ..FakeScript::default()
+        };
+        let ran = attempt(script, long(), CancellationToken::new()).await;
+        let capture = ran.result.unwrap();
+        assert_eq!(capture.end, RunEnd::Verdict);
+        let lines: Vec<&str> = capture.uart_lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "rtt1: boot: clocks up",
+                "tests/test_crc.c:10:test_crc:PASS",
+                "rtt1: sensor ready",
+                "",
+                "-----------------------",
+                "1 Tests 0 Failures 0 Ignored",
+                "OK",
+                // A last unterminated line is kept at the end.
+                "rtt2: adc 1",
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn rtt_channels_chooses_the_channels_read_and_names_those_missing() {
+        let mut output = on(1, "sensor 1\n", 64);
+        output.extend(chunks("channel 0 is not read\n", 64));
+        let script = FakeScript {
+            up_channels: 2,
+            rtt: output,
+            end: FakeEnd::Hang(CoreRegs::default()),
+            ..FakeScript::default()
+        };
+        let ran = run_on(
+            &board(rtt(Some(vec![1, 4]), false), false),
+            FakeDriver::new(script),
+            b"x",
+            None,
+            Duration::from_millis(300),
+            CancellationToken::new(),
+        )
+        .await;
+        let capture = ran.result.as_ref().unwrap();
+        assert_eq!(capture.end, RunEnd::Timeout);
+        assert_eq!(capture.uart_lines().collect::<Vec<_>>(), ["rtt1: sensor 1"]);
+        let warnings = ran.warnings();
+        assert!(
+            warnings.iter().any(|w| w
+                == "[probe] rtt_channels names up channel 4, which the image does not have (it \
+                    has 2)"),
+            "{warnings:?}"
+        );
+    }
+
+    /// The defmt table comes from the flashed ELF (`tests/data/defmt/defmt.elf`, see
+    /// `console`'s tests for its two format strings); only up channel 0 is decoded as defmt.
+    #[tokio::test]
+    async fn defmt_frames_on_channel_0_are_decoded_with_the_elfs_table_through_an_attempt() {
+        let mut frames = vec![0, 0, 7];
+        frames.extend([1, 0, 3, 0, 0, 0]);
+        frames.extend(b"crc");
+        let mut output: Vec<(usize, Vec<u8>)> = frames.chunks(4).map(|c| (0, c.to_vec())).collect();
+        output.extend(on(1, "text beside defmt\n", 64));
+        let script = FakeScript {
+            up_channels: 2,
+            rtt: output,
+            end: FakeEnd::Exit(1),
+            ..FakeScript::default()
+        };
+        let ran = run_on(
+            &board(rtt(None, false), false),
+            FakeDriver::new(script),
+            include_bytes!("../../../tests/data/defmt/defmt.elf"),
+            None,
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        let capture = ran.result.unwrap();
+        assert_eq!(capture.end, RunEnd::Exited { code: 1 });
+        assert_eq!(
+            capture.uart_lines().collect::<Vec<_>>(),
+            [
+                "INFO crc ok 7",
+                "ERROR FAIL: crc",
+                "rtt1: text beside defmt"
+            ]
+        );
+    }
+
+    /// A probe-rs board whose console is `[serial]`: a real TCP socket console (as
+    /// `socket://HOST:PORT`) with the fake standing in for the probe. The console holds a verdict
+    /// left from an earlier run; the image reads the nonce line, echoes it and prints its own.
+    #[tokio::test]
+    async fn a_serial_console_gets_the_nonce_after_reset_and_earlier_output_is_stale() {
+        use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (read, mut write) = stream.into_split();
+            write.write_all(b"OK\n").await.unwrap();
+            let mut read = BufReader::new(read);
+            let mut asked = String::new();
+            read.read_line(&mut asked).await.unwrap();
+            let value = asked.trim_end().strip_prefix("fwfix-nonce=").unwrap_or("");
+            let reply = format!("fwfix-nonce: {value}\n{UNITY_PASS}");
+            write.write_all(reply.as_bytes()).await.unwrap();
+            // Held open until fwfix lets go of the console.
+            let mut rest = Vec::new();
+            let _ = read.read_to_end(&mut rest).await;
+            asked
+        });
+        let console = ConsoleSpec::Serial {
+            port: crate::config::SerialPort::Socket {
+                host: "127.0.0.1".into(),
+                port,
+            },
+            baud: 115_200,
+            line: crate::config::SerialLine::default(),
+            reset: crate::config::SerialReset::None,
+            reconnect: 0,
+            nonce: true,
+        };
+        let script = FakeScript {
+            end: FakeEnd::Hang(CoreRegs::default()),
+            ..FakeScript::default()
+        };
+        let ran = run_on(
+            &board(console, false),
+            FakeDriver::new(script),
+            b"x",
+            Some(nonce(NonceCheck::Required)),
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        let capture = ran.result.as_ref().unwrap();
+        assert_eq!(server.await.unwrap(), "fwfix-nonce=abc123\n");
+        assert_eq!(capture.end, RunEnd::Verdict);
+        let record = capture.nonce.clone().unwrap();
+        assert!(record.seen, "{record:?}");
+        assert_eq!(record.stale_lines, 1);
+        let lines: Vec<&str> = capture.uart_lines().collect();
+        assert_eq!(lines.first(), Some(&"tests/test_crc.c:10:test_crc:PASS"));
+        assert_eq!(lines.last(), Some(&"OK"));
+        let log = ran.console_log();
+        assert!(
+            log.contains("fwfix: sent fwfix-nonce=abc123 to the console"),
+            "{log}"
+        );
+        // No RTT is looked for when the console is serial.
+        assert!(!ran.calls.iter().any(|c| c.starts_with("rtt")));
+    }
+
+    /// The listing `fwfix boards probes` shows and the selector a board names, through the fake
+    /// driver: the check before a run picks the probe the same way the attach does.
+    #[tokio::test]
+    async fn the_selector_picks_one_of_several_probes_for_the_check_and_the_attach() {
+        let mut driver = FakeDriver::new(FakeScript::default());
+        let mut second = driver.probes[0].clone();
+        second.serial = Some("FAKE0002".into());
+        driver.probes.push(second);
+        let selectors: Vec<String> = driver.list().iter().map(|p| p.selector()).collect();
+        assert_eq!(selectors, ["0483:374b:FAKE0001", "0483:374b:FAKE0002"]);
+        let with_selector = |selector: Option<&str>| {
+            let mut b = board(rtt(None, false), false);
+            if let BoardBackend::Hardware(HardwareSpec {
+                flash: FlashSpec::ProbeRs(probe),
+                ..
+            }) = &mut b.backend
+            {
+                probe.selector = selector.map(str::to_string);
+            }
+            b
+        };
+        let check = |b: &Board, driver: FakeDriver| {
+            let BoardBackend::Hardware(spec) = &b.backend else {
+                unreachable!()
+            };
+            let mut dut = BoardDut::with_probes(b, spec.clone(), Arc::new(driver)).unwrap();
+            async move { dut.check().await }
+        };
+        let fresh = || FakeDriver {
+            probes: driver.probes.clone(),
+            ..FakeDriver::new(FakeScript::default())
+        };
+
+        let chosen = with_selector(Some("0483:374B:fake0002"));
+        check(&chosen, fresh()).await.unwrap();
+        let ran = run_on(
+            &chosen,
+            fresh(),
+            b"x",
+            None,
+            long(),
+            CancellationToken::new(),
+        )
+        .await;
+        assert_eq!(ran.calls[0], "open 0483:374b:FAKE0002 STM32F401RETx");
+
+        let err = check(&with_selector(None), fresh()).await.unwrap_err();
+        assert!(
+            matches!(err, DutError::Probe(ProbeError::Ambiguous { .. })),
+            "{err}"
+        );
+        assert!(err.to_string().contains("0483:374b:FAKE0002"), "{err}");
+        let err = check(&with_selector(Some("1366:0105")), fresh())
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("connected: 0483:374b:FAKE0001 (Fake STLink), 0483:374b:FAKE0002"),
+            "{err}"
+        );
     }
 }
