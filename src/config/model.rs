@@ -185,7 +185,8 @@ pub enum FlowControl {
 }
 
 /// `[serial] reset` and `reset_ms`: a pulse on a modem line wired to the target's reset (as on
-/// many development boards' USB-serial adapters): the line is driven low for `pulse`, then high.
+/// many development boards' USB-serial adapters): the line is asserted for `pulse` (the adapter's
+/// active-low pin driven low, the target held in reset), then released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SerialReset {
     None,

@@ -339,7 +339,7 @@ impl Session<'_> {
                 target.port.reset, self.shown
             ))
             .await;
-            modem.pulse(target.port.reset, &self.shown).await?;
+            serial::pulse(modem, target.port.reset, &self.shown).await?;
         }
         let Some(command) = &target.spec.reset_command else {
             return Ok(ToolEnd::Finished);
