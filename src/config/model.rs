@@ -99,6 +99,26 @@ pub struct GdbSpec {
     /// for OpenOCD, or `monitor arm semihosting enable` for an image that uses semihosting. Empty
     /// by default, as QEMU's gdbstub knows no monitor commands.
     pub init: Vec<String>,
+    /// `[gdb] start` (and `reset`): how the loaded image is started.
+    pub start: GdbStart,
+}
+
+/// `[gdb] start`: how the core gets to the image's first instruction after `load`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GdbStart {
+    /// `vector-table` (the default): SP and PC set from the image's vector table, as the core's
+    /// own reset would set them. Works with any GDB server, and resets nothing else.
+    VectorTable,
+    /// `monitor-reset`: the GDB server resets the target and leaves it halted, so peripherals
+    /// start from their reset state too. `command` is `[gdb] reset`, the gdb command that asks
+    /// for it: `monitor reset halt` (OpenOCD, pyOCD, J-Link) by default, `monitor system_reset`
+    /// for QEMU's gdbstub.
+    MonitorReset { command: String },
+}
+
+impl GdbStart {
+    /// The names `[gdb] start` accepts.
+    pub const NAMES: &'static [&'static str] = &["vector-table", "monitor-reset"];
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -261,9 +261,15 @@ pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
 }
 
 fn gdb_board(gdb: u16, uart: u16) -> String {
+    gdb_board_with(gdb, uart, "")
+}
+
+/// A gdb board with more `[gdb]` keys.
+fn gdb_board_with(gdb: u16, uart: u16, gdb_keys: &str) -> String {
     format!(
         "name = \"bench\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\ntimeout_s = 30\n\
-         [gdb]\nremote = \"127.0.0.1:{gdb}\"\n[serial]\nport = \"socket://127.0.0.1:{uart}\"\n"
+         [gdb]\nremote = \"127.0.0.1:{gdb}\"\n{gdb_keys}\n\
+         [serial]\nport = \"socket://127.0.0.1:{uart}\"\n"
     )
 }
 
@@ -441,6 +447,43 @@ fn gdb_method_keeps_an_exit_code_that_is_not_a_failure_count() {
     assert_eq!(uart(&capture), vec!["about to exit with 42"]);
     // The vector table is in its own section here, away from the entry point.
     assert!(bench.read("flash.log").contains("section .isr_vector"));
+    bench.assert_nothing_left();
+}
+
+// QEMU's gdbstub passes `monitor` commands to its human monitor, whose `system_reset` is the
+// reset-and-halt OpenOCD's `monitor reset halt` is on a real probe: QEMU stays stopped under gdb.
+#[test]
+fn gdb_method_starts_the_image_by_a_monitor_reset() {
+    let bench = Bench::new();
+    let elf = exit42_image(bench.path());
+    let (gdb, uart_port) = (free_port(), free_port());
+    let _qemu = Qemu::board(gdb, uart_port);
+    let mut dut = bench.dut(&gdb_board_with(
+        gdb,
+        uart_port,
+        "start = \"monitor-reset\"\nreset = \"monitor system_reset\"",
+    ));
+    let capture = run(
+        dut.as_mut(),
+        &elf,
+        bench.spec(Duration::from_secs(20), Box::new(NeverFinal)),
+        &Recorder::default(),
+    )
+    .unwrap();
+    // QEMU starts with nothing loaded, so its PC and SP are 0: only the reset after `load`
+    // brings the core to the image's reset handler.
+    assert_eq!(capture.end, RunEnd::Exited { code: 42 }, "{capture:#?}");
+    assert_eq!(uart(&capture), vec!["about to exit with 42"]);
+    let script = bench.read("flash.gdb");
+    assert!(!script.contains("set $pc"), "{script}");
+    let load = script.find("load\n").unwrap();
+    let reset = script.find("monitor system_reset\n").unwrap();
+    assert!(load < reset, "{script}");
+    let flash = bench.read("flash.log");
+    assert!(
+        flash.contains("started by `monitor system_reset` after load"),
+        "{flash}"
+    );
     bench.assert_nothing_left();
 }
 

@@ -4,7 +4,7 @@
 //!    lost — and start its reader task.
 //! 2. Reset and flash, capturing the console all along. gdb method: the reset (modem-line pulse,
 //!    `[flash] reset_command`) comes first, then gdb connects, runs `[gdb] init`, loads, starts
-//!    the image from its vector table and stays attached. Command method: `.bin`/`.hex` made if
+//!    the image from its vector table or by `[gdb] reset`, and stays attached. Command method: `.bin`/`.hex` made if
 //!    asked for, the flash command, then the reset. A flasher that fails or overruns
 //!    `flash_timeout` is a [`DutError::Flash`] with its output.
 //! 3. With a nonce (`[serial] nonce`), write `fwfix-nonce=<hex>` to the console once the image
@@ -28,7 +28,7 @@ use crate::capture::nonce::{Nonce, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
-use crate::config::{FlashSpec, GdbSpec, HardwareSpec, SerialReset};
+use crate::config::{FlashSpec, GdbSpec, GdbStart, HardwareSpec, SerialReset};
 use crate::dut::session::{admit_line, capture_of, create_log, log_written};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
@@ -402,7 +402,7 @@ impl Session<'_> {
         let script_path = flash_path.with_extension("gdb");
         tokio::fs::write(
             &script_path,
-            gdb::script(&spec.remote, &spec.init, &vectors),
+            gdb::script(&spec.remote, &spec.init, &spec.start, &vectors),
         )
         .await
         .map_err(|source| DutError::Io {
@@ -414,6 +414,10 @@ impl Session<'_> {
             vectors.base, vectors.found_by, vectors.initial_sp, vectors.reset
         ))
         .await;
+        if let GdbStart::MonitorReset { command } = &spec.start {
+            self.flash_note(format!("started by `{command}` after load"))
+                .await;
+        }
         let args = gdb::args(&script_path, elf);
         self.flash_note(format!(
             "$ {} {}",
