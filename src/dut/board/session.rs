@@ -1,7 +1,7 @@
 //! One board attempt, from opening the console to a halted target and a closed port. Outline:
 //!
-//! 1. Open console.log and flash.log, then the console — first, so nothing the image prints is
-//!    lost — and start its reader task.
+//! 1. Open the console — first, so nothing the image prints is lost — then console.log and
+//!    flash.log, and start the console's reader task.
 //! 2. Reset and flash, capturing the console all along. gdb method: the reset (modem-line pulse,
 //!    `[flash] reset_command`) comes first, then gdb connects, runs `[gdb] init`, loads, starts
 //!    the image from its vector table or by `[gdb] reset`, and stays attached. Command method: `.bin`/`.hex` made if
@@ -82,19 +82,14 @@ pub(super) async fn run(
 ) -> Result<Capture, DutError> {
     let elf = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
     let flash_path = flash_log_path(&run.console_log);
+
+    // 1. The console first. Its logs only once it is open: a retry whose console cannot be opened
+    // (a port still gone, still busy) must not empty the logs an earlier try of this attempt left
+    // as evidence of what the board printed before it went away.
+    let shown = serial::describe(&target.port.port);
+    let console = serial::open(&target.port, true).await?;
     let log = create_log(&run.console_log).await?;
     let flash_log = create_log(&flash_path).await?;
-
-    // 1. The console first.
-    let shown = serial::describe(&target.port.port);
-    let console = match serial::open(&target.port, true).await {
-        Ok(console) => console,
-        Err(e) => {
-            let _ = log.finish().await;
-            let _ = flash_log.finish().await;
-            return Err(e);
-        }
-    };
     let launch = Instant::now();
     let Console {
         reader,
