@@ -100,6 +100,26 @@ pub struct GdbSpec {
     /// for OpenOCD, or `monitor arm semihosting enable` for an image that uses semihosting. Empty
     /// by default, as QEMU's gdbstub knows no monitor commands.
     pub init: Vec<String>,
+    /// `[gdb] start` (and `reset`): how the loaded image is started.
+    pub start: GdbStart,
+}
+
+/// `[gdb] start`: how the core gets to the image's first instruction after `load`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GdbStart {
+    /// `vector-table` (the default): SP and PC set from the image's vector table, as the core's
+    /// own reset would set them. Works with any GDB server, and resets nothing else.
+    VectorTable,
+    /// `monitor-reset`: the GDB server resets the target and leaves it halted, so peripherals
+    /// start from their reset state too. `command` is `[gdb] reset`, the gdb command that asks
+    /// for it: `monitor reset halt` (OpenOCD, pyOCD, J-Link) by default, `monitor system_reset`
+    /// for QEMU's gdbstub.
+    MonitorReset { command: String },
+}
+
+impl GdbStart {
+    /// The names `[gdb] start` accepts.
+    pub const NAMES: &'static [&'static str] = &["vector-table", "monitor-reset"];
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -194,7 +214,8 @@ pub enum FlowControl {
 }
 
 /// `[serial] reset` and `reset_ms`: a pulse on a modem line wired to the target's reset (as on
-/// many development boards' USB-serial adapters): the line is driven low for `pulse`, then high.
+/// many development boards' USB-serial adapters): the line is asserted for `pulse` (the adapter's
+/// active-low pin driven low, the target held in reset), then released.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SerialReset {
     None,

@@ -81,6 +81,8 @@ pub struct RawGdb {
     pub remote: Option<Str>,
     pub gdb: Option<Str>,
     pub init: Option<StrList>,
+    pub start: Option<Str>,
+    pub reset: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -258,7 +260,13 @@ const FLASH: &[(&str, Node)] = &[
     ("timeout_s", V),
     ("reset_command", V),
 ];
-const GDB: &[(&str, Node)] = &[("remote", V), ("gdb", V), ("init", V)];
+const GDB: &[(&str, Node)] = &[
+    ("remote", V),
+    ("gdb", V),
+    ("init", V),
+    ("start", V),
+    ("reset", V),
+];
 const SERIAL: &[(&str, Node)] = &[
     ("port", V),
     ("baud", V),

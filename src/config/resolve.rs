@@ -5,8 +5,8 @@
 use super::error::{ConfigError, KeyPath};
 use super::model::{
     Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
-    GdbSpec, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec, Pattern,
-    PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
+    GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec,
+    Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
     StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
 };
 use super::model::{FlowControl, Parity, SerialLine, SerialReset};
@@ -26,6 +26,8 @@ use std::time::Duration;
 
 const DEFAULT_QEMU_BINARY: &str = "qemu-system-arm";
 const DEFAULT_GDB: &str = "gdb-multiarch";
+/// What OpenOCD, pyOCD and J-Link's GDB server all understand as "reset, then halt".
+const DEFAULT_GDB_RESET: &str = "monitor reset halt";
 const DEFAULT_BAUD: u32 = 115_200;
 /// `[power] off_s`: long enough for a board's supply capacitors to drain.
 const DEFAULT_POWER_OFF: Duration = Duration::from_secs(2);
@@ -715,7 +717,41 @@ impl Checker<'_> {
                 .map(|list| self.strings(list, &table.child("init")))
                 .transpose()?
                 .unwrap_or_default(),
+            start: self.gdb_start(g, &table)?,
         })
+    }
+
+    fn gdb_start(&self, g: &RawGdb, table: &KeyPath) -> Result<GdbStart, ConfigError> {
+        let monitor = match &g.start {
+            None => false,
+            Some(value) => match value.get_ref().as_str() {
+                "vector-table" => false,
+                "monitor-reset" => true,
+                other => {
+                    return Err(self.unknown_choice(
+                        value,
+                        &table.child("start"),
+                        other,
+                        GdbStart::NAMES,
+                    ))
+                }
+            },
+        };
+        let reset_key = table.child("reset");
+        match (monitor, &g.reset) {
+            (true, reset) => Ok(GdbStart::MonitorReset {
+                command: self
+                    .optional_non_empty(reset.as_ref(), &reset_key)?
+                    .unwrap_or_else(|| DEFAULT_GDB_RESET.to_string()),
+            }),
+            // A reset command that would never run is a mistake in the file.
+            (false, Some(reset)) => Err(self.invalid(
+                reset.span(),
+                &reset_key,
+                "only used with start = \"monitor-reset\"",
+            )),
+            (false, None) => Ok(GdbStart::VectorTable),
+        }
     }
 
     fn serial(&self, raw: Spanned<RawSerial>) -> Result<ConsoleSpec, ConfigError> {

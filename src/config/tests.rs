@@ -129,6 +129,7 @@ cycle = "uhubctl -a cycle -p 2"
                 remote: "127.0.0.1:3333".into(),
                 gdb: "gdb-multiarch".into(),
                 init: vec![],
+                start: GdbStart::VectorTable,
             }),
             flash_timeout: Duration::from_secs(45),
             console: ConsoleSpec::Serial {
@@ -233,6 +234,77 @@ port = "socket://10.1.2.3:4001"
     );
 }
 
+fn gdb_board(gdb_keys: &str) -> Result<Board, ConfigError> {
+    board(&format!(
+        "name = \"b\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\n[gdb]\n\
+         remote = \"h:1\"\n{gdb_keys}\n[serial]\nport = \"/dev/x\"\n"
+    ))
+}
+
+fn gdb_start(b: Board) -> GdbStart {
+    match b.backend {
+        BoardBackend::Hardware(HardwareSpec {
+            flash: FlashSpec::Gdb(gdb),
+            ..
+        }) => gdb.start,
+        other => panic!("not a gdb board: {other:?}"),
+    }
+}
+
+#[test]
+fn gdb_start_by_vector_table_or_monitor_reset() {
+    assert_eq!(gdb_start(gdb_board("").unwrap()), GdbStart::VectorTable);
+    assert_eq!(
+        gdb_start(gdb_board("start = \"vector-table\"").unwrap()),
+        GdbStart::VectorTable
+    );
+    assert_eq!(
+        gdb_start(gdb_board("start = \"monitor-reset\"").unwrap()),
+        GdbStart::MonitorReset {
+            command: "monitor reset halt".into()
+        }
+    );
+    assert_eq!(
+        gdb_start(
+            gdb_board("start = \"monitor-reset\"\nreset = \"monitor system_reset\"").unwrap()
+        ),
+        GdbStart::MonitorReset {
+            command: "monitor system_reset".into()
+        }
+    );
+}
+
+#[test]
+fn gdb_start_errors_name_the_key_and_place() {
+    let err = assert_error(
+        gdb_board("start = \"reset\""),
+        7,
+        9,
+        "invalid value for `start` in [gdb]: unknown start `reset` (expected one of: \
+         vector-table, monitor-reset)",
+    );
+    assert!(err.to_string().starts_with("boards/t.toml:7:9"), "{err}");
+    assert_error(
+        gdb_board("reset = \"monitor reset halt\""),
+        7,
+        9,
+        "invalid value for `reset` in [gdb]: only used with start = \"monitor-reset\"",
+    );
+    assert_error(
+        gdb_board("start = \"vector-table\"\nreset = \"monitor reset\""),
+        8,
+        9,
+        "invalid value for `reset` in [gdb]: only used with start = \"monitor-reset\"",
+    );
+    assert_error(
+        gdb_board("start = \"monitor-reset\"\nreset = \" \""),
+        8,
+        9,
+        "invalid value for `reset` in [gdb]: must not be empty",
+    );
+    assert_error(gdb_board("start = 1"), 7, 9, "`start`");
+}
+
 #[test]
 fn golden_serial_line_reset_and_gdb_init() {
     let b = board(
@@ -268,6 +340,7 @@ reconnect = 3
                     "monitor reset halt".into(),
                     "monitor arm semihosting enable".into()
                 ],
+                start: GdbStart::VectorTable,
             }),
             flash_timeout: Duration::from_secs(120),
             console: ConsoleSpec::Serial {
@@ -1543,7 +1616,7 @@ name = "x"
 backend = "board"
 qemu = { binary = "q", machine = "m", cpu = "c", extra_args = [] }
 flash = { method = "gdb", command = "c", timeout_s = 1, reset_command = "r" }
-gdb = { remote = "h:1", gdb = "g", init = [] }
+gdb = { remote = "h:1", gdb = "g", init = [], start = "monitor-reset", reset = "monitor r" }
 serial = { port = "/dev/x", baud = 1, data_bits = 8, parity = "none", stop_bits = 1, flow_control = "none", reset = "dtr", reset_ms = 5, reconnect = 1, nonce = true }
 probe = { chip = "c", selector = "1:2", protocol = "swd", speed_khz = 1, rtt = true, rtt_channels = [0], nonce = true, connect_under_reset = true }
 labgrid = { place = "p", tags = [] }

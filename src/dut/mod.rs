@@ -192,7 +192,9 @@ pub trait Dut: Send {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{ConsoleSpec, FlashSpec, GdbSpec, HardwareSpec, LabgridSpec, QemuSpec};
+    use crate::config::{
+        ConsoleSpec, FlashSpec, GdbSpec, GdbStart, HardwareSpec, LabgridSpec, QemuSpec,
+    };
     use std::path::PathBuf;
 
     fn board(backend: BoardBackend) -> Board {
@@ -225,6 +227,7 @@ mod tests {
                     remote: "127.0.0.1:3333".into(),
                     gdb: "gdb-multiarch".into(),
                     init: vec![],
+                    start: GdbStart::VectorTable,
                 }),
                 console,
                 flash_timeout: std::time::Duration::from_secs(60),

@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -261,9 +262,15 @@ pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
 }
 
 fn gdb_board(gdb: u16, uart: u16) -> String {
+    gdb_board_with(gdb, uart, "")
+}
+
+/// A gdb board with more `[gdb]` keys.
+fn gdb_board_with(gdb: u16, uart: u16, gdb_keys: &str) -> String {
     format!(
         "name = \"bench\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\ntimeout_s = 30\n\
-         [gdb]\nremote = \"127.0.0.1:{gdb}\"\n[serial]\nport = \"socket://127.0.0.1:{uart}\"\n"
+         [gdb]\nremote = \"127.0.0.1:{gdb}\"\n{gdb_keys}\n\
+         [serial]\nport = \"socket://127.0.0.1:{uart}\"\n"
     )
 }
 
@@ -444,6 +451,43 @@ fn gdb_method_keeps_an_exit_code_that_is_not_a_failure_count() {
     bench.assert_nothing_left();
 }
 
+// QEMU's gdbstub passes `monitor` commands to its human monitor, whose `system_reset` is the
+// reset-and-halt OpenOCD's `monitor reset halt` is on a real probe: QEMU stays stopped under gdb.
+#[test]
+fn gdb_method_starts_the_image_by_a_monitor_reset() {
+    let bench = Bench::new();
+    let elf = exit42_image(bench.path());
+    let (gdb, uart_port) = (free_port(), free_port());
+    let _qemu = Qemu::board(gdb, uart_port);
+    let mut dut = bench.dut(&gdb_board_with(
+        gdb,
+        uart_port,
+        "start = \"monitor-reset\"\nreset = \"monitor system_reset\"",
+    ));
+    let capture = run(
+        dut.as_mut(),
+        &elf,
+        bench.spec(Duration::from_secs(20), Box::new(NeverFinal)),
+        &Recorder::default(),
+    )
+    .unwrap();
+    // QEMU starts with nothing loaded, so its PC and SP are 0: only the reset after `load`
+    // brings the core to the image's reset handler.
+    assert_eq!(capture.end, RunEnd::Exited { code: 42 }, "{capture:#?}");
+    assert_eq!(uart(&capture), vec!["about to exit with 42"]);
+    let script = bench.read("flash.gdb");
+    assert!(!script.contains("set $pc"), "{script}");
+    let load = script.find("load\n").unwrap();
+    let reset = script.find("monitor system_reset\n").unwrap();
+    assert!(load < reset, "{script}");
+    let flash = bench.read("flash.log");
+    assert!(
+        flash.contains("started by `monitor system_reset` after load"),
+        "{flash}"
+    );
+    bench.assert_nothing_left();
+}
+
 #[test]
 fn gdb_method_reads_a_spinning_hardfault_at_the_timeout() {
     let elf = fixture_image("mps2-an385", "sensor");
@@ -548,6 +592,23 @@ fn pty_of(qmp: &Path) -> String {
 
 #[test]
 fn console_on_a_real_pty_with_the_image_started_over_qmp() {
+    pty_console_reaches_the_verdict(|_, pty| pty.to_string());
+}
+
+/// A USB adapter's stable name is a `/dev/serial/by-id/` link to its `/dev/ttyACMn`: a link in a
+/// temp dir to the pty stands in for it.
+#[test]
+fn console_through_a_by_id_style_link_to_a_real_pty() {
+    pty_console_reaches_the_verdict(|bench, pty| {
+        let link = bench.path().join("usb-QEMU_UART0_0001-if00");
+        std::os::unix::fs::symlink(pty, &link).unwrap();
+        link.display().to_string()
+    });
+}
+
+/// The spinning Unity image on QEMU with UART0 on a real pty, started by a flash command over
+/// QMP, its console opened at `port_for(bench, pty)`; the attempt must reach the verdict.
+fn pty_console_reaches_the_verdict(port_for: impl FnOnce(&Bench, &str) -> String) {
     let bench = Bench::new();
     // An image that spins after its verdict: a pty loses what its reader has not read yet when
     // QEMU exits and closes it, which a board's USB adapter never does.
@@ -566,6 +627,7 @@ fn console_on_a_real_pty_with_the_image_started_over_qmp() {
     ]);
     let pty = pty_of(&qmp);
     assert!(pty.starts_with("/dev/pts/"), "{pty}");
+    let port = port_for(&bench, &pty);
     // The "flasher": QEMU already has the image; starting it is what is left.
     let cont = format!(
         "printf '{{\"execute\":\"qmp_capabilities\"}}\\n{{\"execute\":\"cont\"}}\\n' | socat -t 1 - UNIX-CONNECT:{}",
@@ -573,7 +635,7 @@ fn console_on_a_real_pty_with_the_image_started_over_qmp() {
     );
     let mut dut = bench.dut(&format!(
         "name = \"bench\"\nbackend = \"board\"\n[flash]\nmethod = \"command\"\ncommand = \"{}\"\n\
-         [serial]\nport = \"{pty}\"\nbaud = 115200\n",
+         [serial]\nport = \"{port}\"\nbaud = 115200\n",
         cont.replace('\\', "\\\\").replace('"', "\\\"")
     ));
     let capture = run(
@@ -1119,5 +1181,222 @@ fn fwfix_test_maps_a_flash_failure_to_flash_failure() {
         .unwrap()
         .read_to_string(&mut flash_log)
         .unwrap();
+    assert!(flash_log.contains("target not halted"), "{flash_log}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// End to end: the console and the flasher failing under `fwfix test --board FILE`
+
+/// `fwfix test --json` of `profile` on the board file `board`, with a state directory of its own
+/// in `bench` (no lease shared with other tests on a board of the same name).
+fn fwfix_test_on(
+    repo: &crate::common::FixtureRepo,
+    bench: &Bench,
+    board: &Path,
+    profile: &str,
+) -> Command {
+    crate::common::fwfix_command(
+        &[
+            "test",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            board.to_str().unwrap(),
+            "--profile",
+            profile,
+            "--json",
+        ],
+        repo.path(),
+        &bench.path().join("state"),
+    )
+}
+
+/// A process started in a group of its own, killed with everything it started when dropped.
+struct ProcessGroup(Option<Child>);
+
+impl ProcessGroup {
+    /// Once: after the wait, the group's id may be anyone's.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(-(child.id() as i32)),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A board file for the fixture's profiles (which build for the board's name) in `bench`.
+fn command_board_file(bench: &Bench, command: &str, port: &str) -> PathBuf {
+    let file = bench.path().join("mps2-an385.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "name = \"mps2-an385\"\nbackend = \"board\"\n[flash]\nmethod = \"command\"\n\
+             command = \"{}\"\n[serial]\nport = \"{port}\"\n",
+            command.replace('\\', "\\\\").replace('"', "\\\"")
+        ),
+    )
+    .unwrap();
+    file
+}
+
+#[test]
+fn fwfix_test_keeps_the_console_of_a_port_killed_mid_run() {
+    let repo = crate::common::FixtureRepo::new();
+    let bench = Bench::new();
+    // The console server is a process of its own (as ser2net is), killed mid-run.
+    let lines = bench.path().join("lines.txt");
+    std::fs::write(
+        &lines,
+        "tests/test_crc.c:10:test_crc8_empty:PASS\r\ntests/test_crc.c:15:test_crc8_vec",
+    )
+    .unwrap();
+    let port = free_port();
+    let mut server = ProcessGroup(Some(
+        Command::new("socat")
+            .arg(format!("TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork"))
+            .arg(format!("SYSTEM:cat '{}'; exec sleep 60", lines.display()))
+            .process_group(0)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("socat starts"),
+    ));
+    wait_for_listener(port);
+    let flashed = bench.path().join("flashed");
+    let board = command_board_file(
+        &bench,
+        &format!("touch '{}'", flashed.display()),
+        &format!("socket://127.0.0.1:{port}"),
+    );
+    let fwfix = fwfix_test_on(&repo, &bench, &board, "crc")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once flashed, the image "runs": the port goes away under it.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !flashed.exists() {
+        assert!(Instant::now() < deadline, "the flash command never ran");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    server.kill();
+    let out = fwfix.wait_with_output().unwrap();
+
+    assert_eq!(out.status.code(), Some(4), "{}", crate::common::text(&out));
+    let run = crate::common::run_dir(&out);
+    let report = crate::common::report(&run);
+    assert_eq!(report["status"], "ERROR", "{report:#}");
+    assert_eq!(report["error_class"], "TEST_ENV_FAILURE", "{report:#}");
+    let console = std::fs::read_to_string(run.join("iter-000/console.log")).unwrap();
+    assert!(
+        console.contains("uart  tests/test_crc.c:10:test_crc8_empty:PASS"),
+        "{console}"
+    );
+    assert!(
+        console.contains("uart  tests/test_crc.c:15:test_crc8_vec"),
+        "the partial line: {console}"
+    );
+    assert!(console.contains("closed (end of stream)"), "{console}");
+    // The retries, refused by the dead server, left the first try's evidence as it was traced.
+    let audit = crate::common::fwfix(&["audit", run.to_str().unwrap()], repo.path());
+    assert_eq!(
+        audit.status.code(),
+        Some(0),
+        "{}",
+        crate::common::text(&audit)
+    );
+    assert!(
+        !report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["status"] == "FAIL"),
+        "{report:#}"
+    );
+}
+
+#[test]
+fn fwfix_test_on_a_busy_port_says_how_to_find_its_holder() {
+    let repo = crate::common::FixtureRepo::new();
+    let bench = Bench::new();
+    // Another program holds the port: this test, with fwfix's own serial library, which locks it
+    // exclusively (a lock that binds root too, unlike TIOCEXCL).
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _entered = runtime.enter();
+    let (_master, slave) = tokio_serial::SerialStream::pair().unwrap();
+    let pty = tokio_serial::SerialPort::name(&slave).unwrap();
+    let _holder = tokio_serial::SerialPortBuilderExt::open_native_async(tokio_serial::new(
+        pty.clone(),
+        115_200,
+    ))
+    .unwrap();
+    // Configured by its stable name, as a by-id link: the fix names the device behind it.
+    let link = bench
+        .path()
+        .join("usb-FTDI_FT232R_USB_UART_A50285BI-if00-port0");
+    std::os::unix::fs::symlink(&pty, &link).unwrap();
+    let board = command_board_file(&bench, "true", link.to_str().unwrap());
+    let out = fwfix_test_on(&repo, &bench, &board, "crc")
+        .output()
+        .unwrap();
+
+    assert_eq!(out.status.code(), Some(4), "{}", crate::common::text(&out));
+    let all = crate::common::text(&out);
+    assert!(
+        all.contains(&format!("serial port {} is busy", link.display())),
+        "{all}"
+    );
+    assert!(all.contains(&format!("`fuser -v {pty}`")), "{all}");
+    let report = crate::common::report(&crate::common::run_dir(&out));
+    assert_eq!(report["status"], "ERROR", "{report:#}");
+    assert_eq!(report["error_class"], "TEST_ENV_FAILURE", "{report:#}");
+}
+
+#[test]
+fn fwfix_test_retries_a_failing_flasher_per_budget_and_fails_no_test() {
+    let repo = crate::common::FixtureRepo::new();
+    let bench = Bench::new();
+    let (port, _server) = console_server(vec![vec![]], HOLD);
+    let calls = bench.path().join("calls");
+    let board = command_board_file(
+        &bench,
+        &format!(
+            "echo flash >> '{}'; echo 'Error: target not halted' >&2; exit 1",
+            calls.display()
+        ),
+        &format!("socket://127.0.0.1:{port}"),
+    );
+    // The shipped crc profile with a flash budget of its own.
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles/crc.toml"))
+            .unwrap();
+    let profile = bench.path().join("crc.toml");
+    std::fs::write(
+        &profile,
+        format!("{shipped}\n[recovery]\nflash_failure = 2\n"),
+    )
+    .unwrap();
+    let out = fwfix_test_on(&repo, &bench, &board, profile.to_str().unwrap())
+        .output()
+        .unwrap();
+
+    assert_eq!(out.status.code(), Some(4), "{}", crate::common::text(&out));
+    let flashes = std::fs::read_to_string(&calls).unwrap();
+    assert_eq!(flashes.lines().count(), 3, "the first flash and 2 retries");
+    let run = crate::common::run_dir(&out);
+    let report = crate::common::report(&run);
+    assert_eq!(report["error_class"], "FLASH_FAILURE", "{report:#}");
+    assert_eq!(report["status"], "ERROR", "{report:#}");
+    assert!(report["cases"].as_array().unwrap().is_empty(), "{report:#}");
+    let flash_log = std::fs::read_to_string(run.join("iter-000/flash.log")).unwrap();
     assert!(flash_log.contains("target not halted"), "{flash_log}");
 }

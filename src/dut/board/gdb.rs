@@ -1,5 +1,6 @@
 //! gdb as the flasher and as the window into a stopped core: the command file fwfix hands to
-//! `gdb -batch` (connect, init commands, load, start the image from its vector table, continue,
+//! `gdb -batch` (connect, init commands, load, start the image from its vector table or by a
+//! monitor reset, continue,
 //! and once interrupted read the registers, the SCB fault status and the stack), and the reading
 //! of what gdb prints back (markers, the image's exit, a lost connection, registers, memory).
 //! Pure text in, text out: the session runs gdb and decides what the answers mean for the run.
@@ -10,6 +11,7 @@
 //! gdb stops a command file at the first error: a failed `load` never reaches `continue`.
 
 use super::image::VectorTable;
+use crate::config::GdbStart;
 use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
 pub use crate::dut::cortex_m::{conclude, Stop, StopReading};
 use regex::Regex;
@@ -29,8 +31,8 @@ const STACK_WORDS: usize = cortex_m::STACK_WORDS_MORE;
 /// Fewer words than a stacked frame are not worth reading.
 const STACK_WORDS_MIN: usize = 8;
 
-/// The command file for one attempt.
-pub fn script(remote: &str, init: &[String], vectors: &VectorTable) -> String {
+/// The command file for one attempt. The vector table also bounds the stack read after a stop.
+pub fn script(remote: &str, init: &[String], start: &GdbStart, vectors: &VectorTable) -> String {
     let mut s = String::new();
     // No pager, no questions, no line wrapping: gdb talks to a pipe.
     s.push_str("set pagination off\nset confirm off\nset width 0\nset height 0\n");
@@ -42,13 +44,22 @@ pub fn script(remote: &str, init: &[String], vectors: &VectorTable) -> String {
         let _ = writeln!(s, "{command}");
     }
     s.push_str("load\n");
-    // What the core's reset does: SP and PC from the vector table (found by `image`).
-    let _ = writeln!(
-        s,
-        "set $sp = *(unsigned int *)0x{:08x}\nset $pc = *(unsigned int *)0x{:08x}",
-        vectors.base,
-        vectors.base.wrapping_add(4)
-    );
+    match start {
+        // What the core's reset does: SP and PC from the vector table (found by `image`).
+        GdbStart::VectorTable => {
+            let _ = writeln!(
+                s,
+                "set $sp = *(unsigned int *)0x{:08x}\nset $pc = *(unsigned int *)0x{:08x}",
+                vectors.base,
+                vectors.base.wrapping_add(4)
+            );
+        }
+        // gdb does not know a monitor command changed the registers: without the flush it
+        // keeps the ones it read before the reset.
+        GdbStart::MonitorReset { command } => {
+            let _ = writeln!(s, "{command}\nmaintenance flush register-cache");
+        }
+    }
     let _ = writeln!(s, "echo {STARTED}\\n\ncontinue\necho {STOPPED}\\n");
     s.push_str("info registers\n");
     let _ = writeln!(s, "echo {SCB_MARK}\\n\nx/5wx 0x{SCB_CFSR:08x}");
@@ -254,7 +265,12 @@ xpsr           0x21000003          553648131
 
     #[test]
     fn script_loads_starts_from_the_vector_table_and_reads_a_stop() {
-        let s = script("127.0.0.1:3333", &["monitor reset halt".into()], &vectors());
+        let s = script(
+            "127.0.0.1:3333",
+            &["monitor reset halt".into()],
+            &GdbStart::VectorTable,
+            &vectors(),
+        );
         let order = [
             "target remote 127.0.0.1:3333",
             "monitor reset halt",
@@ -277,6 +293,32 @@ xpsr           0x21000003          553648131
                 .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{s}"));
             at += found + needle.len();
         }
+    }
+
+    #[test]
+    fn script_starts_by_a_monitor_reset_after_load() {
+        let start = GdbStart::MonitorReset {
+            command: "monitor reset halt".into(),
+        };
+        let s = script("127.0.0.1:3333", &[], &start, &vectors());
+        let order = [
+            "target remote 127.0.0.1:3333",
+            "load",
+            "monitor reset halt",
+            "maintenance flush register-cache",
+            "echo @@fwfix:started@@\\n",
+            "continue",
+        ];
+        let mut at = 0;
+        for needle in order {
+            let found = s[at..]
+                .find(needle)
+                .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{s}"));
+            at += found + needle.len();
+        }
+        assert!(!s.contains("set $pc"), "{s}");
+        // The stack read after a stop is still bounded by the image's initial SP.
+        assert!(s.contains("0x20020000"), "{s}");
     }
 
     #[test]

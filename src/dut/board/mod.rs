@@ -275,7 +275,9 @@ async fn check_gdb_server(remote: &str) -> Result<(), DutError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{BoardBackend, GdbSpec, PowerSpec, ProbeSpec, SerialLine, SerialReset};
+    use crate::config::{
+        BoardBackend, GdbSpec, GdbStart, PowerSpec, ProbeSpec, SerialLine, SerialReset,
+    };
     use std::path::PathBuf;
 
     fn board(flash: FlashSpec, console: ConsoleSpec, power: Option<PowerSpec>) -> Board {
@@ -316,6 +318,7 @@ mod tests {
             remote: remote.into(),
             gdb: "gdb-multiarch".into(),
             init: vec![],
+            start: GdbStart::VectorTable,
         })
     }
 
@@ -404,6 +407,7 @@ mod tests {
                 remote,
                 gdb: "no-such-gdb-here".into(),
                 init: vec![],
+                start: GdbStart::VectorTable,
             }),
             serial(SerialPort::Device("/dev/null".into())),
             None,

@@ -216,29 +216,59 @@ pub fn open_error(
     }
 }
 
-impl ModemLines {
-    /// Pulses the reset line: low for the pulse, then high again.
-    pub async fn pulse(&mut self, reset: SerialReset, port: &str) -> Result<(), DutError> {
-        let (pulse, line) = match reset {
-            SerialReset::None => return Ok(()),
-            SerialReset::Dtr { pulse } => (pulse, "DTR"),
-            SerialReset::Rts { pulse } => (pulse, "RTS"),
-        };
-        let fail = |e: tokio_serial::Error| DutError::Io {
-            doing: format!("pulsing {line} on {port} to reset the target"),
-            source: io::Error::other(e.description),
-        };
-        self.set(reset, false).map_err(fail)?;
-        sleep(pulse).await;
-        self.set(reset, true).map_err(fail)
-    }
+/// A modem line wired to the target's reset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Line {
+    Dtr,
+    Rts,
+}
 
-    fn set(&mut self, reset: SerialReset, level: bool) -> tokio_serial::Result<()> {
-        match reset {
-            SerialReset::Rts { .. } => self.0.write_request_to_send(level),
-            SerialReset::Dtr { .. } | SerialReset::None => self.0.write_data_terminal_ready(level),
+impl Line {
+    fn name(self) -> &'static str {
+        match self {
+            Line::Dtr => "DTR",
+            Line::Rts => "RTS",
         }
     }
+}
+
+/// Setting a port's modem lines. `asserted` is the line's logical state, as serialport's
+/// `write_data_terminal_ready(true)` asserts DTR (TIOCMBIS): an adapter's DTR#/RTS# pins are
+/// active low, so an asserted line drives its pin low — and holds a target whose nRESET is wired
+/// to it in reset.
+pub trait ModemControl: Send {
+    fn set(&mut self, line: Line, asserted: bool) -> tokio_serial::Result<()>;
+}
+
+impl ModemControl for ModemLines {
+    fn set(&mut self, line: Line, asserted: bool) -> tokio_serial::Result<()> {
+        match line {
+            Line::Dtr => self.0.write_data_terminal_ready(asserted),
+            Line::Rts => self.0.write_request_to_send(asserted),
+        }
+    }
+}
+
+/// Pulses the reset line as esptool does: asserted (the target held in reset) for the pulse, then
+/// released, so the target runs from its first instruction. Opening a port asserts DTR and RTS
+/// on Linux; the release is what lets a target wired to one of them run at all.
+pub async fn pulse(
+    lines: &mut dyn ModemControl,
+    reset: SerialReset,
+    port: &str,
+) -> Result<(), DutError> {
+    let (pulse, line) = match reset {
+        SerialReset::None => return Ok(()),
+        SerialReset::Dtr { pulse } => (pulse, Line::Dtr),
+        SerialReset::Rts { pulse } => (pulse, Line::Rts),
+    };
+    let fail = |e: tokio_serial::Error| DutError::Io {
+        doing: format!("pulsing {} on {port} to reset the target", line.name()),
+        source: io::Error::other(e.description),
+    };
+    lines.set(line, true).map_err(fail)?;
+    sleep(pulse).await;
+    lines.set(line, false).map_err(fail)
 }
 
 /// What happened to the port while the reader ran.
@@ -377,6 +407,65 @@ mod tests {
         assert!(eio.contains("EIO"), "{eio}");
         let other = ended_because(Err(io::Error::from(io::ErrorKind::ConnectionReset)));
         assert!(other.starts_with("read error"), "{other}");
+    }
+
+    /// Modem lines that record what was set and when, and can fail from the `fail_at`th call.
+    struct Recorded {
+        sets: Vec<(Line, bool, std::time::Instant)>,
+        fail_at: Option<usize>,
+    }
+
+    impl ModemControl for Recorded {
+        fn set(&mut self, line: Line, asserted: bool) -> tokio_serial::Result<()> {
+            if self.fail_at == Some(self.sets.len()) {
+                return Err(tokio_serial::Error::new(K::NoDevice, "device disconnected"));
+            }
+            self.sets.push((line, asserted, std::time::Instant::now()));
+            Ok(())
+        }
+    }
+
+    fn recorded(fail_at: Option<usize>) -> Recorded {
+        Recorded {
+            sets: Vec::new(),
+            fail_at,
+        }
+    }
+
+    // Regression: the pulse released the line first and ended with it asserted, which left a
+    // target wired to it held in reset.
+    #[tokio::test]
+    async fn reset_pulse_asserts_holds_then_releases_the_line() {
+        let pulse_for = Duration::from_millis(30);
+        for (reset, line) in [
+            (SerialReset::Dtr { pulse: pulse_for }, Line::Dtr),
+            (SerialReset::Rts { pulse: pulse_for }, Line::Rts),
+        ] {
+            let mut lines = recorded(None);
+            pulse(&mut lines, reset, "/dev/ttyUSB0").await.unwrap();
+            let sequence: Vec<(Line, bool)> = lines.sets.iter().map(|(l, a, _)| (*l, *a)).collect();
+            assert_eq!(sequence, [(line, true), (line, false)], "{reset:?}");
+            let held = lines.sets[1].2 - lines.sets[0].2;
+            assert!(held >= pulse_for, "held for {held:?} only");
+        }
+        let mut lines = recorded(None);
+        pulse(&mut lines, SerialReset::None, "/dev/ttyUSB0")
+            .await
+            .unwrap();
+        assert!(lines.sets.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_failed_reset_pulse_names_the_line_and_port() {
+        let reset = SerialReset::Rts {
+            pulse: Duration::from_millis(1),
+        };
+        for fail_at in [0, 1] {
+            let mut lines = recorded(Some(fail_at));
+            let e = pulse(&mut lines, reset, "/dev/ttyACM0").await.unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("pulsing RTS on /dev/ttyACM0"), "{text}");
+        }
     }
 
     #[test]

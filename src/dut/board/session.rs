@@ -1,10 +1,10 @@
 //! One board attempt, from opening the console to a halted target and a closed port. Outline:
 //!
-//! 1. Open console.log and flash.log, then the console — first, so nothing the image prints is
-//!    lost — and start its reader task.
+//! 1. Open the console — first, so nothing the image prints is lost — then console.log and
+//!    flash.log, and start the console's reader task.
 //! 2. Reset and flash, capturing the console all along. gdb method: the reset (modem-line pulse,
 //!    `[flash] reset_command`) comes first, then gdb connects, runs `[gdb] init`, loads, starts
-//!    the image from its vector table and stays attached. Command method: `.bin`/`.hex` made if
+//!    the image from its vector table or by `[gdb] reset`, and stays attached. Command method: `.bin`/`.hex` made if
 //!    asked for, the flash command, then the reset. A flasher that fails or overruns
 //!    `flash_timeout` is a [`DutError::Flash`] with its output.
 //! 3. With a nonce (`[serial] nonce`), write `fwfix-nonce=<hex>` to the console once the image
@@ -28,7 +28,7 @@ use crate::capture::nonce::{Nonce, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
-use crate::config::{FlashSpec, GdbSpec, HardwareSpec, SerialReset};
+use crate::config::{FlashSpec, GdbSpec, GdbStart, HardwareSpec, SerialReset};
 use crate::dut::session::{admit_line, capture_of, create_log, log_written};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
@@ -81,19 +81,14 @@ pub(super) async fn run(
 ) -> Result<Capture, DutError> {
     let elf = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
     let flash_path = flash_log_path(&run.console_log);
+
+    // 1. The console first. Its logs only once it is open: a retry whose console cannot be opened
+    // (a port still gone, still busy) must not empty the logs an earlier try of this attempt left
+    // as evidence of what the board printed before it went away.
+    let shown = serial::describe(&target.port.port);
+    let console = serial::open(&target.port, true).await?;
     let log = create_log(&run.console_log).await?;
     let flash_log = create_log(&flash_path).await?;
-
-    // 1. The console first.
-    let shown = serial::describe(&target.port.port);
-    let console = match serial::open(&target.port, true).await {
-        Ok(console) => console,
-        Err(e) => {
-            let _ = log.finish().await;
-            let _ = flash_log.finish().await;
-            return Err(e);
-        }
-    };
     let launch = Instant::now();
     let Console {
         reader,
@@ -329,7 +324,7 @@ impl Session<'_> {
                 target.port.reset, self.shown
             ))
             .await;
-            modem.pulse(target.port.reset, &self.shown).await?;
+            serial::pulse(modem, target.port.reset, &self.shown).await?;
         }
         let Some(command) = &target.spec.reset_command else {
             return Ok(ToolEnd::Finished);
@@ -392,7 +387,7 @@ impl Session<'_> {
         let script_path = flash_path.with_extension("gdb");
         tokio::fs::write(
             &script_path,
-            gdb::script(&spec.remote, &spec.init, &vectors),
+            gdb::script(&spec.remote, &spec.init, &spec.start, &vectors),
         )
         .await
         .map_err(|source| DutError::Io {
@@ -404,6 +399,10 @@ impl Session<'_> {
             vectors.base, vectors.found_by, vectors.initial_sp, vectors.reset
         ))
         .await;
+        if let GdbStart::MonitorReset { command } = &spec.start {
+            self.flash_note(format!("started by `{command}` after load"))
+                .await;
+        }
         let args = gdb::args(&script_path, elf);
         self.flash_note(format!(
             "$ {} {}",
