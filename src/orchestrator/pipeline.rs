@@ -140,6 +140,9 @@ impl Job<'_> {
                 BuildEnd::Exited(0) if artifact.is_file() => {
                     self.symbolizer = Symbolizer::open(&artifact).ok();
                     self.note_baseline_image(&artifact);
+                    if let Some(no_op) = self.no_op_image(&artifact) {
+                        return no_op.with_evidence(log_path);
+                    }
                     // A new image: its attempts start now.
                     self.ctx.attempts.clear();
                     Step::ok(
@@ -657,6 +660,8 @@ impl Job<'_> {
                 ErrorClass::PatchApplyFailure => Some(IterationVerdict::DidNotApply),
                 ErrorClass::BuildFailure => Some(IterationVerdict::BrokeBuild),
                 ErrorClass::PolicyViolation => Some(IterationVerdict::PolicyDenied),
+                // With a candidate in hand, only its no-op image ends in MODEL_FAILURE.
+                ErrorClass::ModelFailure => Some(IterationVerdict::NoProgress),
                 _ => None,
             };
             if let (true, Some(verdict)) = (self.ctx.candidate.is_some(), verdict) {

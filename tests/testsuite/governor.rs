@@ -21,14 +21,6 @@ fn diff_of(repo: &FixtureRepo, file: &str, edit: impl Fn(&str) -> String) -> Str
     diff
 }
 
-fn trace(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn a_no_op_and_a_policy_violation_are_dropped_in_review_before_any_test_runs() {
     let repo = FixtureRepo::new();

@@ -80,14 +80,6 @@ fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
     state
 }
 
-fn trace(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iteration_1() {
     let repo = FixtureRepo::new();

@@ -184,6 +184,15 @@ pub fn run_dir(out: &Output) -> PathBuf {
     PathBuf::from(last["run_dir"].as_str().unwrap())
 }
 
+/// The run's trace, one JSON value per transition.
+pub fn trace(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 pub fn report(run_dir: &Path) -> Value {
     let text = std::fs::read_to_string(run_dir.join("report.json")).unwrap();
     serde_json::from_str(&text).unwrap()
