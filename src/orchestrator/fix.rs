@@ -1,5 +1,5 @@
-//! The handlers only a fix run has: CODE_ANALYSIS (roll the last candidate back, gather
-//! evidence), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
+//! The handlers only a fix run has: CODE_ANALYSIS (gather evidence, roll the last candidate
+//! back), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
 //! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
 
 use super::bisect::Worktree;
@@ -25,14 +25,16 @@ use std::path::{Path, PathBuf};
 
 impl Job<'_> {
     pub(super) fn code_analysis(&mut self) -> Step {
-        if let Err(step) = self.roll_back() {
-            return step;
-        }
         let dir = match self.iteration_dir() {
             Ok(d) => d,
             Err(step) => return step,
         };
+        // Gathered before the rollback: the crash site, the failing lines and the compiler's
+        // diagnostics are numbered by the candidate's source, so their excerpts come from it.
         let evidence = self.evidence();
+        if let Err(step) = self.roll_back() {
+            return step;
+        }
         let path = dir.join("analysis.json");
         let written = serde_json::to_vec_pretty(&evidence)
             .map_err(std::io::Error::other)

@@ -732,3 +732,150 @@ fn the_approval_question_is_bracketed_by_input_events_for_the_progress_display()
         events[wanted]
     );
 }
+
+/// The excerpt in `source` around `file`:`line`, whose marked line must contain `marked`.
+fn excerpt_around<'a>(source: &'a Value, file: &str, line: u64, marked: &str) -> &'a Value {
+    let excerpt = source
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["file"] == file && e["line"] == line)
+        .unwrap_or_else(|| panic!("no excerpt around {file}:{line} in {source:#}"));
+    let text = excerpt["text"].as_str().unwrap();
+    let at = text
+        .lines()
+        .find(|l| l.starts_with('>'))
+        .unwrap_or_else(|| panic!("no marked line in {text}"));
+    assert!(
+        at.starts_with(&format!(">{line:5} |")) && at.contains(marked),
+        "{text}"
+    );
+    excerpt
+}
+
+#[test]
+fn a_crashing_candidate_is_rolled_back_and_the_next_analysis_has_its_diff_and_crash_site() {
+    let repo = FixtureRepo::new();
+    // Two candidates of the same size, tried in name order: the first refuses an erased
+    // calibration page by trapping (a crash inside the driver, called from the test), the
+    // second skips it (the fix).
+    let q = tempfile::tempdir().unwrap();
+    let guard = "    if (cal->magic != SENSOR_CAL_MAGIC) {\n";
+    let traps = repo.diff_of("src/sensor.c", |c| {
+        c.replacen(
+            "{\n    s->read_reg = read_reg;",
+            &format!("{{\n{guard}        __builtin_trap();\n    }}\n    s->read_reg = read_reg;"),
+            1,
+        )
+    });
+    let fix = repo.diff_of("src/sensor.c", |c| {
+        c.replacen(
+            "{\n    millidegrees += cal->offset_millidegrees;",
+            &format!(
+                "{{\n{guard}        return millidegrees;\n    }}\n    millidegrees += cal->offset_millidegrees;"
+            ),
+            1,
+        )
+    });
+    std::fs::write(q.path().join("01-traps-on-erased-page.diff"), &traps).unwrap();
+    std::fs::write(q.path().join("02-skips-erased-page.diff"), &fix).unwrap();
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "sensor",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["iterations"], 2, "{report:#}");
+    let read = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(path)).unwrap()).unwrap()
+    };
+
+    // The baseline's crash: a call through the erased page's hook. PC is in no function, so the
+    // caller (LR) is the crash site, shown once, at the call.
+    let baseline = read("iter-000/analysis.json");
+    let crash = &baseline["crash"];
+    assert_eq!(crash["pc"], "0xfffffffe", "{crash:#}");
+    assert_eq!(
+        (
+            crash["function"].as_str(),
+            crash["caller"]["function"].as_str()
+        ),
+        (Some("calibrate"), Some("calibrate")),
+        "{crash:#}"
+    );
+    let hook = crash["caller"]["line"].as_u64().unwrap();
+    excerpt_around(
+        &baseline["crash_source"],
+        "src/sensor.c",
+        hook,
+        "cal->correct(millidegrees)",
+    );
+    assert_eq!(baseline["suspects"][0]["name"], "calibrate", "{baseline:#}");
+
+    // What iteration 2 was given: iteration 1's candidate, what became of it and why it was
+    // rolled back ...
+    let analysis = read("iter-001/analysis.json");
+    assert_eq!(analysis["iteration"], 2);
+    let earlier = &analysis["history"][0];
+    assert_eq!(earlier["iteration"], 1, "{analysis:#}");
+    assert_eq!(earlier["origin"], "01-traps-on-erased-page.diff");
+    assert_eq!(earlier["diff"].as_str(), Some(traps.as_str()));
+    assert_eq!(earlier["outcome"], "NoProgress", "{earlier:#}");
+    assert!(
+        earlier["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("no progress: still failing"),
+        "{earlier:#}"
+    );
+    // ... and its own crash, symbolised on iteration 1's image: PC in the driver, LR in the
+    // test that called it, each with the candidate's source around it.
+    let crash = &analysis["crash"];
+    assert_eq!(
+        crash["fault_bits"],
+        serde_json::json!(["FORCED", "UNDEFINSTR"])
+    );
+    assert_eq!(crash["function"], "sensor_init", "{crash:#}");
+    assert_eq!(crash["file"], "src/sensor.c");
+    let caller = &crash["caller"];
+    assert_eq!(
+        caller["function"], "test_sensor_uncalibrated_unit_uses_raw_reading",
+        "{crash:#}"
+    );
+    assert_eq!(caller["file"], "tests/test_sensor.c");
+    let source = &analysis["crash_source"];
+    assert_eq!(source.as_array().unwrap().len(), 2, "{source:#}");
+    excerpt_around(
+        source,
+        "src/sensor.c",
+        crash["line"].as_u64().unwrap(),
+        "__builtin_trap();",
+    );
+    excerpt_around(
+        source,
+        "tests/test_sensor.c",
+        caller["line"].as_u64().unwrap(),
+        "sensor_init(&sensor, fake_read_reg, &erased_page);",
+    );
+    let suspects: Vec<&str> = analysis["suspects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(suspects[0], "sensor_init", "{suspects:?}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}

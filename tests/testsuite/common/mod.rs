@@ -105,6 +105,17 @@ impl FixtureRepo {
         self.git(&["apply", patch.to_str().unwrap()]);
     }
 
+    /// A candidate made the way a person would: edit `file`, take `git diff`, put it back.
+    pub fn diff_of(&self, file: &str, edit: impl Fn(&str) -> String) -> String {
+        let original = std::fs::read_to_string(self.path().join(file)).unwrap();
+        let edited = edit(&original);
+        assert_ne!(edited, original, "the edit changed nothing in {file}");
+        self.write(file, &edited);
+        let diff = self.git(&["diff", "--", file]);
+        self.git(&["checkout", "--", file]);
+        diff
+    }
+
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
         let p = self.path().join(rel);
         if let Some(parent) = p.parent() {
