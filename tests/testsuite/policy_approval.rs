@@ -391,19 +391,6 @@ fn read_json(path: &Path) -> serde_json::Value {
     .unwrap()
 }
 
-/// A queue holding some of the fixture's patches.
-fn fixture_queue(names: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for name in names {
-        fs::copy(
-            fixture_dir().join("patches").join(name),
-            dir.path().join(name),
-        )
-        .unwrap();
-    }
-    dir
-}
-
 #[test]
 fn a_person_says_no_with_a_reason_at_fwfix_runs_prompt_and_the_next_analysis_has_it() {
     let repo = FixtureRepo::new();

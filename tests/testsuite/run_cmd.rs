@@ -11,19 +11,6 @@ use std::process::{Command, Output, Stdio};
 
 const MPS2: &str = "qemu-mps2-an385";
 
-/// A patch queue made of some of the fixture's candidate patches (copied, so tests can add more).
-fn queue(names: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for name in names {
-        std::fs::copy(
-            fixture_dir().join("patches").join(name),
-            dir.path().join(name),
-        )
-        .unwrap();
-    }
-    dir
-}
-
 fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "run",
@@ -85,7 +72,7 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let q = queue(&[
+    let q = fixture_queue(&[
         "01-does-not-apply.diff",
         "02-breaks-build.diff",
         "03-regresses-crc32.diff",
@@ -170,7 +157,7 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
 #[test]
 fn a_passing_baseline_is_success_with_nothing_to_fix() {
     let repo = FixtureRepo::new();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = fwfix(
         &[
             "run",
@@ -417,9 +404,9 @@ fn kill_then_resume(kill_at: &str, queue_kind: Queue, status: &str) {
     make_owner_work(&repo);
     let before = owner_state(&repo);
     let q = match queue_kind {
-        Queue::DoesNotApply => queue(&["01-does-not-apply.diff"]),
+        Queue::DoesNotApply => fixture_queue(&["01-does-not-apply.diff"]),
         Queue::NoProgressThenFix => {
-            let q = queue(&["04-fixes-crc16.diff"]);
+            let q = fixture_queue(&["04-fixes-crc16.diff"]);
             // Another wrong initial value: as small as the fix, and first in name order.
             let fix = std::fs::read_to_string(q.path().join("04-fixes-crc16.diff")).unwrap();
             std::fs::write(
@@ -476,7 +463,7 @@ fn worktree_runs_leave_the_checkout_untouched() {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--worktree"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report = report(&run_dir(&out));
@@ -496,7 +483,7 @@ fn worktree_runs_leave_the_checkout_untouched() {
 #[test]
 fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
     let repo = FixtureRepo::new();
-    let q = queue(&["03-regresses-crc32.diff"]);
+    let q = fixture_queue(&["03-regresses-crc32.diff"]);
     let out = run_cmd(&repo, q.path(), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(&out);
@@ -552,7 +539,7 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
 #[test]
 fn run_refuses_a_directory_that_is_not_a_git_repository() {
     let dir = tempfile::tempdir().unwrap();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = fwfix(
         &[
             "run",
@@ -673,7 +660,7 @@ fn the_known_good_commit_puts_the_files_changed_since_it_in_the_evidence() {
     let good = regressed_history(&repo);
     // The owner's uncommitted edit counts as changed too.
     repo.write("notes/todo.txt", "untracked idea\n");
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--good", &good[..10]]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
@@ -702,7 +689,7 @@ fn the_known_good_commit_puts_the_files_changed_since_it_in_the_evidence() {
 #[test]
 fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
     let repo = FixtureRepo::new();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--good", "no-such-tag"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-such-tag"), "{}", text(&out));
@@ -712,7 +699,7 @@ fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
 #[test]
 fn the_approval_question_is_bracketed_by_input_events_for_the_progress_display() {
     let repo = FixtureRepo::new();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     // No terminal: nobody is waited for, but the question is still announced and closed, which
     // is what takes the terminal's spinner down around a real prompt.
     let out = run_cmd(&repo, q.path(), &["--approve", "always"]);

@@ -41,6 +41,19 @@ pub fn crc_fix() -> String {
     std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap()
 }
 
+/// A patch queue made of some of the fixture's candidate patches (copied, so tests can add more).
+pub fn fixture_queue(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(
+            fixture_dir().join("patches").join(name),
+            dir.path().join(name),
+        )
+        .unwrap();
+    }
+    dir
+}
+
 /// Every file below `dir`, recursively.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
