@@ -233,18 +233,29 @@ pub fn case<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 /// QEMU processes whose command line mentions `needle` (a test's unique temp dir).
 pub fn qemu_processes_mentioning(needle: &Path) -> Vec<String> {
+    qemu_pids_mentioning(needle)
+        .into_iter()
+        .map(|(_, cmdline)| cmdline)
+        .collect()
+}
+
+/// As [`qemu_processes_mentioning`], each with its process id.
+pub fn qemu_pids_mentioning(needle: &Path) -> Vec<(i32, String)> {
     let needle = needle.to_string_lossy().into_owned();
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
     };
     for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         if cmdline.contains("qemu-system") && cmdline.contains(&needle) {
-            found.push(cmdline);
+            found.push((pid, cmdline));
         }
     }
     found
