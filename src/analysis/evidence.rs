@@ -11,10 +11,9 @@ use std::collections::BTreeMap;
 
 /// Lines of source shown on each side of a line of interest.
 const CONTEXT_LINES: u32 = 6;
-/// Earlier attempts beyond this many are compacted into one line each.
-const FULL_ATTEMPTS: usize = 3;
-/// Past this many bytes of earlier-attempt diffs, the oldest are compacted.
-const HISTORY_BUDGET: usize = 16 * 1024;
+/// Past this many bytes of serialised bundle, the oldest attempts' diffs are compacted into one
+/// line each: the bundle goes into a model's prompt whole.
+const BUNDLE_BUDGET: usize = 32 * 1024;
 /// Added to a suspect function's score when its file changed since the last known-good commit.
 const CHANGED_FILE_BOOST: f32 = 0.25;
 
@@ -157,8 +156,7 @@ pub fn build(inputs: Inputs<'_>, read: &dyn Fn(&str) -> Option<String>) -> Evide
         })
         .collect();
     let suspects = rank_suspects(&inputs, &failing, read);
-    let (history, history_summary) = compact(inputs.history);
-    Evidence {
+    let mut evidence = Evidence {
         logs: inputs.logs,
         failing,
         crash: inputs.crash.cloned(),
@@ -168,10 +166,12 @@ pub fn build(inputs: Inputs<'_>, read: &dyn Fn(&str) -> Option<String>) -> Evide
         diagnostics,
         changed_files: inputs.changed_files.to_vec(),
         suspects,
-        history,
-        history_summary,
+        history: inputs.history,
+        history_summary: Vec::new(),
         hints: inputs.hints.to_vec(),
-    }
+    };
+    compact(&mut evidence, BUNDLE_BUDGET);
+    evidence
 }
 
 /// Ranks the code most likely at fault: the crash or hang site, its caller, the functions the
@@ -350,41 +350,25 @@ fn excerpt_of(file: &str, text: &str, line: u32) -> Excerpt {
     }
 }
 
-/// Keeps the newest attempts whole and compacts the rest into one line each, so the bundle stays
-/// within its budget however long the run goes.
-fn compact(mut history: Vec<Attempt>) -> (Vec<Attempt>, Vec<String>) {
-    let mut summary = Vec::new();
-    let size = |h: &[Attempt]| -> usize {
-        h.iter()
-            .map(|a| a.diff.as_ref().map(String::len).unwrap_or(0))
-            .sum()
-    };
-    let keep_from = history.len().saturating_sub(FULL_ATTEMPTS);
-    for (i, a) in history.iter_mut().enumerate() {
-        if i < keep_from && a.diff.is_some() {
-            a.diff = None;
-            summary.push(format!(
+/// Once the serialised bundle passes `budget` bytes, compacts earlier attempts into one summary
+/// line each, oldest first, until it fits. The newest attempt keeps its diff whatever the size:
+/// it is what the next candidate most needs to see, and the rest of the bundle is not history's
+/// to shrink.
+fn compact(evidence: &mut Evidence, budget: usize) {
+    let size = |e: &Evidence| serde_json::to_vec(e).map(|b| b.len()).unwrap_or(0);
+    let older = evidence.history.len().saturating_sub(1);
+    for i in 0..older {
+        if size(evidence) <= budget {
+            break;
+        }
+        let a = &mut evidence.history[i];
+        if a.diff.take().is_some() {
+            evidence.history_summary.push(format!(
                 "iteration {} ({}): {}: {}",
                 a.iteration, a.origin, a.outcome, a.reason
             ));
         }
     }
-    // Still over budget: compact from the oldest of the kept ones, but keep the newest whole.
-    let len = history.len();
-    for i in 0..len.saturating_sub(1) {
-        if size(&history) <= HISTORY_BUDGET {
-            break;
-        }
-        if let Some(a) = history.get_mut(i) {
-            if a.diff.take().is_some() {
-                summary.push(format!(
-                    "iteration {} ({}): {}: {}",
-                    a.iteration, a.origin, a.outcome, a.reason
-                ));
-            }
-        }
-    }
-    (history, summary)
 }
 
 #[cfg(test)]
@@ -528,31 +512,75 @@ mod tests {
         assert!(with.suspects.iter().any(|s| s.name == "src/crc.c"));
     }
 
-    #[test]
-    fn old_attempts_are_compacted_to_stay_in_budget() {
-        let history = (1..=6)
+    fn attempts(n: u32, diff_len: usize) -> Vec<Attempt> {
+        (1..=n)
             .map(|i| Attempt {
                 iteration: i,
                 origin: format!("c{i}"),
                 outcome: "REGRESSED".into(),
                 reason: "broke crc32".into(),
-                diff: Some("x".repeat(10 * 1024)),
+                diff: Some("x".repeat(diff_len)),
             })
+            .collect()
+    }
+
+    fn serialised_len(e: &Evidence) -> usize {
+        serde_json::to_vec(e).unwrap().len()
+    }
+
+    #[test]
+    fn a_bundle_under_budget_keeps_every_attempts_diff() {
+        let e = build(
+            Inputs {
+                history: attempts(4, 200),
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert!(serialised_len(&e) < BUNDLE_BUDGET);
+        assert!(e.history.iter().all(|a| a.diff.is_some()), "{e:?}");
+        assert!(e.history_summary.is_empty());
+    }
+
+    #[test]
+    fn a_bundle_over_budget_compacts_the_oldest_attempts_until_it_fits() {
+        let e = build(
+            Inputs {
+                history: attempts(6, 10 * 1024),
+                ..Inputs::default()
+            },
+            &read,
+        );
+        assert!(
+            serialised_len(&e) <= BUNDLE_BUDGET,
+            "{}",
+            serialised_len(&e)
+        );
+        let whole: Vec<u32> = e
+            .history
+            .iter()
+            .filter(|a| a.diff.is_some())
+            .map(|a| a.iteration)
             .collect();
-        let (kept, summary) = compact(history);
-        assert_eq!(kept.len(), 6);
-        assert!(
-            kept.last().unwrap().diff.is_some(),
-            "the newest stays whole"
+        // 6 x 10 KiB in a 32 KiB bundle: the three oldest go, the three newest stay whole.
+        assert_eq!(whole, [4, 5, 6]);
+        assert_eq!(e.history.len(), 6, "compacted attempts stay listed");
+        assert_eq!(e.history_summary.len(), 3);
+        assert!(e.history_summary[0].starts_with("iteration 1 (c1): REGRESSED: broke crc32"));
+    }
+
+    #[test]
+    fn the_newest_attempt_keeps_its_diff_even_when_the_bundle_cannot_fit() {
+        let e = build(
+            Inputs {
+                history: attempts(2, 2 * BUNDLE_BUDGET),
+                ..Inputs::default()
+            },
+            &read,
         );
-        assert!(
-            kept.iter()
-                .filter_map(|a| a.diff.as_ref())
-                .map(String::len)
-                .sum::<usize>()
-                <= HISTORY_BUDGET
-        );
-        assert!(summary[0].starts_with("iteration 1 (c1): REGRESSED"));
+        assert!(e.history[0].diff.is_none());
+        assert!(e.history[1].diff.is_some());
+        assert_eq!(e.history_summary.len(), 1);
     }
 
     #[test]

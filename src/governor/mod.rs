@@ -211,6 +211,20 @@ pub fn drop_failed(c: &mut CandidateRecord, reason: &str) {
     c.reason = drop_reason(Stage::Generation, reason);
 }
 
+/// Marks a candidate the loop itself applied and built (a single candidate is not trial-built)
+/// whose image loads the same bytes as the baseline's: dropped as a no-op, as a trial build
+/// would have dropped it.
+pub fn drop_no_op(c: &mut CandidateRecord, detail: &str) {
+    c.checks.applies = Check::Passed;
+    c.checks.builds = Check::Passed;
+    c.checks.image = Check::failed(detail);
+    c.verdict = Verdict::Dropped {
+        stage: Stage::Image,
+        class: Stage::Image.error_class(),
+    };
+    c.reason = drop_reason(Stage::Image, detail);
+}
+
 fn drop_reason(stage: Stage, detail: &str) -> String {
     let what = match stage {
         Stage::Generation => "not generated",
@@ -510,6 +524,24 @@ mod tests {
         assert_eq!(json["checks"]["image"]["result"], "failed");
         let back: CandidateRecord = serde_json::from_value(json).unwrap();
         assert_eq!(back, round[0]);
+    }
+
+    #[test]
+    fn a_single_candidate_built_by_the_loop_can_still_be_dropped_as_a_no_op() {
+        let mut round = vec![candidate("c1", 1, [ok(), unknown(), unknown(), unknown()])];
+        rank(&mut round);
+        assert_eq!(round[0].verdict, Verdict::Ranked { rank: 1 });
+        drop_no_op(&mut round[0], "loads the same bytes");
+        assert_eq!(
+            round[0].verdict,
+            Verdict::Dropped {
+                stage: Stage::Image,
+                class: ErrorClass::ModelFailure
+            }
+        );
+        assert_eq!(round[0].checks.builds, Check::Passed);
+        assert_eq!(round_failure(&round), Some(ErrorClass::ModelFailure));
+        assert_eq!(summary(&round), "1 candidate: c1 dropped (no-op image)");
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! The handlers only a fix run has: CODE_ANALYSIS (roll the last candidate back, gather
-//! evidence), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
+//! The handlers only a fix run has: CODE_ANALYSIS (gather evidence, roll the last candidate
+//! back), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
 //! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
 
 use super::bisect::Worktree;
@@ -8,11 +8,13 @@ use super::governor::Round;
 use super::job::{Job, Step};
 use crate::analysis::{evidence, triage};
 use crate::capture::RunEnd;
+use crate::config::PolicySpec;
 use crate::events::{Event, Level};
 use crate::governor::{self, CandidateRecord};
 use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
 use crate::policy::{self, Approver, Choice, Decision, ReviewRecord};
+use crate::repo::Repo;
 use crate::report::AttemptSummary;
 use crate::rundir;
 use crate::strategy::{PatchRequest, StrategyError};
@@ -23,14 +25,16 @@ use std::path::{Path, PathBuf};
 
 impl Job<'_> {
     pub(super) fn code_analysis(&mut self) -> Step {
-        if let Err(step) = self.roll_back() {
-            return step;
-        }
         let dir = match self.iteration_dir() {
             Ok(d) => d,
             Err(step) => return step,
         };
+        // Gathered before the rollback: the crash site, the failing lines and the compiler's
+        // diagnostics are numbered by the candidate's source, so their excerpts come from it.
         let evidence = self.evidence();
+        if let Err(step) = self.roll_back() {
+            return step;
+        }
         let path = dir.join("analysis.json");
         let written = serde_json::to_vec_pretty(&evidence)
             .map_err(std::io::Error::other)
@@ -465,36 +469,23 @@ impl Job<'_> {
         let Some(repo) = &self.repo else {
             return Step::error(ErrorClass::Unhandled, "no repository");
         };
-        // Paths are checked against the real tree (symlinks) before the policy reads the diff.
-        if let Err(e) = repo.check_patch_paths(diff.as_bytes()) {
-            let review = policy::evaluate(&diff, &self.profile.policy);
-            let decision = Decision::rejected_by_policy(format!("{origin}: {e}"));
-            return self.record_review(
-                &review_path,
-                &diff,
-                &review,
-                &decision,
-                &origin,
-                |reason| {
-                    Step::error(
-                        e.error_class().unwrap_or(ErrorClass::PolicyViolation),
-                        reason,
-                    )
-                },
-            );
-        }
-        let review = policy::evaluate(&diff, &self.profile.policy);
-        if review.verdict == policy::Verdict::Deny {
-            let decision = Decision::by_policy(&review);
-            return self.record_review(
-                &review_path,
-                &diff,
-                &review,
-                &decision,
-                &origin,
-                |reason| Step::error(ErrorClass::PolicyViolation, reason),
-            );
-        }
+        let review = match gate(repo, &diff, &self.profile.policy, &origin) {
+            Gate::Passed(review) => review,
+            Gate::Refused {
+                review,
+                decision,
+                class,
+            } => {
+                return self.record_review(
+                    &review_path,
+                    &diff,
+                    &review,
+                    &decision,
+                    &origin,
+                    |reason| Step::error(class, reason),
+                )
+            }
+        };
         if !policy::needs_human(self.approve, &review, policy::DEFAULT_RISK_THRESHOLD) {
             let decision = Decision::by_policy(&review);
             return self.record_review(
@@ -545,19 +536,27 @@ impl Job<'_> {
                 step
             }
             Choice::Edited { diff: edited } => {
-                // The person's version goes through the same policy before it is used.
-                let again = policy::evaluate(&edited, &self.profile.policy);
-                if again.verdict == policy::Verdict::Deny {
-                    let decision = Decision::by_policy(&again);
-                    return self.record_review(
-                        &review_path,
-                        &edited,
-                        &again,
-                        &decision,
-                        &origin,
-                        |reason| Step::error(ErrorClass::PolicyViolation, reason),
-                    );
-                }
+                // The person's version goes through the same gate before it is used.
+                let Some(repo) = &self.repo else {
+                    return Step::error(ErrorClass::Unhandled, "no repository");
+                };
+                let again = match gate(repo, &edited, &self.profile.policy, &origin) {
+                    Gate::Passed(review) => review,
+                    Gate::Refused {
+                        review,
+                        decision,
+                        class,
+                    } => {
+                        return self.record_review(
+                            &review_path,
+                            &edited,
+                            &review,
+                            &decision,
+                            &origin,
+                            |reason| Step::error(class, reason),
+                        )
+                    }
+                };
                 if let Err(e) = rundir::write_atomic(&patch_path, edited.as_bytes()) {
                     return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}"));
                 }
@@ -779,6 +778,39 @@ impl Job<'_> {
             });
         }
     }
+}
+
+/// What the gate makes of a diff before anyone is asked about it.
+enum Gate {
+    Passed(policy::Review),
+    /// Refused with the decision to record and the error class the iteration ends with.
+    Refused {
+        review: policy::Review,
+        decision: Decision,
+        class: ErrorClass,
+    },
+}
+
+/// The one gate a diff passes before it may be applied — a strategy's candidate and a person's
+/// edit of it alike: its paths are checked against the real tree (symlinks, `.git`, ignored
+/// paths), then the profile's policy reads it.
+fn gate(repo: &Repo, diff: &str, spec: &PolicySpec, origin: &str) -> Gate {
+    let review = policy::evaluate(diff, spec);
+    if let Err(e) = repo.check_patch_paths(diff.as_bytes()) {
+        return Gate::Refused {
+            review,
+            decision: Decision::rejected_by_policy(format!("{origin}: {e}")),
+            class: e.error_class().unwrap_or(ErrorClass::PolicyViolation),
+        };
+    }
+    if review.verdict == policy::Verdict::Deny {
+        return Gate::Refused {
+            decision: Decision::by_policy(&review),
+            review,
+            class: ErrorClass::PolicyViolation,
+        };
+    }
+    Gate::Passed(review)
 }
 
 /// The evidence as markdown, for a person or a model.

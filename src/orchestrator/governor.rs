@@ -13,7 +13,8 @@
 //!    when a cancel or timeout drops this future half-way).
 //!
 //! A single candidate is not trial-built: its only alternative is no candidate at all, and
-//! BUILD_RUN builds it anyway, so it is ranked by policy alone and goes on as before.
+//! BUILD_RUN builds it anyway, so it is ranked by policy alone and goes on as before; BUILD_RUN
+//! then compares its image with the baseline's ([`Job::no_op_image`]) and drops a no-op there.
 
 use super::bisect::Worktree;
 use super::context::PoolEntry;
@@ -372,6 +373,34 @@ impl Job<'_> {
             Ok(_) => Check::Passed,
             Err(e) => Check::unknown(format!("cannot digest the image: {e}")),
         }
+    }
+
+    /// A single candidate is not trial-built (see the outline), so its image is compared once
+    /// BUILD_RUN has built it — a pooled one's too, in case its trial could not compare it: an
+    /// image that loads the same bytes as the baseline's ends the iteration as the round's image
+    /// check would have dropped it (MODEL_FAILURE, no progress), before any test time. The
+    /// report's record of the candidate says so; the round's candidates.json stays what the
+    /// review decided (it is the review's evidence).
+    pub(super) fn no_op_image(&mut self, artifact: &Path) -> Option<Step> {
+        let (origin, _) = self.ctx.candidate.clone()?;
+        if !self.ctx.patch_applied || !self.ctx.baseline_done {
+            return None;
+        }
+        let Check::Failed { reason } = self.compare_image(artifact) else {
+            return None;
+        };
+        let iteration = self.ctx.ledger.iteration;
+        if let Some(c) = self.ctx.candidates.iter_mut().find(|c| {
+            c.iteration == iteration
+                && c.origin == origin
+                && matches!(c.verdict, Verdict::Ranked { .. })
+        }) {
+            governor::drop_no_op(c, &reason);
+        }
+        Some(Step::error(
+            governor::Stage::Image.error_class(),
+            format!("{origin} is a no-op: {reason}; not tested"),
+        ))
     }
 
     /// Records the round's verdicts in the context; the dropped candidates go into the history,

@@ -13,10 +13,11 @@
 //!    build, boot, capture, symbolise a crash or hang, parse the console into cases.
 //! 4. CONVERGENCE_CHECK: iteration 0 is the baseline — it fixes the targets (FAIL_TO_PASS,
 //!    PASS_TO_PASS). Then SUCCESS, run the same image again, go round again, or FAILURE.
-//! 5. CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY: roll the last candidate
-//!    back, gather evidence, take the next ranked candidate or ask the strategy for a round, check
-//!    and rank a fresh round (`governor.rs`: policy, trial apply and build, no-op image), put the
-//!    best through the approval gate, apply it on a fresh rollback point.
+//! 5. CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY: gather evidence (from the
+//!    tree the last image was built from), roll the last candidate back, take the next ranked
+//!    candidate or ask the strategy for a round, check and rank a fresh round (`governor.rs`:
+//!    policy, trial apply and build, no-op image), put the best through the approval gate, apply
+//!    it on a fresh rollback point; BUILD_RUN drops a single candidate's no-op image.
 //! 6. ERROR_RECOVERY: retry the failed step within its class's budget, back to analysis for a
 //!    candidate's fault, or FAILURE.
 //! 7. Finalise: on SUCCESS commit the fix on `fwfix/<run-id>` and write fix.patch; always restore

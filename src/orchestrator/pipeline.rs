@@ -140,6 +140,9 @@ impl Job<'_> {
                 BuildEnd::Exited(0) if artifact.is_file() => {
                     self.symbolizer = Symbolizer::open(&artifact).ok();
                     self.note_baseline_image(&artifact);
+                    if let Some(no_op) = self.no_op_image(&artifact) {
+                        return no_op.with_evidence(log_path);
+                    }
                     // A new image: its attempts start now.
                     self.ctx.attempts.clear();
                     Step::ok(
@@ -332,9 +335,9 @@ impl Job<'_> {
             Ok(c) => c,
             Err(e) => {
                 if !flash_log.is_file() {
-                    return dut_error(&e).with_evidence(console);
+                    return triaged(dut_error(&e), &console).with_evidence(console);
                 }
-                return dut_error_triaged(&e, &flash_log)
+                return triaged(dut_error(&e), &flash_log)
                     .with_evidence(console)
                     .with_evidence(flash_log);
             }
@@ -425,6 +428,8 @@ impl Job<'_> {
                 ),
             ),
         };
+        // A runner that broke names why in its own words on the console (QEMU's stderr).
+        let step = triaged(step, &console);
         self.last_capture = Some(capture);
         let step = step.with_evidence(console);
         if flash_log.is_file() {
@@ -657,6 +662,8 @@ impl Job<'_> {
                 ErrorClass::PatchApplyFailure => Some(IterationVerdict::DidNotApply),
                 ErrorClass::BuildFailure => Some(IterationVerdict::BrokeBuild),
                 ErrorClass::PolicyViolation => Some(IterationVerdict::PolicyDenied),
+                // With a candidate in hand, only its no-op image ends in MODEL_FAILURE.
+                ErrorClass::ModelFailure => Some(IterationVerdict::NoProgress),
                 _ => None,
             };
             if let (true, Some(verdict)) = (self.ctx.candidate.is_some(), verdict) {
@@ -752,21 +759,31 @@ fn dut_error(e: &DutError) -> Step {
     Step::error(class, e.to_string())
 }
 
-/// A DUT error whose flash log is at hand: the log's triage names the class when it shows one
-/// (a flasher's own error text is a FLASH_FAILURE even when the backend saw only a dead
-/// process), and its deciding line goes into the reason.
-fn dut_error_triaged(e: &DutError, flash_log: &Path) -> Step {
-    let Ok(triage) = triage::classify_file(flash_log, &TriageContext::default()) else {
-        return dut_error(e);
+/// A failed flash or test run whose log is at hand (flash.log, console.log): the log's triage
+/// names the class when it shows an error of its own — a flasher's error text is a
+/// FLASH_FAILURE even when the backend saw only a dead process, QEMU's own complaint an
+/// INFRA_ERROR — and its deciding line goes into the reason. A step that is not an error, a log
+/// that cannot be read or one that shows only test results (a crash, a hang) leaves the step
+/// as it is.
+fn triaged(step: Step, log: &Path) -> Step {
+    if !matches!(step.outcome, Outcome::Error(_)) {
+        return step;
+    }
+    let Ok(triage) = triage::classify_file(log, &TriageContext::default()) else {
+        return step;
     };
     let Some(class) = triage.class.error_class_in(Stage::Test) else {
-        return dut_error(e);
+        return step;
     };
-    let name = flash_log
+    let name = log
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Step::error(class, format!("{e}; triage: {}", triage.verdict_in(&name)))
+    Step {
+        outcome: Outcome::Error(class),
+        reason: format!("{}; triage: {}", step.reason, triage.verdict_in(&name)),
+        ..step
+    }
 }
 
 fn count(results: &TestResults, status: CaseStatus) -> usize {

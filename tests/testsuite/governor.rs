@@ -10,38 +10,19 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-/// A candidate made the way a person would: edit the tree, take `git diff`, put the file back.
-fn diff_of(repo: &FixtureRepo, file: &str, edit: impl Fn(&str) -> String) -> String {
-    let original = std::fs::read_to_string(repo.path().join(file)).unwrap();
-    let edited = edit(&original);
-    assert_ne!(edited, original, "the edit changed nothing in {file}");
-    repo.write(file, &edited);
-    let diff = repo.git(&["diff", "--", file]);
-    repo.git(&["checkout", "--", file]);
-    diff
-}
-
-fn trace(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn a_no_op_and_a_policy_violation_are_dropped_in_review_before_any_test_runs() {
     let repo = FixtureRepo::new();
     let queue = tempfile::tempdir().unwrap();
     // A comment: the image loads the same bytes as the baseline's.
-    let no_op = diff_of(&repo, "src/crc.c", |c| {
+    let no_op = repo.diff_of("src/crc.c", |c| {
         c.replace(
             "    uint16_t crc = 0x0000u;",
             "    /* The register starts at zero, as the CRC-16/XMODEM variant wants. */\n    uint16_t crc = 0x0000u;",
         )
     });
     // Makes the failing test pass by expecting what the code computes.
-    let weakens = diff_of(&repo, "tests/test_crc.c", |c| {
+    let weakens = repo.diff_of("tests/test_crc.c", |c| {
         c.replace("0x29B1, crc16_ccitt", "0x31C3, crc16_ccitt")
     });
     std::fs::write(queue.path().join("01-comment.diff"), no_op).unwrap();
@@ -267,10 +248,10 @@ candidates = 3
         "-m",
         "a profile asking for three candidates",
     ]);
-    let no_op = diff_of(&repo, "src/crc.c", |c| {
+    let no_op = repo.diff_of("src/crc.c", |c| {
         c.replace("    unsigned int bit;", "    unsigned int bit;  ")
     });
-    let weakens = diff_of(&repo, "tests/test_crc.c", |c| {
+    let weakens = repo.diff_of("tests/test_crc.c", |c| {
         c.replace("0x29B1, crc16_ccitt", "0x31C3, crc16_ccitt")
     });
     let fix = std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap();

@@ -59,14 +59,6 @@ fn failed_audit(repo: &FixtureRepo, run_dir: &Path) -> String {
     stdout(&out)
 }
 
-fn trace_lines(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn write_trace(run_dir: &Path, lines: &[Value]) {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(run_dir.join("trace.jsonl"), text).unwrap();
@@ -113,7 +105,7 @@ fn audit_passes_on_a_passing_run_and_a_failing_run() {
 #[test]
 fn audit_names_an_illegal_step_with_its_line() {
     let (repo, dir) = passing_run();
-    let mut lines = trace_lines(&dir);
+    let mut lines = trace(&dir);
     let built = lines.iter().position(|l| l["outcome"] == "built").unwrap();
     lines[built]["to"] = "SUCCESS".into();
     write_trace(&dir, &lines);
@@ -137,7 +129,7 @@ fn audit_names_an_illegal_step_with_its_line() {
 #[test]
 fn audit_finds_a_deleted_evidence_file() {
     let (repo, dir) = passing_run();
-    let line = line_naming(&trace_lines(&dir), "iter-000/console.log");
+    let line = line_naming(&trace(&dir), "iter-000/console.log");
     std::fs::remove_file(dir.join("iter-000/console.log")).unwrap();
     let printed = failed_audit(&repo, &dir);
     assert!(
@@ -151,7 +143,7 @@ fn audit_finds_a_deleted_evidence_file() {
 #[test]
 fn audit_finds_evidence_modified_after_the_fact() {
     let (repo, dir) = passing_run();
-    let line = line_naming(&trace_lines(&dir), "iter-000/build.log");
+    let line = line_naming(&trace(&dir), "iter-000/build.log");
     let log = dir.join("iter-000/build.log");
     let mut contents = std::fs::read_to_string(&log).unwrap();
     contents.push_str("a line nobody built\n");
@@ -168,7 +160,7 @@ fn audit_finds_evidence_modified_after_the_fact() {
 #[test]
 fn audit_finds_a_seq_gap() {
     let (repo, dir) = passing_run();
-    let mut lines = trace_lines(&dir);
+    let mut lines = trace(&dir);
     lines.remove(4);
     write_trace(&dir, &lines);
     let printed = failed_audit(&repo, &dir);
@@ -206,7 +198,7 @@ fn audit_reports_a_garbage_line_by_number_without_panicking() {
 #[test]
 fn audit_calls_a_run_without_report_that_stopped_midway_incomplete() {
     let (repo, dir) = passing_run();
-    let lines = trace_lines(&dir);
+    let lines = trace(&dir);
     write_trace(&dir, &lines[..5]);
     std::fs::remove_file(dir.join("report.json")).unwrap();
     let printed = failed_audit(&repo, &dir);
@@ -292,7 +284,7 @@ fn runs_lists_both_runs_newest_first() {
     // A run killed before it wrote its report shows how far it got; its process is gone.
     let newer_dir = repo.path().join(".fwfix/runs").join(&newer);
     std::fs::remove_file(newer_dir.join("report.json")).unwrap();
-    write_trace(&newer_dir, &trace_lines(&newer_dir)[..5]);
+    write_trace(&newer_dir, &trace(&newer_dir)[..5]);
     let out = inspect(&["runs"], &repo);
     let printed = stdout(&out);
     assert!(printed.contains("killed at TEST_RUN"), "{printed}");
@@ -405,7 +397,7 @@ fn report_regenerates_the_rendered_files_and_leaves_report_json_alone() {
 #[test]
 fn report_of_a_killed_run_says_there_is_no_report_and_exits_1() {
     let (repo, dir) = passing_run();
-    write_trace(&dir, &trace_lines(&dir)[..6]);
+    write_trace(&dir, &trace(&dir)[..6]);
     std::fs::remove_file(dir.join("report.json")).unwrap();
     let out = inspect(&["report", dir.to_str().unwrap()], &repo);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));

@@ -11,19 +11,6 @@ use std::process::{Command, Output, Stdio};
 
 const MPS2: &str = "qemu-mps2-an385";
 
-/// A patch queue made of some of the fixture's candidate patches (copied, so tests can add more).
-fn queue(names: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for name in names {
-        std::fs::copy(
-            fixture_dir().join("patches").join(name),
-            dir.path().join(name),
-        )
-        .unwrap();
-    }
-    dir
-}
-
 fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
         "run",
@@ -80,20 +67,12 @@ fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
     state
 }
 
-fn trace(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iteration_1() {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let q = queue(&[
+    let q = fixture_queue(&[
         "01-does-not-apply.diff",
         "02-breaks-build.diff",
         "03-regresses-crc32.diff",
@@ -178,7 +157,7 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
 #[test]
 fn a_passing_baseline_is_success_with_nothing_to_fix() {
     let repo = FixtureRepo::new();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = fwfix(
         &[
             "run",
@@ -425,9 +404,9 @@ fn kill_then_resume(kill_at: &str, queue_kind: Queue, status: &str) {
     make_owner_work(&repo);
     let before = owner_state(&repo);
     let q = match queue_kind {
-        Queue::DoesNotApply => queue(&["01-does-not-apply.diff"]),
+        Queue::DoesNotApply => fixture_queue(&["01-does-not-apply.diff"]),
         Queue::NoProgressThenFix => {
-            let q = queue(&["04-fixes-crc16.diff"]);
+            let q = fixture_queue(&["04-fixes-crc16.diff"]);
             // Another wrong initial value: as small as the fix, and first in name order.
             let fix = std::fs::read_to_string(q.path().join("04-fixes-crc16.diff")).unwrap();
             std::fs::write(
@@ -484,7 +463,7 @@ fn worktree_runs_leave_the_checkout_untouched() {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--worktree"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report = report(&run_dir(&out));
@@ -504,7 +483,7 @@ fn worktree_runs_leave_the_checkout_untouched() {
 #[test]
 fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
     let repo = FixtureRepo::new();
-    let q = queue(&["03-regresses-crc32.diff"]);
+    let q = fixture_queue(&["03-regresses-crc32.diff"]);
     let out = run_cmd(&repo, q.path(), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(&out);
@@ -560,7 +539,7 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
 #[test]
 fn run_refuses_a_directory_that_is_not_a_git_repository() {
     let dir = tempfile::tempdir().unwrap();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = fwfix(
         &[
             "run",
@@ -681,7 +660,7 @@ fn the_known_good_commit_puts_the_files_changed_since_it_in_the_evidence() {
     let good = regressed_history(&repo);
     // The owner's uncommitted edit counts as changed too.
     repo.write("notes/todo.txt", "untracked idea\n");
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--good", &good[..10]]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
@@ -710,7 +689,7 @@ fn the_known_good_commit_puts_the_files_changed_since_it_in_the_evidence() {
 #[test]
 fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
     let repo = FixtureRepo::new();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let out = run_cmd(&repo, q.path(), &["--good", "no-such-tag"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("no-such-tag"), "{}", text(&out));
@@ -720,7 +699,7 @@ fn an_unknown_known_good_commit_is_a_usage_error_naming_it() {
 #[test]
 fn the_approval_question_is_bracketed_by_input_events_for_the_progress_display() {
     let repo = FixtureRepo::new();
-    let q = queue(&["04-fixes-crc16.diff"]);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
     // No terminal: nobody is waited for, but the question is still announced and closed, which
     // is what takes the terminal's spinner down around a real prompt.
     let out = run_cmd(&repo, q.path(), &["--approve", "always"]);
@@ -739,4 +718,151 @@ fn the_approval_question_is_bracketed_by_input_events_for_the_progress_display()
         "{}",
         events[wanted]
     );
+}
+
+/// The excerpt in `source` around `file`:`line`, whose marked line must contain `marked`.
+fn excerpt_around<'a>(source: &'a Value, file: &str, line: u64, marked: &str) -> &'a Value {
+    let excerpt = source
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["file"] == file && e["line"] == line)
+        .unwrap_or_else(|| panic!("no excerpt around {file}:{line} in {source:#}"));
+    let text = excerpt["text"].as_str().unwrap();
+    let at = text
+        .lines()
+        .find(|l| l.starts_with('>'))
+        .unwrap_or_else(|| panic!("no marked line in {text}"));
+    assert!(
+        at.starts_with(&format!(">{line:5} |")) && at.contains(marked),
+        "{text}"
+    );
+    excerpt
+}
+
+#[test]
+fn a_crashing_candidate_is_rolled_back_and_the_next_analysis_has_its_diff_and_crash_site() {
+    let repo = FixtureRepo::new();
+    // Two candidates of the same size, tried in name order: the first refuses an erased
+    // calibration page by trapping (a crash inside the driver, called from the test), the
+    // second skips it (the fix).
+    let q = tempfile::tempdir().unwrap();
+    let guard = "    if (cal->magic != SENSOR_CAL_MAGIC) {\n";
+    let traps = repo.diff_of("src/sensor.c", |c| {
+        c.replacen(
+            "{\n    s->read_reg = read_reg;",
+            &format!("{{\n{guard}        __builtin_trap();\n    }}\n    s->read_reg = read_reg;"),
+            1,
+        )
+    });
+    let fix = repo.diff_of("src/sensor.c", |c| {
+        c.replacen(
+            "{\n    millidegrees += cal->offset_millidegrees;",
+            &format!(
+                "{{\n{guard}        return millidegrees;\n    }}\n    millidegrees += cal->offset_millidegrees;"
+            ),
+            1,
+        )
+    });
+    std::fs::write(q.path().join("01-traps-on-erased-page.diff"), &traps).unwrap();
+    std::fs::write(q.path().join("02-skips-erased-page.diff"), &fix).unwrap();
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "sensor",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["iterations"], 2, "{report:#}");
+    let read = |path: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(path)).unwrap()).unwrap()
+    };
+
+    // The baseline's crash: a call through the erased page's hook. PC is in no function, so the
+    // caller (LR) is the crash site, shown once, at the call.
+    let baseline = read("iter-000/analysis.json");
+    let crash = &baseline["crash"];
+    assert_eq!(crash["pc"], "0xfffffffe", "{crash:#}");
+    assert_eq!(
+        (
+            crash["function"].as_str(),
+            crash["caller"]["function"].as_str()
+        ),
+        (Some("calibrate"), Some("calibrate")),
+        "{crash:#}"
+    );
+    let hook = crash["caller"]["line"].as_u64().unwrap();
+    excerpt_around(
+        &baseline["crash_source"],
+        "src/sensor.c",
+        hook,
+        "cal->correct(millidegrees)",
+    );
+    assert_eq!(baseline["suspects"][0]["name"], "calibrate", "{baseline:#}");
+
+    // What iteration 2 was given: iteration 1's candidate, what became of it and why it was
+    // rolled back ...
+    let analysis = read("iter-001/analysis.json");
+    assert_eq!(analysis["iteration"], 2);
+    let earlier = &analysis["history"][0];
+    assert_eq!(earlier["iteration"], 1, "{analysis:#}");
+    assert_eq!(earlier["origin"], "01-traps-on-erased-page.diff");
+    assert_eq!(earlier["diff"].as_str(), Some(traps.as_str()));
+    assert_eq!(earlier["outcome"], "NoProgress", "{earlier:#}");
+    assert!(
+        earlier["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("no progress: still failing"),
+        "{earlier:#}"
+    );
+    // ... and its own crash, symbolised on iteration 1's image: PC in the driver, LR in the
+    // test that called it, each with the candidate's source around it.
+    let crash = &analysis["crash"];
+    assert_eq!(
+        crash["fault_bits"],
+        serde_json::json!(["FORCED", "UNDEFINSTR"])
+    );
+    assert_eq!(crash["function"], "sensor_init", "{crash:#}");
+    assert_eq!(crash["file"], "src/sensor.c");
+    let caller = &crash["caller"];
+    assert_eq!(
+        caller["function"], "test_sensor_uncalibrated_unit_uses_raw_reading",
+        "{crash:#}"
+    );
+    assert_eq!(caller["file"], "tests/test_sensor.c");
+    let source = &analysis["crash_source"];
+    assert_eq!(source.as_array().unwrap().len(), 2, "{source:#}");
+    excerpt_around(
+        source,
+        "src/sensor.c",
+        crash["line"].as_u64().unwrap(),
+        "__builtin_trap();",
+    );
+    excerpt_around(
+        source,
+        "tests/test_sensor.c",
+        caller["line"].as_u64().unwrap(),
+        "sensor_init(&sensor, fake_read_reg, &erased_page);",
+    );
+    let suspects: Vec<&str> = analysis["suspects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(suspects[0], "sensor_init", "{suspects:?}");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }

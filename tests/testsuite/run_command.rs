@@ -267,3 +267,83 @@ echo '```'
     assert!(dir.join("iter-002/request.json").is_file());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_single_candidate_that_only_adds_a_comment_is_dropped_as_a_no_op_without_a_test_run() {
+    let repo = FixtureRepo::new();
+    // Iteration 1: a comment only, so the image loads the same bytes as the baseline's.
+    // Iteration 2: the fix.
+    agent(
+        &repo,
+        r#"if [ "$FWFIX_ITERATION" = 1 ]; then
+    sed -i 's|uint16_t crc = 0x0000u;|uint16_t crc = 0x0000u; /* the XMODEM start value */|' src/crc.c
+else
+    sed -i 's/uint16_t crc = 0x0000u;/uint16_t crc = 0xFFFFu;/' src/crc.c
+fi
+"#,
+        60,
+    );
+    let out = run(&repo);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS", "{report:#}");
+    assert_eq!(report["iterations"], 2, "{report:#}");
+
+    // Built, found to change nothing, and never tested.
+    let lines = trace(&dir);
+    let in_iteration_1: Vec<&serde_json::Value> =
+        lines.iter().filter(|l| l["iteration"] == 1).collect();
+    assert!(
+        !in_iteration_1.iter().any(|l| l["to"] == "TEST_RUN"),
+        "{in_iteration_1:#?}"
+    );
+    let dropped = in_iteration_1
+        .iter()
+        .find(|l| l["from"] == "BUILD_RUN")
+        .unwrap();
+    assert_eq!(dropped["to"], "ERROR_RECOVERY", "{dropped}");
+    assert_eq!(dropped["error_class"], "MODEL_FAILURE", "{dropped}");
+    assert!(
+        dropped["reason"].as_str().unwrap().contains("is a no-op"),
+        "{dropped}"
+    );
+    assert!(!dir.join("iter-001/console.log").exists());
+
+    // The review ranked it (its candidates.json is the review's evidence); the report drops it.
+    let listed = &report["candidates"][0];
+    assert_eq!(
+        (listed["verdict"].as_str(), listed["error_class"].as_str()),
+        (Some("dropped"), Some("MODEL_FAILURE")),
+        "{listed:#}"
+    );
+    assert!(
+        listed["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("dropped (no-op image)"),
+        "{listed:#}"
+    );
+
+    // The next candidate learned it was a no-op.
+    let analysis: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-001/analysis.json")).unwrap())
+            .unwrap();
+    let earlier = &analysis["history"][0];
+    assert_eq!(earlier["iteration"], 1, "{analysis:#}");
+    assert_eq!(earlier["outcome"], "NoProgress", "{earlier:#}");
+    assert!(
+        earlier["reason"].as_str().unwrap().contains("is a no-op"),
+        "{earlier:#}"
+    );
+    assert!(
+        earlier["diff"]
+            .as_str()
+            .unwrap()
+            .contains("XMODEM start value"),
+        "{earlier:#}"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+}

@@ -161,6 +161,63 @@ timeout_s = 2
 }
 
 #[test]
+fn a_runner_killed_mid_run_is_retried_with_qemus_own_words_as_the_triaged_reason() {
+    let repo = FixtureRepo::new();
+    // The event image hangs: QEMU is still running when it is killed.
+    repo.write(
+        "profiles/event-fast.toml",
+        r#"name = "event-fast"
+[build]
+command = "make BOARD={machine} build/{machine}/test_event.elf"
+artifact = "build/{machine}/test_event.elf"
+[test]
+harness = "unity"
+timeout_s = 2
+"#,
+    );
+    // Terminates the first QEMU of the run from outside, as an operator or the OOM killer would;
+    // the retry's QEMU is left alone.
+    let needle = repo.path().to_path_buf();
+    let killer = std::thread::spawn(move || {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        while std::time::Instant::now() < deadline {
+            if let Some((pid, _)) = qemu_pids_mentioning(&needle).first() {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                let pid = nix::unistd::Pid::from_raw(*pid);
+                return nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_ok();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        false
+    });
+    let out = test_cmd(&repo, MPS2, "event-fast", &[]);
+    assert!(killer.join().unwrap(), "the test never found QEMU");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let lines = trace(&dir);
+    let died = lines
+        .iter()
+        .find(|l| l["from"] == "TEST_RUN" && l["to"] == "ERROR_RECOVERY")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(died["error_class"], "TEST_ENV_FAILURE", "{died}");
+    let reason = died["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("died during the run (signal 15)")
+            && reason.contains("; triage: INFRA_ERROR at console.log:")
+            && reason.contains("terminating on signal 15 from pid"),
+        "{reason}"
+    );
+    // Retried: the second attempt ran to its hang.
+    assert_eq!(
+        report(&dir)["attempts"][0]["end"],
+        "timeout",
+        "{}",
+        text(&out)
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
 fn build_break_exits_1_with_the_diagnostic_in_the_report() {
     let repo = FixtureRepo::new();
     repo.apply_fixture_patch("02-breaks-build.diff");

@@ -41,6 +41,19 @@ pub fn crc_fix() -> String {
     std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap()
 }
 
+/// A patch queue made of some of the fixture's candidate patches (copied, so tests can add more).
+pub fn fixture_queue(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        std::fs::copy(
+            fixture_dir().join("patches").join(name),
+            dir.path().join(name),
+        )
+        .unwrap();
+    }
+    dir
+}
+
 /// Every file below `dir`, recursively.
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
@@ -103,6 +116,17 @@ impl FixtureRepo {
     pub fn apply_fixture_patch(&self, name: &str) {
         let patch = fixture_dir().join("patches").join(name);
         self.git(&["apply", patch.to_str().unwrap()]);
+    }
+
+    /// A candidate made the way a person would: edit `file`, take `git diff`, put it back.
+    pub fn diff_of(&self, file: &str, edit: impl Fn(&str) -> String) -> String {
+        let original = std::fs::read_to_string(self.path().join(file)).unwrap();
+        let edited = edit(&original);
+        assert_ne!(edited, original, "the edit changed nothing in {file}");
+        self.write(file, &edited);
+        let diff = self.git(&["diff", "--", file]);
+        self.git(&["checkout", "--", file]);
+        diff
     }
 
     pub fn write(&self, rel: &str, text: &str) -> PathBuf {
@@ -184,6 +208,15 @@ pub fn run_dir(out: &Output) -> PathBuf {
     PathBuf::from(last["run_dir"].as_str().unwrap())
 }
 
+/// The run's trace, one JSON value per transition.
+pub fn trace(run_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(run_dir.join("trace.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 pub fn report(run_dir: &Path) -> Value {
     let text = std::fs::read_to_string(run_dir.join("report.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -200,18 +233,29 @@ pub fn case<'a>(report: &'a Value, name: &str) -> &'a Value {
 
 /// QEMU processes whose command line mentions `needle` (a test's unique temp dir).
 pub fn qemu_processes_mentioning(needle: &Path) -> Vec<String> {
+    qemu_pids_mentioning(needle)
+        .into_iter()
+        .map(|(_, cmdline)| cmdline)
+        .collect()
+}
+
+/// As [`qemu_processes_mentioning`], each with its process id.
+pub fn qemu_pids_mentioning(needle: &Path) -> Vec<(i32, String)> {
     let needle = needle.to_string_lossy().into_owned();
     let mut found = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return found;
     };
     for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
             continue;
         };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         if cmdline.contains("qemu-system") && cmdline.contains(&needle) {
-            found.push(cmdline);
+            found.push((pid, cmdline));
         }
     }
     found
