@@ -310,6 +310,53 @@ impl Job<'_> {
 
     pub(super) async fn test_run(&mut self) -> Step {
         let attempt = self.ctx.attempts.len() as u32 + 1;
+        let step = self.run_attempt(attempt).await;
+        if matches!(step.outcome, Outcome::Error(_)) {
+            // ERROR_RECOVERY may run this attempt again, writing its logs afresh: the failed
+            // try's logs stay as the trace names them.
+            self.set_aside(step, attempt, "failed")
+        } else {
+            step
+        }
+    }
+
+    /// Renames the attempt's console and flash logs that `step` names as evidence to names of
+    /// their own (`console-hung.log`, `console-failed.log`, then `console-failed-2.log`, ...),
+    /// and names those instead (in the reason too, which may quote a triaged line of one), so
+    /// that running the attempt again overwrites no traced file.
+    fn set_aside(&self, mut step: Step, attempt: u32, label: &str) -> Step {
+        let Ok(console) = self.attempt_file(attempt, "console", "log") else {
+            return step;
+        };
+        let logs = [dut::flash_log_path(&console), console];
+        for path in step.evidence.iter_mut() {
+            if !logs.contains(path) || !path.is_file() {
+                continue;
+            }
+            let stem = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let kept = (1..)
+                .map(|n| match n {
+                    1 => path.with_file_name(format!("{stem}-{label}.log")),
+                    n => path.with_file_name(format!("{stem}-{label}-{n}.log")),
+                })
+                .find(|p| !p.exists());
+            let Some(kept) = kept else { continue };
+            if std::fs::rename(&*path, &kept).is_ok() {
+                let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+                if let (Some(old), Some(new)) = (name(path), name(&kept)) {
+                    step.reason = step.reason.replace(&old, &new);
+                }
+                *path = kept;
+            }
+        }
+        step
+    }
+
+    /// One try of attempt `attempt`: flash or boot, capture, and say how the run ended.
+    async fn run_attempt(&mut self, attempt: u32) -> Step {
         let console = match self.attempt_file(attempt, "console", "log") {
             Ok(p) => p,
             Err(step) => return step,
@@ -370,19 +417,14 @@ impl Job<'_> {
         if let (Some(what), true) = (hung, retry_allowed) {
             let reason = format!("{what}; power-cycling once before trusting the hang");
             self.ctx.power.cycle_pending = Some(reason.clone());
-            // The retry writes this attempt's logs again: the hung run's are kept beside them.
-            let mut step = Step::error(ErrorClass::TestEnvFailure, reason);
-            for (log, stem) in [(&console, "console-hung"), (&flash_log, "flash-hung")] {
-                if !log.is_file() {
-                    continue;
-                }
-                let kept = match self.attempt_file(attempt, stem, "log") {
-                    Ok(kept) if std::fs::rename(log, &kept).is_ok() => kept,
-                    Ok(_) | Err(_) => log.clone(),
-                };
-                step = step.with_evidence(kept);
-            }
-            return step;
+            let step = [console, flash_log]
+                .into_iter()
+                .filter(|log| log.is_file())
+                .fold(
+                    Step::error(ErrorClass::TestEnvFailure, reason),
+                    Step::with_evidence,
+                );
+            return self.set_aside(step, attempt, "hung");
         }
         let untrusted = capture.nonce.as_ref().filter(|n| n.untrusted());
         if let (Some(nonce), false) = (untrusted, capture.end == RunEnd::Cancelled) {

@@ -1177,7 +1177,8 @@ fn fwfix_test_maps_a_flash_failure_to_flash_failure() {
     assert_eq!(report["error_class"], "FLASH_FAILURE", "{report:#}");
     assert_eq!(report["status"], "ERROR");
     let mut flash_log = String::new();
-    std::fs::File::open(crate::common::run_dir(&out).join("iter-000/flash.log"))
+    // The failed try's log is kept under a name of its own, as the trace names it.
+    std::fs::File::open(crate::common::run_dir(&out).join("iter-000/flash-failed.log"))
         .unwrap()
         .read_to_string(&mut flash_log)
         .unwrap();
@@ -1296,7 +1297,8 @@ fn fwfix_test_keeps_the_console_of_a_port_killed_mid_run() {
     let report = crate::common::report(&run);
     assert_eq!(report["status"], "ERROR", "{report:#}");
     assert_eq!(report["error_class"], "TEST_ENV_FAILURE", "{report:#}");
-    let console = std::fs::read_to_string(run.join("iter-000/console.log")).unwrap();
+    // The lost try's console is kept under a name of its own, as the trace names it.
+    let console = std::fs::read_to_string(run.join("iter-000/console-failed.log")).unwrap();
     assert!(
         console.contains("uart  tests/test_crc.c:10:test_crc8_empty:PASS"),
         "{console}"
@@ -1397,6 +1399,23 @@ fn fwfix_test_retries_a_failing_flasher_per_budget_and_fails_no_test() {
     assert_eq!(report["error_class"], "FLASH_FAILURE", "{report:#}");
     assert_eq!(report["status"], "ERROR", "{report:#}");
     assert!(report["cases"].as_array().unwrap().is_empty(), "{report:#}");
-    let flash_log = std::fs::read_to_string(run.join("iter-000/flash.log")).unwrap();
-    assert!(flash_log.contains("target not halted"), "{flash_log}");
+    // Each try's flasher output is kept, as the trace names it.
+    for kept in [
+        "flash-failed.log",
+        "flash-failed-2.log",
+        "flash-failed-3.log",
+    ] {
+        let flash_log = std::fs::read_to_string(run.join("iter-000").join(kept)).unwrap();
+        assert!(
+            flash_log.contains("target not halted"),
+            "{kept}: {flash_log}"
+        );
+    }
+    let audit = crate::common::fwfix(&["audit", run.to_str().unwrap()], repo.path());
+    assert_eq!(
+        audit.status.code(),
+        Some(0),
+        "{}",
+        crate::common::text(&audit)
+    );
 }

@@ -203,7 +203,7 @@ timeout_s = 2
     let reason = died["reason"].as_str().unwrap();
     assert!(
         reason.contains("died during the run (signal 15)")
-            && reason.contains("; triage: INFRA_ERROR at console.log:")
+            && reason.contains("; triage: INFRA_ERROR at console-failed.log:")
             && reason.contains("terminating on signal 15 from pid"),
         "{reason}"
     );
@@ -214,6 +214,14 @@ timeout_s = 2
         "{}",
         text(&out)
     );
+    // The killed try's console is kept as the trace names it; the retry wrote its own.
+    assert_eq!(died["evidence"][0], "iter-000/console-failed.log", "{died}");
+    let killed = std::fs::read_to_string(dir.join("iter-000/console-failed.log")).unwrap();
+    assert!(killed.contains("terminating on signal 15"), "{killed}");
+    let retried = std::fs::read_to_string(dir.join("iter-000/console.log")).unwrap();
+    assert!(!retried.contains("terminating on signal 15"), "{retried}");
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
 
