@@ -107,9 +107,16 @@ impl Job<'_> {
             .map(|r| evidence::Attempt {
                 iteration: r.iteration,
                 origin: r.origin.clone(),
-                outcome: format!("{:?}", r.verdict),
+                // The contract's name (`BROKE_BUILD`), as in report.json.
+                outcome: serde_json::to_value(r.verdict)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
                 reason: r.reason.clone(),
-                diff: std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok(),
+                // A strategy that failed as a whole left no patch.
+                diff: (!r.patch.is_empty())
+                    .then(|| std::fs::read_to_string(self.run_dir.path().join(&r.patch)).ok())
+                    .flatten(),
             })
             .collect();
         let changed_files = self.changed_files();
@@ -918,9 +925,10 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
         for h in history {
             let _ = writeln!(
                 out,
-                "- iteration {} ({}): {}",
+                "- iteration {} ({}): {}: {}",
                 h["iteration"],
                 h["origin"].as_str().unwrap_or(""),
+                h["outcome"].as_str().unwrap_or(""),
                 h["reason"].as_str().unwrap_or("")
             );
         }

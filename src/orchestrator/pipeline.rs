@@ -13,7 +13,7 @@ use crate::dut::power::PowerAction;
 use crate::dut::{self, DutError, Image, RunSpec};
 use crate::events::{Event, Level};
 use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
-use crate::machine::{ErrorClass, Outcome};
+use crate::machine::{ErrorClass, Outcome, State};
 use crate::repo::Repo;
 use crate::report::{self, AttemptSummary, BuildSummary, PowerCycle};
 use crate::results::{crash_dump, CaseStatus, ParseContext, TestResults, Verdict};
@@ -710,6 +710,22 @@ impl Job<'_> {
             };
             if let (true, Some(verdict)) = (self.ctx.candidate.is_some(), verdict) {
                 self.close_iteration(verdict, &f.message, Some(f.class), None);
+            } else if f.class == ErrorClass::ModelFailure && f.state == State::PatchGeneration {
+                // Nothing usable came back (an answer without a diff, an agent that failed):
+                // the next analysis says so, so a model learns why its answer was not taken.
+                self.ctx.history.push(IterationRecord {
+                    iteration: self.ctx.ledger.iteration,
+                    origin: self
+                        .strategy
+                        .as_ref()
+                        .map_or("strategy", |s| s.name())
+                        .into(),
+                    patch: String::new(),
+                    verdict: IterationVerdict::NoProgress,
+                    reason: f.message.clone(),
+                    error_class: Some(f.class),
+                    judgement: None,
+                });
             }
         }
         let reason = self.with_stop_reason(d.outcome, d.reason);

@@ -820,7 +820,7 @@ fn a_crashing_candidate_is_rolled_back_and_the_next_analysis_has_its_diff_and_cr
     assert_eq!(earlier["iteration"], 1, "{analysis:#}");
     assert_eq!(earlier["origin"], "01-traps-on-erased-page.diff");
     assert_eq!(earlier["diff"].as_str(), Some(traps.as_str()));
-    assert_eq!(earlier["outcome"], "NoProgress", "{earlier:#}");
+    assert_eq!(earlier["outcome"], "NO_PROGRESS", "{earlier:#}");
     assert!(
         earlier["reason"]
             .as_str()

@@ -331,7 +331,7 @@ fi
             .unwrap();
     let earlier = &analysis["history"][0];
     assert_eq!(earlier["iteration"], 1, "{analysis:#}");
-    assert_eq!(earlier["outcome"], "NoProgress", "{earlier:#}");
+    assert_eq!(earlier["outcome"], "NO_PROGRESS", "{earlier:#}");
     assert!(
         earlier["reason"].as_str().unwrap().contains("is a no-op"),
         "{earlier:#}"

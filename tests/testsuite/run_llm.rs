@@ -356,6 +356,20 @@ max_retries = 2
         "Retry-After was not honoured: {waited:?}"
     );
 
+    // Each failed answer is told to the next prompt, so the model learns why it was not taken.
+    let prompt = std::fs::read_to_string(dir.join("iter-002/prompt.md")).unwrap();
+    assert!(
+        prompt.contains("## Earlier attempts")
+            && prompt.contains("iteration 1 (llm): NO_PROGRESS:"),
+        "{prompt}"
+    );
+    let analysis: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-004/analysis.json")).unwrap())
+            .unwrap();
+    let history = analysis["history"].as_array().unwrap();
+    assert_eq!(history.len(), 4, "{analysis:#}");
+    assert!(history.iter().all(|h| h["diff"].is_null()), "{analysis:#}");
+
     // Each iteration kept its prompt and the raw exchange.
     let response = |n: u32| -> serde_json::Value {
         let iter = dir.join(format!("iter-{n:03}"));
