@@ -56,9 +56,10 @@ impl Exit {
     pub fn of_error(e: &OrchestratorError) -> Exit {
         match e {
             OrchestratorError::Config(_) | OrchestratorError::Usage(_) => Exit::Usage,
-            OrchestratorError::RunDir { .. } | OrchestratorError::Internal(_) => {
-                Exit::Infrastructure
-            }
+            OrchestratorError::RunDir { .. }
+            | OrchestratorError::Internal(_)
+            | OrchestratorError::Board(_) => Exit::Infrastructure,
+            OrchestratorError::Interrupted(_) => Exit::Aborted,
         }
     }
 

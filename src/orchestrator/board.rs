@@ -131,6 +131,10 @@ fn gate(
 /// The health a check's report gives the board, and why: the first failing case, the crash, or
 /// the error that stopped it. None when the check did not decide anything (it was aborted).
 pub(super) fn check_verdict(report: &Report) -> Option<(Health, String)> {
+    // A check is a `test` run, whose report says ERROR when it was interrupted.
+    if report.final_state == State::Aborted {
+        return None;
+    }
     match report.status {
         Status::Passed | Status::Success => Some((
             Health::after_check(true),
@@ -178,7 +182,19 @@ impl Job<'_> {
     /// job runs under a command that holds it (a bisect step). IDLE and ERROR_RECOVERY have no
     /// error outcome, so the next working state claims it.
     pub(super) async fn claim_board(&mut self, state: State) -> Result<(), Step> {
-        if self.board_claimed || matches!(state, State::Idle | State::ErrorRecovery) {
+        if matches!(state, State::Idle | State::ErrorRecovery) {
+            return Ok(());
+        }
+        self.claim_board_now()
+            .await
+            .map_err(|e| Step::error(ErrorClass::TestEnvFailure, e.to_string()))
+    }
+
+    /// Claims the board unless it is claimed already or the job runs under a command that
+    /// holds it. `fwfix resume` claims it before going on, so that a busy or refused board
+    /// ends the resume at once and leaves the run as it was, to be resumed again.
+    pub(super) async fn claim_board_now(&mut self) -> Result<(), ClaimError> {
+        if self.board_claimed {
             return Ok(());
         }
         let Some(access) = self.access.clone() else {
@@ -204,7 +220,7 @@ impl Job<'_> {
                 self.board_notes.extend(claim.notes);
                 Ok(())
             }
-            Err(e) => Err(Step::error(ErrorClass::TestEnvFailure, e.to_string())),
+            Err(e) => Err(e),
         }
     }
 
@@ -354,6 +370,11 @@ mod tests {
             Some((Health::Good, "health check passed (1 cases)".into()))
         );
         assert_eq!(check_verdict(&report(Status::Aborted)), None);
+        // Ctrl+C, SIGTERM or --deadline during a check: a test run's status is ERROR then.
+        let mut interrupted = report(Status::Error);
+        interrupted.final_state = State::Aborted;
+        interrupted.message = "interrupted".into();
+        assert_eq!(check_verdict(&interrupted), None);
     }
 
     #[test]

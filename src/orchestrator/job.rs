@@ -128,6 +128,13 @@ pub enum OrchestratorError {
     },
     #[error("internal error: {0}")]
     Internal(String),
+    /// The board could not be claimed (busy past --lock-timeout, bad or in maintenance) before
+    /// a resumed run went on; the run is left as it was.
+    #[error("{0}; the run is left as it was: resume it once the board is free")]
+    Board(String),
+    /// Interrupted before the resumed run went on; the run is left as it was.
+    #[error("{0}")]
+    Interrupted(String),
 }
 
 /// `fwfix test`: build the image once and run it `repeat` times.
@@ -312,6 +319,13 @@ pub async fn resume(
     job.access = Some(opts.access);
     job.arm_deadline(opts.deadline);
     job.reconcile()?;
+    match job.claim_board_now().await {
+        Ok(()) => {}
+        Err(
+            e @ super::board::ClaimError::Lease(crate::dut::lease::LeaseError::Cancelled { .. }),
+        ) => return Err(OrchestratorError::Interrupted(e.to_string())),
+        Err(e) => return Err(OrchestratorError::Board(e.to_string())),
+    }
     match restart {
         Some(reason) => {
             job.ctx.baseline_done = false;

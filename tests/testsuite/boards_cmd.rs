@@ -484,3 +484,63 @@ fn a_failed_health_check_marks_the_board_bad_and_runs_refuse_it_until_cleared() 
     let bad = lab.fwfix(&["boards", "set", board_arg, "unknown"]);
     assert_eq!(bad.status.code(), Some(2), "{}", common::text(&bad));
 }
+
+#[test]
+fn a_resumed_run_on_a_board_gone_bad_ends_at_once_and_stays_resumable() {
+    let lab = Lab::new();
+    let (_qemu, ports) = qemu_board();
+    let board = lab.gdb_board("bench.toml", ports, None);
+    let board_arg = board.to_str().unwrap();
+    let queue = common::fixture_queue(&["04-fixes-crc16.diff"]);
+    let killed = lab.fwfix(&[
+        "run",
+        "--json",
+        "--board",
+        board_arg,
+        "--profile",
+        "crc",
+        "--strategy",
+        "queue",
+        "--patches",
+        queue.path().to_str().unwrap(),
+        "--test-kill-at",
+        "BUILD_RUN@1",
+    ]);
+    assert_eq!(killed.status.code(), None, "{}", common::text(&killed));
+    let run = std::fs::read_dir(lab.repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let run_arg = run.to_str().unwrap();
+
+    // Someone takes the board out of service before the run is resumed.
+    let set = lab.fwfix(&["boards", "set", board_arg, "bad", "--reason", "loose cable"]);
+    assert_eq!(set.status.code(), Some(0), "{}", common::text(&set));
+    let context = std::fs::read_to_string(run.join("context.json")).unwrap();
+    let trace = std::fs::read_to_string(run.join("trace.jsonl")).unwrap();
+    let refused = lab.fwfix(&["resume", "--json", run_arg]);
+    assert_eq!(refused.status.code(), Some(4), "{}", common::text(&refused));
+    let said = common::text(&refused);
+    assert!(said.contains("loose cable"), "{said}");
+    assert!(said.contains("resume it once the board is free"), "{said}");
+    // Not a retry, not a failure: the run is as the kill left it.
+    assert_eq!(
+        std::fs::read_to_string(run.join("context.json")).unwrap(),
+        context
+    );
+    assert_eq!(
+        std::fs::read_to_string(run.join("trace.jsonl")).unwrap(),
+        trace
+    );
+
+    let set = lab.fwfix(&["boards", "set", board_arg, "good"]);
+    assert_eq!(set.status.code(), Some(0), "{}", common::text(&set));
+    // The killed run used up its QEMU's one console connection: the board comes back fresh.
+    let (_qemu, ports) = qemu_board();
+    lab.gdb_board("bench.toml", ports, None);
+    let resumed = lab.fwfix(&["resume", "--json", run_arg]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", common::text(&resumed));
+    assert_eq!(common::report(&run)["status"], "SUCCESS");
+}
