@@ -19,6 +19,7 @@
 use super::bisect::Worktree;
 use super::context::PoolEntry;
 use super::job::{Job, Step};
+use crate::analysis::triage::{self, Stage as TriageStage, TriageContext};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::events::{Event, Level, NullSink};
 use crate::governor::{self, image, CandidateRecord, Check, Verdict};
@@ -320,13 +321,27 @@ impl Job<'_> {
                 }
                 (BuildEnd::Exited(0), _) => Check::Passed,
                 (BuildEnd::Exited(code), None) => {
-                    let diagnostics = crate::analysis::diagnostics::parse_build_log(&out.log);
-                    let first = diagnostics
-                        .iter()
-                        .find(|d| d.severity == crate::analysis::Severity::Error)
-                        .map(|d| format!(": {}", crate::report::describe_diagnostic(d)))
-                        .unwrap_or_default();
-                    Check::failed(format!("build failed (exit {code}){first}"))
+                    // As for the loop's own build: the log's triage tells a candidate that
+                    // broke the build from an environment that did (a full disk, a killed
+                    // compiler), which says nothing about the candidate.
+                    let triage = triage::classify(&out.log, &TriageContext::default());
+                    let name = self.run_dir.relative(&log);
+                    match triage.class.error_class_in(TriageStage::Build) {
+                        Some(ErrorClass::BuildEnvFailure) => Check::unknown(format!(
+                            "the environment broke the build (exit {code}); triage: {}",
+                            triage.verdict_in(&name)
+                        )),
+                        _ => {
+                            let diagnostics =
+                                crate::analysis::diagnostics::parse_build_log(&out.log);
+                            let first = diagnostics
+                                .iter()
+                                .find(|d| d.severity == crate::analysis::Severity::Error)
+                                .map(|d| format!(": {}", crate::report::describe_diagnostic(d)))
+                                .unwrap_or_default();
+                            Check::failed(format!("build failed (exit {code}){first}"))
+                        }
+                    }
                 }
                 (BuildEnd::Exited(code), Some(tool)) => Check::unknown(format!(
                     "the build needs `{tool}`, which is not installed (exit {code})"

@@ -153,6 +153,82 @@ fn a_no_op_and_a_policy_violation_are_dropped_in_review_before_any_test_runs() {
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
 }
 
+#[test]
+fn a_trial_build_the_environment_broke_keeps_its_candidate_in_the_round() {
+    let repo = FixtureRepo::new();
+    // The fix's trial build runs out of disk; the loop's own build of it does not.
+    repo.write(
+        "profiles/crc-disk.toml",
+        r#"name = "crc-disk"
+[build]
+command = "case \"$PWD\" in */wt-*-c2) echo 'cc1: fatal error: build/crc.d: No space left on device' >&2; exit 1;; esac; make BOARD={machine} build/{machine}/test_crc.elf"
+artifact = "build/{machine}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+    );
+    repo.git(&["add", "profiles/crc-disk.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
+    let queue = fixture_queue(&["02-breaks-build.diff", "04-fixes-crc16.diff"]);
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            "crc-disk",
+            "--strategy",
+            "queue",
+            "--patches",
+            queue.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let listed = report(&dir)["candidates"].clone();
+    let by_origin = |origin: &str| -> Value {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["origin"] == origin)
+            .unwrap()
+            .clone()
+    };
+    // The candidate that breaks the build is dropped for it; the fix, whose trial build only
+    // met a full disk, is not held to it.
+    let broken = by_origin("02-breaks-build.diff");
+    assert_eq!(broken["error_class"], "BUILD_FAILURE", "{broken:#}");
+    let fix = by_origin("04-fixes-crc16.diff");
+    assert_eq!(
+        (fix["verdict"].as_str(), fix["rank"].as_u64()),
+        (Some("ranked"), Some(1)),
+        "{fix:#}"
+    );
+    let round: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("iter-001/candidates.json")).unwrap(),
+    )
+    .unwrap();
+    let builds = round["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["origin"] == "04-fixes-crc16.diff")
+        .unwrap()["checks"]["builds"]
+        .clone();
+    assert_eq!(builds["result"], "unknown", "{builds:#}");
+    assert!(
+        builds["reason"]
+            .as_str()
+            .unwrap()
+            .contains("the environment broke the build"),
+        "{builds:#}"
+    );
+}
+
 /// Builds `source` into an ELF with arm-none-eabi-gcc and the given extra flags.
 fn elf(dir: &Path, name: &str, source: &str, flags: &[&str]) -> Vec<u8> {
     let c = dir.join(format!("{name}.c"));
