@@ -9,7 +9,7 @@
 use super::diff_extract::{extract_diff, DiffError};
 use super::{Candidate, PatchRequest, Strategy, StrategyError};
 use crate::config::CommandStrategySpec;
-use crate::process::spawn_group;
+use crate::process::{spawn_group, AbortOnDrop};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -173,34 +173,38 @@ impl Agent {
                 let _ = stdin.write_all(&body).await;
             });
         }
-        let mut stdout = child.stdout.take();
-        let mut stderr = child.stderr.take();
         // Both pipes at once, drained to their end: an agent that fills one while fwfix reads
         // the other would otherwise block until its timeout.
-        let read_all =
-            async { tokio::join!(read_capped(stdout.as_mut()), read_capped(stderr.as_mut())) };
-        let outcome = tokio::select! {
-            r = async { let io = read_all.await; (io, child.wait().await) } => Ok(r),
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let mut readers = AbortOnDrop(tokio::spawn(async move {
+            tokio::join!(read_capped(stdout), read_capped(stderr))
+        }));
+        let ended = tokio::select! {
+            status = child.wait() => status.map_err(|e| StrategyError::Failed(format!("`{who}`: {e}"))),
             _ = tokio::time::sleep(self.timeout) => Err(StrategyError::Failed(format!(
                 "`{who}` did not finish within {} s", self.timeout.as_secs()
             ))),
             _ = cancel.cancelled() => Err(StrategyError::Cancelled),
         };
-        let ((out, err), status) = match outcome {
-            Ok(r) => r,
-            Err(e) => {
-                guard.terminate(&mut child, Duration::from_secs(2)).await;
-                return Err(e);
-            }
-        };
-        guard.kill_rest();
+        // Whatever is left of its process group goes, which closes the pipes; what the agent
+        // printed is kept however it ended (a timed-out agent's output says how far it got).
+        if ended.is_err() {
+            guard.terminate(&mut child, Duration::from_secs(2)).await;
+        } else {
+            guard.kill_rest();
+        }
+        let (out, err) = tokio::time::timeout(Duration::from_secs(5), &mut readers.0)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
         let stdout = String::from_utf8_lossy(&out).into_owned();
         let stderr = String::from_utf8_lossy(&err).into_owned();
         let _ = crate::rundir::write_atomic(
             &self.iteration_dir.join(format!("agent{suffix}.log")),
             format!("--- stdout\n{stdout}\n--- stderr\n{stderr}").as_bytes(),
         );
-        let status = status.map_err(|e| StrategyError::Failed(format!("`{who}`: {e}")))?;
+        let status = ended?;
         if !status.success() {
             return Err(StrategyError::Failed(format!(
                 "`{who}` exited with {status}: {}",
@@ -252,9 +256,9 @@ fn gather(
 }
 
 /// Everything `pipe` gives until its end, keeping the first [`MAX_OUTPUT`] bytes.
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<&mut R>) -> Vec<u8> {
+async fn read_capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>) -> Vec<u8> {
     let mut kept = Vec::new();
-    let Some(pipe) = pipe else {
+    let Some(mut pipe) = pipe else {
         return kept;
     };
     let mut buf = vec![0u8; 64 * 1024];

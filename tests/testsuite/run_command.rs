@@ -109,7 +109,10 @@ fn an_agent_that_prints_a_diff_converges() {
 fn an_agent_that_fails_or_hangs_is_a_model_failure() {
     for (script, expect) in [
         ("echo 'no idea' >&2; exit 3", "exited with"),
-        ("sleep 30", "did not finish within 1 s"),
+        (
+            "echo 'reading src/crc.c'; sleep 30",
+            "did not finish within 1 s",
+        ),
         ("echo 'I looked but changed nothing'", "is an empty patch"),
     ] {
         let repo = FixtureRepo::new();
@@ -124,6 +127,10 @@ fn an_agent_that_fails_or_hangs_is_a_model_failure() {
             "{script}: {report:#}"
         );
         assert_eq!(repo.git(&["status", "--porcelain"]), "", "{script}");
+        // What the agent printed is kept however it ended, a timeout included.
+        let log = std::fs::read_to_string(dir.join("iter-001/agent.log")).unwrap();
+        let printed = script.split('\'').nth(1).unwrap_or("no idea");
+        assert!(log.contains(printed), "{script}: {log}");
     }
 }
 
