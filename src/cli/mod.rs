@@ -148,7 +148,8 @@ impl StateArgs {
         match non_empty("HOME") {
             Some(home) => Ok(std::path::PathBuf::from(home).join(".local/state/fwfix")),
             None => Err(
-                "no state directory for board leases and health: set FWFIX_STATE_DIR,                  XDG_STATE_HOME or HOME, or pass --state-dir"
+                "no state directory for board leases and health: set FWFIX_STATE_DIR, \
+                 XDG_STATE_HOME or HOME, or pass --state-dir"
                     .to_string(),
             ),
         }

@@ -26,9 +26,9 @@ pub struct Args {
     /// suspect. `--strategy revert` bisects from it and reverts the culprit after it.
     #[arg(long, required_if_eq("strategy", "revert"))]
     good: Option<String>,
-    /// `--strategy revert`: a later commit whose tests fail.
-    #[arg(long, default_value = "HEAD")]
-    bad: String,
+    /// `--strategy revert`: a later commit whose tests fail (default HEAD).
+    #[arg(long)]
+    bad: Option<String>,
     /// Overrides the profile's `[loop] max_iterations`.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     max_iterations: Option<u32>,
@@ -50,7 +50,7 @@ pub struct Args {
     board_access: super::BoardArgs,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum StrategyArg {
     /// Candidate patches from a directory, in name order.
     Queue,
@@ -63,6 +63,9 @@ enum StrategyArg {
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
+    if args.bad.is_some() && args.strategy != StrategyArg::Revert {
+        return super::fail_early(global, Exit::Usage, "--bad goes with --strategy revert");
+    }
     let strategy = match (args.strategy, args.patches, args.good.clone()) {
         (StrategyArg::Queue, Some(patches), _) => StrategyChoice::Queue { patches },
         (StrategyArg::Queue, None, _) => {
@@ -70,7 +73,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         }
         (StrategyArg::Revert, None, Some(good)) => StrategyChoice::Revert {
             good,
-            bad: args.bad,
+            bad: args.bad.unwrap_or_else(|| "HEAD".to_string()),
         },
         (StrategyArg::Revert, None, None) => {
             return super::fail_early(global, Exit::Usage, "--strategy revert needs --good REF")

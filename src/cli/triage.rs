@@ -41,8 +41,12 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
             Err(e) => {
                 exit = Exit::Usage;
                 if global.json {
+                    // The contract's fields, with no class: nothing was read.
                     let line = serde_json::json!({
                         "file": file.display().to_string(),
+                        "class": null,
+                        "lines": [],
+                        "reason": e.to_string(),
                         "error": e.to_string(),
                     });
                     writeln!(io::stdout().lock(), "{line}")

@@ -100,6 +100,27 @@ fn usage_errors_exit_2() {
         Some(2)
     );
     assert_eq!(fwfix(&["--help"], root()).status.code(), Some(0));
+    // --bad belongs to the revert strategy; anywhere else it would be silently ignored.
+    let out = fwfix(
+        &[
+            "run",
+            "--board",
+            "x",
+            "--profile",
+            "y",
+            "--strategy",
+            "llm",
+            "--bad",
+            "HEAD~1",
+        ],
+        root(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("--bad goes with --strategy revert"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]

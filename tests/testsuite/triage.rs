@@ -164,6 +164,13 @@ fn a_missing_file_is_named_and_exits_2_after_the_others() {
     assert_eq!(objects.len(), 2, "{}", text(&out));
     assert_eq!(objects[0]["class"], "TEST_FAILURE");
     assert_eq!(objects[1]["file"], "no-such.log");
+    // The contract's fields are there, with no class: nothing was read.
+    assert!(objects[1]["class"].is_null(), "{:#}", objects[1]);
+    assert_eq!(objects[1]["lines"], serde_json::json!([]));
+    assert!(objects[1]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("No such file"));
     assert!(
         objects[1]["error"]
             .as_str()
