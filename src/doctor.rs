@@ -60,8 +60,7 @@ impl ToolStatus {
 
 /// Checks every tool in [`TOOLS`] on `PATH`.
 pub fn check() -> Vec<ToolStatus> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    let dirs = crate::config::host::program_dirs();
     TOOLS
         .iter()
         .map(|tool| {

@@ -138,20 +138,9 @@ pub struct StateArgs {
 impl StateArgs {
     /// The directory given, or the XDG default.
     pub fn dir(&self) -> Result<std::path::PathBuf, String> {
-        if let Some(dir) = &self.state_dir {
-            return Ok(dir.clone());
-        }
-        let non_empty = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-        if let Some(state) = non_empty("XDG_STATE_HOME") {
-            return Ok(std::path::PathBuf::from(state).join("fwfix"));
-        }
-        match non_empty("HOME") {
-            Some(home) => Ok(std::path::PathBuf::from(home).join(".local/state/fwfix")),
-            None => Err(
-                "no state directory for board leases and health: set FWFIX_STATE_DIR, \
-                 XDG_STATE_HOME or HOME, or pass --state-dir"
-                    .to_string(),
-            ),
+        match &self.state_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => crate::config::host::state_dir(),
         }
     }
 }

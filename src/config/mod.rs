@@ -6,13 +6,15 @@
 //! 2. `parse`: TOML syntax, then the key schema of `raw`, then serde into the `Raw*` types;
 //! 3. `resolve`: defaults, cross-field rules, ranges, paths and placeholders, into `model`.
 //!
-//! `llm` merges `[strategy.llm]` with the `FWFIX_LLM_*` environment: the one place fwfix reads
-//! the environment for configuration.
+//! `llm` merges `[strategy.llm]` with the `FWFIX_LLM_*` environment, and `host` reads what the
+//! host's environment says beyond the profile (state directory, editor, `PATH`): the only places
+//! fwfix reads the environment.
 //!
 //! This module must not run anything (no build, no QEMU, no probe): `fwfix validate` relies on
 //! loading being free of side effects.
 
 mod error;
+pub mod host;
 pub mod llm;
 mod lookup;
 pub mod model;

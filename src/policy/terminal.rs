@@ -135,7 +135,10 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
 
     fn edit(&mut self, diff: &str) -> Result<Edited, ApprovalError> {
         let file = PatchFile::create(diff)?;
-        let command = self.editor.clone().unwrap_or_else(editor_from_env);
+        let command = self
+            .editor
+            .clone()
+            .unwrap_or_else(crate::config::host::editor);
         self.write(&format!(
             "Opening the patch in `{command}`; save and quit to continue.\n"
         ))?;
@@ -195,20 +198,6 @@ enum Edited {
     Empty,
     NotText,
     EditorFailed(String),
-}
-
-/// The editor a person has chosen: `EDITOR`, else `VISUAL`, else `vi`. Read when they ask to
-/// edit, as every terminal tool does, so it is the one their shell has now.
-fn editor_from_env() -> String {
-    pick_editor(|key| std::env::var(key).ok())
-}
-
-fn pick_editor(lookup: impl Fn(&str) -> Option<String>) -> String {
-    ["EDITOR", "VISUAL"]
-        .iter()
-        .filter_map(|k| lookup(k))
-        .find(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| "vi".to_string())
 }
 
 /// The patch in a private temporary file for the editor; removed when dropped.
@@ -393,27 +382,6 @@ mod tests {
     use super::super::testing::*;
     use super::super::{evaluate, Review};
     use super::*;
-
-    #[test]
-    fn the_editor_is_editor_then_visual_then_vi() {
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |key: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == key)
-                    .map(|(_, v)| v.to_string())
-            }
-        };
-        assert_eq!(
-            pick_editor(env(&[("EDITOR", "nano"), ("VISUAL", "code -w")])),
-            "nano"
-        );
-        assert_eq!(
-            pick_editor(env(&[("EDITOR", " "), ("VISUAL", "code -w")])),
-            "code -w"
-        );
-        assert_eq!(pick_editor(env(&[])), "vi");
-    }
 
     fn request<'a>(diff: &'a str, review: &'a Review) -> ApprovalRequest<'a> {
         ApprovalRequest {
