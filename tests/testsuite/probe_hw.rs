@@ -1,16 +1,17 @@
 //! The probe-rs backend against the real `fwfix` binary. Without hardware: `fwfix boards probes`
 //! on a host with no debug probe, and a `fwfix test` on a probe-rs board that stops as an
-//! infrastructure error naming the missing probe. With a probe (ignored unless asked for):
+//! infrastructure error naming the missing probe. With a probe, when FWFIX_HW_PROBE names its
+//! chip:
 //!
 //! ```text
 //! FWFIX_HW_PROBE=STM32F401RETx FWFIX_HW_PROBE_ELF=path/to/unity-test.elf \
-//!   [FWFIX_HW_PROBE_SELECTOR=0483:374b:SERIAL] cargo test --test testsuite probe_hw -- --ignored
+//!   [FWFIX_HW_PROBE_SELECTOR=0483:374b:SERIAL] cargo test --test testsuite probe_hw
 //! ```
 //!
 //! flashes that image (a Unity test built for the chip, printing on RTT up channel 0) through
 //! the probe, and checks the run produced test results, a flash log and no infrastructure error.
 //! No image can be built for an arbitrary chip here, so the image is the caller's; naming a chip
-//! without an image that exists fails every run of the suite, `--ignored` or not.
+//! without an image that exists fails the test.
 
 use crate::common::{events, fwfix, report, run_dir, text, FixtureRepo};
 
@@ -82,26 +83,19 @@ fn hw_image(chip: &str) -> String {
         !elf.is_empty() && std::path::Path::new(&elf).is_file(),
         "FWFIX_HW_PROBE={chip} asks for the hardware test, but FWFIX_HW_PROBE_ELF ({elf:?}) does \
          not name an image file: set it to a Unity test ELF built for {chip} that prints on RTT \
-         up channel 0, then run `cargo test --test testsuite probe_hw -- --ignored`"
+         up channel 0"
     );
     elf
 }
 
-/// A chip named for the hardware test without its image is a mistake in the test setup: it
-/// fails here, in every run of the suite, instead of the hardware test passing unseen or not
-/// running.
+/// The hardware test: a debug probe cannot exist on a machine without one, so it runs when
+/// FWFIX_HW_PROBE names the chip on the probe, and there is nothing to run otherwise. A chip
+/// named without its image fails here instead of the test passing unseen.
 #[test]
-fn probe_hw_a_chip_named_needs_its_image() {
-    if let Ok(chip) = std::env::var("FWFIX_HW_PROBE") {
-        hw_image(&chip);
-    }
-}
-
-#[test]
-#[ignore = "needs a debug probe: FWFIX_HW_PROBE=<chip> FWFIX_HW_PROBE_ELF=<image> cargo test --test testsuite probe_hw -- --ignored"]
-fn probe_hw_flashes_and_runs_a_unity_image() {
-    let chip = std::env::var("FWFIX_HW_PROBE")
-        .expect("FWFIX_HW_PROBE names the chip the hardware test runs on, e.g. STM32F401RETx");
+fn probe_hw_flashes_and_runs_a_unity_image_on_the_chip_fwfix_hw_probe_names() {
+    let Ok(chip) = std::env::var("FWFIX_HW_PROBE") else {
+        return;
+    };
     let elf = hw_image(&chip);
     let selector = std::env::var("FWFIX_HW_PROBE_SELECTOR").ok();
     let repo = FixtureRepo::new();
