@@ -198,7 +198,9 @@ pub async fn run(
     // Refuse a repository fwfix cannot protect before anything is created in it. The known-good
     // commit is resolved now, so a resumed run compares against the same commit.
     let good = {
-        let owner = Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+        let owner = Repo::open(&repo)
+            .and_then(|owner| owner.check_snapshot_ready().map(|()| owner))
+            .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
         match &opts.good {
             Some(spec) => Some(
                 owner

@@ -560,6 +560,78 @@ fn run_refuses_a_directory_that_is_not_a_git_repository() {
     assert!(!dir.path().join(".fwfix").exists());
 }
 
+/// Regression: a repository with no commit yet, or with unresolved conflicts left by a
+/// `git stash pop`, got a run directory and exit 4 (infrastructure) from INIT; it is the user's
+/// repository state, refused before anything is created, like a merge in progress.
+#[test]
+fn run_refuses_an_unborn_head_or_a_conflicted_index_before_creating_anything() {
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
+    let unborn = tempfile::tempdir().unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}");
+    };
+    git(unborn.path(), &["init", "-q"]);
+    std::fs::write(unborn.path().join("a.c"), "int a;\n").unwrap();
+
+    let conflicted = FixtureRepo::new();
+    let sensor = std::fs::read_to_string(conflicted.path().join("src/sensor.c")).unwrap();
+    conflicted.write("src/sensor.c", &format!("{sensor}/* stashed */\n"));
+    conflicted.git(&["stash", "-q"]);
+    conflicted.write("src/sensor.c", &format!("{sensor}/* committed */\n"));
+    conflicted.git(&["commit", "-qam", "ours"]);
+    let popped = Command::new("git")
+        .args(["stash", "pop"])
+        .current_dir(conflicted.path())
+        .output()
+        .unwrap();
+    assert!(!popped.status.success(), "the stash pop should conflict");
+
+    for (dir, expected) in [
+        (unborn.path(), "HEAD has no commit yet"),
+        (conflicted.path(), "unresolved conflicts"),
+    ] {
+        let before = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .stdout;
+        let out = fwfix(
+            &[
+                "run",
+                "--board",
+                MPS2,
+                "--profile",
+                "crc",
+                "--strategy",
+                "queue",
+                "--patches",
+                q.path().to_str().unwrap(),
+            ],
+            dir,
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(expected),
+            "{}",
+            text(&out)
+        );
+        assert!(!dir.join(".fwfix").exists(), "{}", text(&out));
+        let after = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .stdout;
+        assert_eq!(before, after);
+    }
+}
+
 #[test]
 fn the_deadline_aborts_the_run_with_exit_3_and_the_tree_restored() {
     let repo = FixtureRepo::new();
