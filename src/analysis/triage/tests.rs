@@ -748,6 +748,28 @@ fn unreadable_files_are_named() {
     assert!(err.to_string().contains("no-such.log"), "{err}");
 }
 
+/// Regression: `fwfix triage build/app.elf` classified the image's bytes as a log (a FLASH_ERROR
+/// quoting binary garbage, exit 0).
+#[test]
+fn an_elf_image_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let elf = dir.path().join("test_crc.elf");
+    std::fs::write(
+        &elf,
+        b"\x7fELF\x01\x01\x01\0\0\0esptool.fatal\nError: open failed\n",
+    )
+    .unwrap();
+    let err = classify_file(&elf, &PLAIN).unwrap_err();
+    assert!(matches!(err, ReadError::ElfImage { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("test_crc.elf is an ELF image"),
+        "{err}"
+    );
+    let log = dir.path().join("build.log");
+    std::fs::write(&log, "ELF image written\n").unwrap();
+    assert!(classify_file(&log, &PLAIN).is_ok());
+}
+
 proptest! {
     #[test]
     fn arbitrary_logs_never_panic(text in "\\PC*", timed_out in any::<bool>()) {
