@@ -299,6 +299,10 @@ const SAMPLES: &[(&str, &str)] = &[
         "make.no_rule",
     ),
     (
+        "Makefile:18: *** Unknown BOARD 'bench'; choose one of: mps2-an385.  Stop.",
+        "make.makefile",
+    ),
+    (
         "main.c:(.text.main+0x8): undefined reference to `foo'",
         "ld.undefined_reference",
     ),
