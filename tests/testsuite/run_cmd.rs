@@ -292,12 +292,16 @@ fn spawn_fwfix(args: &[&str], cwd: &Path) -> std::process::Child {
         .unwrap()
 }
 
-#[test]
-fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
-    let repo = FixtureRepo::new();
-    let q = slow_when_patched(&repo);
-    make_owner_work(&repo);
-    let before = owner_state(&repo);
+/// Starts `fwfix run --json` on the slow queue and returns once the patched build is running
+/// (its sleeper has written its pid), with the run directory and the rest of the event stream.
+fn start_slow_patched_build(
+    repo: &FixtureRepo,
+    q: &Path,
+) -> (
+    std::process::Child,
+    PathBuf,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
     let mut child = spawn_fwfix(
         &[
             "run",
@@ -314,7 +318,6 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
         repo.path(),
     );
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    // Wait until the patched build is running (its sleeper has written its pid).
     let sleepers = repo.path().join("sleepers.pid");
     let mut seen = Vec::new();
     for line in lines.by_ref() {
@@ -337,6 +340,22 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
         sleepers.is_file(),
         "the patched build never started: {seen:#?}"
     );
+    let started: Value = seen
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "run_started")
+        .unwrap_or_else(|| panic!("no run_started event: {seen:#?}"));
+    let run_dir = PathBuf::from(started["run_dir"].as_str().unwrap());
+    (child, run_dir, lines)
+}
+
+#[test]
+fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let (mut child, _, lines) = start_slow_patched_build(&repo, &q);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -352,6 +371,44 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
     after.remove("sleepers.pid");
     assert_eq!(after, before);
     assert!(!repo.path().join("sleepers.pid").exists());
+}
+
+/// Regression: `fwfix resume` of a run that was still going drove the same run directory and
+/// repository as the process running it, both at once.
+#[test]
+fn resuming_a_run_that_is_still_going_is_refused_and_touches_nothing() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let (mut child, run_dir, lines) = start_slow_patched_build(&repo, &q);
+    let trace_before = std::fs::read(run_dir.join("trace.jsonl")).unwrap();
+    let patched = std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap();
+
+    let resumed = fwfix(&["resume", run_dir.to_str().unwrap()], repo.path());
+    assert_eq!(resumed.status.code(), Some(2), "{}", text(&resumed));
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains("is still going"), "{stderr}");
+    assert!(stderr.contains(&format!("pid {}", child.id())), "{stderr}");
+    assert_eq!(
+        std::fs::read(run_dir.join("trace.jsonl")).unwrap(),
+        trace_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap(),
+        patched
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
 }
 
 #[test]
