@@ -4,6 +4,7 @@
 
 use crate::machine::{ErrorClass, Outcome, State};
 use chrono::{DateTime, SecondsFormat, Utc};
+use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -155,20 +156,28 @@ pub struct TraceLine {
 }
 
 /// Appends transitions to `trace.jsonl`, each flushed and fsync'd before the next step starts.
+///
+/// The writer holds an exclusive `flock` on the trace for as long as it lives: it is what says a
+/// process carries the run on, so a second process (`fwfix resume` of a run that is still going)
+/// cannot drive the same run and repository at once. The kernel drops the lock when the process
+/// dies, however it dies, so a killed run can always be resumed.
 #[derive(Debug)]
 pub struct TraceWriter {
-    file: File,
+    file: Flock<File>,
     next_seq: u64,
 }
 
 impl TraceWriter {
-    /// Opens the run's trace for appending; `last_seq` is the last line already in it (0 for a
-    /// new run).
+    /// Opens the run's trace for appending and locks it; `last_seq` is the last line already in
+    /// it (0 for a new run). A trace another process holds is an error of kind
+    /// [`io::ErrorKind::WouldBlock`].
     pub fn open(run_dir: &RunDir, last_seq: u64) -> io::Result<TraceWriter> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
             .open(run_dir.path().join("trace.jsonl"))?;
+        let file = Flock::lock(file, FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, errno)| io::Error::from(errno))?;
         Ok(TraceWriter {
             file,
             next_seq: last_seq + 1,

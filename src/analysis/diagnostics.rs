@@ -1,6 +1,7 @@
 //! Compiler, assembler and linker diagnostics from a build log.
 //!
-//! Reads what gcc, clang, GNU as and GNU ld print (plus make's "no rule" error) and turns each
+//! Reads what gcc, clang, GNU as and GNU ld print (plus make's "no rule" error and the errors a
+//! makefile stops on: `$(error ...)`, `missing separator`) and turns each
 //! diagnostic into a [`Diagnostic`] with the 1-based build.log line it came from. It owns the
 //! knowledge of those formats and nothing else: it is pure, never runs a tool, and never decides
 //! what a build failure means for the run (triage and the machine do that).
@@ -44,6 +45,8 @@ struct Patterns {
     missing_library: Regex,
     lld_undefined: Regex,
     make_no_rule: Regex,
+    /// `Makefile:18: *** message.  Stop.`: a makefile's `$(error)` or a syntax error in it.
+    make_makefile: Regex,
     /// Summary lines that repeat what the diagnostics already said.
     summary: Regex,
 }
@@ -77,6 +80,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
     missing_library: regex(r"^(?P<msg>cannot find -l\S+?)(?::.*)?$"),
     lld_undefined: regex(r"^error: (?P<msg>undefined symbol: .+)$"),
     make_no_rule: regex(r"^make(?:\[\d+\])?: \*\*\* (?P<msg>No rule to make target .+)$"),
+    make_makefile: regex(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): \*\*\* (?P<msg>.+)$"),
     summary: regex(
         r"^(?:collect2(?:\.exe)?: error: ld returned|\S*clang\S*: error: linker command failed|cc1\S*: (?:all|some) warnings being treated as errors|make(?:\[\d+\])?: \*\*\* \[|ninja: build stopped)",
     ),
@@ -192,6 +196,19 @@ fn compiler_diagnostic(p: &Patterns, line: &str, log_line: usize) -> Option<Diag
             capture(&c, "msg")?,
             log_line,
         ));
+    }
+    if let Some(c) = p.make_makefile.captures(line) {
+        return Some(Diagnostic {
+            file: capture(&c, "file").map(str::to_string),
+            line: number(&c, "line"),
+            ..diagnostic(
+                Severity::Error,
+                MAKE,
+                "makefile",
+                capture(&c, "msg")?,
+                log_line,
+            )
+        });
     }
     if let Some(c) = p.driver.captures(line) {
         let program = capture(&c, "prog")?;
@@ -572,6 +589,25 @@ src/main.c: In function 'main':
         assert_eq!(
             d.message,
             "No rule to make target 'build/test_crc.elf'.  Stop."
+        );
+    }
+
+    /// Regression: a build stopped by the makefile itself (`$(error)` on an unknown BOARD) was
+    /// "build failed (exit 2, 0 errors)" with no line to show.
+    #[test]
+    fn a_makefile_that_stops_names_itself_and_its_line() {
+        let d = one("Makefile:18: *** Unknown BOARD 'bench'; choose one of: mps2-an385.  Stop.");
+        assert_eq!((d.tool.as_str(), d.kind.as_str()), ("make", "makefile"));
+        assert_eq!((d.file.as_deref(), d.line), (Some("Makefile"), Some(18)));
+        assert_eq!(
+            d.message,
+            "Unknown BOARD 'bench'; choose one of: mps2-an385.  Stop."
+        );
+        let d = one("boards/x.mk:3: *** missing separator.  Stop.");
+        assert_eq!((d.file.as_deref(), d.line), (Some("boards/x.mk"), Some(3)));
+        assert_eq!(
+            parse_build_log("make: *** [Makefile:3: build/x.o] Error 1\n"),
+            vec![]
         );
     }
 

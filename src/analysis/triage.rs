@@ -308,23 +308,44 @@ pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Re
     Ok(triager.finish())
 }
 
-/// A log that could not be read.
+/// A log that could not be read, or a file that is no log.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot read {}: {source}", file.display())]
-pub struct ReadError {
-    pub file: PathBuf,
-    #[source]
-    pub source: io::Error,
+pub enum ReadError {
+    #[error("cannot read {}: {source}", file.display())]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    /// An ELF image (the firmware, a tool) given where its build, flash or console log was meant:
+    /// classifying its bytes as text would quote binary garbage as the deciding lines.
+    #[error(
+        "{} is an ELF image, not a log: give the build, flash or console output instead",
+        file.display()
+    )]
+    ElfImage { file: PathBuf },
 }
+
+const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// Classifies the log in `file`, streaming it from disk.
 pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadError> {
-    let read_error = |source| ReadError {
+    let read_error = |source| ReadError::Io {
         file: file.to_path_buf(),
         source,
     };
     let handle = std::fs::File::open(file).map_err(read_error)?;
-    classify_reader(io::BufReader::new(handle), ctx).map_err(read_error)
+    let mut reader = io::BufReader::new(handle);
+    if reader
+        .fill_buf()
+        .map_err(read_error)?
+        .starts_with(ELF_MAGIC)
+    {
+        return Err(ReadError::ElfImage {
+            file: file.to_path_buf(),
+        });
+    }
+    classify_reader(reader, ctx).map_err(read_error)
 }
 
 /// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it. False at the

@@ -18,8 +18,9 @@ const QUOTED_LINES: usize = 10;
 Classes, strongest first (a log showing several gets the strongest): TOOL_MISSING, FLASH_ERROR, \
 ASSERT, CRASH, INFRA_ERROR, BUILD_ERROR, LINK_ERROR, HANG, TEST_FAILURE, PASS.
 
-Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read \
-(the file is named, and the other files are still classified).")]
+Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read or \
+is an ELF image rather than a log (the file is named, and the other files are still \
+classified).")]
 pub struct Args {
     /// Log files: build output, flasher or debugger output, console captures (console.log).
     #[arg(required = true, value_name = "FILE")]

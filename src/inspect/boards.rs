@@ -21,6 +21,10 @@ pub struct BoardStatus {
     pub source: Option<String>,
     pub health: HealthRecord,
     pub lease: LeaseView,
+    /// Why the board's file does not load (file:line:col and what is wrong), so an operator sees
+    /// why the board has no backend and is never checked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// A board's lease as the listing shows it.
@@ -75,12 +79,14 @@ pub fn list_boards(repo: &Path, state_dir: &Path) -> Result<Vec<BoardStatus>, Co
             BoardBackend::Hardware(_) => "board",
             BoardBackend::Labgrid(_) => "labgrid",
         });
-        rows.push(row(
+        let mut status = row(
             state_dir,
             &name,
             backend,
             Some(listed.source.display().to_string()),
-        ));
+        );
+        status.error = listed.loaded.as_ref().err().map(ToString::to_string);
+        rows.push(status);
     }
     for name in state_file_boards(state_dir) {
         if seen.insert(name.clone()) {
@@ -106,6 +112,7 @@ fn row(
         source,
         health,
         lease: LeaseView::of(state_dir, name),
+        error: None,
     }
 }
 
@@ -163,6 +170,9 @@ pub fn render_boards(rows: &[BoardStatus]) -> String {
             r.backend.unwrap_or("?"),
             r.health.state.name(),
         );
+        if let Some(error) = &r.error {
+            let _ = writeln!(out, "{:name_w$}  {error}", "");
+        }
         if r.health.state != Health::Unknown {
             let _ = writeln!(out, "{:name_w$}  {}", "", r.health.describe());
         }
@@ -199,6 +209,7 @@ mod tests {
                 ..HealthRecord::unknown(name)
             },
             lease,
+            error: None,
         }
     }
 

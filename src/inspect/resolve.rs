@@ -20,10 +20,18 @@ pub fn resolve_run(arg: &str, repo: &Path) -> Result<PathBuf, InspectError> {
         }
     }
     let runs_dir = repo.join(RUNS_DIR);
-    let not_found = || InspectError::NotFound {
-        arg: arg.to_string(),
-        path: as_path.clone(),
-        runs_dir: runs_dir.clone(),
+    let not_found = || {
+        // A bare word naming a directory that is no run (and no run id either) is that directory.
+        if !arg.is_empty() && as_path.is_dir() {
+            return InspectError::NotARunDir {
+                path: as_path.clone(),
+            };
+        }
+        InspectError::NotFound {
+            arg: arg.to_string(),
+            path: as_path.clone(),
+            runs_dir: runs_dir.clone(),
+        }
     };
     if arg.is_empty() || has_separator(arg) {
         return Err(not_found());

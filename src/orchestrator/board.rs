@@ -310,8 +310,9 @@ pub async fn check_board(
 }
 
 /// The boards `fwfix boards check` without a board checks: those of `repo`'s `boards/` and the
-/// shipped ones that have a `[health]` table, by name; and the names of those skipped because
-/// they are in maintenance.
+/// shipped ones that have a `[health]` table, by name, and any whose file does not load (its check
+/// then fails naming the file, line and column, rather than the board silently going unchecked);
+/// and the names of those skipped because they are in maintenance.
 pub fn boards_to_check(
     repo: &std::path::Path,
     state_dir: &std::path::Path,
@@ -319,8 +320,14 @@ pub fn boards_to_check(
     let mut check = Vec::new();
     let mut skipped = Vec::new();
     for listed in crate::config::list_boards(repo)? {
-        let Ok(board) = listed.loaded else { continue };
-        if listed.shadowed || board.health.is_none() {
+        if listed.shadowed {
+            continue;
+        }
+        let Ok(board) = listed.loaded else {
+            check.push(listed.name);
+            continue;
+        };
+        if board.health.is_none() {
             continue;
         }
         let in_maintenance =

@@ -205,7 +205,9 @@ pub async fn run(
     // Refuse a repository fwfix cannot protect before anything is created in it. The known-good
     // commit is resolved now, so a resumed run compares against the same commit.
     let good = {
-        let owner = Repo::open(&repo).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+        let owner = Repo::open(&repo)
+            .and_then(|owner| owner.check_snapshot_ready().map(|()| owner))
+            .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
         match &opts.good {
             Some(spec) => Some(
                 owner
@@ -310,10 +312,10 @@ pub async fn resume(
     if let Some(hint) = &opts.hint {
         ctx.hints.push(hint.clone());
     }
-    // This process carries the run on now (`fwfix runs` tells running from killed by it).
-    ctx.pid = std::process::id();
-    ctx.host = crate::process::host_name();
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
+    // This process carries the run on now (`fwfix runs` tells running from killed by it).
+    job.ctx.pid = std::process::id();
+    job.ctx.host = crate::process::host_name();
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
     job.access = Some(opts.access);
@@ -547,11 +549,20 @@ impl<'a> Job<'a> {
             })?
             .map(|l| l.seq)
             .unwrap_or(0);
-        let mut trace =
-            TraceWriter::open(&run_dir, last_seq).map_err(|source| OrchestratorError::RunDir {
-                path: run_dir.path().to_path_buf(),
-                source,
-            })?;
+        let mut trace = TraceWriter::open(&run_dir, last_seq).map_err(|source| {
+            if source.kind() == std::io::ErrorKind::WouldBlock {
+                OrchestratorError::Usage(format!(
+                    "run {} is still going: another fwfix process carries it on (last recorded: \
+                     pid {} on host {}); stop it or let it finish before resuming",
+                    ctx.run_id, ctx.pid, ctx.host
+                ))
+            } else {
+                OrchestratorError::RunDir {
+                    path: run_dir.path().to_path_buf(),
+                    source,
+                }
+            }
+        })?;
         // The context is written before the trace line: a crash between the two leaves the
         // line in the context only, and it is appended now.
         if let Some(line) = &ctx.last_line {

@@ -162,6 +162,29 @@ impl Snapshot {
 }
 
 impl Repo {
+    /// Whether a rollback point can be recorded now: HEAD has a commit and the index has no
+    /// unresolved conflicts. Only reads. A command checks it before it creates anything, so a
+    /// repository fwfix cannot protect is refused up front rather than half-way into a run.
+    pub fn check_snapshot_ready(&self) -> Result<(), RepoError> {
+        self.head()?;
+        self.check_no_conflicts(&self.open_index()?)
+    }
+
+    fn open_index(&self) -> Result<Index, RepoError> {
+        let mut index = self.git.index().map_err(|e| self.err("open index", e))?;
+        index.read(false).map_err(|e| self.err("read index", e))?;
+        Ok(index)
+    }
+
+    fn check_no_conflicts(&self, index: &Index) -> Result<(), RepoError> {
+        if index.has_conflicts() {
+            return Err(RepoError::IndexConflicts {
+                path: self.workdir.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Records a rollback point `refs/fwfix/<run_id>/<label>` (`base` before the first patch,
     /// `iter-NNN` per iteration). HEAD must have a commit. The working tree, the index and HEAD
     /// are only read; new objects go to the object database.
@@ -402,13 +425,8 @@ impl Repo {
     /// copied into an in-memory one, and the working tree is that copy updated with what
     /// `git status` reports changed, new (untracked, not ignored) or deleted.
     pub(crate) fn capture_trees(&self) -> Result<Trees, RepoError> {
-        let mut index = self.git.index().map_err(|e| self.err("open index", e))?;
-        index.read(false).map_err(|e| self.err("read index", e))?;
-        if index.has_conflicts() {
-            return Err(RepoError::IndexConflicts {
-                path: self.workdir.clone(),
-            });
-        }
+        let index = self.open_index()?;
+        self.check_no_conflicts(&index)?;
         let mut staged = Index::new().map_err(|e| self.err("create in-memory index", e))?;
         let mut work = Index::new().map_err(|e| self.err("create in-memory index", e))?;
         for entry in index.iter() {

@@ -544,3 +544,37 @@ fn a_resumed_run_on_a_board_gone_bad_ends_at_once_and_stays_resumable() {
     assert_eq!(resumed.status.code(), Some(0), "{}", common::text(&resumed));
     assert_eq!(common::report(&run)["status"], "SUCCESS");
 }
+
+/// Regression: a board file in the repository's boards/ that does not load was listed with `?`
+/// and no reason, and `boards check` without a board skipped it silently, so a typo took a board
+/// out of the nightly health check without anyone being told.
+#[test]
+fn a_board_file_that_does_not_load_is_listed_with_its_error_and_fails_the_check_of_all() {
+    let lab = Lab::new();
+    lab.repo.write(
+        "boards/bench.toml",
+        "name = \"bench\"\nbackend = \"board\"\n[flash]\nmethod = \"gdb\"\n[gdb]\n\
+         remote = \"127.0.0.1:3333\"\nstart = \"bogus\"\n[serial]\nport = \"socket://127.0.0.1:9\"\n",
+    );
+    let where_ = "boards/bench.toml:7:9";
+
+    let list = lab.fwfix(&["boards", "list"]);
+    assert_eq!(list.status.code(), Some(0), "{}", common::text(&list));
+    let printed = String::from_utf8_lossy(&list.stdout);
+    assert!(printed.contains(where_), "{printed}");
+    assert!(printed.contains("unknown start `bogus`"), "{printed}");
+    let rows = common::events(&lab.fwfix(&["boards", "list", "--json"]));
+    let row = rows.iter().find(|r| r["name"] == "bench").unwrap();
+    assert!(row["error"].as_str().unwrap().contains(where_), "{row}");
+    let shipped = rows
+        .iter()
+        .find(|r| r["name"] == "qemu-mps2-an385")
+        .unwrap();
+    assert!(shipped.get("error").is_none(), "{shipped}");
+
+    let check = lab.fwfix(&["boards", "check"]);
+    assert_eq!(check.status.code(), Some(2), "{}", common::text(&check));
+    let stderr = String::from_utf8_lossy(&check.stderr);
+    assert!(stderr.contains(where_), "{stderr}");
+    assert!(!lab.repo.path().join(".fwfix").exists());
+}

@@ -318,6 +318,26 @@ fn runs_in_a_repository_without_runs_is_empty_and_a_missing_repository_is_a_usag
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
+/// Regression: `fwfix resume garbage`, with `garbage` a directory of the current one that holds
+/// no run (and no run id starting so), said "garbage is not a directory".
+#[test]
+fn a_bare_word_naming_a_directory_that_holds_no_run_is_named_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("garbage")).unwrap();
+    std::fs::write(dir.path().join("garbage/context.json"), "junk").unwrap();
+    for command in ["resume", "audit", "show"] {
+        let out = fwfix(&[command, "garbage"], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("garbage is not a run directory"),
+            "{}",
+            text(&out)
+        );
+        assert!(!stderr.contains("not a directory,"), "{}", text(&out));
+    }
+}
+
 #[test]
 fn show_prints_the_states_in_order_then_the_summary() {
     let repo = FixtureRepo::new();

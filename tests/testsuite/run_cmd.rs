@@ -292,12 +292,16 @@ fn spawn_fwfix(args: &[&str], cwd: &Path) -> std::process::Child {
         .unwrap()
 }
 
-#[test]
-fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
-    let repo = FixtureRepo::new();
-    let q = slow_when_patched(&repo);
-    make_owner_work(&repo);
-    let before = owner_state(&repo);
+/// Starts `fwfix run --json` on the slow queue and returns once the patched build is running
+/// (its sleeper has written its pid), with the run directory and the rest of the event stream.
+fn start_slow_patched_build(
+    repo: &FixtureRepo,
+    q: &Path,
+) -> (
+    std::process::Child,
+    PathBuf,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
     let mut child = spawn_fwfix(
         &[
             "run",
@@ -314,7 +318,6 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
         repo.path(),
     );
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    // Wait until the patched build is running (its sleeper has written its pid).
     let sleepers = repo.path().join("sleepers.pid");
     let mut seen = Vec::new();
     for line in lines.by_ref() {
@@ -337,6 +340,22 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
         sleepers.is_file(),
         "the patched build never started: {seen:#?}"
     );
+    let started: Value = seen
+        .iter()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["event"] == "run_started")
+        .unwrap_or_else(|| panic!("no run_started event: {seen:#?}"));
+    let run_dir = PathBuf::from(started["run_dir"].as_str().unwrap());
+    (child, run_dir, lines)
+}
+
+#[test]
+fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let (mut child, _, lines) = start_slow_patched_build(&repo, &q);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGINT,
@@ -352,6 +371,44 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
     after.remove("sleepers.pid");
     assert_eq!(after, before);
     assert!(!repo.path().join("sleepers.pid").exists());
+}
+
+/// Regression: `fwfix resume` of a run that was still going drove the same run directory and
+/// repository as the process running it, both at once.
+#[test]
+fn resuming_a_run_that_is_still_going_is_refused_and_touches_nothing() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let (mut child, run_dir, lines) = start_slow_patched_build(&repo, &q);
+    let trace_before = std::fs::read(run_dir.join("trace.jsonl")).unwrap();
+    let patched = std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap();
+
+    let resumed = fwfix(&["resume", run_dir.to_str().unwrap()], repo.path());
+    assert_eq!(resumed.status.code(), Some(2), "{}", text(&resumed));
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains("is still going"), "{stderr}");
+    assert!(stderr.contains(&format!("pid {}", child.id())), "{stderr}");
+    assert_eq!(
+        std::fs::read(run_dir.join("trace.jsonl")).unwrap(),
+        trace_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap(),
+        patched
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
 }
 
 #[test]
@@ -558,6 +615,78 @@ fn run_refuses_a_directory_that_is_not_a_git_repository() {
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!dir.path().join(".fwfix").exists());
+}
+
+/// Regression: a repository with no commit yet, or with unresolved conflicts left by a
+/// `git stash pop`, got a run directory and exit 4 (infrastructure) from INIT; it is the user's
+/// repository state, refused before anything is created, like a merge in progress.
+#[test]
+fn run_refuses_an_unborn_head_or_a_conflicted_index_before_creating_anything() {
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
+    let unborn = tempfile::tempdir().unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}");
+    };
+    git(unborn.path(), &["init", "-q"]);
+    std::fs::write(unborn.path().join("a.c"), "int a;\n").unwrap();
+
+    let conflicted = FixtureRepo::new();
+    let sensor = std::fs::read_to_string(conflicted.path().join("src/sensor.c")).unwrap();
+    conflicted.write("src/sensor.c", &format!("{sensor}/* stashed */\n"));
+    conflicted.git(&["stash", "-q"]);
+    conflicted.write("src/sensor.c", &format!("{sensor}/* committed */\n"));
+    conflicted.git(&["commit", "-qam", "ours"]);
+    let popped = Command::new("git")
+        .args(["stash", "pop"])
+        .current_dir(conflicted.path())
+        .output()
+        .unwrap();
+    assert!(!popped.status.success(), "the stash pop should conflict");
+
+    for (dir, expected) in [
+        (unborn.path(), "HEAD has no commit yet"),
+        (conflicted.path(), "unresolved conflicts"),
+    ] {
+        let before = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .stdout;
+        let out = fwfix(
+            &[
+                "run",
+                "--board",
+                MPS2,
+                "--profile",
+                "crc",
+                "--strategy",
+                "queue",
+                "--patches",
+                q.path().to_str().unwrap(),
+            ],
+            dir,
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(expected),
+            "{}",
+            text(&out)
+        );
+        assert!(!dir.join(".fwfix").exists(), "{}", text(&out));
+        let after = Command::new("git")
+            .args(["status", "--porcelain"])
+            .current_dir(dir)
+            .output()
+            .unwrap()
+            .stdout;
+        assert_eq!(before, after);
+    }
 }
 
 #[test]

@@ -187,6 +187,23 @@ fn a_directory_is_not_a_readable_log() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
+/// Regression: fwfix's own binary (an ELF, like the firmware image a user may give by mistake)
+/// was classified as a FLASH_ERROR quoting binary garbage, with exit 0.
+#[test]
+fn an_elf_image_is_named_as_no_log_and_exits_2() {
+    let elf = env!("CARGO_BIN_EXE_fwfix");
+    let out = triage(&["unity_pass.log", elf]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("unity_pass.log: PASS"), "{stdout}");
+    assert!(!stdout.contains(elf), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{elf} is an ELF image, not a log")),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn help_documents_the_exit_status() {
     let out = triage(&["--help"]);

@@ -393,7 +393,8 @@ pub static RULES: &[Rule] = &[
     .weight(1),
     diag("gcc.error", "gcc", BuildError, "compiler", &[]),
     diag("as.error", "as", BuildError, "assembler", &[]),
-    diag("make.no_rule", "make", BuildError, "make", &[]),
+    diag("make.no_rule", "make", BuildError, "make", &["no_rule"]),
+    diag("make.makefile", "make", BuildError, "make", &["makefile"]),
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
@@ -469,7 +470,7 @@ pub static RULES: &[Rule] = &[
 
 /// A line may hold a compiler or linker diagnostic only if it has one of these; the cheap test
 /// keeps [`crate::analysis::parse_build_log`] off the lines that cannot be one.
-const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|\bld(?:\.\w+)?(?:\.exe)?: ";
+const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
 
 /// The table compiled once: one set over every regex rule (plus the diagnostic hint, last) to
 /// find the candidates of a line in one pass, and each rule's own regex for its `msg` group.

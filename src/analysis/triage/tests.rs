@@ -299,6 +299,10 @@ const SAMPLES: &[(&str, &str)] = &[
         "make.no_rule",
     ),
     (
+        "Makefile:18: *** Unknown BOARD 'bench'; choose one of: mps2-an385.  Stop.",
+        "make.makefile",
+    ),
+    (
         "main.c:(.text.main+0x8): undefined reference to `foo'",
         "ld.undefined_reference",
     ),
@@ -746,6 +750,28 @@ fn unreadable_files_are_named() {
     let missing = data_dir().join("no-such.log");
     let err = classify_file(&missing, &PLAIN).unwrap_err();
     assert!(err.to_string().contains("no-such.log"), "{err}");
+}
+
+/// Regression: `fwfix triage build/app.elf` classified the image's bytes as a log (a FLASH_ERROR
+/// quoting binary garbage, exit 0).
+#[test]
+fn an_elf_image_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let elf = dir.path().join("test_crc.elf");
+    std::fs::write(
+        &elf,
+        b"\x7fELF\x01\x01\x01\0\0\0esptool.fatal\nError: open failed\n",
+    )
+    .unwrap();
+    let err = classify_file(&elf, &PLAIN).unwrap_err();
+    assert!(matches!(err, ReadError::ElfImage { .. }), "{err:?}");
+    assert!(
+        err.to_string().contains("test_crc.elf is an ELF image"),
+        "{err}"
+    );
+    let log = dir.path().join("build.log");
+    std::fs::write(&log, "ELF image written\n").unwrap();
+    assert!(classify_file(&log, &PLAIN).is_ok());
 }
 
 proptest! {
