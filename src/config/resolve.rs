@@ -625,11 +625,7 @@ impl Checker<'_> {
                     ("rtt_channels", p.rtt_channels.as_ref().map(Spanned::span)),
                     ("nonce", p.nonce.as_ref().map(Spanned::span)),
                 ];
-                let first = rtt_only
-                    .into_iter()
-                    .filter_map(|(key, span)| span.map(|span| (key, span)))
-                    .min_by_key(|(_, span)| span.start);
-                if let Some((key, span)) = first {
+                if let Some((key, span)) = first_set(rtt_only) {
                     return Err(self.invalid(
                         span,
                         &table.child(key),
@@ -777,11 +773,7 @@ impl Checker<'_> {
                 ("reset", s.reset.as_ref().map(Spanned::span)),
                 ("reset_ms", s.reset_ms.as_ref().map(Spanned::span)),
             ];
-            let first = device_only
-                .into_iter()
-                .filter_map(|(key, span)| span.map(|span| (key, span)))
-                .min_by_key(|(_, span)| span.start);
-            if let Some((key, span)) = first {
+            if let Some((key, span)) = first_set(device_only) {
                 return Err(self.invalid(
                     span,
                     &table.child(key),
@@ -1642,6 +1634,16 @@ fn parse_serial_port(text: &str) -> Result<SerialPort, String> {
         ));
     }
     Ok(SerialPort::Device(PathBuf::from(text)))
+}
+
+/// Of keys that must not be set here, the first one that is (by its place in the file): the
+/// one the error names.
+fn first_set<'k>(
+    keys: impl IntoIterator<Item = (&'k str, Option<std::ops::Range<usize>>)>,
+) -> Option<(&'k str, std::ops::Range<usize>)> {
+    keys.into_iter()
+        .filter_map(|(key, span)| span.map(|span| (key, span)))
+        .min_by_key(|(_, span)| span.start)
 }
 
 #[cfg(test)]

@@ -473,25 +473,9 @@ impl Job<'_> {
             Ok(d) => d.join("review.json"),
             Err(step) => return step,
         };
-        let Some(repo) = &self.repo else {
-            return Step::error(ErrorClass::Unhandled, "no repository");
-        };
-        let review = match gate(repo, &diff, &self.profile.policy, &origin) {
-            Gate::Passed(review) => review,
-            Gate::Refused {
-                review,
-                decision,
-                class,
-            } => {
-                return self.record_review(
-                    &review_path,
-                    &diff,
-                    &review,
-                    &decision,
-                    &origin,
-                    |reason| Step::error(class, reason),
-                )
-            }
+        let review = match self.gated(&diff, &origin, &review_path) {
+            Ok(review) => review,
+            Err(step) => return step,
         };
         if !policy::needs_human(self.approve, &review, policy::DEFAULT_RISK_THRESHOLD) {
             let decision = Decision::by_policy(&review);
@@ -544,25 +528,9 @@ impl Job<'_> {
             }
             Choice::Edited { diff: edited } => {
                 // The person's version goes through the same gate before it is used.
-                let Some(repo) = &self.repo else {
-                    return Step::error(ErrorClass::Unhandled, "no repository");
-                };
-                let again = match gate(repo, &edited, &self.profile.policy, &origin) {
-                    Gate::Passed(review) => review,
-                    Gate::Refused {
-                        review,
-                        decision,
-                        class,
-                    } => {
-                        return self.record_review(
-                            &review_path,
-                            &edited,
-                            &review,
-                            &decision,
-                            &origin,
-                            |reason| Step::error(class, reason),
-                        )
-                    }
+                let again = match self.gated(&edited, &origin, &review_path) {
+                    Ok(review) => review,
+                    Err(step) => return step,
                 };
                 if let Err(e) = rundir::write_atomic(&patch_path, edited.as_bytes()) {
                     return Step::error(ErrorClass::ArtifactMissing, format!("{patch}: {e}"));
@@ -576,6 +544,31 @@ impl Job<'_> {
                     |reason| Step::ok(Outcome::Approved, format!("{reason} (edited by a person)")),
                 )
             }
+        }
+    }
+
+    /// Puts `diff` through the [`gate`]; a refusal is recorded in review.json and becomes the
+    /// step's error.
+    fn gated(
+        &self,
+        diff: &str,
+        origin: &str,
+        review_path: &std::path::Path,
+    ) -> Result<policy::Review, Step> {
+        let Some(repo) = &self.repo else {
+            return Err(Step::error(ErrorClass::Unhandled, "no repository"));
+        };
+        match gate(repo, diff, &self.profile.policy, origin) {
+            Gate::Passed(review) => Ok(review),
+            Gate::Refused {
+                review,
+                decision,
+                class,
+            } => Err(
+                self.record_review(review_path, diff, &review, &decision, origin, |reason| {
+                    Step::error(class, reason)
+                }),
+            ),
         }
     }
 
