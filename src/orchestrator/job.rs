@@ -246,6 +246,7 @@ pub async fn run(
         good,
     };
     let config = load_config(&request)?;
+    let tree_lock = lock_owner_tree(&request, "fwfix run")?;
     let mut job = Job::start(
         Command::Run,
         request,
@@ -255,6 +256,7 @@ pub async fn run(
         events,
         cancel,
     )?;
+    job.tree_lock = tree_lock;
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
     job.access = Some(opts.access);
@@ -313,6 +315,9 @@ pub async fn resume(
         ctx.hints.push(hint.clone());
     }
     let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
+    // Before reconciling, which may roll the owner's tree back.
+    let holder = format!("fwfix resume {}", job.ctx.run_id);
+    job.tree_lock = lock_owner_tree(&job.ctx.request, &holder)?;
     // This process carries the run on now (`fwfix runs` tells running from killed by it).
     job.ctx.pid = std::process::id();
     job.ctx.host = crate::process::host_name();
@@ -339,6 +344,26 @@ pub async fn resume(
         }
         None => job.drive_from(state).await,
     }
+}
+
+/// The owner's working-tree lock for a fix run that patches the owner's checkout; None with
+/// `--worktree` (the owner's tree is only read, once, for the snapshot).
+fn lock_owner_tree(
+    request: &RunRequest,
+    command: &str,
+) -> Result<Option<crate::repo::TreeLock>, OrchestratorError> {
+    if request.worktree {
+        return Ok(None);
+    }
+    let holder = format!(
+        "{command}, pid {} on host {}, since {}",
+        std::process::id(),
+        crate::process::host_name(),
+        Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    );
+    crate::repo::lock_tree(&request.repo, &holder)
+        .map(Some)
+        .map_err(|e| OrchestratorError::Usage(e.to_string()))
 }
 
 pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {
@@ -423,6 +448,9 @@ pub(super) struct Job<'a> {
     pub lease: Option<crate::dut::lease::Lease>,
     /// What claiming the board did, for the report.
     pub board_notes: Vec<String>,
+    /// The owner's working-tree lock, held by a fix run that patches the owner's checkout (not
+    /// with `--worktree`) until the job is dropped, after the tree is restored.
+    tree_lock: Option<crate::repo::TreeLock>,
 }
 
 impl<'a> Job<'a> {
@@ -627,6 +655,7 @@ impl<'a> Job<'a> {
             board_claimed: false,
             lease: None,
             board_notes: Vec::new(),
+            tree_lock: None,
         })
     }
 

@@ -139,6 +139,9 @@ pub enum RepoError {
     #[error("worktree {path}: {reason}")]
     Worktree { path: PathBuf, reason: String },
 
+    #[error("{}: another fwfix process is changing this working tree ({holder}); wait for it to end, or give --worktree to run in a worktree of your own", path.display())]
+    TreeBusy { path: PathBuf, holder: String },
+
     #[error("{path}: unknown revision '{spec}': no branch, tag or commit has that name")]
     UnknownRef { spec: String, path: PathBuf },
 
@@ -202,6 +205,7 @@ impl RepoError {
             | RepoError::UnknownRef { .. }
             | RepoError::NotOnFirstParentLine { .. }
             | RepoError::Worktree { .. }
+            | RepoError::TreeBusy { .. }
             | RepoError::DiffNotUtf8 { .. }
             | RepoError::Io { .. }
             | RepoError::Git { .. } => Fault::Environment,

@@ -27,6 +27,7 @@ mod paths;
 mod snapshot;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod tree_lock;
 mod worktree;
 
 pub use apply::{ApplyMethod, ApplyReport, FileApply, FixBase, FixCommit, HunkApply, PathChange};
@@ -35,6 +36,7 @@ pub use exclude::ensure_excluded;
 pub use history::CommitInfo;
 pub use patch::ChangeKind;
 pub use snapshot::{RestoreReport, Snapshot};
+pub use tree_lock::{lock_tree, TreeLock};
 
 use git2::{ErrorCode, Oid, Repository, RepositoryState, Signature};
 use std::path::{Path, PathBuf};

@@ -373,6 +373,56 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
     assert!(!repo.path().join("sleepers.pid").exists());
 }
 
+/// Regression: a second `fwfix run` on a checkout a first one was patching snapshotted the first
+/// one's candidate as the owner's work and put it back at its end, leaving it in the tree.
+#[test]
+fn a_second_run_on_a_checkout_being_patched_is_refused_until_the_first_ends() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let (mut child, first_dir, lines) = start_slow_patched_build(&repo, &q);
+    let runs = || {
+        std::fs::read_dir(first_dir.parent().unwrap())
+            .unwrap()
+            .count()
+    };
+    let runs_before = runs();
+    let fix = fixture_queue(&["04-fixes-crc16.diff"]);
+
+    let second = run_cmd(&repo, fix.path(), &[]);
+    assert_eq!(second.status.code(), Some(2), "{}", text(&second));
+    let printed = text(&second);
+    assert!(
+        printed.contains("another fwfix process is changing this working tree"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(&format!("fwfix run, pid {}", child.id())),
+        "{printed}"
+    );
+    assert_eq!(
+        runs(),
+        runs_before,
+        "the refused run created a run directory"
+    );
+
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
+
+    // Once the first has ended, the checkout is free again.
+    let third = run_cmd(&repo, fix.path(), &[]);
+    assert_eq!(third.status.code(), Some(0), "{}", text(&third));
+}
+
 /// Regression: `fwfix resume` of a run that was still going drove the same run directory and
 /// repository as the process running it, both at once.
 #[test]

@@ -507,6 +507,46 @@ fn ctrl_c_while_the_image_runs_exits_3_and_leaves_no_qemu() {
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
 
+/// Regression: a fwfix killed with SIGKILL while a hanging image ran left its QEMU running
+/// forever (QEMU has a process group of its own, so whoever killed fwfix cannot reach it). The
+/// next fwfix that starts a QEMU stops it through its QMP socket.
+#[test]
+fn a_qemu_left_by_a_fwfix_killed_with_sigkill_is_stopped_by_the_next_run() {
+    use std::io::BufRead;
+    let repo = FixtureRepo::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(["test", "--json", "--board", MPS2, "--profile", "event"])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    wait_for_event(&mut lines, "boot_started");
+    let mut orphans = Vec::new();
+    for _ in 0..100 {
+        orphans = qemu_pids_mentioning(repo.path());
+        if !orphans.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(orphans.len(), 1, "{orphans:?}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Any fwfix on the host that starts a QEMU reaps it (another test's may come first, so the
+    // warning is not asserted here).
+    let out = test_cmd(&repo, MPS2, "crc", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    for _ in 0..100 {
+        if qemu_pids_mentioning(repo.path()).is_empty() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the orphan QEMU is still running: {orphans:?}");
+}
+
 #[test]
 fn a_state_that_overruns_its_timeout_is_a_timeout_naming_the_state() {
     let repo = FixtureRepo::new();

@@ -1,13 +1,15 @@
 //! The QEMU process and what must die with it: the command line's process settings (own process
 //! group, null stdin, killed on drop), a guard that kills the whole group on every exit path
-//! (including a panic or the run's future being dropped) and a private scratch directory. It does
-//! not interpret anything QEMU prints.
+//! (including a panic or the run's future being dropped), a private scratch directory, and the
+//! reaping of QEMUs a fwfix killed with SIGKILL left running ([`reap_orphans`]). It does not
+//! interpret anything QEMU prints.
 
 use crate::dut::DutError;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 use tokio::process::Command;
 
 /// A command for `program` that cannot outlive fwfix's handle on it and cannot read fwfix's
@@ -58,6 +60,52 @@ pub fn spawn_error(program: &str, error: io::Error) -> DutError {
     }
 }
 
+/// Scratch directories are `<tmp>/fwfix-qemu-<fwfix pid>-...`: the pid says whose QEMU it is.
+const SCRATCH_PREFIX: &str = "fwfix-qemu-";
+/// The QMP socket in a scratch directory.
+pub const QMP_SOCKET: &str = "qmp.sock";
+
+/// Stops the QEMUs that a fwfix killed with SIGKILL left running, and removes their scratch
+/// directories. Only a SIGKILL leaves one: every other way fwfix ends runs its group guard. Such a
+/// QEMU (in a process group of its own, out of reach of whoever killed fwfix) runs on forever if
+/// its image hangs, but its scratch directory, named after the dead fwfix's pid, still holds its
+/// QMP socket: `quit` through it stops exactly that QEMU. A directory whose fwfix is alive, or
+/// that belongs to another user (mode 0700), is left alone. Returns the directories reaped.
+pub async fn reap_orphans() -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return Vec::new();
+    };
+    let mut reaped = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if crate::process::alive(owner) {
+            continue;
+        }
+        let dir = entry.path();
+        let socket = dir.join(QMP_SOCKET);
+        if socket.exists() {
+            let wait = std::time::Duration::from_secs(2);
+            if let Ok(mut qmp) = super::qmp::QmpClient::connect(&socket, Duration::ZERO, wait).await
+            {
+                // QEMU may close the connection before it answers `quit`.
+                let _ = qmp.execute("quit", None).await;
+            }
+        }
+        if std::fs::remove_dir_all(&dir).is_ok() {
+            reaped.push(dir);
+        }
+    }
+    reaped
+}
+
 /// A private directory (mode 0700) for one attempt's QMP socket and for anything QEMU might leave
 /// in its working directory (a core file after a lockup abort). Removed when dropped.
 #[derive(Debug)]
@@ -79,7 +127,10 @@ impl ScratchDir {
         let mut last = None;
         for _ in 0..16 {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!("fwfix-qemu-{}-{nanos:x}-{n}", std::process::id()));
+            let path = base.join(format!(
+                "{SCRATCH_PREFIX}{}-{nanos:x}-{n}",
+                std::process::id()
+            ));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
                 Ok(()) => return Ok(Self { path }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),

@@ -70,11 +70,20 @@ pub(super) async fn run(
 ) -> Result<Capture, DutError> {
     let program = spec.binary.as_str();
     let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
+    for dir in process::reap_orphans().await {
+        events.emit(&Event::Message {
+            level: Level::Warning,
+            text: format!(
+                "stopped a QEMU that a killed fwfix left running (its scratch directory was {})",
+                dir.display()
+            ),
+        });
+    }
     let scratch = ScratchDir::create().map_err(|source| DutError::Io {
         doing: "creating a scratch directory for QEMU".into(),
         source,
     })?;
-    let qmp_socket = scratch.path().join("qmp.sock");
+    let qmp_socket = scratch.path().join(process::QMP_SOCKET);
     if qmp_socket.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(DutError::Other(format!(
             "the QMP socket path {} is too long for a unix socket; use a shorter temporary \

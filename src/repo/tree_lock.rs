@@ -1,0 +1,73 @@
+//! The working-tree lock: one fwfix process at a time applies candidates to, and rolls back, a
+//! checkout's files. Two runs on one checkout would each snapshot the other's candidate as the
+//! owner's work and put it back at the end, leaving it in the tree. The lock is an exclusive
+//! `flock` on `.fwfix/tree.lock`, holding the holder's description; the kernel drops it when the
+//! holder dies, however it dies. It guards only fwfix against itself: a person's edits are what
+//! the snapshots are for.
+
+use super::error::RepoError;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+/// The lock file, relative to the working tree's root.
+const TREE_LOCK: &str = ".fwfix/tree.lock";
+
+/// The working-tree lock, held until dropped.
+#[derive(Debug)]
+pub struct TreeLock {
+    _file: Flock<File>,
+}
+
+/// Takes the working-tree lock of the checkout at `root` for `holder` (who, for the message a
+/// second process gets), without waiting. `.fwfix/` is kept out of git first, so the lock file
+/// never shows in `git status`.
+pub fn lock_tree(root: &Path, holder: &str) -> Result<TreeLock, RepoError> {
+    let path = root.join(TREE_LOCK);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| RepoError::io("create", dir, e))?;
+    }
+    super::ensure_excluded(root, "/.fwfix/")?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(|e| RepoError::io("open", &path, e))?;
+    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+        Ok(locked) => locked,
+        Err((_, Errno::EWOULDBLOCK)) => {
+            let holder = std::fs::read_to_string(&path).unwrap_or_default();
+            return Err(RepoError::TreeBusy {
+                path: root.to_path_buf(),
+                holder: holder.trim().to_string(),
+            });
+        }
+        Err((_, errno)) => return Err(RepoError::io("lock", &path, errno.into())),
+    };
+    file.set_len(0)
+        .and_then(|()| file.write_all(holder.as_bytes()))
+        .map_err(|e| RepoError::io("write", &path, e))?;
+    Ok(TreeLock { _file: file })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    // flock treats each open of the file as its own holder, as it does two processes.
+    #[test]
+    fn a_held_tree_is_busy_naming_its_holder_and_free_once_released() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = lock_tree(dir.path(), "fwfix run, pid 1").unwrap();
+        let err = lock_tree(dir.path(), "fwfix run, pid 2").unwrap_err();
+        assert!(matches!(err, RepoError::TreeBusy { .. }), "{err:?}");
+        assert!(err.to_string().contains("fwfix run, pid 1"), "{err}");
+        drop(first);
+        lock_tree(dir.path(), "fwfix run, pid 2").unwrap();
+    }
+}
