@@ -259,7 +259,8 @@ timeout_s = 20
         "\n+    /* SLOW_BUILD */\n+    uint16_t crc = 0xFFFFu;",
     );
     let slow = fix_hunk_counts(&slow);
-    let q = repo.path().join("../slow-queue");
+    // Inside .git: out of the tree's view, and removed with the repository's temp dir.
+    let q = repo.path().join(".git/slow-queue");
     std::fs::create_dir_all(&q).unwrap();
     std::fs::write(q.join("01-slow-fix.diff"), slow).unwrap();
     q
