@@ -153,6 +153,7 @@ pub async fn test(
         good: None,
     };
     let config = load_config(&request)?;
+    let tree_lock = lock_owner_tree(&request, "fwfix test")?;
     let mut job = Job::start(
         Command::Test,
         request,
@@ -162,6 +163,7 @@ pub async fn test(
         events,
         cancel,
     )?;
+    job.tree_lock = tree_lock;
     job.access = Some(opts.access);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
         .await
@@ -348,20 +350,24 @@ pub async fn resume(
 
 /// The owner's working-tree lock for a fix run that patches the owner's checkout; None with
 /// `--worktree` (the owner's tree is only read, once, for the snapshot).
+/// The owner's checkout for the whole job: patched in place (exclusive), or only read — built
+/// by `fwfix test`, snapshotted by a `--worktree` run (shared).
 fn lock_owner_tree(
     request: &RunRequest,
     command: &str,
 ) -> Result<Option<crate::repo::TreeLock>, OrchestratorError> {
-    if request.worktree {
-        return Ok(None);
-    }
+    let usage = if request.worktree || request.strategy.is_none() {
+        crate::repo::TreeUse::Read
+    } else {
+        crate::repo::TreeUse::Patch
+    };
     let holder = format!(
         "{command}, pid {} on host {}, since {}",
         std::process::id(),
         crate::process::host_name(),
         Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    crate::repo::lock_tree(&request.repo, &holder)
+    crate::repo::lock_tree(&request.repo, &holder, usage)
         .map(Some)
         .map_err(|e| OrchestratorError::Usage(e.to_string()))
 }

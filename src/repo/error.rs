@@ -139,7 +139,7 @@ pub enum RepoError {
     #[error("worktree {path}: {reason}")]
     Worktree { path: PathBuf, reason: String },
 
-    #[error("{}: another fwfix process is changing this working tree ({holder}); wait for it to end, or give --worktree to run in a worktree of your own", path.display())]
+    #[error("{}: another fwfix process is using this working tree ({holder}); wait for it to end", path.display())]
     TreeBusy { path: PathBuf, holder: String },
 
     #[error("{path}: unknown revision '{spec}': no branch, tag or commit has that name")]

@@ -36,7 +36,7 @@ pub use exclude::ensure_excluded;
 pub use history::CommitInfo;
 pub use patch::ChangeKind;
 pub use snapshot::{RestoreReport, Snapshot};
-pub use tree_lock::{lock_tree, TreeLock};
+pub use tree_lock::{lock_tree, TreeLock, TreeUse};
 
 use git2::{ErrorCode, Oid, Repository, RepositoryState, Signature};
 use std::path::{Path, PathBuf};

@@ -1,9 +1,11 @@
 //! The working-tree lock: one fwfix process at a time applies candidates to, and rolls back, a
-//! checkout's files. Two runs on one checkout would each snapshot the other's candidate as the
-//! owner's work and put it back at the end, leaving it in the tree. The lock is an exclusive
-//! `flock` on `.fwfix/tree.lock`, holding the holder's description; the kernel drops it when the
-//! holder dies, however it dies. It guards only fwfix against itself: a person's edits are what
-//! the snapshots are for.
+//! checkout's files, and nothing else of fwfix reads them meanwhile. Two runs on one checkout
+//! would each snapshot the other's candidate as the owner's work and put it back at the end,
+//! leaving it in the tree; a `fwfix test` or a `--worktree` run would build or snapshot a
+//! candidate as if it were the owner's code. The lock is a `flock` on `.fwfix/tree.lock`,
+//! exclusive for a process that patches the tree and shared for one that only reads it, holding
+//! the holder's description; the kernel drops it when the holder dies, however it dies. It
+//! guards only fwfix against itself: a person's edits are what the snapshots are for.
 
 use super::error::RepoError;
 use nix::errno::Errno;
@@ -15,6 +17,15 @@ use std::path::Path;
 /// The lock file, relative to the working tree's root.
 const TREE_LOCK: &str = ".fwfix/tree.lock";
 
+/// What a process does with the checkout's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeUse {
+    /// Applies candidates and rolls them back: alone.
+    Patch,
+    /// Builds or snapshots the files as they are: beside other readers.
+    Read,
+}
+
 /// The working-tree lock, held until dropped.
 #[derive(Debug)]
 pub struct TreeLock {
@@ -22,9 +33,9 @@ pub struct TreeLock {
 }
 
 /// Takes the working-tree lock of the checkout at `root` for `holder` (who, for the message a
-/// second process gets), without waiting. `.fwfix/` is kept out of git first, so the lock file
+/// process refused gets), without waiting. `.fwfix/` is kept out of git first, so the lock file
 /// never shows in `git status`.
-pub fn lock_tree(root: &Path, holder: &str) -> Result<TreeLock, RepoError> {
+pub fn lock_tree(root: &Path, holder: &str, usage: TreeUse) -> Result<TreeLock, RepoError> {
     let path = root.join(TREE_LOCK);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| RepoError::io("create", dir, e))?;
@@ -37,7 +48,11 @@ pub fn lock_tree(root: &Path, holder: &str) -> Result<TreeLock, RepoError> {
         .truncate(false)
         .open(&path)
         .map_err(|e| RepoError::io("open", &path, e))?;
-    let mut file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+    let how = match usage {
+        TreeUse::Patch => FlockArg::LockExclusiveNonblock,
+        TreeUse::Read => FlockArg::LockSharedNonblock,
+    };
+    let mut file = match Flock::lock(file, how) {
         Ok(locked) => locked,
         Err((_, Errno::EWOULDBLOCK)) => {
             let holder = std::fs::read_to_string(&path).unwrap_or_default();
@@ -63,11 +78,24 @@ mod tests {
     #[test]
     fn a_held_tree_is_busy_naming_its_holder_and_free_once_released() {
         let dir = tempfile::tempdir().unwrap();
-        let first = lock_tree(dir.path(), "fwfix run, pid 1").unwrap();
-        let err = lock_tree(dir.path(), "fwfix run, pid 2").unwrap_err();
+        let first = lock_tree(dir.path(), "fwfix run, pid 1", TreeUse::Patch).unwrap();
+        let err = lock_tree(dir.path(), "fwfix run, pid 2", TreeUse::Patch).unwrap_err();
         assert!(matches!(err, RepoError::TreeBusy { .. }), "{err:?}");
         assert!(err.to_string().contains("fwfix run, pid 1"), "{err}");
+        let err = lock_tree(dir.path(), "fwfix test, pid 3", TreeUse::Read).unwrap_err();
+        assert!(err.to_string().contains("fwfix run, pid 1"), "{err}");
         drop(first);
-        lock_tree(dir.path(), "fwfix run, pid 2").unwrap();
+        lock_tree(dir.path(), "fwfix run, pid 2", TreeUse::Patch).unwrap();
+    }
+
+    #[test]
+    fn readers_share_the_tree_and_keep_a_patching_run_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = lock_tree(dir.path(), "fwfix test, pid 1", TreeUse::Read).unwrap();
+        let b = lock_tree(dir.path(), "fwfix test, pid 2", TreeUse::Read).unwrap();
+        let err = lock_tree(dir.path(), "fwfix run, pid 3", TreeUse::Patch).unwrap_err();
+        assert!(matches!(err, RepoError::TreeBusy { .. }), "{err:?}");
+        drop((a, b));
+        lock_tree(dir.path(), "fwfix run, pid 3", TreeUse::Patch).unwrap();
     }
 }

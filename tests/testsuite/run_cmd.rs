@@ -395,18 +395,28 @@ fn a_second_run_on_a_checkout_being_patched_is_refused_until_the_first_ends() {
     assert_eq!(second.status.code(), Some(2), "{}", text(&second));
     let printed = text(&second);
     assert!(
-        printed.contains("another fwfix process is changing this working tree"),
+        printed.contains("another fwfix process is using this working tree"),
         "{printed}"
     );
     assert!(
         printed.contains(&format!("fwfix run, pid {}", child.id())),
         "{printed}"
     );
-    assert_eq!(
-        runs(),
-        runs_before,
-        "the refused run created a run directory"
+    // Nor does anything else of fwfix read the candidate as if it were the owner's code: a
+    // plain test would build it, a --worktree run would snapshot it as the owner's work.
+    let tested = fwfix(
+        &["test", "--board", "qemu-mps2-an385", "--profile", "crc"],
+        repo.path(),
     );
+    assert_eq!(tested.status.code(), Some(2), "{}", text(&tested));
+    assert!(
+        text(&tested).contains(&format!("fwfix run, pid {}", child.id())),
+        "{}",
+        text(&tested)
+    );
+    let elsewhere = run_cmd(&repo, fix.path(), &["--worktree"]);
+    assert_eq!(elsewhere.status.code(), Some(2), "{}", text(&elsewhere));
+    assert_eq!(runs(), runs_before, "a refused run created a run directory");
 
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
