@@ -1,7 +1,7 @@
 //! Finds the run a user means: a run directory given as a path, or a run id (whole, or a unique
 //! prefix) looked up in the repository's `.fwfix/runs/`. Only reads directory listings.
 
-use super::{InspectError, BISECT_JSON, TRACE_FILE};
+use super::{InspectError, BISECT_JSON, RUN_JSON, TRACE_FILE};
 use crate::report::REPORT_JSON;
 use crate::rundir::RUNS_DIR;
 use std::path::{Path, PathBuf};
@@ -68,10 +68,13 @@ pub fn resolve_run(arg: &str, repo: &Path) -> Result<PathBuf, InspectError> {
 }
 
 /// A directory some run wrote: it has a trace or a report.
+/// A run writes run.json first; a run killed before its first transition or bisect step has
+/// nothing else.
 fn is_run_dir(dir: &Path) -> bool {
     dir.join(TRACE_FILE).is_file()
         || dir.join(REPORT_JSON).is_file()
         || dir.join(BISECT_JSON).is_file()
+        || dir.join(RUN_JSON).is_file()
 }
 
 fn has_separator(arg: &str) -> bool {

@@ -63,7 +63,8 @@ pub fn timeline(run_dir: &Path) -> Result<Timeline, InspectError> {
         Ok(entries) => (entries, None),
         Err(_) if bisect => (Vec::new(), None),
         Err(e) => {
-            if report.is_none() && report_problem.is_none() {
+            // A run killed before its first transition has only run.json: shown as such.
+            if report.is_none() && report_problem.is_none() && !run_dir.join(RUN_JSON).is_file() {
                 return Err(InspectError::NotARunDir {
                     path: run_dir.to_path_buf(),
                 });

@@ -67,6 +67,7 @@ pub async fn bisect(
     cancel: CancellationToken,
 ) -> Result<Finished, OrchestratorError> {
     let repo = canonical_repo(&opts.repo)?;
+    remove_dead_bisects_worktrees(&repo);
     let line = resolve_range(&repo, &opts.good, &opts.bad)?;
     let board = config::resolve_board(&opts.board, &repo)?;
     let profile = config::resolve_profile(&opts.profile, &repo)?;
@@ -282,18 +283,44 @@ fn remove_stale_worktrees(owner: &Path, records: &Path) {
     };
     let Ok(repo) = Repo::open(owner) else { return };
     for bisect in bisects.flatten() {
-        if !bisect.file_name().to_string_lossy().starts_with("bisect") {
-            continue;
+        if bisect.file_name().to_string_lossy().starts_with("bisect") {
+            remove_worktrees_in(&repo, &bisect.path());
         }
-        for entry in std::fs::read_dir(bisect.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if entry.file_name().to_string_lossy().starts_with("worktree-") {
-                // Not ours, or already gone: nothing to do.
-                let _ = repo.remove_worktree(&entry.path());
-            }
+    }
+}
+
+/// Removes the bisect worktrees (`worktree-*`) directly under `dir`.
+fn remove_worktrees_in(repo: &Repo, dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("worktree-") {
+            // Not ours, or already gone: nothing to do.
+            let _ = repo.remove_worktree(&entry.path());
+        }
+    }
+}
+
+/// Removes the worktrees of this repository's `fwfix bisect` runs whose process is gone from
+/// this host (`kill -9`, a power cut): git keeps them registered, and nothing else would. A pid
+/// the system has reused reads as alive, and its worktree stays: the safe side.
+fn remove_dead_bisects_worktrees(owner: &Path) {
+    let Ok(runs) = std::fs::read_dir(owner.join(rundir::RUNS_DIR)) else {
+        return;
+    };
+    let Ok(repo) = Repo::open(owner) else { return };
+    let host = crate::process::host_name();
+    for run in runs.flatten() {
+        let Some(record) = std::fs::read_to_string(run.path().join("run.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        else {
+            continue;
+        };
+        let pid = record["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+        let dead = record["command"] == Command::Bisect.name()
+            && record["host"].as_str() == Some(host.as_str())
+            && pid.is_some_and(|p| !crate::process::alive(p));
+        if dead {
+            remove_worktrees_in(&repo, &run.path());
         }
     }
 }

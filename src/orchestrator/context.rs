@@ -184,6 +184,17 @@ impl RunContext {
     /// Reads `context.json`.
     pub fn load(run_dir: &Path) -> Result<RunContext, String> {
         let path = run_dir.join("context.json");
+        let command = std::fs::read_to_string(run_dir.join("run.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .map(|record| record["command"].clone());
+        if !path.exists() && command.is_some_and(|c| c == Command::Bisect.name()) {
+            return Err(format!(
+                "{} is a bisect: a bisect keeps no context to resume from; run fwfix bisect \
+                 again (it removes the worktree a killed bisect left)",
+                run_dir.display()
+            ));
+        }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let ctx: RunContext = serde_json::from_str(&text)

@@ -752,3 +752,85 @@ timeout_s = 20
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);
 }
+
+#[test]
+fn a_bisect_killed_with_sigkill_has_its_worktree_removed_by_the_next_bisect() {
+    let (repo, ids) = short_history();
+    let scratch = tempfile::tempdir().unwrap();
+    let marker = scratch.path().join("building");
+    let profile = scratch.path().join("slow.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"slow\"\n[build]\ncommand = \"echo $$ > {m} && exec sleep 30\"\n\
+             artifact = \"build/x.elf\"\n[test]\nharness = \"unity\"\n",
+            m = marker.display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args([
+            "bisect",
+            "--board",
+            MPS2,
+            "--profile",
+            profile.to_str().unwrap(),
+            "--good",
+            &ids[1],
+        ])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        if std::fs::read_to_string(&marker).is_ok_and(|p| !p.trim().is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    // SIGKILL, as a power cut would: no cleanup runs, the step's worktree stays registered.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let build: i32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(build),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    assert_eq!(worktrees(&repo), 2);
+
+    // A bisect is not resumed, and says what to do instead.
+    let run = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let resumed = fwfix(&["resume", run.to_str().unwrap()], repo.path());
+    assert_eq!(resumed.status.code(), Some(2), "{}", text(&resumed));
+    assert!(
+        text(&resumed).contains("is a bisect") && text(&resumed).contains("run fwfix bisect again"),
+        "{}",
+        text(&resumed)
+    );
+
+    // The next bisect in the repository removes the dead one's worktree first.
+    let next = fwfix(
+        &[
+            "bisect",
+            "--board",
+            MPS2,
+            "--profile",
+            "crc",
+            "--good",
+            &ids[1],
+        ],
+        repo.path(),
+    );
+    assert!(next.status.code().is_some(), "{}", text(&next));
+    assert_eq!(worktrees(&repo), 1, "{}", text(&next));
+}
