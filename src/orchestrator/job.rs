@@ -1085,47 +1085,69 @@ fn make_strategy<'a>(
     events: &'a dyn EventSink,
 ) -> Result<(Option<Box<dyn Strategy + 'a>>, u32), OrchestratorError> {
     let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
-    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32) =
-        match &request.strategy {
-            // Every remaining entry is one round: the governor ranks them all at once.
-            Some(StrategyChoice::Queue { patches }) => (
-                Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
-                u32::MAX,
-            ),
-            Some(StrategyChoice::Llm) => {
-                let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
-                let candidates = settings.candidates;
-                (
-                    Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
-                    candidates,
-                )
-            }
-            Some(StrategyChoice::Command) => {
-                let spec = profile.strategy.command.clone().ok_or_else(|| {
-                    OrchestratorError::Usage(format!(
-                        "{}: --strategy command needs a [strategy.command] table with argv",
-                        profile.source.display()
-                    ))
-                })?;
-                let candidates = spec.candidates;
-                (Some(Box::new(CommandStrategy::new(spec))), candidates)
-            }
-            Some(StrategyChoice::Revert { good, bad }) => {
-                // The bisect tests each commit as many times as a fix must pass to count.
-                let finder = super::bisect::EngineFinder {
-                    owner: request.repo.clone(),
-                    board_arg: request.board.clone(),
-                    profile_arg: request.profile.clone(),
-                    board: board.clone(),
-                    profile: profile.clone(),
-                    runs: profile.goal.confirm_runs.max(1),
-                    events,
+    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32) = match &request
+        .strategy
+    {
+        // Every remaining entry is one round: the governor ranks them all at once.
+        Some(StrategyChoice::Queue { patches }) => (
+            Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
+            u32::MAX,
+        ),
+        Some(StrategyChoice::Llm) => {
+            let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
+            let candidates = settings.candidates;
+            (
+                Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
+                candidates,
+            )
+        }
+        Some(StrategyChoice::Command) => {
+            let spec = profile.strategy.command.clone().ok_or_else(|| {
+                OrchestratorError::Usage(format!(
+                    "{}: --strategy command needs a [strategy.command] table with argv",
+                    profile.source.display()
+                ))
+            })?;
+            // A program that cannot start would cost a baseline run and every retry first.
+            if let Some(program) = spec.argv.first() {
+                let found = if program.contains('/') {
+                    // Relative to the repository, where the agent runs.
+                    crate::doctor::find_program(&request.repo.join(program).to_string_lossy(), &[])
+                } else {
+                    crate::doctor::find_program(program, &crate::config::host::program_dirs())
                 };
-                let revert = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
-                (Some(Box::new(revert)), 1)
+                if found.is_none() {
+                    return Err(OrchestratorError::Usage(format!(
+                        "{}: [strategy.command] argv runs `{program}`, which is not an \
+                             executable {}",
+                        profile.source.display(),
+                        if program.contains('/') {
+                            "file (a path with a / is taken from the repository's root)"
+                        } else {
+                            "on PATH"
+                        }
+                    )));
+                }
             }
-            None => (None, 1),
-        };
+            let candidates = spec.candidates;
+            (Some(Box::new(CommandStrategy::new(spec))), candidates)
+        }
+        Some(StrategyChoice::Revert { good, bad }) => {
+            // The bisect tests each commit as many times as a fix must pass to count.
+            let finder = super::bisect::EngineFinder {
+                owner: request.repo.clone(),
+                board_arg: request.board.clone(),
+                profile_arg: request.profile.clone(),
+                board: board.clone(),
+                profile: profile.clone(),
+                runs: profile.goal.confirm_runs.max(1),
+                events,
+            };
+            let revert = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
+            (Some(Box::new(revert)), 1)
+        }
+        None => (None, 1),
+    };
     if let Some(s) = strategy.as_mut() {
         s.load(saved);
     }

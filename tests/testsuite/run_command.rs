@@ -354,3 +354,36 @@ fi
     let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
 }
+
+#[test]
+fn an_agent_program_that_does_not_exist_is_a_configuration_error_before_anything_runs() {
+    let repo = FixtureRepo::new();
+    for (program, says) in [
+        ("no-such-agent-cli", "on PATH"),
+        ("./tools/no-such-agent.sh", "from the repository's root"),
+    ] {
+        repo.write(
+            "profiles/crc-agent.toml",
+            &format!(
+                "name = \"crc-agent\"\n[build]\ncommand = \"make BOARD={{machine}} \
+                 build/{{machine}}/test_crc.elf\"\nartifact = \"build/{{machine}}/test_crc.elf\"\n\
+                 [test]\nharness = \"unity\"\n[strategy.command]\nargv = [\"{program}\", \"--fix\"]\n"
+            ),
+        );
+        let out = run(&repo);
+        assert_eq!(out.status.code(), Some(2), "{program}: {}", text(&out));
+        let said = text(&out);
+        assert!(
+            said.contains("crc-agent.toml") && said.contains(program) && said.contains(says),
+            "{said}"
+        );
+        assert!(
+            !repo.path().join(".fwfix/runs").exists()
+                || std::fs::read_dir(repo.path().join(".fwfix/runs"))
+                    .unwrap()
+                    .next()
+                    .is_none(),
+            "a run directory was made"
+        );
+    }
+}
