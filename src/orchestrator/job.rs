@@ -988,6 +988,15 @@ impl<'a> Job<'a> {
             report.hang_site = last.hang_site.clone();
             report.notes = last.results.notes.clone();
         }
+        // An attempt interrupted mid-run: what it printed so far is the last test run's cases.
+        if let (State::Aborted, Some(capture)) = (final_state, &self.last_capture) {
+            let partial = self
+                .parser
+                .parse(capture, &crate::results::ParseContext::default());
+            report.verdict = Some(partial.verdict);
+            report.cases = partial.cases;
+            report.notes = partial.notes;
+        }
         report.notes.extend(self.board_notes.iter().cloned());
         if ctx.command == Command::Run {
             report.fixed = Some(match &ctx.fix {

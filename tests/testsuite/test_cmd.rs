@@ -642,3 +642,56 @@ fn a_build_that_runs_out_of_disk_is_retried_as_the_environment_not_blamed_on_the
         "{reason}"
     );
 }
+
+#[test]
+fn an_interrupted_test_run_reports_the_cases_it_printed_before_the_interrupt() {
+    use std::io::BufRead;
+    let repo = FixtureRepo::new();
+    // The event image passes its first tests, then hangs: interrupted while it hangs.
+    repo.write(
+        "profiles/event-slow.toml",
+        r#"name = "event-slow"
+[build]
+command = "make BOARD={machine} build/{machine}/test_event.elf"
+artifact = "build/{machine}/test_event.elf"
+[test]
+harness = "unity"
+timeout_s = 60
+"#,
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(["test", "--json", "--board", MPS2, "--profile", "event-slow"])
+        .current_dir(repo.path())
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let passed = line.contains("\"event\":\"console_line\"") && line.contains(":PASS");
+        seen.push(line);
+        if passed {
+            break;
+        }
+    }
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    seen.extend(lines.map(|l| l.unwrap()));
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{seen:#?}");
+    let last: serde_json::Value = serde_json::from_str(seen.last().unwrap()).unwrap();
+    let report = report(Path::new(last["run_dir"].as_str().unwrap()));
+    assert_eq!(report["final_state"], "ABORTED", "{report:#}");
+    let cases = report["cases"].as_array().unwrap();
+    let first = cases
+        .iter()
+        .find(|c| c["name"] == "test_event_starts_with_nothing_pending")
+        .unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(first["status"], "PASS", "{report:#}");
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
