@@ -103,6 +103,24 @@ impl RunDir {
     }
 }
 
+/// What a run's `run.json`, written first, says of the process that runs it. Every field is
+/// optional: it is read from runs of any age.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct RunRecord {
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub pid: Option<u32>,
+    #[serde(default)]
+    pub host: Option<String>,
+}
+
+/// The `run.json` of the run in `dir`, if it has a readable one.
+pub fn run_record(dir: &Path) -> Option<RunRecord> {
+    let text = std::fs::read_to_string(dir.join("run.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
 /// `iter-000`, `iter-001`, ...
 pub fn iteration_name(n: u32) -> String {
     format!("iter-{n:03}")

@@ -7,8 +7,9 @@
 //! 3. `resolve`: defaults, cross-field rules, ranges, paths and placeholders, into `model`.
 //!
 //! `llm` merges `[strategy.llm]` with the `FWFIX_LLM_*` environment, and `host` reads what the
-//! host's environment says beyond the profile (state directory, editor, `PATH`): the only places
-//! fwfix reads the environment.
+//! host's environment says beyond the profile (state directory, editor, `PATH`): the places fwfix
+//! reads the environment for what a run depends on (`ui/` reads `NO_COLOR`, and the system's
+//! temporary directory comes from `TMPDIR` through the standard library).
 //!
 //! This module must not run anything (no build, no QEMU, no probe): `fwfix validate` relies on
 //! loading being free of side effects.

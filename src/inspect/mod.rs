@@ -64,7 +64,7 @@ pub enum InspectError {
         matches: Vec<String>,
     },
     #[error(
-        "{} is not a run directory: it holds none of {RUN_JSON}, {TRACE_FILE} and report.json",
+        "{} is not a run directory: it holds none of {RUN_JSON}, {TRACE_FILE}, {BISECT_JSON} and report.json",
         path.display()
     )]
     NotARunDir { path: PathBuf },

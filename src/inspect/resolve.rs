@@ -67,9 +67,8 @@ pub fn resolve_run(arg: &str, repo: &Path) -> Result<PathBuf, InspectError> {
     }
 }
 
-/// A directory some run wrote: it has a trace or a report.
-/// A run writes run.json first; a run killed before its first transition or bisect step has
-/// nothing else.
+/// A directory some run wrote: a trace, a report, a bisect's record, or at least run.json, which
+/// a run writes first (one killed before its first transition or bisect step has nothing else).
 fn is_run_dir(dir: &Path) -> bool {
     dir.join(TRACE_FILE).is_file()
         || dir.join(REPORT_JSON).is_file()

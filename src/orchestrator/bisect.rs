@@ -309,16 +309,12 @@ fn remove_dead_bisects_worktrees(owner: &Path) {
     let Ok(repo) = Repo::open(owner) else { return };
     let host = crate::process::host_name();
     for run in runs.flatten() {
-        let Some(record) = std::fs::read_to_string(run.path().join("run.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        else {
+        let Some(record) = rundir::run_record(&run.path()) else {
             continue;
         };
-        let pid = record["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
-        let dead = record["command"] == Command::Bisect.name()
-            && record["host"].as_str() == Some(host.as_str())
-            && pid.is_some_and(|p| !crate::process::alive(p));
+        let dead = record.command.as_deref() == Some(Command::Bisect.name())
+            && record.host.as_deref() == Some(host.as_str())
+            && record.pid.is_some_and(|p| !crate::process::alive(p));
         if dead {
             remove_worktrees_in(&repo, &run.path());
         }

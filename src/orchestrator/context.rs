@@ -184,11 +184,8 @@ impl RunContext {
     /// Reads `context.json`.
     pub fn load(run_dir: &Path) -> Result<RunContext, String> {
         let path = run_dir.join("context.json");
-        let command = std::fs::read_to_string(run_dir.join("run.json"))
-            .ok()
-            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-            .map(|record| record["command"].clone());
-        if !path.exists() && command.is_some_and(|c| c == Command::Bisect.name()) {
+        let command = rundir::run_record(run_dir).and_then(|r| r.command);
+        if !path.exists() && command.as_deref() == Some(Command::Bisect.name()) {
             return Err(format!(
                 "{} is a bisect: a bisect keeps no context to resume from; run fwfix bisect \
                  again (it removes the worktree a killed bisect left)",

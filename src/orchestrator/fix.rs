@@ -217,6 +217,13 @@ impl Job<'_> {
     }
 
     pub(super) async fn patch_generation(&mut self) -> Step {
+        // CODE_ANALYSIS's bundle, as traced: gathered before the rollback, its excerpts show the
+        // source the last image was built from, which the tree no longer holds.
+        let analysed = self
+            .iteration_dir()
+            .ok()
+            .and_then(|d| std::fs::read(d.join("analysis.json")).ok())
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok());
         let iteration = self.ctx.ledger.begin_iteration();
         let dir = match self.iteration_dir() {
             Ok(d) => d,
@@ -247,7 +254,7 @@ impl Job<'_> {
                 }
             }
         }
-        let evidence = self.evidence();
+        let evidence = analysed.unwrap_or_else(|| self.evidence());
         let req = PatchRequest {
             iteration,
             task: self.task(),
@@ -338,14 +345,26 @@ impl Job<'_> {
             paths.push(path);
         }
         self.ctx.candidate = None;
-        let empty: Vec<&str> = round
+        let all_empty = round
             .iter()
-            .filter(|c| c.verdict != governor::Verdict::Pending)
-            .map(|c| c.origin.as_str())
-            .collect();
-        let all_empty = empty.len() == round.len();
+            .all(|c| c.verdict != governor::Verdict::Pending);
         let what = if all_empty {
-            format!("{name}: {} is an empty patch", empty.join(", "))
+            let failed_agent = |c: &CandidateRecord| {
+                matches!(
+                    c.verdict,
+                    governor::Verdict::Dropped {
+                        stage: governor::Stage::Generation,
+                        ..
+                    }
+                )
+            };
+            if round.iter().any(failed_agent) {
+                // Agents that failed beside ones that answered nothing: each says which.
+                format!("{name}: nothing usable: {}", governor::summary(&round))
+            } else {
+                let origins: Vec<&str> = round.iter().map(|c| c.origin.as_str()).collect();
+                format!("{name}: {} is an empty patch", origins.join(", "))
+            }
         } else {
             let listed: Vec<String> = round
                 .iter()

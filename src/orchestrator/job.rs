@@ -328,7 +328,15 @@ pub async fn resume(
     job.access = Some(opts.access);
     job.arm_deadline(opts.deadline);
     job.reconcile()?;
-    match job.claim_board_now().await {
+    // A run that goes on needs its board: claimed now, so a busy or refused board ends this
+    // resume with the run where the kill left it. Finalising a run needs no board.
+    let finalising = matches!(state, State::Success | State::Failure) && restart.is_none();
+    let claimed = if finalising {
+        Ok(())
+    } else {
+        job.claim_board_now().await
+    };
+    match claimed {
         Ok(()) => {}
         Err(
             e @ super::board::ClaimError::Lease(crate::dut::lease::LeaseError::Cancelled { .. }),
@@ -348,8 +356,6 @@ pub async fn resume(
     }
 }
 
-/// The owner's working-tree lock for a fix run that patches the owner's checkout; None with
-/// `--worktree` (the owner's tree is only read, once, for the snapshot).
 /// The owner's checkout for the whole job: patched in place (exclusive), or only read — built
 /// by `fwfix test`, snapshotted by a `--worktree` run (shared).
 fn lock_owner_tree(
@@ -454,8 +460,9 @@ pub(super) struct Job<'a> {
     pub lease: Option<crate::dut::lease::Lease>,
     /// What claiming the board did, for the report.
     pub board_notes: Vec<String>,
-    /// The owner's working-tree lock, held by a fix run that patches the owner's checkout (not
-    /// with `--worktree`) until the job is dropped, after the tree is restored.
+    /// The owner's working-tree lock (exclusive for a run that patches the checkout, shared for
+    /// `fwfix test` and a `--worktree` run), held until the job is dropped, after the tree is
+    /// restored.
     tree_lock: Option<crate::repo::TreeLock>,
 }
 
@@ -996,6 +1003,9 @@ impl<'a> Job<'a> {
             report.verdict = Some(partial.verdict);
             report.cases = partial.cases;
             report.notes = partial.notes;
+            // Those were an earlier attempt's; this one was not analysed.
+            report.crash = None;
+            report.hang_site = None;
         }
         report.notes.extend(self.board_notes.iter().cloned());
         if ctx.command == Command::Run {

@@ -321,7 +321,8 @@ impl Job<'_> {
     }
 
     /// Renames the attempt's console and flash logs that `step` names as evidence to names of
-    /// their own (`console-hung.log`, `console-failed.log`, then `console-failed-2.log`, ...),
+    /// their own (`console-hung.log`, `console-failed.log`, then `console-failed-2.log`; for
+    /// attempt 2, `console-2-failed.log`, ...),
     /// and names those instead (in the reason too, which may quote a triaged line of one), so
     /// that running the attempt again overwrites no traced file.
     fn set_aside(&self, mut step: Step, attempt: u32, label: &str) -> Step {

@@ -70,7 +70,8 @@ pub const QMP_SOCKET: &str = "qmp.sock";
 /// QEMU (in a process group of its own, out of reach of whoever killed fwfix) runs on forever if
 /// its image hangs, but its scratch directory, named after the dead fwfix's pid, still holds its
 /// QMP socket: `quit` through it stops exactly that QEMU. A directory whose fwfix is alive, or
-/// that belongs to another user (mode 0700), is left alone. Returns the directories reaped.
+/// that belongs to another user (mode 0700), is left alone, and so is one whose QEMU may run but
+/// did not answer. Returns the directories whose QEMU was told to quit.
 pub async fn reap_orphans() -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
         return Vec::new();
@@ -91,15 +92,26 @@ pub async fn reap_orphans() -> Vec<PathBuf> {
         }
         let dir = entry.path();
         let socket = dir.join(QMP_SOCKET);
-        if socket.exists() {
-            let wait = std::time::Duration::from_secs(2);
-            if let Ok(mut qmp) = super::qmp::QmpClient::connect(&socket, Duration::ZERO, wait).await
-            {
+        let wait = std::time::Duration::from_secs(2);
+        let stopped = match super::qmp::QmpClient::connect(&socket, Duration::ZERO, wait).await {
+            Ok(mut qmp) => {
                 // QEMU may close the connection before it answers `quit`.
                 let _ = qmp.execute("quit", None).await;
+                true
             }
-        }
-        if std::fs::remove_dir_all(&dir).is_ok() {
+            // No socket, or nobody listening on it: its QEMU is gone too.
+            Err(super::qmp::QmpError::Connect { source, .. })
+                if matches!(
+                    source.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+                ) =>
+            {
+                false
+            }
+            // A QEMU that may still run keeps the one way to reach it.
+            Err(_) => continue,
+        };
+        if std::fs::remove_dir_all(&dir).is_ok() && stopped {
             reaped.push(dir);
         }
     }
