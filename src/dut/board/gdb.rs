@@ -254,6 +254,17 @@ xpsr           0x21000003          553648131
         text.lines().map(str::to_string).collect()
     }
 
+    /// Each of `needles` appears in `s`, in this order.
+    fn assert_in_order(s: &str, needles: &[&str]) {
+        let mut at = 0;
+        for needle in needles {
+            let found = s[at..]
+                .find(needle)
+                .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{s}"));
+            at += found + needle.len();
+        }
+    }
+
     fn vectors() -> VectorTable {
         VectorTable {
             base: 0x0800_0000,
@@ -286,13 +297,7 @@ xpsr           0x21000003          553648131
             "eval \"x/%dwx $sp\", $fwfix_words",
             "disconnect",
         ];
-        let mut at = 0;
-        for needle in order {
-            let found = s[at..]
-                .find(needle)
-                .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{s}"));
-            at += found + needle.len();
-        }
+        assert_in_order(&s, &order);
     }
 
     #[test]
@@ -309,13 +314,7 @@ xpsr           0x21000003          553648131
             "echo @@fwfix:started@@\\n",
             "continue",
         ];
-        let mut at = 0;
-        for needle in order {
-            let found = s[at..]
-                .find(needle)
-                .unwrap_or_else(|| panic!("`{needle}` missing or out of order in:\n{s}"));
-            at += found + needle.len();
-        }
+        assert_in_order(&s, &order);
         assert!(!s.contains("set $pc"), "{s}");
         // The stack read after a stop is still bounded by the image's initial SP.
         assert!(s.contains("0x20020000"), "{s}");
