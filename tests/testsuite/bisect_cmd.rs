@@ -693,7 +693,7 @@ timeout_s = 20
     )
     .unwrap();
     let before = owner_state(&repo);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
         .args([
             "run",
             "--json",
@@ -710,24 +710,8 @@ timeout_s = 20
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..1200 {
-        if std::fs::read_to_string(&sleeper).is_ok_and(|p| !p.trim().is_empty()) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
     // A power cut: no cleanup at all.
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let pid: i32 = std::fs::read_to_string(&sleeper)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    power_cut_once_building(child, &sleeper);
     assert_eq!(
         worktrees(&repo),
         2,
@@ -768,7 +752,7 @@ fn a_bisect_killed_with_sigkill_has_its_worktree_removed_by_the_next_bisect() {
         ),
     )
     .unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
         .args([
             "bisect",
             "--board",
@@ -783,24 +767,8 @@ fn a_bisect_killed_with_sigkill_has_its_worktree_removed_by_the_next_bisect() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    for _ in 0..400 {
-        if std::fs::read_to_string(&marker).is_ok_and(|p| !p.trim().is_empty()) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(25));
-    }
     // SIGKILL, as a power cut would: no cleanup runs, the step's worktree stays registered.
-    child.kill().unwrap();
-    child.wait().unwrap();
-    let build: i32 = std::fs::read_to_string(&marker)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(build),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    power_cut_once_building(child, &marker);
     assert_eq!(worktrees(&repo), 2);
 
     // A bisect is not resumed, and says what to do instead.
@@ -833,4 +801,26 @@ fn a_bisect_killed_with_sigkill_has_its_worktree_removed_by_the_next_bisect() {
     );
     assert!(next.status.code().is_some(), "{}", text(&next));
     assert_eq!(worktrees(&repo), 1, "{}", text(&next));
+}
+
+/// Once the build fwfix started has written its pid to `pid_file`, kills fwfix with SIGKILL (no
+/// cleanup runs, as in a power cut), then that orphaned build.
+fn power_cut_once_building(mut child: std::process::Child, pid_file: &Path) {
+    for _ in 0..1200 {
+        if std::fs::read_to_string(pid_file).is_ok_and(|p| !p.trim().is_empty()) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let build: i32 = std::fs::read_to_string(pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(build),
+        nix::sys::signal::Signal::SIGKILL,
+    );
 }

@@ -266,6 +266,26 @@ timeout_s = 20
     q
 }
 
+/// Interrupts the run `start_slow_patched_build` started: it must exit 3 with the owner's tree
+/// as it was before the run (but for the slow build's own pid file).
+fn interrupt_and_check_the_tree(
+    mut child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    repo: &FixtureRepo,
+    before: &BTreeMap<String, String>,
+) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
+    let mut after = owner_state(repo);
+    after.remove("sleepers.pid");
+    assert_eq!(&after, before);
+}
+
 /// Recomputes the `+` line count of a single-hunk diff after a line was added.
 fn fix_hunk_counts(diff: &str) -> String {
     let mut out = String::new();
@@ -382,7 +402,7 @@ fn a_second_run_on_a_checkout_being_patched_is_refused_until_the_first_ends() {
     let q = slow_when_patched(&repo);
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let (mut child, first_dir, lines) = start_slow_patched_build(&repo, &q);
+    let (child, first_dir, lines) = start_slow_patched_build(&repo, &q);
     let runs = || {
         std::fs::read_dir(first_dir.parent().unwrap())
             .unwrap()
@@ -418,16 +438,7 @@ fn a_second_run_on_a_checkout_being_patched_is_refused_until_the_first_ends() {
     assert_eq!(elsewhere.status.code(), Some(2), "{}", text(&elsewhere));
     assert_eq!(runs(), runs_before, "a refused run created a run directory");
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
-    let mut after = owner_state(&repo);
-    after.remove("sleepers.pid");
-    assert_eq!(after, before);
+    interrupt_and_check_the_tree(child, lines, &repo, &before);
 
     // Once the first has ended, the checkout is free again.
     let third = run_cmd(&repo, fix.path(), &[]);
@@ -442,7 +453,7 @@ fn resuming_a_run_that_is_still_going_is_refused_and_touches_nothing() {
     let q = slow_when_patched(&repo);
     make_owner_work(&repo);
     let before = owner_state(&repo);
-    let (mut child, run_dir, lines) = start_slow_patched_build(&repo, &q);
+    let (child, run_dir, lines) = start_slow_patched_build(&repo, &q);
     let trace_before = std::fs::read(run_dir.join("trace.jsonl")).unwrap();
     let patched = std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap();
 
@@ -460,16 +471,7 @@ fn resuming_a_run_that_is_still_going_is_refused_and_touches_nothing() {
         patched
     );
 
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
-    assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
-    let mut after = owner_state(&repo);
-    after.remove("sleepers.pid");
-    assert_eq!(after, before);
+    interrupt_and_check_the_tree(child, lines, &repo, &before);
 }
 
 #[test]
