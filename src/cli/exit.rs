@@ -2,7 +2,7 @@
 
 use crate::inspect::InspectError;
 use crate::machine::{ErrorClass, State};
-use crate::orchestrator::{Finished, OrchestratorError};
+use crate::orchestrator::{Finished, OrchestratorError, PairOutcome};
 use crate::report::ReportError;
 use std::process::ExitCode;
 
@@ -51,6 +51,29 @@ impl Exit {
 
     pub fn of_finished(f: &Finished) -> Exit {
         Exit::of_run(f.final_state, f.error_class)
+    }
+
+    /// The exit status of several pairs tested at once: aborted when the run was interrupted
+    /// (a pair aborted or never started), else the most telling of the pairs' own statuses —
+    /// a test failure before an infrastructure error, before a configuration error.
+    pub fn of_pairs(pairs: &[PairOutcome]) -> Exit {
+        let exits: Vec<Exit> = pairs
+            .iter()
+            .map(|p| match &p.result {
+                Some(Ok(f)) => Exit::of_finished(f),
+                Some(Err(e)) => Exit::of_error(e),
+                None => Exit::Aborted,
+            })
+            .collect();
+        [
+            Exit::Aborted,
+            Exit::Failed,
+            Exit::Infrastructure,
+            Exit::Usage,
+        ]
+        .into_iter()
+        .find(|worst| exits.contains(worst))
+        .unwrap_or(Exit::Success)
     }
 
     pub fn of_error(e: &OrchestratorError) -> Exit {

@@ -216,17 +216,12 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
+/// A future borrowing the event sink for its lifetime.
+pub(crate) type SinkFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+
 /// What a command that runs the engine returns: the future of its finished run.
-pub(crate) type RunFuture<'a> = std::pin::Pin<
-    Box<
-        dyn std::future::Future<
-                Output = Result<
-                    crate::orchestrator::Finished,
-                    crate::orchestrator::OrchestratorError,
-                >,
-            > + 'a,
-    >,
->;
+pub(crate) type RunFuture<'a> =
+    SinkFuture<'a, Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>>;
 
 /// Runs an engine command: a runtime, the event sink, Ctrl+C and SIGTERM wired to cancellation,
 /// then the final event or summary and the exit code.
@@ -237,9 +232,127 @@ pub(crate) fn execute(
         tokio_util::sync::CancellationToken,
     ) -> RunFuture<'a>,
 ) -> Exit {
+    match drive(global, body) {
+        Ok((result, sink)) => finish(result, sink, global),
+        Err(exit) => exit,
+    }
+}
+
+/// [`execute`] for several pairs tested at once: each pair's end is an event of its own, then
+/// one final event or summary for them all.
+pub(crate) fn execute_many(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> SinkFuture<
+        'a,
+        Result<Vec<crate::orchestrator::PairOutcome>, crate::orchestrator::OrchestratorError>,
+    >,
+) -> Exit {
+    use crate::events::Event;
+    let (result, sink) = match drive(global, body) {
+        Ok(done) => done,
+        Err(exit) => return exit,
+    };
+    let pairs = match result {
+        Ok(pairs) => pairs,
+        Err(e) => {
+            drop(sink);
+            return fail_early(global, Exit::of_error(&e), &e.to_string());
+        }
+    };
+    for pair in &pairs {
+        let (exit, run_dir, error_class, message) = match &pair.result {
+            Some(Ok(f)) => (
+                Exit::of_finished(f),
+                Some(f.run_dir.display().to_string()),
+                f.error_class,
+                f.report.message.clone(),
+            ),
+            Some(Err(e)) => (Exit::of_error(e), None, None, e.to_string()),
+            None => (
+                Exit::Aborted,
+                None,
+                None,
+                "not started: the run was interrupted".to_string(),
+            ),
+        };
+        sink.emit_job(
+            &pair.job,
+            &Event::Finished {
+                status: test::pair_status(pair).to_string(),
+                exit_code: exit.code(),
+                run_dir,
+                error_class,
+                message: Some(message),
+            },
+        );
+    }
+    let exit = Exit::of_pairs(&pairs);
+    let count = |status: &str| {
+        pairs
+            .iter()
+            .filter(|p| test::pair_status(p) == status)
+            .count()
+    };
+    let status = match exit {
+        Exit::Success => "PASSED",
+        Exit::Failed => "FAILED",
+        Exit::Aborted => "ABORTED",
+        Exit::Usage | Exit::Infrastructure => "ERROR",
+    };
+    sink.emit(&Event::Finished {
+        status: status.to_string(),
+        exit_code: exit.code(),
+        run_dir: None,
+        error_class: None,
+        message: Some(format!(
+            "{} tested: {} passed, {} failed, {} with errors, {} not run",
+            crate::report::plural(pairs.len(), "pair"),
+            count("PASSED"),
+            count("FAILED"),
+            count("ERROR"),
+            count("NOT RUN")
+        )),
+    });
+    drop(sink);
+    if !global.json {
+        let rows: Vec<crate::ui::PairRow<'_>> = pairs
+            .iter()
+            .map(|p| crate::ui::PairRow {
+                job: &p.job,
+                status: test::pair_status(p),
+                report: p
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.as_ref().ok())
+                    .map(|f| (&f.report, f.run_dir.as_path())),
+                error: p
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.as_ref().err())
+                    .map(ToString::to_string),
+            })
+            .collect();
+        crate::ui::print_pairs_summary(&rows, global.ui_options().color);
+    }
+    exit
+}
+
+/// The runtime and sink of an engine command, and what its future returned.
+type Driven<T> = (T, Box<dyn crate::events::EventSink>);
+
+fn drive<T>(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> SinkFuture<'a, T>,
+) -> Result<Driven<T>, Exit> {
     let rt = match runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail_early(global, Exit::Infrastructure, &e.to_string()),
+        Err(e) => return Err(fail_early(global, Exit::Infrastructure, &e.to_string())),
     };
     let sink = sink(global);
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -249,7 +362,7 @@ pub(crate) fn execute(
     });
     // A question left unanswered on the terminal must not keep fwfix from exiting.
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
-    finish(result, sink, global)
+    Ok((result, sink))
 }
 
 /// The event sink for `global`: JSON lines, or the terminal display.
