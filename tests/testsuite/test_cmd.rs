@@ -835,3 +835,66 @@ fn jobs_refuse_a_bad_profile_or_a_pair_given_twice_before_anything_runs() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(text(&out).contains("given twice"), "{}", text(&out));
 }
+
+#[test]
+fn what_a_qemu_binary_supports_is_asked_once_per_binary() {
+    let repo = FixtureRepo::new();
+    let cache = tempfile::tempdir().unwrap();
+    // A QEMU that records every call and then is the real one.
+    let calls = repo.path().join("qemu-calls.log");
+    let wrapper = repo.write(
+        "tools/qemu-system-arm",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec qemu-system-arm \"$@\"\n",
+            calls.display()
+        ),
+    );
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    repo.write(
+        "wrapped.toml",
+        &format!(
+            "name = \"wrapped\"\nbackend = \"qemu\"\n[qemu]\nbinary = \"{}\"\nmachine = \"mps2-an385\"\ncpu = \"cortex-m3\"\n",
+            wrapper.display()
+        ),
+    );
+    let run = || {
+        let out = fwfix_command(
+            &[
+                "test",
+                "--json",
+                "--repo",
+                repo.path().to_str().unwrap(),
+                "--board",
+                "wrapped.toml",
+                "--profile",
+                "ringbuf",
+            ],
+            repo.path(),
+            cache.path(),
+        )
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    };
+    let help_calls = || {
+        std::fs::read_to_string(&calls)
+            .unwrap()
+            .lines()
+            .filter(|l| l.ends_with(" help"))
+            .count()
+    };
+    run();
+    assert_eq!(help_calls(), 2, "-machine help and -cpu help once each");
+    run();
+    assert_eq!(help_calls(), 2, "the second run asks nothing");
+    // Another binary at the same path (an upgrade) is asked again.
+    let upgraded = std::fs::read_to_string(&wrapper).unwrap() + "# upgraded\n";
+    std::fs::write(&wrapper, upgraded).unwrap();
+    run();
+    assert_eq!(help_calls(), 4);
+}
