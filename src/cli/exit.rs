@@ -2,7 +2,7 @@
 
 use crate::inspect::InspectError;
 use crate::machine::{ErrorClass, State};
-use crate::orchestrator::{Finished, OrchestratorError, PairOutcome};
+use crate::orchestrator::{Finished, OrchestratorError, PairEnd, PairOutcome};
 use crate::report::ReportError;
 use std::process::ExitCode;
 
@@ -53,27 +53,17 @@ impl Exit {
         Exit::of_run(f.final_state, f.error_class)
     }
 
-    /// The exit status of several pairs tested at once: aborted when the run was interrupted
-    /// (a pair aborted or never started), else the most telling of the pairs' own statuses —
-    /// a test failure before an infrastructure error, before a configuration error.
+    /// The exit status of several pairs tested at once: the most serious pair's, a pair that
+    /// never started (the run was interrupted first) counting as aborted, one sim-first skipped
+    /// as nothing of its own.
     pub fn of_pairs(pairs: &[PairOutcome]) -> Exit {
-        let exits: Vec<Exit> = pairs
-            .iter()
-            .map(|p| match &p.result {
-                Some(Ok(f)) => Exit::of_finished(f),
-                Some(Err(e)) => Exit::of_error(e),
-                None => Exit::Aborted,
-            })
-            .collect();
-        [
-            Exit::Aborted,
-            Exit::Failed,
-            Exit::Infrastructure,
-            Exit::Usage,
-        ]
-        .into_iter()
-        .find(|worst| exits.contains(worst))
-        .unwrap_or(Exit::Success)
+        Exit::worst(pairs.iter().map(|p| match &p.end {
+            PairEnd::Ran(Ok(f)) => Exit::of_finished(f),
+            PairEnd::Ran(Err(e)) => Exit::of_error(e),
+            // Held back because its profile failed in simulation: that failure speaks for it.
+            PairEnd::Skipped { .. } => Exit::Success,
+            PairEnd::NotStarted => Exit::Aborted,
+        }))
     }
 
     pub fn of_error(e: &OrchestratorError) -> Exit {

@@ -263,15 +263,17 @@ pub(crate) fn execute_many(
         }
     };
     for pair in &pairs {
-        let (exit, run_dir, error_class, message) = match &pair.result {
-            Some(Ok(f)) => (
+        use crate::orchestrator::PairEnd;
+        let (exit, run_dir, error_class, message) = match &pair.end {
+            PairEnd::Ran(Ok(f)) => (
                 Exit::of_finished(f),
                 Some(f.run_dir.display().to_string()),
                 f.error_class,
                 f.report.message.clone(),
             ),
-            Some(Err(e)) => (Exit::of_error(e), None, None, e.to_string()),
-            None => (
+            PairEnd::Ran(Err(e)) => (Exit::of_error(e), None, None, e.to_string()),
+            PairEnd::Skipped { reason } => (Exit::Success, None, None, reason.clone()),
+            PairEnd::NotStarted => (
                 Exit::Aborted,
                 None,
                 None,
@@ -281,7 +283,7 @@ pub(crate) fn execute_many(
         sink.emit_job(
             &pair.job,
             &Event::Finished {
-                status: test::pair_status(pair).to_string(),
+                status: pair.status().to_string(),
                 exit_code: exit.code(),
                 run_dir,
                 error_class,
@@ -290,12 +292,7 @@ pub(crate) fn execute_many(
         );
     }
     let exit = Exit::of_pairs(&pairs);
-    let count = |status: &str| {
-        pairs
-            .iter()
-            .filter(|p| test::pair_status(p) == status)
-            .count()
-    };
+    let count = |status: &str| pairs.iter().filter(|p| p.status() == status).count();
     let status = match exit {
         Exit::Success => "PASSED",
         Exit::Failed => "FAILED",
@@ -308,11 +305,12 @@ pub(crate) fn execute_many(
         run_dir: None,
         error_class: None,
         message: Some(format!(
-            "{} tested: {} passed, {} failed, {} with errors, {} not run",
+            "{} tested: {} passed, {} failed, {} with errors, {} skipped, {} not run",
             crate::report::plural(pairs.len(), "pair"),
             count("PASSED"),
             count("FAILED"),
             count("ERROR"),
+            count("SKIPPED"),
             count("NOT RUN")
         )),
     });
@@ -322,17 +320,13 @@ pub(crate) fn execute_many(
             .iter()
             .map(|p| crate::ui::PairRow {
                 job: &p.job,
-                status: test::pair_status(p),
-                report: p
-                    .result
-                    .as_ref()
-                    .and_then(|r| r.as_ref().ok())
-                    .map(|f| (&f.report, f.run_dir.as_path())),
-                error: p
-                    .result
-                    .as_ref()
-                    .and_then(|r| r.as_ref().err())
-                    .map(ToString::to_string),
+                status: p.status(),
+                report: p.finished().map(|f| (&f.report, f.run_dir.as_path())),
+                error: match &p.end {
+                    crate::orchestrator::PairEnd::Ran(Err(e)) => Some(e.to_string()),
+                    crate::orchestrator::PairEnd::Skipped { reason } => Some(reason.clone()),
+                    _ => None,
+                },
             })
             .collect();
         crate::ui::print_pairs_summary(&rows, global.ui_options().color);

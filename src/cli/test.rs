@@ -2,7 +2,7 @@
 //! `--profile`s test every pair, `--jobs N` at a time.
 
 use super::{Exit, GlobalArgs};
-use crate::orchestrator::{self, PairOutcome, TestManyOptions, TestOptions};
+use crate::orchestrator::{self, TestManyOptions, TestOptions};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -57,13 +57,4 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
     super::execute_many(global, |sink, cancel| {
         Box::pin(orchestrator::test_many(opts, sink, cancel))
     })
-}
-
-/// The per-pair statuses `execute_many` reports.
-pub(super) fn pair_status(pair: &PairOutcome) -> &'static str {
-    match &pair.result {
-        Some(Ok(f)) => f.report.status.name(),
-        Some(Err(_)) => "ERROR",
-        None => "NOT RUN",
-    }
 }

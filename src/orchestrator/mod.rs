@@ -51,4 +51,4 @@ pub use context::{RunContext, StrategyChoice};
 pub use job::{
     resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
 };
-pub use matrix::{test_many, PairOutcome, TestManyOptions};
+pub use matrix::{run_pairs, test_many, PairEnd, PairOutcome, PairSpec, Schedule, TestManyOptions};

@@ -81,7 +81,7 @@ pub fn render_pairs_summary(rows: &[PairRow<'_>], style: SummaryStyle) -> String
     for row in rows {
         let tint = match row.status {
             "PASSED" => Paint::Green,
-            "NOT RUN" | "ABORTED" => Paint::Yellow,
+            "NOT RUN" | "ABORTED" | "SKIPPED" => Paint::Yellow,
             _ => Paint::Red,
         };
         let detail = match (row.report, &row.error) {
