@@ -79,6 +79,8 @@ impl PairSpec {
 }
 
 /// How one pair ended.
+// One per pair of a matrix: the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum PairEnd {
     /// It ran: the last try's run (earlier tries ended on infrastructure errors).
