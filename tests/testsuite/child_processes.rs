@@ -246,3 +246,92 @@ timeout_s = 120
     );
     kill_and_check(fwfix, &pids, 1, &marker);
 }
+
+#[test]
+fn a_fresh_run_refuses_a_tree_a_killed_run_left_its_candidate_in() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker, once) = (
+        scratch.path("pids"),
+        scratch.path("marker"),
+        scratch.path("once"),
+    );
+    let script = scratch.path("build.sh");
+    // The first build of a patched tree (the candidate's, in BUILD_RUN) hangs; the rest are real.
+    std::fs::write(
+        &script,
+        format!(
+            "if ! git diff --quiet -- src && [ ! -f '{o}' ]; then\ntouch '{o}'\n{}fi\n\
+             exec make BOARD=$1 build/$1/test_crc.elf\n",
+            slow_script(&pids, &marker),
+            o = once.display()
+        ),
+    )
+    .unwrap();
+    repo.write(
+        "profiles/crc-slow-candidate.toml",
+        &format!(
+            r#"name = "crc-slow-candidate"
+[build]
+command = "sh {} {{machine}}"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+            script.display()
+        ),
+    );
+    repo.git(&["add", "profiles/crc-slow-candidate.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
+    let queue = fixture_queue(&["04-fixes-crc16.diff"]);
+    let args = [
+        "run",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-candidate",
+        "--strategy",
+        "queue",
+        "--patches",
+        queue.path().to_str().unwrap(),
+    ];
+    kill_and_check(spawn_fwfix(&args, repo.path()), &pids, 1, &marker);
+    assert!(
+        !repo.git(&["diff", "--", "src"]).is_empty(),
+        "the killed run's candidate is not in the tree"
+    );
+    let killed = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+
+    // The candidate is the killed run's, not the owner's work: a fresh run does not start from it.
+    let fresh = fwfix(&args, repo.path());
+    assert_eq!(fresh.status.code(), Some(2), "{}", text(&fresh));
+    let said = text(&fresh);
+    assert!(
+        said.contains(&format!("run {killed} was killed"))
+            && said.contains(&format!("fwfix resume {killed}")),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(repo.path().join(".fwfix/runs"))
+            .unwrap()
+            .count(),
+        1,
+        "the refused run left a run directory"
+    );
+
+    // Resuming it carries it on to its end, and the owner's tree is as it was.
+    let resumed = fwfix(&["resume", &killed], repo.path());
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(repo.git(&["diff", "--", "src"]), "");
+    // Nothing killed is left: a fresh run starts.
+    let again = fwfix(&args, repo.path());
+    assert_ne!(again.status.code(), Some(2), "{}", text(&again));
+}
