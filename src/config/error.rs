@@ -114,6 +114,11 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{} is {kind}, not a regular file: give a board or profile file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The file goes on past `cap` bytes; `at` is where.
+    #[error("{at}: the file goes on past {cap} bytes, more than any board or profile file needs")]
+    TooLarge { at: Location, cap: u64 },
     #[error("{}: cannot list the directory: {source}", dir.display())]
     ListDir {
         dir: PathBuf,
@@ -189,8 +194,10 @@ impl ConfigError {
             | ConfigError::InvalidValue { at, .. }
             | ConfigError::Invalid { at, .. }
             | ConfigError::TableNotAllowed { at, .. }
-            | ConfigError::UnknownKind { at } => Some(at),
+            | ConfigError::UnknownKind { at }
+            | ConfigError::TooLarge { at, .. } => Some(at),
             ConfigError::Read { .. }
+            | ConfigError::NotRegular { .. }
             | ConfigError::ListDir { .. }
             | ConfigError::NotFound { .. }
             | ConfigError::Unset { .. }
@@ -211,6 +218,8 @@ impl ConfigError {
             | ConfigError::InvalidValue { key, .. }
             | ConfigError::TableNotAllowed { key, .. } => Some(key),
             ConfigError::Read { .. }
+            | ConfigError::NotRegular { .. }
+            | ConfigError::TooLarge { .. }
             | ConfigError::ListDir { .. }
             | ConfigError::Syntax { .. }
             | ConfigError::Invalid { .. }

@@ -8,6 +8,7 @@ use super::parse::{self, Source};
 use super::raw;
 use super::resolve;
 use super::shipped::{find_shipped, shipped, shipped_source, ShippedFile};
+use crate::input::InputError;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -220,10 +221,21 @@ fn repo_files(kind: ConfigKind, repo: &Path) -> Result<Vec<(String, PathBuf)>, C
     Ok(files)
 }
 
+/// A board or profile file is a few kilobytes; anything past this is not one.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The text of a board or profile file: a regular file, at most [`MAX_FILE_BYTES`].
 fn read(path: &Path) -> Result<String, ConfigError> {
-    fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
+    crate::input::read_regular_text(path, MAX_FILE_BYTES).map_err(|e| match e {
+        InputError::Io { path, source } => ConfigError::Read { path, source },
+        InputError::NotRegular { path, kind } => ConfigError::NotRegular { path, kind },
+        InputError::TooLarge { path, cap, head } => {
+            let text = String::from_utf8_lossy(&head);
+            ConfigError::TooLarge {
+                at: Location::at(&path, &text, text.len()),
+                cap,
+            }
+        }
     })
 }
 

@@ -401,6 +401,9 @@ pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> 
             repo.display()
         )));
     }
+    if let Some(why) = crate::rundir::runs_dir_blocked(&canonical) {
+        return Err(OrchestratorError::Usage(why));
+    }
     Ok(canonical)
 }
 

@@ -15,6 +15,7 @@ mod child_processes;
 mod cli_misc;
 mod governor;
 mod harness_cmd;
+mod hostile_input;
 mod inspect;
 mod parse_recorded_logs;
 mod policy_approval;
