@@ -164,6 +164,13 @@ pub enum ConfigError {
          profile has [build] (or put the file in a `boards/` or `profiles/` directory)"
     )]
     UnknownKind { at: Location },
+    /// A `--board`/`--profile` argument longer than any path: not quoted back.
+    #[error("the {kind} given is {len} bytes long; a {kind} name or path is at most {cap}")]
+    NameTooLong {
+        kind: ConfigKind,
+        len: usize,
+        cap: usize,
+    },
     #[error(
         "{kind} `{name}` not found (looked for {}; available: {})",
         searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
@@ -200,6 +207,7 @@ impl ConfigError {
             | ConfigError::NotRegular { .. }
             | ConfigError::ListDir { .. }
             | ConfigError::NotFound { .. }
+            | ConfigError::NameTooLong { .. }
             | ConfigError::Unset { .. }
             | ConfigError::Environment { .. } => None,
         }
@@ -225,6 +233,7 @@ impl ConfigError {
             | ConfigError::Invalid { .. }
             | ConfigError::UnknownKind { .. }
             | ConfigError::NotFound { .. }
+            | ConfigError::NameTooLong { .. }
             | ConfigError::Unset { .. }
             | ConfigError::Environment { .. } => None,
         }

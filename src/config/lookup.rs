@@ -129,7 +129,17 @@ enum Located {
     Shipped(&'static ShippedFile),
 }
 
+/// Longer than any path the system takes (PATH_MAX).
+const MAX_ARG_BYTES: usize = 4096;
+
 fn locate(kind: ConfigKind, arg: &str, repo: &Path) -> Result<Located, ConfigError> {
+    if arg.len() > MAX_ARG_BYTES {
+        return Err(ConfigError::NameTooLong {
+            kind,
+            len: arg.len(),
+            cap: MAX_ARG_BYTES,
+        });
+    }
     let as_path = Path::new(arg);
     // Only an existing *file* counts as a path: a firmware repository often has a directory
     // named like a profile (`crc/`), and that must not hide the profile.

@@ -163,6 +163,16 @@ fn an_oversized_file_or_value_is_refused_at_file_line_col_without_repeating_it()
         );
         assert_eq!(runs_in(repo.path()), 0, "a report was written");
     }
+    // So is a name on the command line longer than any path.
+    let long = "y".repeat(100_000);
+    let out = bounded(&["test", "--board", &long, "--profile", "crc"], repo.path());
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.len() < 2_000, "{} bytes of output", said.len());
+    assert!(
+        said.contains("the board given is 100000 bytes long"),
+        "{said}"
+    );
 }
 
 #[test]
