@@ -313,7 +313,12 @@ pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit
         });
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     } else {
-        let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+        // An error may quote what a file or a firmware said: shown, not acted on.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "error: {}",
+            crate::report::visible(message)
+        );
     }
     exit
 }

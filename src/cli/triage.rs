@@ -58,7 +58,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
                     });
                     writeln!(io::stdout().lock(), "{line}")
                 } else {
-                    writeln!(io::stderr().lock(), "error: {e}")
+                    writeln!(io::stderr().lock(), "error: {}", visible(&e.to_string()))
                 }
             }
         };
