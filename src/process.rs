@@ -3,7 +3,9 @@
 //! group of its own, and a guard kills the whole group when it is dropped (normal exit, error,
 //! panic, cancelled future); a task handle aborts its task when dropped. Build commands spawn
 //! compilers and make spawns more; killing only `sh` would leave them running. When fwfix is
-//! killed outright and no guard can run, the [`guardian`] stops the groups instead.
+//! killed outright and no guard can run, the [`guardian`] stops the groups instead. Two
+//! exceptions, on purpose: the editor a person reviews a patch in (it must stay in the terminal's
+//! foreground group to read the keyboard) and `fwfix doctor`'s one-shot `--version` probes.
 //! Also who this process is (host, user) and whether another process is still alive, for the
 //! records that name a run's process (run.json, board leases).
 
