@@ -28,6 +28,7 @@ pub mod doctor;
 pub mod dut;
 pub mod events;
 pub mod governor;
+pub mod input;
 pub mod inspect;
 pub mod machine;
 pub mod orchestrator;

@@ -1,7 +1,11 @@
-//! Child processes and tasks that must never outlive fwfix: each process is put in its own process
-//! group, and a guard kills the whole group when it is dropped (normal exit, error, panic,
-//! cancelled future); a task handle aborts its task when dropped.
-//! Build commands spawn compilers and make spawns more; killing only `sh` would leave them running.
+//! Child processes and tasks that must never outlive fwfix: every child fwfix starts (builds,
+//! flashers, gdb, agents, trial builds, QEMU) is spawned here, by [`spawn_group`], in a process
+//! group of its own, and a guard kills the whole group when it is dropped (normal exit, error,
+//! panic, cancelled future); a task handle aborts its task when dropped. Build commands spawn
+//! compilers and make spawns more; killing only `sh` would leave them running. When fwfix is
+//! killed outright and no guard can run, the [`guardian`] stops the groups instead. Two
+//! exceptions, on purpose: the editor a person reviews a patch in (it must stay in the terminal's
+//! foreground group to read the keyboard) and `fwfix doctor`'s one-shot `--version` probes.
 //! Also who this process is (host, user) and whether another process is still alive, for the
 //! records that name a run's process (run.json, board leases).
 
@@ -10,6 +14,8 @@ use nix::unistd::Pid;
 use std::time::Duration;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
+
+pub mod guardian;
 
 /// Kills a child's process group when dropped, unless disarmed after the child was reaped.
 #[derive(Debug)]
@@ -38,7 +44,9 @@ impl GroupGuard {
 
     /// Forgets the group: only once its leader was reaped, so a recycled id is never signalled.
     pub fn disarm(&mut self) {
-        self.pgid = None;
+        if let Some(pgid) = self.pgid.take() {
+            guardian::forget(pgid);
+        }
     }
 
     /// Sends SIGTERM to the group, waits up to `grace` for the child to exit, then SIGKILLs the
@@ -54,15 +62,16 @@ impl GroupGuard {
                 let _ = killpg(pgid, Signal::SIGKILL);
             }
         }
-        self.pgid = None;
+        self.disarm();
     }
 
     /// Kills whatever is left in the group now (after the leader exited by itself, its children
     /// may still be running).
     pub fn kill_rest(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
+        if let Some(pgid) = self.pgid {
             let _ = killpg(pgid, Signal::SIGKILL);
         }
+        self.disarm();
     }
 }
 
@@ -72,9 +81,11 @@ impl Drop for GroupGuard {
     }
 }
 
-/// Spawns `command` as the leader of a new process group and returns it with its guard.
+/// Spawns `command` as the leader of a new process group, announced to the guardian, and returns
+/// it with its guard. Every child fwfix starts goes through here.
 pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, GroupGuard)> {
     command.process_group(0).kill_on_drop(true);
+    guardian::announce_on_exec(command);
     let child = command.spawn()?;
     let guard = GroupGuard::for_child(child.id());
     Ok((child, guard))

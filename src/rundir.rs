@@ -13,6 +13,31 @@ use std::path::{Path, PathBuf};
 /// Where runs live, relative to the repository root.
 pub const RUNS_DIR: &str = ".fwfix/runs";
 
+/// Why `.fwfix` or `.fwfix/runs` of `repo` cannot hold runs: the first of them that exists and
+/// is not a directory. None when both are directories or not there yet (created when needed).
+/// Every command that keeps runs asks this first, so the answer (exit 2, naming the path) is
+/// the same whichever of the two is in the way.
+pub fn runs_dir_blocked(repo: &Path) -> Option<String> {
+    let fwfix = repo.join(".fwfix");
+    for path in [fwfix.clone(), repo.join(RUNS_DIR)] {
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(meta) => {
+                return Some(format!(
+                    "{} is {}, not a directory: fwfix keeps its runs and locks in {}; move it \
+                     out of the way",
+                    path.display(),
+                    crate::input::non_regular_kind(&meta).unwrap_or("a file"),
+                    fwfix.display()
+                ))
+            }
+            // Not there yet; anything else (no permission) is for the create to say.
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 /// A run's directory.
 #[derive(Debug, Clone)]
 pub struct RunDir {

@@ -20,6 +20,7 @@ mod validate;
 
 pub use exit::Exit;
 
+use crate::process::guardian;
 use crate::ui::{ColorChoice, UiOptions};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -95,6 +96,11 @@ enum Command {
 
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(guardian::ARG)) {
+        guardian::serve(std::io::stdin());
+        return Exit::Success.into();
+    }
+    guardian::enable();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -414,7 +420,12 @@ pub(crate) fn fail_early(global: &GlobalArgs, exit: Exit, message: &str) -> Exit
         });
         let _ = writeln!(std::io::stdout().lock(), "{line}");
     } else {
-        let _ = writeln!(std::io::stderr().lock(), "error: {message}");
+        // An error may quote what a file or a firmware said: shown, not acted on.
+        let _ = writeln!(
+            std::io::stderr().lock(),
+            "error: {}",
+            crate::report::visible(message)
+        );
     }
     exit
 }

@@ -16,6 +16,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args, global: &GlobalArgs) -> Exit {
+    if let Some(why) = crate::rundir::runs_dir_blocked(&args.repo) {
+        return fail_early(global, Exit::Usage, &why);
+    }
     let mut runs = match inspect::list_runs(&args.repo) {
         Ok(runs) => runs,
         Err(e) => return fail_early(global, Exit::of_inspect(&e), &e.to_string()),

@@ -7,6 +7,7 @@
 
 use super::{Exit, GlobalArgs};
 use crate::analysis::triage::{self, LogTriage, Triage, TriageContext};
+use crate::report::visible;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -18,9 +19,9 @@ const QUOTED_LINES: usize = 10;
 Classes, strongest first (a log showing several gets the strongest): TOOL_MISSING, FLASH_ERROR, \
 ASSERT, CRASH, INFRA_ERROR, BUILD_ERROR, LINK_ERROR, HANG, TEST_FAILURE, PASS.
 
-Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read or \
-is an ELF image rather than a log (the file is named, and the other files are still \
-classified).")]
+Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read, is \
+not a regular file (a device, a FIFO, a directory) or is an ELF image rather than a log (the \
+file is named, and the other files are still classified).")]
 pub struct Args {
     /// Log files: build output, flasher or debugger output, console captures (console.log).
     #[arg(required = true, value_name = "FILE")]
@@ -36,7 +37,12 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
     };
     let mut exit = Exit::Success;
     for file in &args.files {
-        let written = match triage::classify_file(file, &ctx) {
+        // Only a regular file is a log: a device (`/dev/zero`) never ends, and a FIFO's open
+        // waits for a writer that may never come.
+        let classified = crate::input::regular(file)
+            .map_err(|e| e.to_string())
+            .and_then(|_| triage::classify_file(file, &ctx).map_err(|e| e.to_string()));
+        let written = match classified {
             Ok(triage) if global.json => print_json(file, &triage),
             Ok(triage) => print_text(file, &triage),
             Err(e) => {
@@ -52,7 +58,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
                     });
                     writeln!(io::stdout().lock(), "{line}")
                 } else {
-                    writeln!(io::stderr().lock(), "error: {e}")
+                    writeln!(io::stderr().lock(), "error: {}", visible(&e.to_string()))
                 }
             }
         };
@@ -90,7 +96,7 @@ fn print_text(file: &Path, triage: &Triage) -> io::Result<()> {
         "{}: {}{lines}: {}",
         file.display(),
         triage.class,
-        triage.reason
+        visible(&triage.reason)
     )?;
     let quoted = triage.lines.iter().filter_map(|&line| {
         triage
@@ -100,7 +106,7 @@ fn print_text(file: &Path, triage: &Triage) -> io::Result<()> {
             .map(|m| (line, m.text.as_str()))
     });
     for (line, text) in quoted.take(QUOTED_LINES) {
-        writeln!(out, "  {line:>6} | {text}")?;
+        writeln!(out, "  {line:>6} | {}", visible(text))?;
     }
     if triage.lines.len() > QUOTED_LINES {
         writeln!(

@@ -35,7 +35,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
             writeln!(out, "{text}")
         } else {
             let mut err = std::io::stderr().lock();
-            writeln!(err, "error: {text}")
+            writeln!(err, "error: {}", crate::report::visible(&text))
         };
         if written.is_err() {
             return Exit::Infrastructure;

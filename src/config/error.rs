@@ -114,6 +114,11 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{} is {kind}, not a regular file: give a board or profile file", path.display())]
+    NotRegular { path: PathBuf, kind: &'static str },
+    /// The file goes on past `cap` bytes; `at` is where.
+    #[error("{at}: the file goes on past {cap} bytes, more than any board or profile file needs")]
+    TooLarge { at: Location, cap: u64 },
     #[error("{}: cannot list the directory: {source}", dir.display())]
     ListDir {
         dir: PathBuf,
@@ -159,6 +164,13 @@ pub enum ConfigError {
          profile has [build] (or put the file in a `boards/` or `profiles/` directory)"
     )]
     UnknownKind { at: Location },
+    /// A `--board`/`--profile` argument longer than any path: not quoted back.
+    #[error("the {kind} given is {len} bytes long; a {kind} name or path is at most {cap}")]
+    NameTooLong {
+        kind: ConfigKind,
+        len: usize,
+        cap: usize,
+    },
     #[error(
         "{kind} `{name}` not found (looked for {}; available: {})",
         searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
@@ -189,10 +201,13 @@ impl ConfigError {
             | ConfigError::InvalidValue { at, .. }
             | ConfigError::Invalid { at, .. }
             | ConfigError::TableNotAllowed { at, .. }
-            | ConfigError::UnknownKind { at } => Some(at),
+            | ConfigError::UnknownKind { at }
+            | ConfigError::TooLarge { at, .. } => Some(at),
             ConfigError::Read { .. }
+            | ConfigError::NotRegular { .. }
             | ConfigError::ListDir { .. }
             | ConfigError::NotFound { .. }
+            | ConfigError::NameTooLong { .. }
             | ConfigError::Unset { .. }
             | ConfigError::Environment { .. } => None,
         }
@@ -211,11 +226,14 @@ impl ConfigError {
             | ConfigError::InvalidValue { key, .. }
             | ConfigError::TableNotAllowed { key, .. } => Some(key),
             ConfigError::Read { .. }
+            | ConfigError::NotRegular { .. }
+            | ConfigError::TooLarge { .. }
             | ConfigError::ListDir { .. }
             | ConfigError::Syntax { .. }
             | ConfigError::Invalid { .. }
             | ConfigError::UnknownKind { .. }
             | ConfigError::NotFound { .. }
+            | ConfigError::NameTooLong { .. }
             | ConfigError::Unset { .. }
             | ConfigError::Environment { .. } => None,
         }

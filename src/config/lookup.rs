@@ -8,6 +8,7 @@ use super::parse::{self, Source};
 use super::raw;
 use super::resolve;
 use super::shipped::{find_shipped, shipped, shipped_source, ShippedFile};
+use crate::input::InputError;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -133,7 +134,17 @@ enum Located {
     Shipped(&'static ShippedFile),
 }
 
+/// Longer than any path the system takes (PATH_MAX).
+const MAX_ARG_BYTES: usize = 4096;
+
 fn locate(kind: ConfigKind, arg: &str, repo: &Path) -> Result<Located, ConfigError> {
+    if arg.len() > MAX_ARG_BYTES {
+        return Err(ConfigError::NameTooLong {
+            kind,
+            len: arg.len(),
+            cap: MAX_ARG_BYTES,
+        });
+    }
     let as_path = Path::new(arg);
     // Only an existing *file* counts as a path: a firmware repository often has a directory
     // named like a profile (`crc/`), and that must not hide the profile.
@@ -225,10 +236,21 @@ fn repo_files(kind: ConfigKind, repo: &Path) -> Result<Vec<(String, PathBuf)>, C
     Ok(files)
 }
 
+/// A board or profile file is a few kilobytes; anything past this is not one.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The text of a board or profile file: a regular file, at most [`MAX_FILE_BYTES`].
 fn read(path: &Path) -> Result<String, ConfigError> {
-    fs::read_to_string(path).map_err(|source| ConfigError::Read {
-        path: path.to_path_buf(),
-        source,
+    crate::input::read_regular_text(path, MAX_FILE_BYTES).map_err(|e| match e {
+        InputError::Io { path, source } => ConfigError::Read { path, source },
+        InputError::NotRegular { path, kind } => ConfigError::NotRegular { path, kind },
+        InputError::TooLarge { path, cap, head } => {
+            let text = String::from_utf8_lossy(&head);
+            ConfigError::TooLarge {
+                at: Location::at(&path, &text, text.len()),
+                cap,
+            }
+        }
     })
 }
 

@@ -213,20 +213,35 @@ mod tests {
         let e = parse("profiles = [\"crc\"]\n").unwrap_err();
         assert!(e.contains("missing key `boards`"), "{e}");
         let e = parse("boards = []\nprofiles = [\"crc\"]\n").unwrap_err();
-        assert!(e.starts_with("ci/nightly.toml:1:10") && e.contains("empty"), "{e}");
+        assert!(
+            e.starts_with("ci/nightly.toml:1:10") && e.contains("empty"),
+            "{e}"
+        );
         let e = parse("boards = [\"a\", \"a\"]\nprofiles = [\"crc\"]\n").unwrap_err();
-        assert!(e.starts_with("ci/nightly.toml:1:16") && e.contains("twice"), "{e}");
+        assert!(
+            e.starts_with("ci/nightly.toml:1:16") && e.contains("twice"),
+            "{e}"
+        );
         let e = parse("boards = [\"a\"]\nprofiles = [\"crc\"]\nretries = 99\n").unwrap_err();
         assert!(e.starts_with("ci/nightly.toml:3:11"), "{e}");
         let e = parse("boards = [\"a\"]\nprofiles = [\"crc\"]\nrepeat = 0\n").unwrap_err();
         assert!(e.contains("repeat"), "{e}");
         let e = parse("boards = [\"a\"]\nprofiles = [\"c\"]\n[[exclude]]\nreason = \"x\"\n")
             .unwrap_err();
-        assert!(e.starts_with("ci/nightly.toml:3:1") && e.contains("names a board"), "{e}");
-        let e = parse("boards = [\"a\"]\nprofiles = [\"c\"]\n[[exclude]]\nbord = \"a\"\n")
-            .unwrap_err();
-        assert!(e.starts_with("ci/nightly.toml:4:") && e.contains("bord"), "{e}");
+        assert!(
+            e.starts_with("ci/nightly.toml:3:1") && e.contains("names a board"),
+            "{e}"
+        );
+        let e =
+            parse("boards = [\"a\"]\nprofiles = [\"c\"]\n[[exclude]]\nbord = \"a\"\n").unwrap_err();
+        assert!(
+            e.starts_with("ci/nightly.toml:4:") && e.contains("bord"),
+            "{e}"
+        );
         let e = parse("boards = [\"a\"]\nprofiles = [\"c\"]\njobs = 3\n").unwrap_err();
-        assert!(e.starts_with("ci/nightly.toml:3:1") && e.contains("unknown key `jobs`"), "{e}");
+        assert!(
+            e.starts_with("ci/nightly.toml:3:1") && e.contains("unknown key `jobs`"),
+            "{e}"
+        );
     }
 }

@@ -11,6 +11,12 @@ use std::ops::Range;
 use std::path::Path;
 use toml::de::{DeTable, DeValue};
 
+/// No value in a board or profile file needs more: a longer one is a mistake (a file pasted into
+/// a string), and would be repeated into every error and report that quotes it.
+pub const MAX_VALUE_BYTES: usize = 16 * 1024;
+/// Longer than any key a board or profile file takes: an unknown key this long is not quoted.
+const MAX_KEY_BYTES: usize = 64;
+
 /// The text of one configuration file and the name it is reported under.
 #[derive(Debug, Clone, Copy)]
 pub struct Source<'a> {
@@ -85,6 +91,16 @@ fn check_table(
         let name: &str = key.get_ref();
         let here = path.child(name);
         let Some((_, node)) = schema.iter().find(|(known, _)| *known == name) else {
+            if name.len() > MAX_KEY_BYTES {
+                return Err(ConfigError::Invalid {
+                    at: src.at(key.span().start),
+                    message: format!(
+                        "a key {} bytes long {}; no key is longer than {MAX_KEY_BYTES}",
+                        name.len(),
+                        here.place()
+                    ),
+                });
+            }
             return Err(ConfigError::UnknownKey {
                 at: src.at(key.span().start),
                 key: here,
@@ -109,7 +125,7 @@ fn check_value(
     };
     match (node, value.get_ref()) {
         (Node::Value, DeValue::Table(_)) => Err(wrong_type("a value")),
-        (Node::Value, _) => Ok(()),
+        (Node::Value, _) => check_length(src, value, path),
         (Node::Table(schema), DeValue::Table(table)) => check_table(src, table, schema, path),
         (Node::Names(names), DeValue::Table(table)) => {
             let names = names();
@@ -129,6 +145,35 @@ fn check_value(
             Ok(())
         }
         (Node::Table(_) | Node::Names(_), _) => Err(wrong_type("a table")),
+    }
+}
+
+/// Refuses a string longer than [`MAX_VALUE_BYTES`], in `value` or anywhere inside it.
+fn check_length(
+    src: &Source<'_>,
+    value: &Spanned<DeValue<'_>>,
+    path: &KeyPath,
+) -> Result<(), ConfigError> {
+    match value.get_ref() {
+        DeValue::String(text) if text.len() > MAX_VALUE_BYTES => Err(ConfigError::InvalidValue {
+            at: src.at(value.span().start),
+            key: path.clone(),
+            reason: format!(
+                "the value is {} bytes long; a value may be at most {MAX_VALUE_BYTES}",
+                text.len()
+            ),
+        }),
+        DeValue::Array(items) => items
+            .iter()
+            .try_for_each(|item| check_length(src, item, path)),
+        DeValue::Table(table) => table
+            .iter()
+            .try_for_each(|(key, item)| check_length(src, item, &path.child(key.get_ref()))),
+        DeValue::String(_)
+        | DeValue::Integer(_)
+        | DeValue::Float(_)
+        | DeValue::Boolean(_)
+        | DeValue::Datetime(_) => Ok(()),
     }
 }
 

@@ -22,7 +22,7 @@ pub use audit::{
 };
 pub use boards::{list_boards, render_boards, BoardStatus, LeaseView};
 pub use resolve::resolve_run;
-pub use runs::{list_runs, RunStatus, RunSummary};
+pub use runs::{killed_with_candidate, list_runs, RunStatus, RunSummary};
 pub use show::{rerender, timeline, Timeline, TimelineEntry};
 
 use crate::machine::State;

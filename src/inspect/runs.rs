@@ -93,6 +93,21 @@ pub fn list_runs(repo: &Path) -> Result<Vec<RunSummary>, InspectError> {
     Ok(runs)
 }
 
+/// The newest `fwfix run` of `repo` that was killed while one of its candidates was applied to
+/// the repository's own checkout (not to a worktree of its own): until that run is resumed, the
+/// checkout holds the run's patch, not its owner's work.
+pub fn killed_with_candidate(repo: &Path) -> Option<RunSummary> {
+    list_runs(repo).ok()?.into_iter().find(|run| {
+        let recorded = Recorded::read(&run.dir);
+        run.status == RunStatus::Killed
+            && run.command.as_deref() == Some("run")
+            && recorded.field(&["patch_applied"]) == Some(&serde_json::Value::Bool(true))
+            && recorded
+                .field(&["worktree"])
+                .is_none_or(serde_json::Value::is_null)
+    })
+}
+
 fn sort_newest_first(runs: &mut [RunSummary]) {
     // Ids start with the time to the second; the recorded start breaks ties within a second.
     runs.sort_by(|a, b| {

@@ -249,6 +249,16 @@ pub async fn run(
     };
     let config = load_config(&request)?;
     let tree_lock = lock_owner_tree(&request, "fwfix run")?;
+    // With the tree locked, no live run can be mid-way; a killed one's patch is not the owner's.
+    if let Some(killed) = crate::inspect::killed_with_candidate(&request.repo) {
+        return Err(OrchestratorError::Usage(format!(
+            "run {id} was killed with one of its candidate patches applied to {repo}: the tree \
+             holds that patch, not your work. `fwfix resume {id}` carries the run on (Ctrl+C \
+             during it puts your own tree back)",
+            id = killed.id,
+            repo = request.repo.display()
+        )));
+    }
     let mut job = Job::start(
         Command::Run,
         request,
@@ -390,6 +400,9 @@ pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> 
             "--repo {} is not a directory",
             repo.display()
         )));
+    }
+    if let Some(why) = crate::rundir::runs_dir_blocked(&canonical) {
+        return Err(OrchestratorError::Usage(why));
     }
     Ok(canonical)
 }

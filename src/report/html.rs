@@ -397,7 +397,8 @@ fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
 }
 
 /// Text safe in HTML content and in quoted attribute values. Control characters other than tab
-/// and newline (a console can print anything) become U+FFFD so they show instead of vanishing.
+/// and newline (a console can print anything) show as what they are ([`super::visible_char`])
+/// instead of vanishing.
 fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
@@ -407,9 +408,7 @@ fn escape(text: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            '\t' | '\n' => out.push(c),
-            c if c.is_control() => out.push('\u{FFFD}'),
-            c => out.push(c),
+            c => out.push(super::visible_char(c).unwrap_or(c)),
         }
     }
     out
@@ -516,7 +515,7 @@ mod tests {
             "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
         );
         assert_eq!(escape("line 1\nline\t2"), "line 1\nline\t2");
-        assert_eq!(escape("\u{1b}[31mred\u{0}"), "\u{FFFD}[31mred\u{FFFD}");
+        assert_eq!(escape("\u{1b}[31mred\u{0}"), "\u{241B}[31mred\u{2400}");
         assert_eq!(escape("crc16 → 0x29B1 ✓"), "crc16 → 0x29B1 ✓");
     }
 

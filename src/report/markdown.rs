@@ -6,6 +6,7 @@ use super::model::{
     case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
     verdict_name, Command, Report, Tokens,
 };
+use super::visible;
 use crate::results::CaseStatus;
 use std::fmt::Write;
 
@@ -352,16 +353,17 @@ fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
     Ok(())
 }
 
-/// Plain text safe inside a table cell or list item: one line, no table breaks, no raw HTML.
+/// Plain text safe inside a table cell or list item: one line, no table breaks, no raw HTML, no
+/// terminal escapes (a report.md is read with `cat` too).
 fn text(s: &str) -> String {
-    s.replace(['\r', '\n'], " ")
+    visible(&s.replace("\r\n", " ").replace('\n', " "))
         .replace('|', "\\|")
         .replace('<', "&lt;")
 }
 
 /// An inline code span that survives backticks in the content and pipes inside tables.
 fn code(s: &str) -> String {
-    let s = s.replace(['\r', '\n'], " ").replace('|', "\\|");
+    let s = visible(&s.replace("\r\n", " ").replace('\n', " ")).replace('|', "\\|");
     let longest_run = longest_backtick_run(&s);
     let fence = "`".repeat(longest_run + 1);
     if longest_run > 0 {
@@ -382,7 +384,7 @@ fn optional_code(s: Option<&str>) -> String {
 fn write_fenced(out: &mut String, body: &str) -> std::fmt::Result {
     let fence = "`".repeat(longest_backtick_run(body).max(2) + 1);
     writeln!(out, "{fence}text")?;
-    writeln!(out, "{body}")?;
+    writeln!(out, "{}", visible(&body.replace("\r\n", "\n")))?;
     writeln!(out, "{fence}")?;
     writeln!(out)
 }

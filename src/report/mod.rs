@@ -9,6 +9,7 @@ mod markdown;
 mod model;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod visible;
 
 pub use html::render_html;
 pub use junit::render_junit;
@@ -19,6 +20,7 @@ pub use model::{
     CandidateSummary, CaseCounts, Command, IterationTokens, PassCount, PowerCycle, Report,
     RevertConflict, Status, Tokens,
 };
+pub use visible::{visible, visible_char};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};

@@ -6,6 +6,9 @@ use super::{Candidate, PatchRequest, Strategy, StrategyError};
 use std::path::{Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
+/// Larger than any patch a person would review.
+const MAX_PATCH_BYTES: u64 = 16 * 1024 * 1024;
+
 /// The queue and how far into it the run is.
 #[derive(Debug)]
 pub struct QueueStrategy {
@@ -26,7 +29,7 @@ impl QueueStrategy {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| {
-                p.is_file()
+                !p.is_dir()
                     && matches!(
                         p.extension().and_then(|e| e.to_str()),
                         Some("diff") | Some("patch")
@@ -34,6 +37,10 @@ impl QueueStrategy {
             })
             .collect();
         files.sort();
+        // A FIFO or a device named like a patch is refused now, by name, not met mid-run.
+        for file in &files {
+            crate::input::regular(file).map_err(|e| StrategyError::Failed(e.to_string()))?;
+        }
         if files.is_empty() {
             return Err(StrategyError::Failed(format!(
                 "{} holds no *.diff or *.patch files",
@@ -73,9 +80,8 @@ impl Strategy for QueueStrategy {
             let Some(path) = self.files.get(self.next) else {
                 break;
             };
-            let diff = std::fs::read_to_string(path).map_err(|e| {
-                StrategyError::Failed(format!("cannot read {}: {e}", path.display()))
-            })?;
+            let diff = crate::input::read_regular_text(path, MAX_PATCH_BYTES)
+                .map_err(|e| StrategyError::Failed(e.to_string()))?;
             self.next += 1;
             let origin = path
                 .file_name()

@@ -92,8 +92,10 @@ pub(crate) fn paint(text: &str, paint: Paint, color: bool) -> String {
     format!("\x1b[{code}m{text}\x1b[0m")
 }
 
-/// At most `width` characters, with `…` marking a cut.
+/// At most `width` characters, with `…` marking a cut, and control characters shown (see
+/// [`crate::report::visible`]) rather than sent to the terminal.
 fn truncate(text: &str, width: usize) -> String {
+    let text = crate::report::visible(text);
     if text.chars().count() <= width {
         return text.to_string();
     }

@@ -6,7 +6,7 @@ use super::{paint, truncate, ColorChoice, Paint};
 use crate::analysis::Severity;
 use crate::report::{
     case_status_name, crash_headline, describe_location, file_line, format_duration, plural,
-    Command, Report,
+    visible, Command, Report,
 };
 use crate::results::CaseStatus;
 use std::fmt::Write as _;
@@ -237,7 +237,7 @@ fn write_summary(
     }
     writeln!(out, "{line}")?;
     if !report.message.is_empty() {
-        writeln!(out, "{}", report.message)?;
+        writeln!(out, "{}", visible(&report.message))?;
     }
     writeln!(out, "run: {}", run_dir.display())
 }
@@ -294,13 +294,13 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
         Command::Test => Ok(()),
         Command::Run => {
             if let Some(fixed) = report.fixed.as_ref().filter(|f| !f.is_empty()) {
-                writeln!(out, "fixed: {}", fixed.join(", "))?;
+                writeln!(out, "fixed: {}", visible(&fixed.join(", ")))?;
             }
             if let Some(patch) = &report.patch {
-                writeln!(out, "patch: {patch}")?;
+                writeln!(out, "patch: {}", visible(patch))?;
             }
             if let Some(branch) = &report.branch {
-                writeln!(out, "branch: {branch}")?;
+                writeln!(out, "branch: {}", visible(branch))?;
             }
             Ok(())
         }
@@ -312,8 +312,8 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
                     step.step,
                     step.commit.get(..7).unwrap_or(&step.commit),
                     step.verdict.name(),
-                    step.subject,
-                    step.reason
+                    visible(&step.subject),
+                    visible(&step.reason)
                 )?;
             }
             match &report.culprit {

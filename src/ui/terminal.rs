@@ -10,9 +10,10 @@ use super::{paint, Paint, UiOptions};
 use crate::capture::Stream;
 use crate::events::{Event, EventSink, Level};
 use crate::machine::State;
-use crate::report::{format_duration, plural, verdict_name};
+use crate::report::{format_duration, plural, verdict_name, visible};
 use crate::results::{CaseStatus, Verdict};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,7 +145,7 @@ impl EventSink for TerminalSink {
                 if let Some(state) = progress.state {
                     bar.set_prefix(state.name());
                 }
-                bar.set_message(progress.status_text());
+                bar.set_message(visible(&progress.status_text()).into_owned());
             }
             notices
         };
@@ -484,7 +485,13 @@ impl NoticeKind {
 }
 
 impl Notice {
+    /// A notice; whatever in `text` came from outside (a console line, a compiler's, a reason
+    /// quoting them) shows its control characters instead of acting on the terminal.
     fn new(kind: NoticeKind, text: String) -> Notice {
+        let text = match visible(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(shown) => shown,
+        };
         Notice { kind, text }
     }
 

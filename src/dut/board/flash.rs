@@ -123,10 +123,9 @@ async fn objcopy(elf: &Path, format: &str, out: &Path) -> Result<(), Objcopy> {
         .arg(out)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let child = match command.spawn() {
-        Ok(child) => child,
+        .stderr(Stdio::piped());
+    let (child, _guard) = match crate::process::spawn_group(&mut command) {
+        Ok(spawned) => spawned,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Objcopy::Missing),
         Err(e) => return Err(Objcopy::Failed(e.to_string())),
     };

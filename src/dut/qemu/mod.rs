@@ -91,8 +91,7 @@ impl QemuDut {
             .args([option, "help"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let child = command
-            .spawn()
+        let (child, _guard) = crate::process::spawn_group(&mut command)
             .map_err(|e| process::spawn_error(program, e))?;
         let invocation = format!("{program} {option} help");
         let output = probe_output(child, program, &invocation, LIST_TIMEOUT).await?;

@@ -27,7 +27,6 @@ use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
-use crate::process::GroupGuard;
 use std::future::Future;
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
@@ -107,10 +106,8 @@ pub(super) async fn run(
         .current_dir(scratch.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = command
-        .spawn()
-        .map_err(|e| process::spawn_error(program, e))?;
-    let mut killer = GroupGuard::for_child(child.id());
+    let (mut child, mut killer) =
+        crate::process::spawn_group(&mut command).map_err(|e| process::spawn_error(program, e))?;
     *pid = child.id();
     events.emit(&Event::BootStarted {
         target: target.to_string(),

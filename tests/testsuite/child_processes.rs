@@ -1,0 +1,337 @@
+//! Nothing fwfix starts outlives it: fwfix is killed with SIGKILL (as the OOM killer or a closed
+//! laptop lid on a remote shell would: none of its own cleanup runs) while a build, a trial build
+//! or an agent runs, and every process of that child's group is gone soon after, with nothing
+//! written after the kill. Checked in /proc, with real shells, sleeps and the real fwfix binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
+
+use crate::common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+/// A script that records its process group in `groups`, starts a grandchild that appends to
+/// `marker` every 50 ms, and waits for a minute: a slow build (or agent) whose children must not
+/// outlive fwfix.
+fn slow_script(groups: &Path, marker: &Path) -> String {
+    format!(
+        "cut -d' ' -f5 /proc/$$/stat >> '{p}'\n( while :; do echo tick >> '{m}'; sleep 0.05; done ) &\nsleep 60\n",
+        p = groups.display(),
+        m = marker.display()
+    )
+}
+
+/// The process groups the scripts recorded in `groups`.
+fn recorded(groups: &Path) -> Vec<i32> {
+    std::fs::read_to_string(groups)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Waits until `count` scripts recorded their process groups in `groups`.
+fn wait_for_groups(groups: &Path, count: usize, fwfix: &mut Child) {
+    for _ in 0..2400 {
+        if recorded(groups).len() >= count {
+            return;
+        }
+        if let Some(status) = fwfix.try_wait().unwrap() {
+            panic!("fwfix ended ({status}) before {count} script(s) started");
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("{count} script(s) never started");
+}
+
+/// A process's state letter and process group, from /proc/<pid>/stat.
+fn stat(pid: i32) -> Option<(char, i32)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = text[text.rfind(')')? + 1..].split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let pgid = fields.nth(1)?.parse().ok()?;
+    Some((state, pgid))
+}
+
+/// The processes (zombies aside: they run nothing) in process group `pgid`.
+fn members(pgid: i32) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| matches!(stat(pid), Some((state, group)) if group == pgid && state != 'Z'))
+        .collect()
+}
+
+/// Kills fwfix with SIGKILL once `count` scripts run, then checks that their groups empty and
+/// that `marker` stops growing.
+fn kill_and_check(mut fwfix: Child, groups: &Path, count: usize, marker: &Path) {
+    wait_for_groups(groups, count, &mut fwfix);
+    for group in recorded(groups) {
+        assert!(!members(group).is_empty(), "group {group} is not running");
+    }
+    fwfix.kill().unwrap();
+    fwfix.wait().unwrap();
+    // Read again: another script may have started meanwhile.
+    for group in recorded(groups) {
+        let mut left = members(group);
+        // Generous: the guardian gives the groups a grace period before SIGKILL.
+        for _ in 0..400 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+            left = members(group);
+        }
+        if !left.is_empty() {
+            for &pid in &left {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            panic!("processes {left:?} of group {group} outlived fwfix");
+        }
+    }
+    let size = std::fs::metadata(marker).map(|m| m.len()).unwrap_or(0);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        std::fs::metadata(marker).map(|m| m.len()).unwrap_or(0),
+        size,
+        "{} was written after fwfix and its children were gone",
+        marker.display()
+    );
+}
+
+/// Where a test keeps its scripts, pid list and marker: outside the repository.
+struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    fn new() -> Scratch {
+        Scratch {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn spawn_fwfix(args: &[&str], repo: &Path) -> Child {
+    let state = tempfile::tempdir().unwrap().keep();
+    fwfix_command(args, repo, &state)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn sigkill_of_fwfix_test_mid_build_takes_the_build_and_its_children_along() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
+    let script = scratch.path("build.sh");
+    std::fs::write(&script, slow_script(&pids, &marker)).unwrap();
+    let profile = scratch.path("slow.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"slow\"\n[build]\ncommand = \"sh {}\"\nartifact = \"build/x.elf\"\n\
+             [test]\nharness = \"unity\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let fwfix = spawn_fwfix(
+        &[
+            "test",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            profile.to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    kill_and_check(fwfix, &pids, 1, &marker);
+}
+
+#[test]
+fn sigkill_of_fwfix_run_mid_trial_builds_takes_every_trial_build_along() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
+    let script = scratch.path("build.sh");
+    // The loop's own builds are real; the trial builds in the governor's worktrees hang.
+    std::fs::write(
+        &script,
+        format!(
+            "case \"$PWD\" in */wt-*)\n{}\n;; esac\nexec make BOARD=$1 build/$1/test_crc.elf\n",
+            slow_script(&pids, &marker)
+        ),
+    )
+    .unwrap();
+    repo.write(
+        "profiles/crc-slow-trials.toml",
+        &format!(
+            r#"name = "crc-slow-trials"
+[build]
+command = "sh {} {{machine}}"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+            script.display()
+        ),
+    );
+    repo.git(&["add", "profiles/crc-slow-trials.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
+    let queue = fixture_queue(&["02-breaks-build.diff", "04-fixes-crc16.diff"]);
+    let fwfix = spawn_fwfix(
+        &[
+            "run",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            "crc-slow-trials",
+            "--strategy",
+            "queue",
+            "--patches",
+            queue.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    kill_and_check(fwfix, &pids, 1, &marker);
+}
+
+#[test]
+fn sigkill_of_fwfix_run_mid_agent_takes_the_agent_and_its_children_along() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
+    let script = scratch.path("agent.sh");
+    std::fs::write(&script, slow_script(&pids, &marker)).unwrap();
+    repo.write(
+        "profiles/crc-slow-agent.toml",
+        &format!(
+            r#"name = "crc-slow-agent"
+[build]
+command = "make BOARD={{machine}} build/{{machine}}/test_crc.elf"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+[strategy.command]
+argv = ["sh", "{}"]
+timeout_s = 120
+"#,
+            script.display()
+        ),
+    );
+    repo.git(&["add", "profiles/crc-slow-agent.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
+    let fwfix = spawn_fwfix(
+        &[
+            "run",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            "crc-slow-agent",
+            "--strategy",
+            "command",
+        ],
+        repo.path(),
+    );
+    kill_and_check(fwfix, &pids, 1, &marker);
+}
+
+#[test]
+fn a_fresh_run_refuses_a_tree_a_killed_run_left_its_candidate_in() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker, once) = (
+        scratch.path("pids"),
+        scratch.path("marker"),
+        scratch.path("once"),
+    );
+    let script = scratch.path("build.sh");
+    // The first build of a patched tree (the candidate's, in BUILD_RUN) hangs; the rest are real.
+    std::fs::write(
+        &script,
+        format!(
+            "if ! git diff --quiet -- src && [ ! -f '{o}' ]; then\ntouch '{o}'\n{}fi\n\
+             exec make BOARD=$1 build/$1/test_crc.elf\n",
+            slow_script(&pids, &marker),
+            o = once.display()
+        ),
+    )
+    .unwrap();
+    repo.write(
+        "profiles/crc-slow-candidate.toml",
+        &format!(
+            r#"name = "crc-slow-candidate"
+[build]
+command = "sh {} {{machine}}"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+            script.display()
+        ),
+    );
+    repo.git(&["add", "profiles/crc-slow-candidate.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
+    let queue = fixture_queue(&["04-fixes-crc16.diff"]);
+    let args = [
+        "run",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-candidate",
+        "--strategy",
+        "queue",
+        "--patches",
+        queue.path().to_str().unwrap(),
+    ];
+    kill_and_check(spawn_fwfix(&args, repo.path()), &pids, 1, &marker);
+    assert!(
+        !repo.git(&["diff", "--", "src"]).is_empty(),
+        "the killed run's candidate is not in the tree"
+    );
+    let killed = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+
+    // The candidate is the killed run's, not the owner's work: a fresh run does not start from it.
+    let fresh = fwfix(&args, repo.path());
+    assert_eq!(fresh.status.code(), Some(2), "{}", text(&fresh));
+    let said = text(&fresh);
+    assert!(
+        said.contains(&format!("run {killed} was killed"))
+            && said.contains(&format!("fwfix resume {killed}")),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_dir(repo.path().join(".fwfix/runs"))
+            .unwrap()
+            .count(),
+        1,
+        "the refused run left a run directory"
+    );
+
+    // Resuming it carries it on to its end, and the owner's tree is as it was.
+    let resumed = fwfix(&["resume", &killed], repo.path());
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(repo.git(&["diff", "--", "src"]), "");
+    // Nothing killed is left: a fresh run starts.
+    let again = fwfix(&args, repo.path());
+    assert_ne!(again.status.code(), Some(2), "{}", text(&again));
+}
