@@ -9,6 +9,7 @@ mod boards;
 mod doctor;
 mod exit;
 mod graph;
+mod matrix;
 mod report;
 mod resume;
 mod run;
@@ -72,6 +73,9 @@ enum Command {
     Resume(resume::Args),
     /// Find the first commit between a good and a bad one whose tests fail.
     Bisect(bisect::Args),
+    /// Test every board × profile pair of a manifest (nightly lab CI): --jobs in parallel,
+    /// sim-first, infrastructure retries, --shard K/N, one junit.xml.
+    Matrix(matrix::Args),
     /// The boards of this host: list them with their health and lease, check their health, set
     /// it (maintenance), or list the debug probes connected.
     Boards(boards::Args),
@@ -118,6 +122,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args, &cli.global),
         Command::Resume(args) => resume::run(args, &cli.global),
         Command::Bisect(args) => bisect::run(args, &cli.global),
+        Command::Matrix(args) => matrix::run(args, &cli.global),
         Command::Boards(args) => boards::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
@@ -256,20 +261,40 @@ pub(crate) fn execute_many(
         Result<Vec<crate::orchestrator::PairOutcome>, crate::orchestrator::OrchestratorError>,
     >,
 ) -> Exit {
-    use crate::events::Event;
     let (result, sink) = match drive(global, body) {
         Ok(done) => done,
         Err(exit) => return exit,
     };
-    let pairs = match result {
-        Ok(pairs) => pairs,
+    match result {
+        Ok(pairs) => finish_pairs(&pairs, sink, global, None),
         Err(e) => {
             drop(sink);
-            return fail_early(global, Exit::of_error(&e), &e.to_string());
+            fail_early(global, Exit::of_error(&e), &e.to_string())
         }
-    };
-    for pair in &pairs {
-        use crate::orchestrator::PairEnd;
+    }
+}
+
+/// The status word of several pairs' exit code, for the final event and a matrix report.
+pub(crate) fn pairs_status(exit: Exit) -> &'static str {
+    match exit {
+        Exit::Success => "PASSED",
+        Exit::Failed => "FAILED",
+        Exit::Aborted => "ABORTED",
+        Exit::Usage | Exit::Infrastructure => "ERROR",
+    }
+}
+
+/// Ends a command that tested several pairs: a `finished` event per pair, one for them all
+/// (naming `dir`, a matrix's directory, when there is one), the summary, the exit code.
+pub(crate) fn finish_pairs(
+    pairs: &[crate::orchestrator::PairOutcome],
+    sink: Box<dyn crate::events::EventSink>,
+    global: &GlobalArgs,
+    dir: Option<&std::path::Path>,
+) -> Exit {
+    use crate::events::Event;
+    use crate::orchestrator::PairEnd;
+    for pair in pairs {
         let (exit, run_dir, error_class, message) = match &pair.end {
             PairEnd::Ran(Ok(f)) => (
                 Exit::of_finished(f),
@@ -297,18 +322,12 @@ pub(crate) fn execute_many(
             },
         );
     }
-    let exit = Exit::of_pairs(&pairs);
+    let exit = Exit::of_pairs(pairs);
     let count = |status: &str| pairs.iter().filter(|p| p.status() == status).count();
-    let status = match exit {
-        Exit::Success => "PASSED",
-        Exit::Failed => "FAILED",
-        Exit::Aborted => "ABORTED",
-        Exit::Usage | Exit::Infrastructure => "ERROR",
-    };
     sink.emit(&Event::Finished {
-        status: status.to_string(),
+        status: pairs_status(exit).to_string(),
         exit_code: exit.code(),
-        run_dir: None,
+        run_dir: dir.map(|d| d.display().to_string()),
         error_class: None,
         message: Some(format!(
             "{} tested: {} passed, {} failed, {} with errors, {} skipped, {} not run",
@@ -329,13 +348,16 @@ pub(crate) fn execute_many(
                 status: p.status(),
                 report: p.finished().map(|f| (&f.report, f.run_dir.as_path())),
                 error: match &p.end {
-                    crate::orchestrator::PairEnd::Ran(Err(e)) => Some(e.to_string()),
-                    crate::orchestrator::PairEnd::Skipped { reason } => Some(reason.clone()),
-                    _ => None,
+                    PairEnd::Ran(Err(e)) => Some(e.to_string()),
+                    PairEnd::Skipped { reason } => Some(reason.clone()),
+                    PairEnd::Ran(Ok(_)) | PairEnd::NotStarted => None,
                 },
             })
             .collect();
         crate::ui::print_pairs_summary(&rows, global.ui_options().color);
+        if let Some(dir) = dir {
+            print_out(&format!("matrix: {}\n", dir.display()));
+        }
     }
     exit
 }
@@ -343,7 +365,7 @@ pub(crate) fn execute_many(
 /// The runtime and sink of an engine command, and what its future returned.
 type Driven<T> = (T, Box<dyn crate::events::EventSink>);
 
-fn drive<T>(
+pub(crate) fn drive<T>(
     global: &GlobalArgs,
     body: impl for<'a> FnOnce(
         &'a dyn crate::events::EventSink,

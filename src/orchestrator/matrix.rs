@@ -319,3 +319,251 @@ fn sim_gate(i: usize, pairs: &[PairSpec], ends: &[Option<PairEnd>]) -> SimGate {
         failed.join(", ")
     ))
 }
+
+/// Where a matrix's own report goes, under the repository.
+pub const MATRIX_DIR: &str = ".fwfix/matrix";
+
+/// `--shard K/N`: this runner's part of the pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 1-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Shard {
+    /// Whether the pairs of `profile` are this shard's. Shards split by profile, so a hardware
+    /// pair and the QEMU pairs sim-first waits for are always on one runner: the profiles in name
+    /// order are dealt out in turn, the first to shard 1.
+    pub fn has(&self, profiles_in_order: &[&str], profile: &str) -> bool {
+        profiles_in_order
+            .iter()
+            .position(|p| *p == profile)
+            .is_some_and(|i| i as u64 % u64::from(self.count) + 1 == u64::from(self.index))
+    }
+}
+
+/// Options of `fwfix matrix`.
+#[derive(Debug, Clone)]
+pub struct MatrixOptions {
+    pub repo: PathBuf,
+    pub manifest: PathBuf,
+    pub jobs: usize,
+    pub shard: Option<Shard>,
+    pub access: BoardAccess,
+}
+
+/// A finished matrix: its pairs and the report written for them.
+#[derive(Debug)]
+pub struct MatrixRun {
+    pub dir: PathBuf,
+    pub pairs: Vec<PairOutcome>,
+    pub report: crate::report::MatrixReport,
+}
+
+/// `fwfix matrix`: every pair of the manifest's boards and profiles less its exclusions (and,
+/// with a shard, less the other shards' pairs), on the manifest's schedule; then `report.json`,
+/// `junit.xml` and `report.md` for them all in `.fwfix/matrix/<id>/`. The exit status is left to
+/// the caller, which knows the exit-code table.
+pub async fn matrix(
+    opts: MatrixOptions,
+    exit_code: fn(&[PairOutcome]) -> (i32, &'static str),
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<MatrixRun, OrchestratorError> {
+    use crate::report::{LeftOut, MatrixPair, MatrixReport};
+    let started = chrono::Utc::now();
+    let repo = canonical_repo(&opts.repo)?;
+    let manifest = config::load_manifest(&opts.manifest)?;
+    // A board or profile that does not load is the manifest's mistake at that line.
+    let at_entry = |entry: &config::ManifestEntry, key: &str, e: config::ConfigError| {
+        config::ConfigError::InvalidValue {
+            at: entry.at.clone(),
+            key: config::KeyPath::new(&[key]),
+            reason: e.to_string(),
+        }
+    };
+    let mut boards = Vec::new();
+    for entry in &manifest.boards {
+        let board =
+            config::resolve_board(&entry.arg, &repo).map_err(|e| at_entry(entry, "boards", e))?;
+        boards.push((entry.arg.clone(), board));
+    }
+    let mut profiles = Vec::new();
+    for entry in &manifest.profiles {
+        let profile = config::resolve_profile(&entry.arg, &repo)
+            .map_err(|e| at_entry(entry, "profiles", e))?;
+        profiles.push((entry.arg.clone(), profile));
+    }
+    let mut in_order: Vec<&str> = profiles.iter().map(|(_, p)| p.name.as_str()).collect();
+    in_order.sort_unstable();
+    in_order.dedup();
+
+    let mut pairs = Vec::new();
+    let mut left_out = Vec::new();
+    let mut used = vec![false; manifest.exclude.len()];
+    for (board_arg, board) in &boards {
+        for (profile_arg, profile) in &profiles {
+            let excluded = manifest.exclude.iter().enumerate().find(|(_, x)| {
+                x.matches(
+                    [board.name.as_str(), board_arg.as_str()],
+                    [profile.name.as_str(), profile_arg.as_str()],
+                )
+            });
+            if let Some((k, x)) = excluded {
+                used[k] = true;
+                left_out.push(LeftOut {
+                    board: board.name.clone(),
+                    profile: profile.name.clone(),
+                    why: format!(
+                        "excluded at {}{}",
+                        x.at,
+                        x.reason
+                            .as_deref()
+                            .map(|r| format!(": {r}"))
+                            .unwrap_or_default()
+                    ),
+                });
+                continue;
+            }
+            if let Some(shard) = opts.shard.filter(|s| !s.has(&in_order, &profile.name)) {
+                left_out.push(LeftOut {
+                    board: board.name.clone(),
+                    profile: profile.name.clone(),
+                    why: format!("another shard's (this is {}/{})", shard.index, shard.count),
+                });
+                continue;
+            }
+            pairs.push(PairSpec {
+                board_arg: board_arg.clone(),
+                profile_arg: profile_arg.clone(),
+                board: board.clone(),
+                profile: profile.clone(),
+            });
+        }
+    }
+    if let Some(k) = used.iter().position(|u| !u) {
+        return Err(config::ConfigError::Invalid {
+            at: manifest.exclude[k].at.clone(),
+            message: "this [[exclude]] matches no pair of the matrix's boards and profiles".into(),
+        }
+        .into());
+    }
+
+    let dir =
+        crate::rundir::RunDir::create_under(&repo.join(MATRIX_DIR), started).map_err(|source| {
+            OrchestratorError::RunDir {
+                path: repo.join(MATRIX_DIR),
+                source,
+            }
+        })?;
+    let schedule = Schedule {
+        jobs: opts.jobs,
+        repeat: manifest.repeat,
+        retries: manifest.retries,
+        sim_first: manifest.sim_first,
+        access: opts.access,
+    };
+    let outcomes = run_pairs(&repo, pairs, &schedule, events, cancel).await?;
+    let finished_at = chrono::Utc::now();
+    let (code, status) = exit_code(&outcomes);
+    let report = MatrixReport {
+        matrix_id: dir.id().to_string(),
+        command: "matrix",
+        manifest: manifest.source.display().to_string(),
+        repo: repo.display().to_string(),
+        shard: opts.shard.map(|s| format!("{}/{}", s.index, s.count)),
+        status: status.to_string(),
+        exit_code: code,
+        jobs: schedule.jobs,
+        started_at: started,
+        finished_at,
+        duration_ms: u64::try_from((finished_at - started).num_milliseconds()).unwrap_or(0),
+        pairs: outcomes
+            .iter()
+            .map(|o| {
+                let run = o.finished();
+                let count = |ok: bool| {
+                    run.map_or(0, |f| {
+                        f.report
+                            .cases
+                            .iter()
+                            .filter(|c| match c.status {
+                                crate::results::CaseStatus::Pass => ok,
+                                crate::results::CaseStatus::Ignore => false,
+                                crate::results::CaseStatus::Fail
+                                | crate::results::CaseStatus::Crash
+                                | crate::results::CaseStatus::Hang
+                                | crate::results::CaseStatus::Missing => !ok,
+                            })
+                            .count()
+                    })
+                };
+                MatrixPair {
+                    board: o.board.clone(),
+                    profile: o.profile.clone(),
+                    hardware: o.hardware,
+                    status: o.status().to_string(),
+                    tries: o.tries,
+                    run_dir: run.map(|f| f.run_dir.display().to_string()),
+                    reason: match &o.end {
+                        PairEnd::Ran(Ok(f)) => {
+                            (!f.report.status.is_ok()).then(|| f.report.message.clone())
+                        }
+                        PairEnd::Ran(Err(e)) => Some(e.to_string()),
+                        PairEnd::Skipped { reason } => Some(reason.clone()),
+                        PairEnd::NotStarted => Some("not started: the run was interrupted".into()),
+                    },
+                    passed: count(true),
+                    failed: count(false),
+                    report: run.map(|f| f.report.clone()),
+                }
+            })
+            .collect(),
+        left_out,
+    };
+    let write = |name: &str, bytes: &[u8]| {
+        crate::rundir::write_atomic(&dir.path().join(name), bytes).map_err(|source| {
+            OrchestratorError::RunDir {
+                path: dir.path().join(name),
+                source,
+            }
+        })
+    };
+    let json = serde_json::to_vec_pretty(&report)
+        .map_err(|e| OrchestratorError::Internal(format!("matrix report: {e}")))?;
+    write(crate::report::REPORT_JSON, &json)?;
+    let junit = crate::report::render_matrix_junit(&report)
+        .map_err(|e| OrchestratorError::Internal(format!("matrix junit.xml: {e}")))?;
+    write("junit.xml", junit.as_bytes())?;
+    write(
+        "report.md",
+        crate::report::render_matrix_markdown(&report).as_bytes(),
+    )?;
+    Ok(MatrixRun {
+        dir: dir.path().to_path_buf(),
+        pairs: outcomes,
+        report,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_deal_profiles_out_in_turn_and_cover_each_once() {
+        let profiles = ["crc", "math", "ringbuf", "sensor", "zz"];
+        for count in 1..=6u32 {
+            for p in profiles {
+                let owners = (1..=count)
+                    .filter(|&index| Shard { index, count }.has(&profiles, p))
+                    .count();
+                assert_eq!(owners, 1, "{p} with {count} shards");
+            }
+        }
+        let one_of_two = Shard { index: 1, count: 2 };
+        assert!(one_of_two.has(&profiles, "crc") && one_of_two.has(&profiles, "ringbuf"));
+        assert!(!one_of_two.has(&profiles, "math") && !one_of_two.has(&profiles, "unknown"));
+    }
+}

@@ -51,4 +51,7 @@ pub use context::{RunContext, StrategyChoice};
 pub use job::{
     resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
 };
-pub use matrix::{run_pairs, test_many, PairEnd, PairOutcome, PairSpec, Schedule, TestManyOptions};
+pub use matrix::{
+    matrix, run_pairs, test_many, MatrixOptions, MatrixRun, PairEnd, PairOutcome, PairSpec,
+    Schedule, Shard, TestManyOptions, MATRIX_DIR,
+};
