@@ -119,6 +119,26 @@ pub enum Level {
 /// Receives events. Implementations must be cheap: they are called from the hot capture path.
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: &Event);
+
+    /// An event of one of several jobs running at once (`fwfix test --jobs N` over several
+    /// boards or profiles), named by `job`. Sinks that show jobs apart override it; the default
+    /// forgets the name.
+    fn emit_job(&self, job: &str, event: &Event) {
+        let _ = job;
+        self.emit(event);
+    }
+}
+
+/// The sink one job of several emits into: every event reaches `inner` with the job's name.
+pub struct JobSink<'a> {
+    pub inner: &'a dyn EventSink,
+    pub job: String,
+}
+
+impl EventSink for JobSink<'_> {
+    fn emit(&self, event: &Event) {
+        self.inner.emit_job(&self.job, event);
+    }
 }
 
 /// Drops every event (for tests and for library users that do not care).

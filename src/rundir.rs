@@ -48,7 +48,13 @@ pub struct RunDir {
 impl RunDir {
     /// Creates a fresh run directory under `<repo>/.fwfix/runs/`.
     pub fn create(repo: &Path, now: DateTime<Utc>) -> io::Result<RunDir> {
-        let runs = repo.join(RUNS_DIR);
+        RunDir::create_under(&repo.join(RUNS_DIR), now)
+    }
+
+    /// Creates a directory with a fresh id under `runs` (made if missing): a run's, or a
+    /// matrix's under `.fwfix/matrix/`.
+    pub fn create_under(runs: &Path, now: DateTime<Utc>) -> io::Result<RunDir> {
+        let runs = runs.to_path_buf();
         std::fs::create_dir_all(&runs)?;
         // The id is second-resolution time plus a short suffix; retry on the rare collision.
         for salt in 0..100u32 {

@@ -1,10 +1,15 @@
 //! Runs the profile's build command: `sh -c` in the build directory, under a timeout, with its
 //! output streamed to build.log and to the event sink line by line, and the whole process group
-//! killed on timeout, cancellation or drop. Parsing diagnostics out of the log is `analysis`'s job;
-//! this module only reports what happened.
+//! killed on timeout, cancellation or drop. Two builds of one tree never run at once (several
+//! jobs of one fwfix, or two fwfix processes): a build holds its tree's build lock, so two `make`s
+//! never race in one `build/`. Parsing diagnostics out of the log is `analysis`'s job; this module
+//! only reports what happened.
 
-use crate::events::{Event, EventSink};
+use crate::events::{Event, EventSink, Level};
 use crate::process::spawn_group;
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -25,6 +30,9 @@ pub struct BuildRequest {
     pub log_path: PathBuf,
     /// Extra environment for the command.
     pub env: Vec<(String, String)>,
+    /// The tree's build lock (a file held with an exclusive `flock` while the command runs);
+    /// None for a build alone in its tree, such as a trial build in a worktree of its own.
+    pub lock: Option<PathBuf>,
 }
 
 /// How a build ended.
@@ -66,6 +74,12 @@ pub enum BuildError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot take the build lock {}: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot write build log {}: {source}", path.display())]
     Log {
         path: PathBuf,
@@ -78,6 +92,10 @@ pub enum BuildError {
 const MAX_LOG_IN_MEMORY: usize = 8 * 1024 * 1024;
 /// Time a build gets to stop on SIGTERM before its group is killed.
 const TERM_GRACE: Duration = Duration::from_secs(2);
+/// A tree's build lock, relative to its root (`.fwfix/` is kept out of git).
+pub const BUILD_LOCK: &str = ".fwfix/build.lock";
+/// How often a build waiting for its tree's lock tries again.
+const LOCK_POLL: Duration = Duration::from_millis(20);
 
 /// Runs the build. Returns `Ok` whenever the command ran, whatever its status.
 pub async fn run(
@@ -97,10 +115,24 @@ pub async fn run(
     let mut log_file = tokio::fs::File::create(&req.log_path)
         .await
         .map_err(log_err)?;
+    let started = Instant::now();
+    let _lock = match &req.lock {
+        Some(path) => match lock_build(path, cancel, events).await? {
+            Some(lock) => Some(lock),
+            None => {
+                return Ok(BuildOutput {
+                    end: BuildEnd::Cancelled,
+                    duration: started.elapsed(),
+                    log: String::new(),
+                    missing_tool: None,
+                })
+            }
+        },
+        None => None,
+    };
     events.emit(&Event::BuildStarted {
         command: req.command.clone(),
     });
-    let started = Instant::now();
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
         .arg(&req.command)
@@ -171,6 +203,47 @@ pub async fn run(
         log,
         missing_tool,
     })
+}
+
+/// Takes the exclusive build lock at `path`, waiting while another build holds it. None when
+/// cancelled while waiting.
+async fn lock_build(
+    path: &Path,
+    cancel: &CancellationToken,
+    events: &dyn EventSink,
+) -> Result<Option<Flock<File>>, BuildError> {
+    let lock_err = |source| BuildError::Lock {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(lock_err)?;
+    }
+    let mut said = false;
+    loop {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(lock_err)?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(locked) => return Ok(Some(locked)),
+            Err((_, Errno::EWOULDBLOCK)) => {}
+            Err((_, errno)) => return Err(lock_err(errno.into())),
+        }
+        if !said {
+            said = true;
+            events.emit(&Event::Message {
+                level: Level::Info,
+                text: "waiting for another build of this tree to finish".into(),
+            });
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(LOCK_POLL) => {}
+            _ = cancel.cancelled() => return Ok(None),
+        }
+    }
 }
 
 fn exit_of(status: Option<std::process::ExitStatus>) -> BuildEnd {

@@ -2,7 +2,7 @@
 
 use crate::inspect::InspectError;
 use crate::machine::{ErrorClass, State};
-use crate::orchestrator::{Finished, OrchestratorError};
+use crate::orchestrator::{Finished, OrchestratorError, PairEnd, PairOutcome};
 use crate::report::ReportError;
 use std::process::ExitCode;
 
@@ -51,6 +51,19 @@ impl Exit {
 
     pub fn of_finished(f: &Finished) -> Exit {
         Exit::of_run(f.final_state, f.error_class)
+    }
+
+    /// The exit status of several pairs tested at once: the most serious pair's, a pair that
+    /// never started (the run was interrupted first) counting as aborted, one sim-first skipped
+    /// as nothing of its own.
+    pub fn of_pairs(pairs: &[PairOutcome]) -> Exit {
+        Exit::worst(pairs.iter().map(|p| match &p.end {
+            PairEnd::Ran(Ok(f)) => Exit::of_finished(f),
+            PairEnd::Ran(Err(e)) => Exit::of_error(e),
+            // Held back because its profile failed in simulation: that failure speaks for it.
+            PairEnd::Skipped { .. } => Exit::Success,
+            PairEnd::NotStarted => Exit::Aborted,
+        }))
     }
 
     pub fn of_error(e: &OrchestratorError) -> Exit {

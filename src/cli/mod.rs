@@ -9,6 +9,7 @@ mod boards;
 mod doctor;
 mod exit;
 mod graph;
+mod matrix;
 mod report;
 mod resume;
 mod run;
@@ -72,6 +73,9 @@ enum Command {
     Resume(resume::Args),
     /// Find the first commit between a good and a bad one whose tests fail.
     Bisect(bisect::Args),
+    /// Test every board × profile pair of a manifest (nightly lab CI): --jobs in parallel,
+    /// sim-first, infrastructure retries, --shard K/N, one junit.xml.
+    Matrix(matrix::Args),
     /// The boards of this host: list them with their health and lease, check their health, set
     /// it (maintenance), or list the debug probes connected.
     Boards(boards::Args),
@@ -118,6 +122,7 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args, &cli.global),
         Command::Resume(args) => resume::run(args, &cli.global),
         Command::Bisect(args) => bisect::run(args, &cli.global),
+        Command::Matrix(args) => matrix::run(args, &cli.global),
         Command::Boards(args) => boards::run(args, &cli.global),
         Command::Validate(args) => validate::run(args, &cli.global),
         Command::Doctor(args) => doctor::run(args, &cli.global),
@@ -222,17 +227,12 @@ fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     });
 }
 
+/// A future borrowing the event sink for its lifetime.
+pub(crate) type SinkFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>>;
+
 /// What a command that runs the engine returns: the future of its finished run.
-pub(crate) type RunFuture<'a> = std::pin::Pin<
-    Box<
-        dyn std::future::Future<
-                Output = Result<
-                    crate::orchestrator::Finished,
-                    crate::orchestrator::OrchestratorError,
-                >,
-            > + 'a,
-    >,
->;
+pub(crate) type RunFuture<'a> =
+    SinkFuture<'a, Result<crate::orchestrator::Finished, crate::orchestrator::OrchestratorError>>;
 
 /// Runs an engine command: a runtime, the event sink, Ctrl+C and SIGTERM wired to cancellation,
 /// then the final event or summary and the exit code.
@@ -243,9 +243,138 @@ pub(crate) fn execute(
         tokio_util::sync::CancellationToken,
     ) -> RunFuture<'a>,
 ) -> Exit {
+    match drive(global, body) {
+        Ok((result, sink)) => finish(result, sink, global),
+        Err(exit) => exit,
+    }
+}
+
+/// [`execute`] for several pairs tested at once: each pair's end is an event of its own, then
+/// one final event or summary for them all.
+pub(crate) fn execute_many(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> SinkFuture<
+        'a,
+        Result<Vec<crate::orchestrator::PairOutcome>, crate::orchestrator::OrchestratorError>,
+    >,
+) -> Exit {
+    let (result, sink) = match drive(global, body) {
+        Ok(done) => done,
+        Err(exit) => return exit,
+    };
+    match result {
+        Ok(pairs) => finish_pairs(&pairs, sink, global, None),
+        Err(e) => {
+            drop(sink);
+            fail_early(global, Exit::of_error(&e), &e.to_string())
+        }
+    }
+}
+
+/// The status word of several pairs' exit code, for the final event and a matrix report.
+pub(crate) fn pairs_status(exit: Exit) -> &'static str {
+    match exit {
+        Exit::Success => "PASSED",
+        Exit::Failed => "FAILED",
+        Exit::Aborted => "ABORTED",
+        Exit::Usage | Exit::Infrastructure => "ERROR",
+    }
+}
+
+/// Ends a command that tested several pairs: a `finished` event per pair, one for them all
+/// (naming `dir`, a matrix's directory, when there is one), the summary, the exit code.
+pub(crate) fn finish_pairs(
+    pairs: &[crate::orchestrator::PairOutcome],
+    sink: Box<dyn crate::events::EventSink>,
+    global: &GlobalArgs,
+    dir: Option<&std::path::Path>,
+) -> Exit {
+    use crate::events::Event;
+    use crate::orchestrator::PairEnd;
+    for pair in pairs {
+        let (exit, run_dir, error_class, message) = match &pair.end {
+            PairEnd::Ran(Ok(f)) => (
+                Exit::of_finished(f),
+                Some(f.run_dir.display().to_string()),
+                f.error_class,
+                f.report.message.clone(),
+            ),
+            PairEnd::Ran(Err(e)) => (Exit::of_error(e), None, None, e.to_string()),
+            PairEnd::Skipped { reason } => (Exit::Success, None, None, reason.clone()),
+            PairEnd::NotStarted => (
+                Exit::Aborted,
+                None,
+                None,
+                "not started: the run was interrupted".to_string(),
+            ),
+        };
+        sink.emit_job(
+            &pair.job,
+            &Event::Finished {
+                status: pair.status().to_string(),
+                exit_code: exit.code(),
+                run_dir,
+                error_class,
+                message: Some(message),
+            },
+        );
+    }
+    let exit = Exit::of_pairs(pairs);
+    let count = |status: &str| pairs.iter().filter(|p| p.status() == status).count();
+    sink.emit(&Event::Finished {
+        status: pairs_status(exit).to_string(),
+        exit_code: exit.code(),
+        run_dir: dir.map(|d| d.display().to_string()),
+        error_class: None,
+        message: Some(format!(
+            "{} tested: {} passed, {} failed, {} with errors, {} skipped, {} not run",
+            crate::report::plural(pairs.len(), "pair"),
+            count("PASSED"),
+            count("FAILED"),
+            count("ERROR"),
+            count("SKIPPED"),
+            count("NOT RUN")
+        )),
+    });
+    drop(sink);
+    if !global.json {
+        let rows: Vec<crate::ui::PairRow<'_>> = pairs
+            .iter()
+            .map(|p| crate::ui::PairRow {
+                job: &p.job,
+                status: p.status(),
+                report: p.finished().map(|f| (&f.report, f.run_dir.as_path())),
+                error: match &p.end {
+                    PairEnd::Ran(Err(e)) => Some(e.to_string()),
+                    PairEnd::Skipped { reason } => Some(reason.clone()),
+                    PairEnd::Ran(Ok(_)) | PairEnd::NotStarted => None,
+                },
+            })
+            .collect();
+        crate::ui::print_pairs_summary(&rows, global.ui_options().color);
+        if let Some(dir) = dir {
+            print_out(&format!("matrix: {}\n", dir.display()));
+        }
+    }
+    exit
+}
+
+/// The runtime and sink of an engine command, and what its future returned.
+type Driven<T> = (T, Box<dyn crate::events::EventSink>);
+
+pub(crate) fn drive<T>(
+    global: &GlobalArgs,
+    body: impl for<'a> FnOnce(
+        &'a dyn crate::events::EventSink,
+        tokio_util::sync::CancellationToken,
+    ) -> SinkFuture<'a, T>,
+) -> Result<Driven<T>, Exit> {
     let rt = match runtime() {
         Ok(rt) => rt,
-        Err(e) => return fail_early(global, Exit::Infrastructure, &e.to_string()),
+        Err(e) => return Err(fail_early(global, Exit::Infrastructure, &e.to_string())),
     };
     let sink = sink(global);
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -255,7 +384,7 @@ pub(crate) fn execute(
     });
     // A question left unanswered on the terminal must not keep fwfix from exiting.
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
-    finish(result, sink, global)
+    Ok((result, sink))
 }
 
 /// The event sink for `global`: JSON lines, or the terminal display.

@@ -1,5 +1,6 @@
 //! What fwfix takes from the host's environment beyond the profile: where board leases and
-//! health live, the editor a person chose, and the directories programs are looked up in. With
+//! health live, where tool facts are cached, the editor a person chose, and the directories
+//! programs are looked up in. With
 //! `llm` (the model endpoint), the only place fwfix reads environment variables, so that what a
 //! run depends on is found here. `NO_COLOR` is the exception: a display convention `ui/` reads.
 
@@ -41,6 +42,19 @@ fn editor_from(lookup: impl Fn(&str) -> Option<String>) -> String {
         .unwrap_or_else(|| "vi".to_string())
 }
 
+/// Where fwfix keeps what it learnt about the host's tools (what a QEMU binary supports):
+/// `$XDG_CACHE_HOME/fwfix`, else `$HOME/.cache/fwfix`; None without either.
+pub fn cache_dir() -> Option<PathBuf> {
+    cache_dir_from(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+}
+
+fn cache_dir_from(lookup: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let non_empty = |name: &str| lookup(name).filter(|v| !v.is_empty());
+    non_empty("XDG_CACHE_HOME")
+        .map(|dir| PathBuf::from(dir).join("fwfix"))
+        .or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".cache/fwfix")))
+}
+
 /// The directories of `PATH`, in order.
 pub fn program_dirs() -> Vec<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -50,6 +64,19 @@ pub fn program_dirs() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cache_follows_xdg_then_home() {
+        assert_eq!(
+            cache_dir_from(env(&[("XDG_CACHE_HOME", "/c"), ("HOME", "/h")])),
+            Some(PathBuf::from("/c/fwfix"))
+        );
+        assert_eq!(
+            cache_dir_from(env(&[("XDG_CACHE_HOME", ""), ("HOME", "/h")])),
+            Some(PathBuf::from("/h/.cache/fwfix"))
+        );
+        assert_eq!(cache_dir_from(env(&[])), None);
+    }
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let pairs: Vec<(String, String)> = pairs

@@ -35,6 +35,11 @@ pub fn load_profile(path: &Path) -> Result<Profile, ConfigError> {
     parse_profile(&read(path)?, path)
 }
 
+/// Reads and validates the matrix manifest at `path`.
+pub fn load_manifest(path: &Path) -> Result<super::Manifest, ConfigError> {
+    super::manifest::parse_manifest(&read(path)?, path)
+}
+
 /// The board `--board ARG` names: a file path (an existing file, or anything with a `/` or
 /// ending in `.toml`; relative to the current directory), or a name looked up in
 /// `<repo>/boards/NAME.toml`, then among the boards shipped with fwfix.

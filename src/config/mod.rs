@@ -1,4 +1,4 @@
-//! Board and profile files: raw TOML types, loading, validation with file:line:col errors, and
+//! Board and profile files (and `fwfix matrix`'s manifest, `manifest`): raw TOML types, loading, validation with file:line:col errors, and
 //! name resolution (the repository's `boards/` and `profiles/`, then the ones shipped with fwfix).
 //!
 //! The pipeline for one file, each step in its own module:
@@ -18,6 +18,7 @@ mod error;
 pub mod host;
 pub mod llm;
 mod lookup;
+mod manifest;
 pub mod model;
 mod names;
 mod parse;
@@ -32,8 +33,9 @@ pub use error::{ConfigError, ConfigKind, KeyPath, Location};
 pub use llm::{llm_settings, llm_settings_from_env, ApiKey, LlmSettings};
 pub use lookup::{
     list_boards, list_profiles, list_shipped_boards, list_shipped_profiles, load_board,
-    load_profile, parse_board, parse_profile, resolve_board, resolve_profile, validate_file,
-    Listed, Origin, Validated,
+    load_manifest, load_profile, parse_board, parse_profile, resolve_board, resolve_profile,
+    validate_file, Listed, Origin, Validated,
 };
+pub use manifest::{parse_manifest, Exclusion, Manifest, ManifestEntry};
 pub use model::*;
 pub use shipped::{shipped_files, ShippedFile};

@@ -148,7 +148,10 @@ pub fn flash_log_path(console_log: &Path) -> PathBuf {
 /// Opens the backend a board file asks for.
 pub fn open(board: &Board) -> Result<Box<dyn Dut>, DutError> {
     match &board.backend {
-        BoardBackend::Qemu(spec) => Ok(Box::new(qemu::QemuDut::new(&board.name, spec.clone()))),
+        BoardBackend::Qemu(spec) => Ok(Box::new(
+            qemu::QemuDut::new(&board.name, spec.clone())
+                .with_cache(crate::config::host::cache_dir()),
+        )),
         BoardBackend::Hardware(spec) => Ok(Box::new(board::BoardDut::new(board, spec.clone())?)),
         BoardBackend::Labgrid(_) => Err(DutError::Unsupported {
             board: board.name.clone(),

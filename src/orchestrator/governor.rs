@@ -282,6 +282,8 @@ impl Job<'_> {
                 timeout: self.build.timeout,
                 log_path: log,
                 env: vec![("FWFIX_BOARD".into(), self.board.name.clone())],
+                // Each trial builds in a worktree of its own.
+                lock: None,
             };
             let (cancel, slots, index) = (self.cancel.clone(), slots.clone(), trial.index);
             builds.spawn(async move {

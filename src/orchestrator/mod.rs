@@ -29,6 +29,9 @@
 //! Every transition is checkpointed to context.json and then appended to trace.jsonl (fsync'd)
 //! before the next handler starts, so a run killed at any point can be resumed.
 //!
+//! `fwfix test` over several boards or profiles (`matrix.rs`) runs one test job per pair, `--jobs`
+//! at a time, each its own run.
+//!
 //! `fwfix bisect` (`bisect.rs`) is a driver above the engine: each of its steps is a `fwfix test`
 //! of one commit in a worktree of its own, with its run directory under the bisect's. The
 //! `revert` strategy runs the same bisect from inside a fix run's PATCH_GENERATION.
@@ -39,6 +42,7 @@ mod context;
 mod fix;
 mod governor;
 mod job;
+mod matrix;
 mod pipeline;
 
 pub use bisect::{bisect, BisectOptions};
@@ -46,4 +50,8 @@ pub use board::{boards_to_check, check_board, BoardAccess, CheckOptions, HealthG
 pub use context::{RunContext, StrategyChoice};
 pub use job::{
     resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
+};
+pub use matrix::{
+    matrix, run_pairs, test_many, MatrixOptions, MatrixRun, PairEnd, PairOutcome, PairSpec,
+    Schedule, Shard, TestManyOptions, MATRIX_DIR,
 };

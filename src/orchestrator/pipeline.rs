@@ -105,6 +105,7 @@ impl Job<'_> {
             timeout: self.build.timeout,
             log_path: log_path.clone(),
             env: vec![("FWFIX_BOARD".into(), self.board.name.clone())],
+            lock: Some(self.ctx.work_dir.join(build::BUILD_LOCK)),
         };
         let out = match build::run(&req, &self.cancel, self.events).await {
             Ok(out) => out,

@@ -45,25 +45,8 @@ pub fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeErr
         ));
     }
 
-    if let Some(build) = report.build.as_ref().filter(|b| !b.success) {
-        let errors = build.count(Severity::Error);
-        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-        status
-            .set_type("BUILD_FAILURE")
-            .set_message(format!("the build failed with {}", plural(errors, "error")));
-        let mut text: Vec<String> = vec![format!("$ {}", build.command)];
-        text.extend(build.first_diagnostics(MAX_DIAGNOSTICS).0);
-        text.push(format!("full log: {}", build.log));
-        status.set_description(text.join("\n"));
-        suite.add_test_case(fwfix_case("build", status));
-    }
-
-    for case in &report.cases {
-        suite.add_test_case(test_case(report, case));
-    }
-
-    if let Some(status) = run_error(report) {
-        suite.add_test_case(fwfix_case("run", status));
+    for case in report_cases(report) {
+        suite.add_test_case(case);
     }
 
     // quick-junit counts skips only as `disabled`; Jenkins and most readers look for `skipped`.
@@ -78,6 +61,34 @@ pub fn render_junit(report: &Report) -> Result<String, quick_junit::SerializeErr
 
     junit.add_test_suite(suite);
     junit.to_string()
+}
+
+/// The test cases of one run: a failed build's, each firmware test's, and the run's own error
+/// when it ended badly with nothing else to show it. `fwfix matrix` gathers these per board.
+pub fn report_cases(report: &Report) -> Vec<quick_junit::TestCase> {
+    let mut cases = Vec::new();
+    if let Some(build) = report.build.as_ref().filter(|b| !b.success) {
+        let errors = build.count(Severity::Error);
+        let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+        status
+            .set_type("BUILD_FAILURE")
+            .set_message(format!("the build failed with {}", plural(errors, "error")));
+        let mut text: Vec<String> = vec![format!("$ {}", build.command)];
+        text.extend(build.first_diagnostics(MAX_DIAGNOSTICS).0);
+        text.push(format!("full log: {}", build.log));
+        status.set_description(text.join("\n"));
+        cases.push(fwfix_case("build", status));
+    }
+
+    for case in &report.cases {
+        cases.push(test_case(report, case));
+    }
+
+    if let Some(status) = run_error(report) {
+        cases.push(fwfix_case("run", status));
+    }
+
+    cases
 }
 
 /// `crc on qemu-mps2-an385`, or just the profile when the board is unknown.

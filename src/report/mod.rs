@@ -1,11 +1,13 @@
 //! The run's outputs in the run directory: `report.json` (the contract scripts read), `report.md`
-//! (for people), `junit.xml` (for CI) and `report.html` (for a browser). This module owns their
+//! (for people), `junit.xml` (for CI) and `report.html` (for a browser); and the same for a whole
+//! `fwfix matrix` (`matrix`). This module owns their
 //! shape and writes them atomically; it must not decide anything about the run — the caller fills
 //! in a [`Report`] and hands it over.
 
 mod html;
 mod junit;
 mod markdown;
+mod matrix;
 mod model;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -14,6 +16,7 @@ mod visible;
 pub use html::render_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
+pub use matrix::{render_matrix_junit, render_matrix_markdown, LeftOut, MatrixPair, MatrixReport};
 pub use model::{
     case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
     file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,

@@ -36,14 +36,30 @@ impl JsonSink {
 
 impl EventSink for JsonSink {
     fn emit(&self, event: &Event) {
+        // Events are plain data; if one ever failed to serialise, dropping it beats dropping
+        // the run.
+        if let Ok(line) = serde_json::to_string(event) {
+            self.write_line(line);
+        }
+    }
+
+    /// The event with a `"job"` field naming the job, so a reader can tell parallel jobs apart.
+    fn emit_job(&self, job: &str, event: &Event) {
+        let Ok(mut value) = serde_json::to_value(event) else {
+            return;
+        };
+        if let Some(object) = value.as_object_mut() {
+            object.insert("job".into(), serde_json::Value::from(job));
+        }
+        self.write_line(value.to_string());
+    }
+}
+
+impl JsonSink {
+    fn write_line(&self, mut line: String) {
         if self.is_stopped() {
             return;
         }
-        // Events are plain data; if one ever failed to serialise, dropping it beats dropping
-        // the run.
-        let Ok(mut line) = serde_json::to_string(event) else {
-            return;
-        };
         line.push('\n');
         let mut out = self
             .out

@@ -11,7 +11,9 @@ mod summary;
 mod terminal;
 
 pub use json::JsonSink;
-pub use summary::{print_summary, render_summary, SummaryStyle};
+pub use summary::{
+    print_pairs_summary, print_summary, render_pairs_summary, render_summary, PairRow, SummaryStyle,
+};
 pub use terminal::TerminalSink;
 
 use std::io::IsTerminal;

@@ -35,15 +35,94 @@ pub struct SummaryStyle {
 /// Prints the summary of `report` (written to `run_dir`) on stdout. A closed stdout is ignored:
 /// the report files hold the same facts.
 pub fn print_summary(report: &Report, run_dir: &Path, color: ColorChoice) {
+    print_stdout(&render_summary(report, run_dir, stdout_style(color)));
+}
+
+/// One pair of several tested at once, for [`print_pairs_summary`].
+#[derive(Debug)]
+pub struct PairRow<'a> {
+    /// `<board>/<profile>`.
+    pub job: &'a str,
+    /// `PASSED`, `FAILED`, `ERROR`, `ABORTED` or `NOT RUN`.
+    pub status: &'a str,
+    /// The pair's report and run directory, when it ran.
+    pub report: Option<(&'a Report, &'a Path)>,
+    /// Why a pair could not run at all.
+    pub error: Option<String>,
+}
+
+/// Prints the summary of several pairs: each pair that did not pass in full (its cases, crash,
+/// build errors), then one line a pair.
+pub fn print_pairs_summary(rows: &[PairRow<'_>], color: ColorChoice) {
+    print_stdout(&render_pairs_summary(rows, stdout_style(color)));
+}
+
+/// The pairs' summary as text.
+pub fn render_pairs_summary(rows: &[PairRow<'_>], style: SummaryStyle) -> String {
+    let mut out = String::new();
+    for row in rows.iter().filter(|r| r.status != "PASSED") {
+        if let Some((report, run_dir)) = row.report {
+            out.push_str(&paint(
+                &format!("── {} ──", row.job),
+                Paint::Bold,
+                style.color,
+            ));
+            out.push('\n');
+            out.push_str(&render_summary(report, run_dir, style));
+            out.push('\n');
+        }
+    }
+    let job_width = rows
+        .iter()
+        .map(|r| r.job.chars().count())
+        .max()
+        .unwrap_or(0)
+        .min(MAX_NAME_WIDTH);
+    for row in rows {
+        let tint = match row.status {
+            "PASSED" => Paint::Green,
+            "NOT RUN" | "ABORTED" | "SKIPPED" => Paint::Yellow,
+            _ => Paint::Red,
+        };
+        let detail = match (row.report, &row.error) {
+            (Some((report, run_dir)), _) => {
+                let count = |s: CaseStatus| report.cases.iter().filter(|c| c.status == s).count();
+                let failed =
+                    report.cases.len() - count(CaseStatus::Pass) - count(CaseStatus::Ignore);
+                format!(
+                    "{} passed, {} failed  {}",
+                    count(CaseStatus::Pass),
+                    failed,
+                    run_dir.display()
+                )
+            }
+            (None, Some(error)) => error.clone(),
+            (None, None) => String::new(),
+        };
+        let line = format!(
+            "{}  {:<job_width$}  {}",
+            paint(&format!("{:<STATUS_WIDTH$}", row.status), tint, style.color),
+            truncate(row.job, job_width),
+            detail.replace('\n', " ")
+        );
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+fn stdout_style(color: ColorChoice) -> SummaryStyle {
     let width = console::Term::stdout()
         .size_checked()
         .map(|(_rows, columns)| usize::from(columns))
         .unwrap_or(DEFAULT_WIDTH);
-    let style = SummaryStyle {
+    SummaryStyle {
         color: color.for_stdout(),
         width,
-    };
-    let text = render_summary(report, run_dir, style);
+    }
+}
+
+fn print_stdout(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout
         .write_all(text.as_bytes())

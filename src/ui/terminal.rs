@@ -14,6 +14,7 @@ use crate::report::{format_duration, plural, verdict_name, visible};
 use crate::results::{CaseStatus, Verdict};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::io::{self, IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -30,6 +31,8 @@ pub struct TerminalSink {
     /// The spinner; None in plain mode.
     bar: Option<ProgressBar>,
     progress: Mutex<Progress>,
+    /// The progress of each of several jobs running at once, by job name.
+    jobs: Mutex<BTreeMap<String, Progress>>,
     /// Where plain-mode lines go (stderr, or a buffer in tests).
     plain: Mutex<Box<dyn Write + Send>>,
     /// A person is answering a prompt: the spinner is down until they are done.
@@ -67,6 +70,7 @@ impl TerminalSink {
             color,
             bar,
             progress: Mutex::new(Progress::default()),
+            jobs: Mutex::new(BTreeMap::new()),
             plain: Mutex::new(plain),
             paused: AtomicBool::new(false),
         }
@@ -150,6 +154,40 @@ impl EventSink for TerminalSink {
         }
         if let (Event::Finished { .. }, Some(bar)) = (event, &self.bar) {
             bar.finish_and_clear();
+        }
+    }
+
+    /// One job of several: its lines carry its name, and the spinner lists the jobs still going
+    /// with their states.
+    fn emit_job(&self, job: &str, event: &Event) {
+        let notices = {
+            let mut jobs = self
+                .jobs
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let notices = jobs
+                .entry(job.to_string())
+                .or_default()
+                .apply(event, self.opts.verbose);
+            if let Some(bar) = &self.bar {
+                let going: Vec<String> = jobs
+                    .iter()
+                    .filter_map(|(name, p)| {
+                        p.state
+                            .filter(|s| !s.is_terminal())
+                            .map(|s| format!("{name} {}", s.name()))
+                    })
+                    .collect();
+                bar.set_prefix(plural(going.len(), "job"));
+                bar.set_message(going.join(" · "));
+            }
+            notices
+        };
+        for notice in notices {
+            self.notice(Notice {
+                text: format!("[{job}] {}", notice.text),
+                ..notice
+            });
         }
     }
 }

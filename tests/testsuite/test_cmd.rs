@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
 
 use crate::common::*;
-use std::path::Path;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 fn test_cmd(
     repo: &FixtureRepo,
@@ -694,4 +695,206 @@ timeout_s = 60
         .unwrap_or_else(|| panic!("{report:#}"));
     assert_eq!(first["status"], "PASS", "{report:#}");
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+/// `fwfix test` over several boards and profiles with `--jobs 2`, as JSON events.
+fn test_pairs(repo: &FixtureRepo, boards: &[&str], profiles: &[&str]) -> std::process::Output {
+    let mut args = vec!["test", "--json", "--jobs", "2", "--repo"];
+    args.push(repo.path().to_str().unwrap());
+    for b in boards {
+        args.extend(["--board", b]);
+    }
+    for p in profiles {
+        args.extend(["--profile", p]);
+    }
+    fwfix(&args, repo.path())
+}
+
+#[test]
+fn jobs_test_every_pair_in_a_run_of_its_own_with_one_exit_code() {
+    let repo = FixtureRepo::new();
+    let out = test_pairs(&repo, &[MPS2, LM3S], &["crc", "ringbuf"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let events = events(&out);
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "finished");
+    assert_eq!(last["status"], "FAILED");
+    assert!(last.get("job").is_none(), "{last}");
+    // Every other event names its pair; each pair ends with its own finished event.
+    assert!(events[..events.len() - 1]
+        .iter()
+        .all(|e| e["job"].is_string()));
+    let mut dirs = std::collections::BTreeSet::new();
+    for (board, machine) in [(MPS2, "mps2-an385"), (LM3S, "lm3s6965evb")] {
+        for (profile, status) in [("crc", "FAILED"), ("ringbuf", "PASSED")] {
+            let job = format!("{board}/{profile}");
+            let fin: Vec<_> = events
+                .iter()
+                .filter(|e| e["job"] == job.as_str() && e["event"] == "finished")
+                .collect();
+            assert_eq!(fin.len(), 1, "{job}: {}", text(&out));
+            assert_eq!(fin[0]["status"], status, "{job}");
+            let dir = PathBuf::from(fin[0]["run_dir"].as_str().unwrap());
+            let report = report(&dir);
+            assert_eq!(report["board"], board);
+            assert_eq!(report["profile"], profile);
+            // Each pair's console holds its own image's output and nothing of another's.
+            let console = std::fs::read_to_string(dir.join("iter-000/console.log")).unwrap();
+            let other = if profile == "crc" { "ringbuf" } else { "crc" };
+            assert!(console.contains(&format!("test_{profile}")), "{console}");
+            assert!(!console.contains(&format!("test_{other}")), "{console}");
+            let build = std::fs::read_to_string(dir.join("iter-000/build.log")).unwrap();
+            let other_machine = if machine == "mps2-an385" {
+                "lm3s6965evb"
+            } else {
+                "mps2-an385"
+            };
+            assert!(!build.contains(other_machine), "{build}");
+            dirs.insert(dir);
+        }
+    }
+    assert_eq!(dirs.len(), 4);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn jobs_boot_side_by_side_while_builds_of_the_tree_take_turns() {
+    let repo = FixtureRepo::new();
+    // The hanging image under a 2 s timeout: two such runs overlap whenever two run at once.
+    repo.write(
+        "hang.toml",
+        "name = \"hang\"\n[build]\ncommand = \"make BOARD={machine} build/{machine}/test_event.elf\"\n\
+         artifact = \"build/{machine}/test_event.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 2\n",
+    );
+    let out = test_pairs(&repo, &[MPS2, LM3S], &["hang.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let events = events(&out);
+    let job_of = |e: &Value| e["job"].as_str().unwrap_or("").to_string();
+    // Builds: between one pair's build start and its finish, no other pair's build starts.
+    let mut building: Option<String> = None;
+    let mut testing = std::collections::BTreeSet::new();
+    let mut overlapped = false;
+    for e in &events {
+        match (e["event"].as_str(), e["to"].as_str(), e["from"].as_str()) {
+            (Some("build_started"), _, _) => {
+                assert!(
+                    building.is_none(),
+                    "two builds at once: {building:?} and {e}"
+                );
+                building = Some(job_of(e));
+            }
+            (Some("build_finished"), _, _) => {
+                assert_eq!(building.take(), Some(job_of(e)));
+            }
+            (Some("transition"), Some("TEST_RUN"), _) => {
+                testing.insert(job_of(e));
+                overlapped |= testing.len() == 2;
+            }
+            (Some("transition"), _, Some("TEST_RUN")) => {
+                testing.remove(&job_of(e));
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        overlapped,
+        "the two pairs never ran at once: {}",
+        text(&out)
+    );
+    for board in [MPS2, LM3S] {
+        let job = format!("{board}/hang");
+        let fin = events
+            .iter()
+            .find(|e| e["job"] == job.as_str() && e["event"] == "finished")
+            .unwrap();
+        let report = report(Path::new(fin["run_dir"].as_str().unwrap()));
+        assert!(
+            report["cases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["status"] == "HANG"),
+            "{report:#}"
+        );
+    }
+}
+
+#[test]
+fn jobs_refuse_a_bad_profile_or_a_pair_given_twice_before_anything_runs() {
+    let repo = FixtureRepo::new();
+    repo.write("bad.toml", "name = \"bad\"\n[build]\ncommand = 3\n");
+    let out = test_pairs(&repo, &[MPS2], &["crc", "bad.toml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("bad.toml"), "{}", text(&out));
+    assert!(
+        !repo.path().join(".fwfix/runs").exists()
+            || files_under(&repo.path().join(".fwfix/runs")).is_empty()
+    );
+
+    let out = test_pairs(&repo, &[MPS2, MPS2], &["crc"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("given twice"), "{}", text(&out));
+}
+
+#[test]
+fn what_a_qemu_binary_supports_is_asked_once_per_binary() {
+    let repo = FixtureRepo::new();
+    let cache = tempfile::tempdir().unwrap();
+    // A QEMU that records every call and then is the real one.
+    let calls = repo.path().join("qemu-calls.log");
+    let wrapper = repo.write(
+        "tools/qemu-system-arm",
+        &format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec qemu-system-arm \"$@\"\n",
+            calls.display()
+        ),
+    );
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    repo.write(
+        "wrapped.toml",
+        &format!(
+            "name = \"wrapped\"\nbackend = \"qemu\"\n[qemu]\nbinary = \"{}\"\nmachine = \"mps2-an385\"\ncpu = \"cortex-m3\"\n",
+            wrapper.display()
+        ),
+    );
+    let run = || {
+        let out = fwfix_command(
+            &[
+                "test",
+                "--json",
+                "--repo",
+                repo.path().to_str().unwrap(),
+                "--board",
+                "wrapped.toml",
+                "--profile",
+                "ringbuf",
+            ],
+            repo.path(),
+            cache.path(),
+        )
+        .env("XDG_CACHE_HOME", cache.path())
+        .output()
+        .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    };
+    let help_calls = || {
+        std::fs::read_to_string(&calls)
+            .unwrap()
+            .lines()
+            .filter(|l| l.ends_with(" help"))
+            .count()
+    };
+    run();
+    assert_eq!(help_calls(), 2, "-machine help and -cpu help once each");
+    run();
+    assert_eq!(help_calls(), 2, "the second run asks nothing");
+    // Another binary at the same path (an upgrade) is asked again.
+    let upgraded = std::fs::read_to_string(&wrapper).unwrap() + "# upgraded\n";
+    std::fs::write(&wrapper, upgraded).unwrap();
+    run();
+    assert_eq!(help_calls(), 4);
 }

@@ -5,6 +5,7 @@
 //! No QEMU process outlives the call that started it.
 
 pub mod args;
+mod caps;
 pub mod fault;
 pub mod process;
 pub mod qmp;
@@ -16,6 +17,7 @@ use crate::capture::nonce::NonceCheck;
 use crate::capture::Capture;
 use crate::config::QemuSpec;
 use crate::events::EventSink;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -28,6 +30,8 @@ pub struct QemuDut {
     board: String,
     spec: QemuSpec,
     last_pid: Option<u32>,
+    /// Where what the binary supports is cached (None: ask it every time).
+    cache_dir: Option<PathBuf>,
 }
 
 impl QemuDut {
@@ -36,7 +40,14 @@ impl QemuDut {
             board: board.into(),
             spec,
             last_pid: None,
+            cache_dir: None,
         }
+    }
+
+    /// Keeps what the binary supports in `cache_dir` between runs.
+    pub fn with_cache(mut self, cache_dir: Option<PathBuf>) -> Self {
+        self.cache_dir = cache_dir;
+        self
     }
 
     pub fn spec(&self) -> &QemuSpec {
@@ -47,6 +58,29 @@ impl QemuDut {
     /// it is gone.
     pub fn last_pid(&self) -> Option<u32> {
         self.last_pid
+    }
+
+    /// The names `<binary> <option> help` lists, from the cache when this binary was asked
+    /// before.
+    async fn names(
+        &self,
+        option: &str,
+        parse: fn(&str) -> Vec<String>,
+    ) -> Result<Vec<String>, DutError> {
+        let program = self.spec.binary.as_str();
+        let dirs = crate::config::host::program_dirs();
+        if let Some(cached) = self
+            .cache_dir
+            .as_deref()
+            .and_then(|dir| caps::lookup(dir, program, option, &dirs))
+        {
+            return Ok(cached);
+        }
+        let names = parse(&self.list(option).await?);
+        if let Some(dir) = &self.cache_dir {
+            caps::store(dir, program, option, &dirs, &names);
+        }
+        Ok(names)
     }
 
     /// Runs `<binary> <option> help` and returns its stdout.
@@ -80,7 +114,7 @@ impl Dut for QemuDut {
     /// The binary runs and knows the machine (and the CPU, when one is set).
     async fn check(&mut self) -> Result<(), DutError> {
         let program = self.spec.binary.clone();
-        let machines = args::parse_machine_list(&self.list("-machine").await?);
+        let machines = self.names("-machine", args::parse_machine_list).await?;
         if !machines.contains(&self.spec.machine) {
             return Err(DutError::BadArguments {
                 program: program.clone(),
@@ -95,7 +129,7 @@ impl Dut for QemuDut {
             });
         }
         if let Some(cpu) = &self.spec.cpu {
-            let cpus = args::parse_cpu_list(&self.list("-cpu").await?);
+            let cpus = self.names("-cpu", args::parse_cpu_list).await?;
             if !cpus.iter().any(|c| c == cpu) {
                 return Err(DutError::BadArguments {
                     program: program.clone(),
