@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod fault;
+pub mod gdbstub;
 pub mod process;
 pub mod qmp;
 mod session;
