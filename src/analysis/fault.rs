@@ -205,7 +205,7 @@ fn context_clauses(
     let mut out = Vec::new();
     if hfsr_names.contains(&"FORCED") {
         match escalated_from(cfsr_names) {
-            Some(from) => out.push(format!("escalated to HardFault from a {from} fault")),
+            Some(from) => out.push(format!("escalated to HardFault from a {from}")),
             None if snap.hfsr.is_some_and(|h| h & HFSR_FORCED != 0) => {
                 out.push("escalated to HardFault; CFSR names no sub-fault".to_string())
             }
@@ -558,7 +558,7 @@ mod tests {
         assert_eq!(
             report.summary,
             "HardFault (FORCED; IACCVIOL) at 0x00000000: the code at LR 0x000001a5 called a null \
-             function pointer; escalated to HardFault from a MemManage fault; no symbols were \
+             function pointer; escalated to HardFault from a MemManage; no symbols were \
              read for the image that ran: functions and lines cannot be named"
         );
     }
@@ -745,7 +745,7 @@ mod tests {
         );
         assert!(
             r.summary
-                .contains("escalated to HardFault from a UsageFault fault"),
+                .contains("escalated to HardFault from a UsageFault"),
             "{}",
             r.summary
         );

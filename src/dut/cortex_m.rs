@@ -230,6 +230,9 @@ pub struct FaultHandlers {
     pub entries: Vec<(u32, Vec<u32>)>,
     /// Plain statements: vectors with no handler, entries shared with other exceptions.
     pub notes: Vec<String>,
+    /// The reset handler's entry (Thumb bit clear): a fault that lands there restarts the image,
+    /// so nothing after the fault is worth waiting for.
+    pub reset: Option<u32>,
 }
 
 impl FaultHandlers {
@@ -248,8 +251,11 @@ impl FaultHandlers {
 /// that points at the reset handler is watched too: a fault that restarts the image is still a
 /// fault, and the reset at boot (thread mode) is told apart by the exception number.
 pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
-    let mut out = FaultHandlers::default();
     let reset = table.get(1).copied();
+    let mut out = FaultHandlers {
+        reset: reset.map(|r| r & !1),
+        ..FaultHandlers::default()
+    };
     for n in WATCHED_VECTORS {
         let Some(&entry) = table.get(n as usize) else {
             out.notes.push(format!(

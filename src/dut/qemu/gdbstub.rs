@@ -229,6 +229,7 @@ impl Watcher {
             Ok(table) => fault_handlers(&table),
             Err(e) => FaultHandlers {
                 entries: Vec::new(),
+                reset: None,
                 notes: vec![format!(
                     "the vector table at 0x{vtor:08x} could not be read ({e}): faults are not \
                      watched"
@@ -283,7 +284,8 @@ impl Watcher {
         if self.faulted {
             return self.resume(pc).await;
         }
-        let spinning = self.spins(pc).await;
+        // A fault that lands in the reset handler restarts the image: nothing more will come.
+        let spinning = self.handlers.reset == Some(pc) || self.spins(pc).await;
         // An NMI whose handler returns is the firmware's business, not a crash.
         if exception == 2 && !spinning {
             return self.resume(pc).await;
