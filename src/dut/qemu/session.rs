@@ -27,6 +27,7 @@ use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::QemuSpec;
+use crate::dut::board::image;
 use crate::dut::cortex_m::{self, snapshot_at_entry, Stop, StopReading};
 use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{DutError, Image, RunSpec};
@@ -99,6 +100,12 @@ pub(super) async fn run(
             )));
         }
     }
+    // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
+    let may_exit = tokio::fs::read(&kernel)
+        .await
+        .ok()
+        .and_then(|elf| image::segments(&elf).ok())
+        .is_none_or(|segments| image::may_semihost(&segments));
     let log = create_log(&run.console_log).await?;
     let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
 
@@ -142,6 +149,7 @@ pub(super) async fn run(
 
     let mut session = Session {
         launch,
+        may_exit,
         child,
         rx,
         rx_open: true,
@@ -254,6 +262,8 @@ enum Step<T> {
 
 struct Session<'a> {
     launch: Instant,
+    /// The image has a semihosting call, so it may exit with a code worth waiting for.
+    may_exit: bool,
     child: Child,
     rx: mpsc::Receiver<ConsoleLine>,
     rx_open: bool,
@@ -452,9 +462,12 @@ impl Session<'_> {
         }
     }
 
-    /// Lets QEMU run for [`EXIT_GRACE`] so a semihosting exit (and its code) can arrive.
+    /// Lets QEMU run for [`EXIT_GRACE`] so a semihosting exit (and its code) can arrive, when the
+    /// image can exit at all.
     async fn grace(&mut self) {
-        self.keep_capturing(EXIT_GRACE, false).await;
+        if self.may_exit {
+            self.keep_capturing(EXIT_GRACE, false).await;
+        }
     }
 
     /// Goes on capturing for `pause`, or until QEMU exits (its output then drained), the attempt
