@@ -697,6 +697,9 @@ async fn lm3s6965evb_passes_fails_and_crashes() {
 async fn awkward_console_output_is_framed() {
     let dir = tempfile::tempdir().unwrap();
     let body = r#"
+        register uint32_t op __asm__("r0") = 0x04u; /* SYS_WRITE0: to QEMU's stderr */
+        register const char *text __asm__("r1") = "semihost hello\n";
+        __asm__ volatile("bkpt 0xab" : "+r"(op) : "r"(text) : "memory");
         puts_("crlf line\r\n");
         puts_("bad \xff\xfe bytes\n");
         for (int i = 0; i < 10000; i++) putc_('x');
@@ -723,6 +726,9 @@ async fn awkward_console_output_is_framed() {
     assert_eq!(lines.last(), Some(&"no newline at the end"));
     let log = console_log(log_dir.path());
     assert!(log.contains("uart  no newline at the end"), "{log}");
+    // Semihosting text is the host's stream, never the UART's.
+    assert!(log.contains("host  semihost hello"), "{log}");
+    assert!(!lines.contains(&"semihost hello"));
     assert_qemu_gone(&dut);
 }
 

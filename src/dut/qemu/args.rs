@@ -66,6 +66,15 @@ fn unix_server(path: &Path) -> OsString {
     arg
 }
 
+/// An option in the board's `extra_args` that would take the gdbstub or the paused start away from
+/// fwfix (`-s`, `-gdb`, `-S`): QEMU has one gdbstub, and fwfix needs it to watch for faults.
+pub fn conflicting_option(spec: &QemuSpec) -> Option<&str> {
+    spec.extra_args
+        .iter()
+        .map(String::as_str)
+        .find(|a| matches!(*a, "-s" | "-S" | "-gdb" | "--gdb") || a.starts_with("-gdb="))
+}
+
 /// Machine names from `-machine help` (the first word of each line after the header).
 pub fn parse_machine_list(text: &str) -> Vec<String> {
     parse_list(text, "Supported machines are:")
@@ -279,6 +288,16 @@ mod tests {
         assert!(!args.contains(&"-cpu".to_string()));
         assert!(!args.contains(&"-append".to_string()));
         assert_eq!(args.last().map(String::as_str), Some("a.elf"));
+    }
+
+    #[test]
+    fn a_gdbstub_in_extra_args_is_a_conflict() {
+        assert_eq!(conflicting_option(&spec()), None);
+        for arg in ["-s", "-gdb", "-S"] {
+            let mut s = spec();
+            s.extra_args = vec!["-icount".into(), "shift=0".into(), arg.into()];
+            assert_eq!(conflicting_option(&s), Some(arg));
+        }
     }
 
     #[test]
