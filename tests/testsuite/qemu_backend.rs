@@ -632,6 +632,33 @@ async fn unknown_cpu_fails_the_check() {
     assert!(err.to_string().contains("cortex-m99"), "{err}");
 }
 
+#[tokio::test]
+async fn a_gdbstub_in_extra_args_fails_the_check_and_the_run() {
+    let mut dut = QemuDut::new(
+        "b",
+        QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: MPS2.into(),
+            cpu: None,
+            extra_args: vec!["-s".into()],
+        },
+    );
+    let err = dut.check().await.unwrap_err();
+    assert!(matches!(err, DutError::BadArguments { .. }), "{err}");
+    assert!(
+        err.to_string().contains("-s in board b's extra_args"),
+        "{err}"
+    );
+    let (result, _dir, _) = run(
+        &mut dut,
+        &fixture_image(MPS2, "math"),
+        attempt(Duration::from_secs(5), Box::new(UnityEnd)),
+    )
+    .await;
+    assert!(matches!(result, Err(DutError::BadArguments { .. })));
+    assert_eq!(dut.last_pid(), None);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The other machine
 

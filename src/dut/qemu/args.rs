@@ -66,6 +66,19 @@ fn unix_server(path: &Path) -> OsString {
     arg
 }
 
+/// The error for a board whose `extra_args` take the gdbstub or the paused start away from fwfix.
+pub fn gdbstub_conflict(spec: &QemuSpec, board: &str) -> Option<DutError> {
+    let option = conflicting_option(spec)?;
+    Some(DutError::BadArguments {
+        program: spec.binary.clone(),
+        message: format!(
+            "{option} in board {board}'s extra_args: fwfix starts QEMU paused and uses its one \
+             gdbstub to stop the core at a fault; remove {option} (to debug by hand, run QEMU \
+             yourself)"
+        ),
+    })
+}
+
 /// An option in the board's `extra_args` that would take the gdbstub or the paused start away from
 /// fwfix (`-s`, `-gdb`, `-S`): QEMU has one gdbstub, and fwfix needs it to watch for faults.
 pub fn conflicting_option(spec: &QemuSpec) -> Option<&str> {

@@ -80,9 +80,13 @@ impl Dut for QemuDut {
         Some(NonceCheck::Offered)
     }
 
-    /// The binary runs and knows the machine (and the CPU, when one is set).
+    /// The binary runs and knows the machine (and the CPU, when one is set), and the board's
+    /// extra arguments leave fwfix the gdbstub.
     async fn check(&mut self) -> Result<(), DutError> {
         let program = self.spec.binary.clone();
+        if let Some(error) = args::gdbstub_conflict(&self.spec, &self.board) {
+            return Err(error);
+        }
         let machines = args::parse_machine_list(&self.list("-machine").await?);
         if !machines.contains(&self.spec.machine) {
             return Err(DutError::BadArguments {
@@ -121,6 +125,9 @@ impl Dut for QemuDut {
     ) -> Result<Capture, DutError> {
         let target = self.describe();
         self.last_pid = None;
+        if let Some(error) = args::gdbstub_conflict(&self.spec, &self.board) {
+            return Err(error);
+        }
         session::run(&self.spec, &target, image, spec, events, &mut self.last_pid).await
     }
 }

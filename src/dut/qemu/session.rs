@@ -73,16 +73,6 @@ pub(super) async fn run(
     pid: &mut Option<u32>,
 ) -> Result<Capture, DutError> {
     let program = spec.binary.as_str();
-    if let Some(option) = args::conflicting_option(spec) {
-        return Err(DutError::BadArguments {
-            program: program.to_string(),
-            message: format!(
-                "{option} in the board's extra_args: fwfix starts QEMU paused and uses its one \
-                 gdbstub to stop the core at a fault; remove {option} (to debug by hand, run \
-                 QEMU yourself)"
-            ),
-        });
-    }
     let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
     for dir in process::reap_orphans().await {
         events.emit(&Event::Message {
