@@ -156,11 +156,29 @@ impl BadCall {
 /// address.
 fn bad_call(snap: &FaultSnapshot) -> Option<BadCall> {
     let pc = snap.pc?;
-    let thumb_clear = snap.xpsr.is_some_and(|x| x & XPSR_THUMB == 0);
-    if pc == 0 && (thumb_clear || snap.lr.is_some_and(is_code_address)) {
+    // A stacked LR is the caller's return address; an EXC_RETURN there (QEMU's lockup dump, the
+    // live registers) says these are no stacked frame's values.
+    if !snap.lr.is_some_and(is_code_address) {
+        return None;
+    }
+    if pc == 0 {
         return Some(BadCall::Null);
     }
-    thumb_clear.then_some(BadCall::NotThumb)
+    snap.xpsr
+        .is_some_and(|x| x & XPSR_THUMB == 0)
+        .then_some(BadCall::NotThumb)
+}
+
+/// What an EXC_RETURN value in LR says: `EXC_RETURN: the fault interrupted thread mode on the
+/// main stack`.
+fn exc_return_meaning(lr: u32) -> String {
+    let mode = if lr & 0x8 != 0 {
+        "thread mode"
+    } else {
+        "an exception handler"
+    };
+    let stack = if lr & 0x4 != 0 { "process" } else { "main" };
+    format!("EXC_RETURN: the fault interrupted {mode} on the {stack} stack")
 }
 
 /// Which configurable fault a FORCED HardFault was escalated from, by the CFSR part that is set.
@@ -401,10 +419,7 @@ fn summarise(
             text.push_str(&format!("{sep} called from {from}"));
         }
         (None, Some(lr)) if !is_code_address(lr) => {
-            text.push_str(&format!(
-                " (LR {}: the fault interrupted an exception handler)",
-                hex(lr)
-            ));
+            text.push_str(&format!(" (LR {}: {})", hex(lr), exc_return_meaning(lr)));
         }
         (None, Some(lr)) => text.push_str(&format!(" (LR {})", hex(lr))),
         (None, None) => {}
@@ -597,9 +612,9 @@ mod tests {
         assert_eq!(report.fault_bits, Vec::<String>::new());
         assert_eq!(
             report.summary,
-            "Lockup (fault while handling a fault): Fault at 0x00000120 (LR 0xfffffff9: the \
-             fault interrupted an exception handler); no symbols were read for the image that \
-             ran: functions and lines cannot be named"
+            "Lockup (fault while handling a fault): Fault at 0x00000120 (LR 0xfffffff9: \
+             EXC_RETURN: the fault interrupted thread mode on the main stack); no symbols were \
+             read for the image that ran: functions and lines cannot be named"
         );
     }
 

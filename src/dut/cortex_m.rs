@@ -256,6 +256,7 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
         reset: reset.map(|r| r & !1),
         ..FaultHandlers::default()
     };
+    let mut missing = Vec::new();
     for n in WATCHED_VECTORS {
         let Some(&entry) = table.get(n as usize) else {
             out.notes.push(format!(
@@ -269,10 +270,7 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
         if entry == 0 {
             // SecureFault exists only with the Security Extension: an empty entry is normal.
             if n != 7 {
-                out.notes.push(format!(
-                    "the vector table has no {name} handler (entry {n} is 0): a fault there \
-                     locks the core up instead of entering a handler"
-                ));
+                missing.push(name);
             }
             continue;
         }
@@ -293,6 +291,13 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
             Some((_, vectors)) => vectors.push(n),
             None => out.entries.push((addr, vec![n])),
         }
+    }
+    if !missing.is_empty() {
+        out.notes.push(format!(
+            "the vector table has no {} handler (the entry is 0): a fault there locks the core \
+             up instead of entering a handler",
+            missing.join(", ")
+        ));
     }
     for (addr, vectors) in &out.entries {
         let others: Vec<String> = (8..table.len().min(SYSTEM_VECTORS) as u32)
@@ -745,7 +750,7 @@ mod tests {
             "{notes}"
         );
         assert!(
-            notes.contains("no MemManage handler (entry 4 is 0)"),
+            notes.contains("no MemManage handler (the entry is 0)"),
             "{notes}"
         );
         assert!(
@@ -757,7 +762,10 @@ mod tests {
         // No fault handlers at all: nothing to stop at, and every vector says why.
         let h = fault_handlers(&[0x2001_0000, 0x101, 0, 0, 0, 0, 0, 0]);
         assert!(h.entries.is_empty());
-        assert_eq!(h.notes.len(), 5, "{:?}", h.notes);
+        assert_eq!(h.notes.len(), 1, "{:?}", h.notes);
+        assert!(h.notes[0].starts_with(
+            "the vector table has no NMI, HardFault, MemManage, BusFault, UsageFault"
+        ));
         assert!(fault_handlers(&[0x2001_0000]).notes[0].contains("only up to entry 1"));
     }
 

@@ -860,9 +860,20 @@ async fn a_vector_table_without_fault_handlers_says_so() {
     let fault = capture.fault.expect("a fault snapshot");
     let notes = fault.notes.join("\n");
     assert!(
-        notes.contains("the vector table has no HardFault handler"),
+        notes.contains(
+            "the vector table has no NMI, HardFault, MemManage, BusFault, UsageFault handler"
+        ),
         "{notes}\n{}",
         fault.raw
+    );
+    // The lockup dump's registers are live ones (LR is EXC_RETURN): no caller is made up.
+    let symbols = fwfix::analysis::Symbolizer::open(&elf).unwrap();
+    let report = fwfix::analysis::crash_report(&fault, Some(&symbols));
+    assert!(report.lockup, "{}", report.summary);
+    assert!(
+        !report.summary.contains("called a null function pointer"),
+        "{}",
+        report.summary
     );
     assert_qemu_gone(&dut);
 
