@@ -448,14 +448,14 @@ pub fn snapshot_at_entry(reading: &EntryReading) -> FaultSnapshot {
     snap
 }
 
-/// The one console.log line that records a fault read at its handler's entry:
-/// `fwfix: HardFault entered: pc=0x... lr=0x... xpsr=0x... cfsr=0x... hfsr=0x..., frame on PSP`.
+/// The one console.log line that records a fault read at its handler's entry, in the words log
+/// triage knows: `HardFault at pc=0x... lr=0x... xpsr=0x... CFSR=0x... HFSR=0x..., frame on the
+/// PSP (read by fwfix at the handler's entry)`.
 pub fn fault_line(snap: &FaultSnapshot) -> String {
     let hex = |v: Option<u32>| v.map_or("?".to_string(), |v| format!("0x{v:08x}"));
     let mut line = format!(
-        "fwfix: {} entered: pc={} lr={} xpsr={} cfsr={} hfsr={}",
-        snap.exception
-            .map_or("a fault handler".to_string(), exception_name),
+        "{} at pc={} lr={} xpsr={} CFSR={} HFSR={}",
+        snap.exception.map_or("Fault".to_string(), exception_name),
         hex(snap.pc),
         hex(snap.lr),
         hex(snap.xpsr),
@@ -465,6 +465,7 @@ pub fn fault_line(snap: &FaultSnapshot) -> String {
     if let Some(exc) = snap.exc_return {
         let _ = write!(line, ", frame on the {}", frame_stack_name(exc));
     }
+    line.push_str(" (read by fwfix at the handler's entry)");
     for note in &snap.notes {
         let _ = write!(line, "; {note}");
     }

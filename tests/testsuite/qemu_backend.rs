@@ -352,7 +352,7 @@ async fn crash_is_reported_within_a_second_with_the_fault_state() {
         .any(|l| l.contains("test_sensor_applies_calibration:PASS")));
     let log = console_log(dir.path());
     assert!(
-        log.contains("] host  fwfix: HardFault entered: pc=0xfffffffe"),
+        log.contains("] host  HardFault at pc=0xfffffffe lr="),
         "{log}"
     );
     assert_qemu_gone(&dut);
