@@ -45,10 +45,12 @@ fn the_first_status_line_decides(board: &str) {
     let report = report(&dir);
     assert_eq!(report["status"], "PASSED");
     assert_eq!(case(&report, "self_check")["status"], "PASS");
-    // Ended by the harness at the first OK line, not by the timeout: the next status line, a
-    // second later, never came.
+    // Ended by the harness at the first OK line, not by the timeout.
     assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
-    assert_eq!(status_lines(&dir), ["status: OK ticks=1000"]);
+    assert_eq!(
+        status_lines(&dir).first().map(String::as_str),
+        Some("status: OK ticks=1000")
+    );
 
     let regress = rtos_variant_profile(scratch.path(), "regress");
     let out = test_cmd(repo.path(), board, regress.to_str().unwrap());
@@ -66,7 +68,10 @@ fn the_first_status_line_decides(board: &str) {
         "{message}"
     );
     assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
-    assert_eq!(status_lines(&dir), [message]);
+    assert_eq!(
+        status_lines(&dir).first().map(String::as_str),
+        Some(message)
+    );
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
 
