@@ -6,7 +6,8 @@
 //! The faults: in a task, frame on its PSP (a null function pointer called, an unmapped read, an
 //! undefined instruction, a stack overflow into an MPU guard), and inside the SysTick interrupt,
 //! frame on the main stack at the top of RAM. Every fault handler is a `for (;;)` that pushes
-//! nothing and prints nothing.
+//! nothing and prints nothing. And a vector table with no fault handlers at all, where the first
+//! fault locks the core up and QEMU aborts.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
 
 use crate::common::*;
@@ -118,4 +119,43 @@ fn each_rtos_crash_is_reported_at_its_function_and_line_on_mps2_an385() {
 #[test]
 fn each_rtos_crash_is_reported_at_its_function_and_line_on_lm3s6965evb() {
     crash_variants_name_their_line(LM3S);
+}
+
+/// The null call again, but the vector table's fault entries are empty: the HardFault has nowhere
+/// to go, the core locks up and QEMU aborts with the frame unread. The report says lockup, and
+/// names no function rather than a wrong one.
+#[test]
+fn a_vector_table_without_fault_handlers_is_a_lockup_that_names_no_wrong_function() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "no_fault_handlers");
+    for board in [MPS2, LM3S] {
+        let out = fwfix(
+            &[
+                "test",
+                "--json",
+                "--repo",
+                repo.path().to_str().unwrap(),
+                "--board",
+                board,
+                "--profile",
+                profile.to_str().unwrap(),
+            ],
+            repo.path(),
+        );
+        assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+        let report = report(&run_dir(&out));
+        assert_eq!(case(&report, "self_check")["status"], "CRASH");
+        let crash = &report["crash"];
+        assert_eq!(crash["lockup"], true, "{board}: {crash:#}");
+        let (file, line) = fault_line("null_call");
+        assert!(
+            crash["function"].is_null()
+                || (crash["function"] == "events_post"
+                    && crash["file"] == file.as_str()
+                    && crash["line"] == line),
+            "{board}: {crash:#}"
+        );
+    }
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
