@@ -21,7 +21,6 @@ mod power_nonce;
 mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
-mod rtos_crashes;
 mod rtos_fixture;
 mod run_cmd;
 mod run_command;
