@@ -2,8 +2,9 @@
 //! core when it crashed. Backends fill these in; parsers and analysis read them.
 //!
 //! The pieces every backend shares live here too: [`framing`] turns bytes into lines, [`store`]
-//! keeps a bounded part of them in memory, [`log`] writes console.log, [`pump`] reads a byte
-//! stream into lines, [`nonce`] tells this attempt's lines from stale ones. None of them knows
+//! keeps a bounded part of them in memory (host lines never pushing out UART lines), [`noise`]
+//! limits floods of host lines, [`log`] writes console.log, [`pump`] reads a byte stream into
+//! lines, [`nonce`] tells this attempt's lines from stale ones. None of them knows
 //! which backend the bytes came from or what they mean.
 
 pub mod framing;

@@ -230,6 +230,9 @@ pub struct FaultHandlers {
     pub entries: Vec<(u32, Vec<u32>)>,
     /// Plain statements: vectors with no handler, entries shared with other exceptions.
     pub notes: Vec<String>,
+    /// The reset handler's entry (Thumb bit clear): a fault that lands there restarts the image,
+    /// so nothing after the fault is worth waiting for.
+    pub reset: Option<u32>,
 }
 
 impl FaultHandlers {
@@ -248,8 +251,11 @@ impl FaultHandlers {
 /// that points at the reset handler is watched too: a fault that restarts the image is still a
 /// fault, and the reset at boot (thread mode) is told apart by the exception number.
 pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
-    let mut out = FaultHandlers::default();
     let reset = table.get(1).copied();
+    let mut out = FaultHandlers {
+        reset: reset.map(|r| r & !1),
+        ..FaultHandlers::default()
+    };
     for n in WATCHED_VECTORS {
         let Some(&entry) = table.get(n as usize) else {
             out.notes.push(format!(
@@ -708,5 +714,136 @@ mod tests {
         assert_eq!(snap.hfsr, Some(0x4000_0000));
         assert_eq!(snap.mmfar, None);
         assert_eq!(snap.bfar, Some(0x20));
+    }
+
+    #[test]
+    fn fault_handlers_come_from_the_vector_table() {
+        // fwtests: one Default_Handler (0x29d) for every fault and for SVC, PendSV, SysTick.
+        let mut table = [0u32; 16];
+        table[0] = 0x2040_0000;
+        table[1] = 0x2a1;
+        for n in [2, 3, 4, 5, 6, 11, 12, 14, 15] {
+            table[n] = 0x29d;
+        }
+        let h = fault_handlers(&table);
+        assert_eq!(h.entries, vec![(0x29c, vec![2, 3, 4, 5, 6])]);
+        assert_eq!(h.vectors_at(0x29d), Some(&[2, 3, 4, 5, 6][..]));
+        assert_eq!(h.vectors_at(0x2a0), None);
+        assert_eq!(h.notes.len(), 1, "{:?}", h.notes);
+        assert!(h.notes[0].contains("also serves SVCall, DebugMonitor, PendSV, SysTick"));
+
+        // Distinct handlers, one vector empty, one without its Thumb bit, one at reset.
+        let table = [0x2001_0000, 0x101, 0x101, 0x201, 0, 0x300, 0x401, 0];
+        let h = fault_handlers(&table);
+        assert_eq!(
+            h.entries,
+            vec![(0x100, vec![2]), (0x200, vec![3]), (0x400, vec![6])]
+        );
+        let notes = h.notes.join("\n");
+        assert!(
+            notes.contains("NMI vector points at the reset handler"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("no MemManage handler (entry 4 is 0)"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("BusFault vector 0x00000300 has no Thumb bit"),
+            "{notes}"
+        );
+        assert!(!notes.contains("SecureFault"), "{notes}");
+
+        // No fault handlers at all: nothing to stop at, and every vector says why.
+        let h = fault_handlers(&[0x2001_0000, 0x101, 0, 0, 0, 0, 0, 0]);
+        assert!(h.entries.is_empty());
+        assert_eq!(h.notes.len(), 5, "{:?}", h.notes);
+        assert!(fault_handlers(&[0x2001_0000]).notes[0].contains("only up to entry 1"));
+    }
+
+    #[test]
+    fn spinning_code_is_recognised() {
+        let le =
+            |halves: [u16; 3]| -> Vec<u8> { halves.iter().flat_map(|h| h.to_le_bytes()).collect() };
+        assert!(spins_at(&le([0, 0xE7FE, 0])));
+        assert!(spins_at(&le([0, 0xF7FF, 0xBFFE])));
+        assert!(spins_at(&le([0, 0xBF30, 0xE7FD])));
+        assert!(spins_at(&le([0xBF30, 0xE7FD, 0])));
+        assert!(!spins_at(&le([0, 0xB508, 0x4B02])));
+        assert!(!spins_at(&[]));
+    }
+
+    fn entry(
+        lr: u32,
+        frame_sp: Result<u32, String>,
+        frame: Result<[u32; 8], String>,
+    ) -> EntryReading {
+        let mut regs = CoreRegs::default();
+        regs.r[13] = Some(0x2000_ffe0);
+        regs.r[14] = Some(lr);
+        regs.r[15] = Some(0x29c);
+        regs.xpsr = Some(0x0100_0003);
+        EntryReading {
+            regs,
+            frame_sp,
+            frame,
+            scb: vec![0x0002_0000, 0x4000_0000, 0, 0, 0],
+            raw: "-- registers --\n".into(),
+        }
+    }
+
+    #[test]
+    fn entry_frame_on_the_process_stack_with_a_null_call() {
+        // A task called a null pointer: PC 0, xPSR without the Thumb bit, LR the caller.
+        let words = [1, 2, 3, 4, 12, 0x1a9, 0, 0x2000_0000];
+        let snap = snapshot_at_entry(&entry(0xFFFF_FFFD, Ok(0x2000_0400), Ok(words)));
+        assert_eq!(snap.pc, Some(0));
+        assert_eq!(snap.lr, Some(0x1a9));
+        assert_eq!(snap.xpsr, Some(0x2000_0000));
+        assert_eq!(snap.sp, Some(0x2000_0420));
+        assert_eq!(snap.exc_return, Some(0xFFFF_FFFD));
+        assert_eq!(snap.cfsr, Some(0x0002_0000));
+        assert_eq!(snap.exception, Some(3));
+        assert!(snap.notes.is_empty(), "{:?}", snap.notes);
+        assert!(snap.raw.contains("frame at PSP=0x20000400"), "{}", snap.raw);
+        assert!(fault_line(&snap).contains("frame on the PSP"));
+    }
+
+    #[test]
+    fn entry_frame_that_cannot_be_read_is_said_not_guessed() {
+        let snap = snapshot_at_entry(&entry(
+            0xFFFF_FFFD,
+            Err("the PSP could not be read: E01".into()),
+            Err("the PSP could not be read: E01".into()),
+        ));
+        assert_eq!((snap.pc, snap.lr), (None, None));
+        assert!(
+            snap.notes[0].contains("on the PSP but it could not be read"),
+            "{:?}",
+            snap.notes
+        );
+
+        let snap = snapshot_at_entry(&entry(0xFFFF_FFF9, Ok(0x2001_0000), Err("E14".into())));
+        assert_eq!(snap.pc, None);
+        assert_eq!(snap.sp, Some(0x2001_0000));
+        assert!(snap.notes[0].contains("MSP=0x20010000 could not be read (E14)"));
+
+        // A stacking fault: the words at SP are no frame, whatever they read.
+        let mut reading = entry(0xFFFF_FFFD, Ok(0x2000_0ff0), Ok([0; 8]));
+        reading.scb = vec![0x0000_0091, 0x4000_0000, 0, 0x2000_0fec, 0];
+        let snap = snapshot_at_entry(&reading);
+        assert_eq!(snap.pc, None);
+        assert!(
+            snap.notes[0].contains("failed to stack"),
+            "{:?}",
+            snap.notes
+        );
+        assert!(snap.notes[0].contains("guard region"), "{:?}", snap.notes);
+        assert_eq!(snap.mmfar, Some(0x2000_0fec));
+
+        // No EXC_RETURN in LR: nothing to locate the frame with.
+        let snap = snapshot_at_entry(&entry(0x1a9, Ok(0), Ok([0; 8])));
+        assert_eq!(snap.pc, None);
+        assert!(snap.notes[0].contains("rather than an EXC_RETURN"));
     }
 }

@@ -16,11 +16,13 @@
 //! masked, then the instruction, r0 and PC are put back). A QEMU whose target description names
 //! `psp` is asked for it directly.
 //!
-//! Measured on QEMU 7.2 (2 cores; see the README's crash capture section): launch to verdict of a
-//! passing fwtests image 47 ms median (46 ms with `-d int` before); a spinning HardFault read and
-//! ended 52 ms after launch (about 350 ms before, with the monitor and the grace period); the
-//! interrupt-heavy scheduler fixture costs the same CPU as QEMU alone, where `-d int` wrote
-//! 150,000 lines per second.
+//! Measured on QEMU 7.2, a debug build of fwfix, 2 shared cores (medians of 21 runs): launch to
+//! verdict of the passing fwtests math image 40 ms (a bare `qemu-system-arm -kernel` run of it
+//! 60 ms in the same session); launch to a read crash of a `for(;;)` HardFault (test_sensor)
+//! 55 ms on mps2-an385, 58 ms on lm3s6965evb (fwfix measured about 500 ms before: monitor reads
+//! plus a 300 ms grace). A 10 s run of a scheduler image with SysTick at 10 kHz and three tasks
+//! on the PSP: fwfix itself used 0.05 s of CPU and console.log held 5.8 KB, all UART; the same
+//! image under `-d int` writes 92,000 lines (4 MB) a second for fwfix to read.
 //!
 //! The watcher is a task that owns the connection: it sends [`Report`]s and takes [`Command`]s.
 //! It does not decide how an attempt ends; the session does.
@@ -227,6 +229,7 @@ impl Watcher {
             Ok(table) => fault_handlers(&table),
             Err(e) => FaultHandlers {
                 entries: Vec::new(),
+                reset: None,
                 notes: vec![format!(
                     "the vector table at 0x{vtor:08x} could not be read ({e}): faults are not \
                      watched"
@@ -281,7 +284,8 @@ impl Watcher {
         if self.faulted {
             return self.resume(pc).await;
         }
-        let spinning = self.spins(pc).await;
+        // A fault that lands in the reset handler restarts the image: nothing more will come.
+        let spinning = self.handlers.reset == Some(pc) || self.spins(pc).await;
         // An NMI whose handler returns is the firmware's business, not a crash.
         if exception == 2 && !spinning {
             return self.resume(pc).await;

@@ -1,8 +1,9 @@
 //! The QEMU backend: runs an image on qemu-system-* with semihosting, captures UART and stderr,
-//! detects crashes as they happen and reads the fault state over QMP. This file is the `Dut`
-//! face of it; `session` runs an attempt, `args` knows QEMU's command line, `fault` reads
-//! faults out of QEMU's text, `qmp` talks to its monitor, `process` owns the process plumbing.
-//! No QEMU process outlives the call that started it.
+//! stops the core the moment it enters a fault handler and reads the fault state there through
+//! QEMU's gdbstub. This file is the `Dut` face of it; `session` runs an attempt, `args` knows
+//! QEMU's command line, `gdbstub` watches the core, `fault` reads QEMU's own words (a lockup),
+//! `qmp` talks to its monitor (to stop a QEMU a killed fwfix left), `process` owns the process
+//! plumbing. No QEMU process outlives the call that started it.
 
 pub mod args;
 pub mod fault;
