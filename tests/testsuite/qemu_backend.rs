@@ -632,6 +632,43 @@ async fn unknown_cpu_fails_the_check() {
     assert!(err.to_string().contains("cortex-m99"), "{err}");
 }
 
+/// A QEMU that never opens its gdbstub (here a stand-in that only sleeps: a real QEMU always opens
+/// it) is an environment failure naming the gdbstub, not a hang of the firmware's.
+#[tokio::test]
+async fn a_qemu_whose_gdbstub_never_answers_is_a_start_failure_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("qemu-system-arm");
+    std::fs::write(&fake, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    let mut perms = std::fs::metadata(&fake).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&fake, perms).unwrap();
+    let mut dut = QemuDut::new(
+        "b",
+        QemuSpec {
+            binary: fake.to_string_lossy().into_owned(),
+            machine: MPS2.into(),
+            cpu: None,
+            extra_args: vec![],
+        },
+    );
+    let started = Instant::now();
+    let (result, _log_dir, _) = run(
+        &mut dut,
+        &fixture_image(MPS2, "math"),
+        attempt(Duration::from_secs(1), Box::new(UnityEnd)),
+    )
+    .await;
+    let err = result.unwrap_err();
+    assert!(matches!(err, DutError::StartFailed { .. }), "{err}");
+    assert!(err.to_string().contains("gdbstub"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_qemu_gone(&dut);
+}
+
 #[tokio::test]
 async fn a_gdbstub_in_extra_args_fails_the_check_and_the_run() {
     let mut dut = QemuDut::new(

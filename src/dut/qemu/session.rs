@@ -48,8 +48,9 @@ use tokio_util::sync::CancellationToken;
 /// after a fault whose handler does not just spin, how long it may go on (printing a dump,
 /// exiting) before the run ends.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
-/// How long fwfix keeps trying to reach the gdbstub after launch.
-const GDB_PATIENCE: Duration = Duration::from_secs(2);
+/// How long fwfix keeps trying to reach the gdbstub after launch: QEMU makes its socket within
+/// milliseconds, but a host loaded with parallel builds can hold it up.
+const GDB_PATIENCE: Duration = Duration::from_secs(10);
 /// The registers of a hung core.
 const HANG_READ_BUDGET: Duration = Duration::from_millis(1500);
 /// After QEMU's exit (or our kill), how long the pipes may take to deliver what is left.
@@ -497,6 +498,13 @@ impl Session<'_> {
     /// The timeout: stop the core and read where it is, so a hang can be located. A core found
     /// in a fault handler crashed where the breakpoints could not see it.
     async fn at_timeout(&mut self) -> Ending {
+        if !self.armed {
+            // The core was never let run: no hang of the firmware's.
+            return Ending::WatchFailed(format!(
+                "its gdbstub had not answered when the test timeout ran out ({} ms after launch)",
+                self.launch.elapsed().as_millis()
+            ));
+        }
         if !self.reports_open {
             self.warn("could not read where the firmware hung: the gdbstub is gone".into());
             return Ending::Timeout(None);
