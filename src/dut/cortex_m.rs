@@ -140,7 +140,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
         if uses_psp(lr) {
             return Err(format!(
                 "LR=0x{lr:08x} (EXC_RETURN) says the frame is on the process stack (PSP), which \
-                 QEMU's monitor cannot read"
+                 was not read"
             ));
         }
         if let Some(frame) = StackedFrame::at(stack, 0, sp, FrameFound::AtSp, String::new()) {
@@ -168,7 +168,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
         if uses_psp(stack[k]) {
             return Err(format!(
                 "{tried}the handler saved EXC_RETURN 0x{:08x} at SP+{}: the frame is on the \
-                 process stack (PSP), which QEMU's monitor cannot read",
+                 process stack (PSP), which was not read",
                 stack[k],
                 4 * k
             ));
