@@ -196,24 +196,23 @@ pub(super) async fn run(
     }
     session.flush_noise().await;
     let exit = session.status.map(|s| exit_info(&s));
-    if let Ending::WatchFailed(why) = ending {
-        let _ = session.log.finish().await;
-        return Err(DutError::StartFailed {
-            program: program.to_string(),
-            message: format!(
-                "fwfix could not reach QEMU's gdbstub to watch the core for faults: {why}"
-            ),
-        });
-    }
-    let Some((end, fault, stopped_at)) = session.conclude(ending, exit) else {
-        // QEMU's own words stay in console.log as well as in the error.
-        let _ = session.log.finish().await;
-        return Err(args::start_failure(
-            program,
-            spec,
-            &kernel,
-            &session.stderr_head,
-        ));
+    let (end, fault, stopped_at) = match session.conclude(ending, exit) {
+        Ok(concluded) => concluded,
+        Err(not_run) => {
+            // QEMU's own words stay in console.log as well as in the error.
+            let _ = session.log.finish().await;
+            return Err(match not_run {
+                NotRun::Refused => {
+                    args::start_failure(program, spec, &kernel, &session.stderr_head)
+                }
+                NotRun::Unwatched(why) => DutError::StartFailed {
+                    program: program.to_string(),
+                    message: format!(
+                        "fwfix could not reach QEMU's gdbstub to watch the core for faults: {why}"
+                    ),
+                },
+            });
+        }
     };
     // The firmware's exit status: only when QEMU exited by itself, and not when it was told to.
     let exit_code = match end {
@@ -240,6 +239,14 @@ fn exit_info(status: &ExitStatus) -> ExitInfo {
 
 /// How an attempt ended: the end, the crash snapshot, where a hung core was.
 type Concluded = (RunEnd, Option<FaultSnapshot>, Option<FaultSnapshot>);
+
+/// Why an attempt has no result: the firmware never ran.
+enum NotRun {
+    /// QEMU refused to start (its arguments, the kernel, the machine).
+    Refused,
+    /// The gdbstub never answered, so the paused core was never let run.
+    Unwatched(String),
+}
 
 /// How the capture phase ended, with what that ending needs.
 enum Ending {
@@ -580,11 +587,12 @@ impl Session<'_> {
         }
     }
 
-    /// The attempt's end with its fault and stopped-at snapshots; None when QEMU refused to start.
-    fn conclude(&self, ending: Ending, exit: Option<ExitInfo>) -> Option<Concluded> {
-        Some(match ending {
+    /// The attempt's end with its fault and stopped-at snapshots, or why the firmware never ran.
+    fn conclude(&self, ending: Ending, exit: Option<ExitInfo>) -> Result<Concluded, NotRun> {
+        Ok(match ending {
             Ending::Verdict => (RunEnd::Verdict, None, None),
-            Ending::Cancelled | Ending::WatchFailed(_) => (RunEnd::Cancelled, None, None),
+            Ending::Cancelled => (RunEnd::Cancelled, None, None),
+            Ending::WatchFailed(why) => return Err(NotRun::Unwatched(why)),
             Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
             Ending::Crashed(mut snapshot) => {
                 if self.stderr.lockup() && !snapshot.lockup {
@@ -600,7 +608,7 @@ impl Session<'_> {
                 (RunEnd::Crashed, Some(snapshot), None)
             }
             Ending::Exited => match self.classify(exit) {
-                ExitClass::StartFailure => return None,
+                ExitClass::StartFailure => return Err(NotRun::Refused),
                 ExitClass::RunnerDied { signal, code } => {
                     (RunEnd::RunnerDied { signal, code }, None, None)
                 }
