@@ -24,6 +24,8 @@ mod power_nonce;
 mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
+mod rtos_crash;
+mod rtos_fixture;
 mod run_cmd;
 mod run_command;
 mod run_llm;
