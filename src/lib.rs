@@ -31,6 +31,7 @@ pub mod governor;
 pub mod input;
 pub mod inspect;
 pub mod machine;
+pub mod mcp;
 pub mod orchestrator;
 pub mod policy;
 pub mod process;
