@@ -32,7 +32,7 @@ fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
 
 /// The owner's work in progress: a modified tracked file, a staged change that was modified
 /// again, and an untracked file — none of them in files the candidates touch.
-fn make_owner_work(repo: &FixtureRepo) {
+pub(crate) fn make_owner_work(repo: &FixtureRepo) {
     repo.write("README.md", "my local notes about this firmware\n");
     repo.write(
         "src/ringbuf.c",
@@ -48,7 +48,7 @@ fn make_owner_work(repo: &FixtureRepo) {
 }
 
 /// Everything about the owner's tree that must survive a run, byte for byte.
-fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
+pub(crate) fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
     let mut state = BTreeMap::new();
     for f in ["README.md", "src/ringbuf.c", "notes/todo.txt", "src/crc.c"] {
         state.insert(
@@ -238,7 +238,7 @@ fn unsafe_patches_are_refused_with_nothing_touched() {
 
 /// A profile whose build is slow only when the candidate asks for it, so a signal can be sent
 /// while a patched build runs.
-fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
+pub(crate) fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
     repo.write(
         "profiles/crc-slow.toml",
         r#"name = "crc-slow"
