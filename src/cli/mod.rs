@@ -6,6 +6,7 @@
 mod audit;
 mod bisect;
 mod boards;
+mod completions;
 mod doctor;
 mod exit;
 mod graph;
@@ -97,6 +98,10 @@ enum Command {
     /// Serve fwfix's tools to a coding agent over the Model Context Protocol on stdin/stdout
     /// (test, run, bisect, triage, runs, show, audit, report, boards, doctor, validate).
     Mcp(mcp::Args),
+    /// Print a shell completion script: bash, zsh, fish or powershell.
+    Completions(completions::Args),
+    /// Print fwfix's man page (roff).
+    Man(completions::ManArgs),
     /// Classify logs: build error, link error, missing tool, flash error, infrastructure, crash,
     /// assertion, test failure, hang or pass, with the lines that decided it.
     Triage(triage::Args),
@@ -137,6 +142,8 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(args, &cli.global),
         Command::Triage(args) => triage::run(args, &cli.global),
         Command::Mcp(args) => mcp::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => completions::man(args, &cli.global),
     };
     exit.into()
 }
