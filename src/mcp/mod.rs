@@ -8,6 +8,7 @@
 //! cancellation by aborting the run and restoring the tree (`engine.rs`), and nothing but
 //! protocol messages reaches stdout (the library never prints; the terminal UI is not used).
 
+mod approval;
 mod engine;
 mod output;
 mod resources;

@@ -109,9 +109,9 @@ pub struct RunArgs {
     /// Stop the whole run after this long, e.g. `90s`, `30m`, `2h`.
     #[serde(default)]
     pub deadline: Option<String>,
-    /// When a person must approve a candidate (default never: the policy decides). `risky` and
-    /// `always` need a person, whom an MCP server cannot reach on a terminal: such a call is
-    /// refused rather than run with the gate open.
+    /// When a person must approve a candidate (default never: the policy decides). With `risky`
+    /// or `always` the person is asked through the client (MCP elicitation); a client that
+    /// cannot be asked gets the call refused rather than run with the gate open.
     #[serde(default)]
     pub approve: Option<Approve>,
     #[serde(flatten)]
@@ -349,14 +349,30 @@ impl Server {
         let strategy = checked!(strategy_of(&args));
         let approve = match args.approve.unwrap_or(Approve::Never) {
             Approve::Never => ApproveMode::Never,
-            Approve::Risky | Approve::Always => {
-                return Ok(failed(
-                    Exit::Usage,
-                    "approve risky/always needs a person to answer, and fwfix cannot ask one \
-                     through this MCP session: the run was not started. Pass approve never to \
-                     apply only what the policy allows, or run `fwfix run --approve risky` in a \
-                     terminal",
-                ))
+            Approve::Risky => ApproveMode::Risky,
+            Approve::Always => ApproveMode::Always,
+        };
+        // The gate is never opened for want of a person: one who cannot be asked means no run.
+        let approver: Option<Arc<dyn crate::policy::RemoteApprover>> = match approve {
+            ApproveMode::Never => None,
+            ApproveMode::Risky | ApproveMode::Always => {
+                if !can_elicit(&ctx) {
+                    return Ok(failed(
+                        Exit::Usage,
+                        format!(
+                            "approve {} needs a person to answer, and this MCP session cannot ask \
+                             one (the client offers no form elicitation, or the protocol revision \
+                             forbids asking mid-call): the run was not started. Pass \
+                             approve never to apply only what the policy allows, or run `fwfix \
+                             run --approve {}` in a terminal",
+                            approve.name(),
+                            approve.name()
+                        ),
+                    ));
+                }
+                Some(Arc::new(super::approval::Eliciting {
+                    peer: ctx.peer.clone(),
+                }))
             }
         };
         let max_iterations = match args.max_iterations {
@@ -379,6 +395,7 @@ impl Server {
             good: args.good,
             deadline,
             approve,
+            approver,
             kill_at: None,
             access,
         };
@@ -625,6 +642,20 @@ impl Server {
             "files": results, "exit_code": exit.code(),
         })))
     }
+}
+
+/// Whether the server may ask the client's user a question in the middle of this call: the
+/// client offers form elicitation, and the session's protocol revision allows a server-to-client
+/// request (2026-07-28 and later forbid it).
+fn can_elicit(ctx: &RequestContext<RoleServer>) -> bool {
+    let allowed = ctx
+        .protocol_version()
+        .is_some_and(|v| v < rmcp::model::ProtocolVersion::V_2026_07_28);
+    allowed
+        && ctx
+            .peer
+            .supported_elicitation_modes()
+            .contains(&rmcp::service::ElicitationMode::Form)
 }
 
 /// The strategy `args` ask for, with the CLI's checks of what goes with what.

@@ -462,3 +462,104 @@ fn stdout_carries_protocol_messages_only() {
         }
     });
 }
+
+/// A client whose user answers every approval question the same way, keeping the questions.
+#[derive(Clone)]
+struct Reviewer {
+    approve: bool,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Reviewer {
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let mut info = rmcp::model::ClientConfig::new(
+            rmcp::model::ClientCapabilities::builder()
+                .enable_elicitation()
+                .build(),
+            rmcp::model::Implementation::new("reviewer", "1"),
+        );
+        // A revision that lets the server ask in the middle of a call.
+        info.protocol_version = rmcp::model::ProtocolVersion::V_2025_11_25;
+        info
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: rmcp::model::ElicitRequestParams,
+        _context: rmcp::service::RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ElicitResult, rmcp::ErrorData> {
+        let message = match request {
+            rmcp::model::ElicitRequestParams::FormElicitationParams { message, .. } => message,
+            other => panic!("{other:?}"),
+        };
+        self.asked.lock().unwrap().push(message);
+        Ok(
+            rmcp::model::ElicitResult::new(rmcp::model::ElicitationAction::Accept).with_content(
+                json!({"approve": self.approve, "reason": "not this way: fix the init value"}),
+            ),
+        )
+    }
+}
+
+/// `run` with `approve always` asks the client's user through elicitation: a yes applies the
+/// candidate, a no rejects it; either way the decision and who made it are in review.json.
+#[test]
+fn approval_is_asked_through_the_client_and_its_answer_decides() {
+    for approve in [true, false] {
+        let repo = FixtureRepo::new();
+        let queue = fixture_queue(&["04-fixes-crc16.diff"]);
+        let before = owner_state(&repo);
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        runtime().block_on(async {
+            let state = tempfile::tempdir().unwrap();
+            let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+                .arg("mcp")
+                .current_dir(repo.path())
+                .env("FWFIX_STATE_DIR", state.path())
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let stdout = server.stdout.take().unwrap();
+            let stdin = server.stdin.take().unwrap();
+            let reviewer = Reviewer {
+                approve,
+                asked: asked.clone(),
+            };
+            let client = reviewer.serve((stdout, stdin)).await.unwrap();
+            let result = client
+                .call_tool(params(
+                    "run",
+                    json!({
+                        "repo": repo.path(), "board": MPS2, "profile": "crc",
+                        "strategy": "queue", "patches": queue.path(), "approve": "always",
+                    }),
+                ))
+                .await
+                .unwrap();
+            let outcome = structured(&result);
+            let expected = if approve { "SUCCESS" } else { "FAILURE" };
+            assert_eq!(outcome["status"], expected, "{outcome:#}");
+            let run_dir = PathBuf::from(outcome["run_dir"].as_str().unwrap());
+            let review: Value = serde_json::from_str(
+                &std::fs::read_to_string(run_dir.join("iter-001/review.json")).unwrap(),
+            )
+            .unwrap();
+            assert_eq!(review["decided_by"]["kind"], "human", "{review:#}");
+            assert!(review["decided_by"]["user"]
+                .as_str()
+                .unwrap()
+                .contains("reviewer"));
+            let decision = if approve { "approved" } else { "rejected" };
+            assert_eq!(review["decision"], decision, "{review:#}");
+            let _ = client.cancel().await;
+            server.wait().await.unwrap();
+        });
+        let asked = asked.lock().unwrap().clone();
+        assert_eq!(asked.len(), 1, "{asked:#?}");
+        assert!(asked[0].contains("04-fixes-crc16.diff"), "{}", asked[0]);
+        assert!(asked[0].contains("+++ b/src/crc.c"), "{}", asked[0]);
+        assert_eq!(owner_state(&repo), before);
+    }
+}
