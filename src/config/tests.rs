@@ -894,7 +894,7 @@ fn unknown_state_and_error_class_names() {
         1,
         "unknown key `flash_failures` in [recovery] (expected one of: build_failure, \
          build_env_failure, test_env_failure, flash_failure, timeout, artifact_missing, \
-         model_failure, policy_violation, patch_apply_failure)",
+         model_failure, no_candidate, policy_violation, patch_apply_failure)",
     );
 }
 

@@ -287,7 +287,7 @@ impl Job<'_> {
             Err(e) => return Step::error(e.error_class(), format!("{name}: {e}")),
         };
         if candidates.is_empty() {
-            return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+            return Step::error(ErrorClass::NoCandidate, format!("{name} proposed nothing"));
         }
         if !tree_edits.is_empty() {
             let printed = candidates.iter().any(|c| !c.diff.trim().is_empty());
@@ -376,9 +376,12 @@ impl Job<'_> {
                 listed.join(", ")
             )
         };
+        // An empty round fails as its most telling drop: agents that only failed are
+        // MODEL_FAILURE, answers with nothing in them NO_CANDIDATE.
+        let failed = governor::round_failure(&round);
         self.ctx.candidates.extend(round);
-        let step = if all_empty {
-            Step::error(ErrorClass::ModelFailure, what)
+        let step = if let Some(class) = failed {
+            Step::error(class, what)
         } else {
             Step::ok(Outcome::CandidatesReady, what)
         };

@@ -705,13 +705,15 @@ impl Job<'_> {
                 ErrorClass::PatchApplyFailure => Some(IterationVerdict::DidNotApply),
                 ErrorClass::BuildFailure => Some(IterationVerdict::BrokeBuild),
                 ErrorClass::PolicyViolation => Some(IterationVerdict::PolicyDenied),
-                // With a candidate in hand, only its no-op image ends in MODEL_FAILURE.
-                ErrorClass::ModelFailure => Some(IterationVerdict::NoProgress),
+                // With a candidate in hand, only its no-op image ends in NO_CANDIDATE.
+                ErrorClass::NoCandidate => Some(IterationVerdict::NoProgress),
                 _ => None,
             };
             if let (true, Some(verdict)) = (self.ctx.candidate.is_some(), verdict) {
                 self.close_iteration(verdict, &f.message, Some(f.class), None);
-            } else if f.class == ErrorClass::ModelFailure && f.state == State::PatchGeneration {
+            } else if matches!(f.class, ErrorClass::ModelFailure | ErrorClass::NoCandidate)
+                && f.state == State::PatchGeneration
+            {
                 // Nothing usable came back (an answer without a diff, an agent that failed):
                 // the next analysis says so, so a model learns why its answer was not taken.
                 self.ctx.history.push(IterationRecord {
