@@ -104,6 +104,8 @@ impl Job<'_> {
             .ctx
             .history
             .iter()
+            // An iteration cut short said nothing about its candidate, which is tried again.
+            .filter(|r| r.verdict != IterationVerdict::Interrupted)
             .map(|r| evidence::Attempt {
                 iteration: r.iteration,
                 origin: r.origin.clone(),
@@ -229,16 +231,44 @@ impl Job<'_> {
             Ok(d) => d,
             Err(step) => return step,
         };
-        // Survivors of an earlier round are tried before the strategy is asked again.
-        if !self.ctx.pool.is_empty() {
+        // A round a stop left unreviewed is reviewed now; survivors of an earlier round are
+        // tried before the strategy is asked again.
+        let carried: Vec<(String, PathBuf)> = self
+            .ctx
+            .carried_round()
+            .iter()
+            .map(|c| {
+                (
+                    format!("{} {}", c.id, c.origin),
+                    self.run_dir.path().join(&c.diff),
+                )
+            })
+            .collect();
+        if carried.is_empty() && !self.ctx.pool.is_empty() {
             return self.take_pooled(&dir);
         }
+        // Where the round's trial builds and agents' workspaces go.
         let trees = dir.join("candidates");
         if let Err(e) = std::fs::create_dir_all(&trees) {
             return Step::error(
                 ErrorClass::ArtifactMissing,
                 format!("cannot create {}: {e}", trees.display()),
             );
+        }
+        if !carried.is_empty() {
+            let listed: Vec<&str> = carried.iter().map(|(what, _)| what.as_str()).collect();
+            let step = Step::ok(
+                Outcome::CandidatesReady,
+                format!(
+                    "iteration {iteration}: {} candidate(s) of the round a stop left unreviewed: {}",
+                    listed.len(),
+                    listed.join(", ")
+                ),
+            );
+            return carried
+                .into_iter()
+                .map(|(_, path)| path)
+                .fold(step, Step::with_evidence);
         }
         let Some(edits_tree) = self.strategy.as_ref().map(|s| s.edits_tree()) else {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");

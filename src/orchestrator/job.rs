@@ -4,7 +4,6 @@
 use super::board::BoardAccess;
 use super::context::{RunContext, RunRequest, StrategyChoice, CONTEXT_FORMAT};
 use crate::analysis::symbols::Symbolizer;
-use crate::capture::Capture;
 use crate::config::{self, Board, BuildSpec, ConfigError, Profile};
 use crate::dut::Dut;
 use crate::events::{Event, EventSink, Level};
@@ -271,7 +270,8 @@ pub async fn run(
 ///
 /// A run killed in a working state re-runs that state's handler. A run that was ABORTED, or that
 /// ended in FAILURE and is given `--more-iterations`, goes round through IDLE and INIT again:
-/// the unpatched tree is measured once more before the next candidate, as at the start.
+/// the unpatched tree is measured once more, then the work the stop cut short is done again
+/// ([`RunContext::restart`]) before the next candidate.
 pub async fn resume(
     opts: ResumeOptions,
     events: &dyn EventSink,
@@ -285,7 +285,7 @@ pub async fn resume(
     let state = ctx.state;
     let restart = match (state, opts.more_iterations) {
         (State::Failure, Some(n)) => {
-            ctx.limits.max_iterations = ctx.ledger.iteration + n;
+            ctx.limits.max_iterations = ctx.ledger.tried() + n;
             ctx.ledger.no_progress = 0;
             Some(format!("resumed with {n} more iteration(s)"))
         }
@@ -344,14 +344,7 @@ pub async fn resume(
         Err(e) => return Err(OrchestratorError::Board(e.to_string())),
     }
     match restart {
-        Some(reason) => {
-            job.ctx.baseline_done = false;
-            job.drive(state, Step::ok(Outcome::Finalised, reason)).await
-        }
-        None if state == State::Idle => {
-            job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "resumed"))
-                .await
-        }
+        Some(reason) => job.drive(state, Step::ok(Outcome::Finalised, reason)).await,
         None => job.drive_from(state).await,
     }
 }
@@ -447,7 +440,6 @@ pub(super) struct Job<'a> {
     /// How many candidates to ask the strategy for per iteration.
     pub candidates_wanted: u32,
     pub symbolizer: Option<Symbolizer>,
-    pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
     /// When PATCH_REVIEW asks a person.
     pub approve: ApproveMode,
@@ -543,6 +535,8 @@ impl<'a> Job<'a> {
             final_class: None,
             fix: None,
             power: Default::default(),
+            restarts: 0,
+            capture: None,
         };
         let io = |source| OrchestratorError::RunDir {
             path: run_dir.path().to_path_buf(),
@@ -660,7 +654,6 @@ impl<'a> Job<'a> {
             strategy,
             candidates_wanted,
             symbolizer: None,
-            last_capture: None,
             kill_at: None,
             approve: ApproveMode::Never,
             deadline_hit: Default::default(),
@@ -691,7 +684,7 @@ impl<'a> Job<'a> {
 
     /// Whether another candidate can be tried.
     pub fn candidates_left(&self) -> bool {
-        (!self.ctx.pool.is_empty() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
+        (self.ctx.candidates_waiting() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
             && self.ctx.ledger.iterations_left(&self.ctx.limits)
     }
 
@@ -836,8 +829,12 @@ impl<'a> Job<'a> {
             State::ResultAnalysis => self.analyse(),
             State::ConvergenceCheck => self.converge(),
             State::ErrorRecovery => self.recover(),
-            // A resumed run comes back through IDLE and starts over from INIT.
-            State::Idle => Step::ok(Outcome::TaskReceived, "the run goes on"),
+            // A stopped run comes back through IDLE and starts over from INIT, with the work
+            // the stop cut short to do again.
+            State::Idle => {
+                self.ctx.restart();
+                Step::ok(Outcome::TaskReceived, "the run goes on")
+            }
             State::Success | State::Failure | State::Aborted => {
                 Step::error(ErrorClass::Unhandled, format!("{state} has no handler"))
             }
@@ -996,7 +993,7 @@ impl<'a> Job<'a> {
             report.notes = last.results.notes.clone();
         }
         // An attempt interrupted mid-run: what it printed so far is the last test run's cases.
-        if let (State::Aborted, Some(capture)) = (final_state, &self.last_capture) {
+        if let (State::Aborted, Some(capture)) = (final_state, &ctx.capture) {
             let partial = self
                 .parser
                 .parse(capture, &crate::results::ParseContext::default());
@@ -1025,8 +1022,11 @@ impl<'a> Job<'a> {
             report.candidates = ctx.candidates.iter().map(candidate_summary).collect();
             for r in &ctx.history {
                 report.notes.push(format!(
-                    "iteration {} ({}): {:?}: {}",
-                    r.iteration, r.origin, r.verdict, r.reason
+                    "iteration {} ({}): {}: {}",
+                    r.iteration,
+                    r.origin,
+                    r.verdict.words(),
+                    r.reason
                 ));
             }
             if let Some(s) = &self.strategy {

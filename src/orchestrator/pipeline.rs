@@ -94,7 +94,7 @@ impl Job<'_> {
     }
 
     pub(super) async fn build_run(&mut self) -> Step {
-        let iter_dir = match self.iteration_dir() {
+        let iter_dir = match self.measure_dir() {
             Ok(d) => d,
             Err(step) => return step,
         };
@@ -257,7 +257,7 @@ impl Job<'_> {
                 (PowerAction::Cycle, dut::power::power_log_path(&console))
             }
             None if !self.ctx.power.switched_on => {
-                (PowerAction::On, self.iteration_dir()?.join("power-on.log"))
+                (PowerAction::On, self.measure_dir()?.join("power-on.log"))
             }
             None => return Ok(None),
         };
@@ -473,7 +473,7 @@ impl Job<'_> {
         };
         // A runner that broke names why in its own words on the console (QEMU's stderr).
         let step = triaged(step, &console);
-        self.last_capture = Some(capture);
+        self.ctx.capture = Some(capture);
         let step = step.with_evidence(console);
         if flash_log.is_file() {
             step.with_evidence(flash_log)
@@ -488,7 +488,7 @@ impl Job<'_> {
             Ok(p) => p,
             Err(step) => return step,
         };
-        if self.last_capture.is_none() || !console.is_file() {
+        if self.ctx.capture.is_none() || !console.is_file() {
             return Step::error(
                 ErrorClass::ArtifactMissing,
                 format!("console log {} is missing", console.display()),
@@ -499,9 +499,13 @@ impl Job<'_> {
 
     pub(super) fn analyse(&mut self) -> Step {
         let attempt = self.ctx.attempts.len() as u32 + 1;
-        let Some(mut capture) = self.last_capture.take() else {
+        let Some(mut capture) = self.ctx.capture.take() else {
             return Step::error(ErrorClass::ArtifactMissing, "no capture to analyse");
         };
+        // A resumed run reads the image's symbols again.
+        if let (None, Some(build)) = (&self.symbolizer, &self.ctx.build) {
+            self.symbolizer = Symbolizer::open(&build.artifact).ok();
+        }
         // A DUT that could not read the core (a board without a probe) may still have printed a
         // fault dump on its console: symbolise that instead.
         let from_console = capture.fault.is_none();
@@ -767,9 +771,28 @@ impl Job<'_> {
             .map_err(|e| Step::error(ErrorClass::ArtifactMissing, format!("run directory: {e}")))
     }
 
+    /// Where the current image's build and test files go: the iteration's directory, or, while
+    /// a run that was started over measures the unpatched tree again, a directory of its own
+    /// inside it (`iter-NNN/remeasure-K/`), so the files the trace already names stay as they
+    /// were recorded.
+    fn measure_dir(&self) -> Result<PathBuf, Step> {
+        let dir = self.iteration_dir()?;
+        if self.ctx.baseline_done || self.ctx.restarts == 0 {
+            return Ok(dir);
+        }
+        let dir = dir.join(format!("remeasure-{}", self.ctx.restarts));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        Ok(dir)
+    }
+
     /// `console.log` for attempt 1, `console-2.log` for attempt 2, ...
     fn attempt_file(&self, attempt: u32, stem: &str, ext: &str) -> Result<PathBuf, Step> {
-        let dir = self.iteration_dir()?;
+        let dir = self.measure_dir()?;
         Ok(if attempt <= 1 {
             dir.join(format!("{stem}.{ext}"))
         } else {

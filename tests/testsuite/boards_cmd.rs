@@ -543,6 +543,8 @@ fn a_resumed_run_on_a_board_gone_bad_ends_at_once_and_stays_resumable() {
     let resumed = lab.fwfix(&["resume", "--json", run_arg]);
     assert_eq!(resumed.status.code(), Some(0), "{}", common::text(&resumed));
     assert_eq!(common::report(&run)["status"], "SUCCESS");
+    let audit = lab.fwfix(&["audit", run_arg]);
+    assert_eq!(audit.status.code(), Some(0), "{}", common::text(&audit));
 }
 
 /// Regression: a board file in the repository's boards/ that does not load was listed with `?`

@@ -21,6 +21,7 @@ mod power_nonce;
 mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
+mod resume_cmd;
 mod run_cmd;
 mod run_command;
 mod run_llm;

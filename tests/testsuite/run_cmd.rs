@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const MPS2: &str = "qemu-mps2-an385";
+pub(crate) const MPS2: &str = "qemu-mps2-an385";
 
 fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -32,7 +32,7 @@ fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
 
 /// The owner's work in progress: a modified tracked file, a staged change that was modified
 /// again, and an untracked file — none of them in files the candidates touch.
-fn make_owner_work(repo: &FixtureRepo) {
+pub(crate) fn make_owner_work(repo: &FixtureRepo) {
     repo.write("README.md", "my local notes about this firmware\n");
     repo.write(
         "src/ringbuf.c",
@@ -48,7 +48,7 @@ fn make_owner_work(repo: &FixtureRepo) {
 }
 
 /// Everything about the owner's tree that must survive a run, byte for byte.
-fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
+pub(crate) fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
     let mut state = BTreeMap::new();
     for f in ["README.md", "src/ringbuf.c", "notes/todo.txt", "src/crc.c"] {
         state.insert(
@@ -237,13 +237,13 @@ fn unsafe_patches_are_refused_with_nothing_touched() {
 }
 
 /// A profile whose build is slow only when the candidate asks for it, so a signal can be sent
-/// while a patched build runs.
-fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
+/// while a patched build runs — unless FWFIX_TEST_FAST_BUILD is set, as for a resumed run.
+pub(crate) fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
     repo.write(
         "profiles/crc-slow.toml",
         r#"name = "crc-slow"
 [build]
-command = "make BOARD={machine} build/{machine}/test_crc.elf && if grep -q SLOW_BUILD src/crc.c; then sleep 60 & echo $! >> sleepers.pid; wait; fi"
+command = "make BOARD={machine} build/{machine}/test_crc.elf && if grep -q SLOW_BUILD src/crc.c && [ -z \"$FWFIX_TEST_FAST_BUILD\" ]; then sleep 60 & echo $! >> sleepers.pid; wait; fi"
 artifact = "build/{machine}/test_crc.elf"
 [test]
 harness = "unity"
@@ -269,16 +269,23 @@ timeout_s = 20
 /// Interrupts the run `start_slow_patched_build` started: it must exit 3 with the owner's tree
 /// as it was before the run (but for the slow build's own pid file).
 fn interrupt_and_check_the_tree(
-    mut child: std::process::Child,
+    child: std::process::Child,
     lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
     repo: &FixtureRepo,
     before: &BTreeMap<String, String>,
 ) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal_and_check_the_tree(child, lines, repo, before, nix::sys::signal::Signal::SIGINT);
+}
+
+/// As [`interrupt_and_check_the_tree`], with `signal` (SIGINT or SIGTERM).
+pub(crate) fn signal_and_check_the_tree(
+    mut child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    repo: &FixtureRepo,
+    before: &BTreeMap<String, String>,
+    signal: nix::sys::signal::Signal,
+) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
     let mut after = owner_state(repo);
@@ -313,16 +320,22 @@ fn spawn_fwfix(args: &[&str], cwd: &Path) -> std::process::Child {
         .unwrap()
 }
 
-/// Starts `fwfix run --json` on the slow queue and returns once the patched build is running
-/// (its sleeper has written its pid), with the run directory and the rest of the event stream.
-fn start_slow_patched_build(
-    repo: &FixtureRepo,
-    q: &Path,
-) -> (
+/// The fwfix process, its run directory, and the rest of its event stream.
+pub(crate) type RunningFwfix = (
     std::process::Child,
     PathBuf,
     std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-) {
+);
+
+/// Starts `fwfix run --json` on the slow queue and returns once the patched build is running
+/// (its sleeper has written its pid), with the run directory and the rest of the event stream.
+pub(crate) fn start_slow_patched_build(repo: &FixtureRepo, q: &Path) -> RunningFwfix {
+    start_slow_run(repo, q, "BUILD_RUN")
+}
+
+/// As [`start_slow_patched_build`], returning once the run has entered `state` in iteration 1
+/// (and, for BUILD_RUN, the slow build is running).
+pub(crate) fn start_slow_run(repo: &FixtureRepo, q: &Path, state: &str) -> RunningFwfix {
     let mut child = spawn_fwfix(
         &[
             "run",
@@ -345,20 +358,23 @@ fn start_slow_patched_build(
         let line = line.unwrap();
         seen.push(line.clone());
         if line.contains("\"event\":\"transition\"")
-            && line.contains("\"to\":\"BUILD_RUN\"")
+            && line.contains(&format!("\"to\":\"{state}\""))
             && line.contains("\"iteration\":1")
         {
             break;
         }
     }
     for _ in 0..200 {
+        if state != "BUILD_RUN" {
+            break;
+        }
         if sleepers.is_file() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(
-        sleepers.is_file(),
+        state != "BUILD_RUN" || sleepers.is_file(),
         "the patched build never started: {seen:#?}"
     );
     let started: Value = seen
@@ -567,6 +583,8 @@ fn kill_then_resume(kill_at: &str, queue_kind: Queue, status: &str) {
         before,
         "{kill_at}: the tree differs after resume"
     );
+    let audit = fwfix(&["audit", run.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{kill_at}: {}", text(&audit));
     // The trace reads as one legal run: each step starts where the last one ended.
     let lines = trace(&run);
     for pair in lines.windows(2) {
@@ -648,9 +666,13 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|l| l["file"] == "iter-001/console.log")
+        .find(|l| l["file"] == "iter-001/remeasure-1/console.log")
         .unwrap_or_else(|| panic!("{analysis:#}"));
     assert_eq!(console["class"], "TEST_FAILURE", "{console}");
+    // Regression: the unpatched tree measured again overwrote iteration 1's console.log and
+    // results.json, and the audit found evidence changed after it was recorded.
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     // Resuming a finished run is refused.
     let third = fwfix(&["resume", dir.to_str().unwrap()], repo.path());
     assert_eq!(third.status.code(), Some(2), "{}", text(&third));
