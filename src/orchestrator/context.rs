@@ -305,6 +305,24 @@ impl RunContext {
             .collect()
     }
 
+    /// The diff (relative to the run directory) that may be in the work tree: the current
+    /// candidate's, or, once its iteration was judged but before CODE_ANALYSIS rolled it back,
+    /// the last one this iteration applied. None when no candidate may be in the tree.
+    pub fn applied_patch(&self) -> Option<&str> {
+        if !self.patch_applied {
+            return None;
+        }
+        match &self.candidate {
+            Some((_, patch)) => Some(patch),
+            None => self
+                .history
+                .iter()
+                .rev()
+                .find(|r| r.iteration == self.ledger.iteration && !r.patch.is_empty())
+                .map(|r| r.patch.as_str()),
+        }
+    }
+
     /// Whether candidates already in hand wait for an iteration: a pooled one, or a round
     /// [`RunContext::restart`] carried over to the next iteration.
     pub fn candidates_waiting(&self) -> bool {

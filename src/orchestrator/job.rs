@@ -21,6 +21,7 @@ use crate::strategy::queue::QueueStrategy;
 use crate::strategy::revert::RevertStrategy;
 use crate::strategy::Strategy;
 use chrono::Utc;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -1046,6 +1047,63 @@ impl<'a> Job<'a> {
         report
     }
 
+    /// Refuses to resume (exit 2, nothing touched) when someone changed the work tree, the
+    /// index or HEAD since the run stopped: reconciling restores the tree the run left, and
+    /// that must never write over a person's work. The run left its base snapshot's tree — with
+    /// its candidate in, when it was killed with one applied.
+    fn check_no_edits_since_stop(
+        &self,
+        repo: &Repo,
+        base: &crate::repo::Snapshot,
+    ) -> Result<(), OrchestratorError> {
+        let candidate = self
+            .ctx
+            .applied_patch()
+            .and_then(|patch| std::fs::read(self.run_dir.path().join(patch)).ok());
+        let run = &self.ctx.run_id;
+        let dir = self.ctx.work_dir.display();
+        let edits = match repo.edits_since(base, candidate.as_deref()) {
+            Ok(edits) => edits,
+            Err(crate::repo::RepoError::HeadMoved {
+                expected, found, ..
+            }) => {
+                return Err(OrchestratorError::Usage(format!(
+                    "HEAD in {dir} moved since run {run} stopped (it was {expected}, it is \
+                     {found}); fwfix will not restore the run's tree over new commits: check out \
+                     {expected} again to resume it, or start a new run"
+                )))
+            }
+            Err(e) => {
+                return Err(OrchestratorError::Internal(format!(
+                    "cannot compare {dir} with the tree run {run} left: {e}"
+                )))
+            }
+        };
+        if edits.is_empty() {
+            return Ok(());
+        }
+        let agent = self.ctx.state == State::PatchGeneration
+            && self.strategy.as_ref().is_some_and(|s| s.edits_tree());
+        let listed: Vec<String> = edits.iter().map(ToString::to_string).collect();
+        let paths: BTreeSet<String> = edits
+            .iter()
+            .map(|e| crate::dut::board::flash::shell_quote(&e.path))
+            .collect();
+        Err(OrchestratorError::Usage(format!(
+            "{dir} changed since run {run} stopped: {}{}. fwfix will not write over work done \
+             since. Keep it and start a new run from this tree; or set it aside (git stash push \
+             --include-untracked -- {}), run fwfix resume {run} again, and take it back when the \
+             run has ended (git stash pop)",
+            listed.join(", "),
+            if agent {
+                " (the run was killed while its agent edited the tree: some may be the agent's)"
+            } else {
+                ""
+            },
+            paths.into_iter().collect::<Vec<_>>().join(" ")
+        )))
+    }
+
     /// Puts a resumed run's repository back in line with its checkpoint: the owner's tree as
     /// snapshotted, plus the current candidate when the checkpoint says it was applied.
     fn reconcile(&mut self) -> Result<(), OrchestratorError> {
@@ -1055,6 +1113,7 @@ impl<'a> Job<'a> {
         let repo = Repo::open(&self.ctx.work_dir)
             .map_err(|e| OrchestratorError::Usage(format!("cannot reopen the work tree: {e}")))?;
         if let Some(base) = &self.ctx.base {
+            self.check_no_edits_since_stop(&repo, base)?;
             repo.restore(base).map_err(|e| {
                 OrchestratorError::Internal(format!("rolling back to the checkpoint failed: {e}"))
             })?;

@@ -35,7 +35,7 @@ pub use error::{Fault, RepoError, UnsafeReason};
 pub use exclude::ensure_excluded;
 pub use history::CommitInfo;
 pub use patch::ChangeKind;
-pub use snapshot::{RestoreReport, Snapshot};
+pub use snapshot::{RestoreReport, Snapshot, TreeEdit};
 pub use tree_lock::{lock_tree, TreeLock, TreeUse};
 
 use git2::{ErrorCode, Oid, Repository, RepositoryState, Signature};

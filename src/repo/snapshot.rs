@@ -41,6 +41,30 @@ pub struct Snapshot {
     pub empty_dirs: Vec<String>,
 }
 
+/// A path someone changed since a run left the tree ([`Repo::edits_since`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TreeEdit {
+    /// Relative to the work tree's root.
+    pub path: String,
+    /// `modified`, `new`, `deleted` (the working tree) or `staged` (the index).
+    pub what: &'static str,
+}
+
+impl TreeEdit {
+    fn new(path: &Path, what: &'static str) -> TreeEdit {
+        TreeEdit {
+            path: path.to_string_lossy().into_owned(),
+            what,
+        }
+    }
+}
+
+impl std::fmt::Display for TreeEdit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.path, self.what)
+    }
+}
+
 /// What a rollback changed, for the `RolledBack` event and the run's log.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RestoreReport {
@@ -283,26 +307,7 @@ impl Repo {
             .git
             .find_tree(ids.index_tree)
             .map_err(|e| RepoError::git("read snapshot index tree", &snap.refname, e))?;
-        let found = match self.head() {
-            Ok((oid, branch)) if oid == ids.head && branch == snap.head_ref => None,
-            Ok((oid, branch)) => Some(format!(
-                "{oid} on {}",
-                branch.as_deref().unwrap_or(DETACHED)
-            )),
-            Err(RepoError::UnbornHead { .. }) => Some("no commit".to_string()),
-            Err(e) => return Err(e),
-        };
-        if let Some(found) = found {
-            return Err(RepoError::HeadMoved {
-                refname: snap.refname.clone(),
-                expected: format!(
-                    "{} on {}",
-                    snap.head,
-                    snap.head_ref.as_deref().unwrap_or(DETACHED)
-                ),
-                found,
-            });
-        }
+        self.check_head_unmoved(snap, &ids)?;
 
         let current = self.capture_trees()?;
         let mut report = RestoreReport::default();
@@ -390,6 +395,105 @@ impl Repo {
             report.index_restored = true;
         }
         Ok(report)
+    }
+
+    /// Refuses with [`RepoError::HeadMoved`] when HEAD is not where `snap` recorded it.
+    fn check_head_unmoved(&self, snap: &Snapshot, ids: &SnapshotIds) -> Result<(), RepoError> {
+        let found = match self.head() {
+            Ok((oid, branch)) if oid == ids.head && branch == snap.head_ref => None,
+            Ok((oid, branch)) => Some(format!(
+                "{oid} on {}",
+                branch.as_deref().unwrap_or(DETACHED)
+            )),
+            Err(RepoError::UnbornHead { .. }) => Some("no commit".to_string()),
+            Err(e) => return Err(e),
+        };
+        if let Some(found) = found {
+            return Err(RepoError::HeadMoved {
+                refname: snap.refname.clone(),
+                expected: format!(
+                    "{} on {}",
+                    snap.head,
+                    snap.head_ref.as_deref().unwrap_or(DETACHED)
+                ),
+                found,
+            });
+        }
+        Ok(())
+    }
+
+    /// What someone else changed since a run left the tree as `snap` holds it — with
+    /// `candidate` applied, when the run was killed with its candidate in the tree: every path
+    /// of the working tree whose content is neither the snapshot's nor the candidate's (a kill
+    /// can leave a candidate half applied or half rolled back, file by file), and every path
+    /// whose index entry changed (fwfix never stages anything), in path order. Only reads.
+    /// Refuses when HEAD moved.
+    pub fn edits_since(
+        &self,
+        snap: &Snapshot,
+        candidate: Option<&[u8]>,
+    ) -> Result<Vec<TreeEdit>, RepoError> {
+        let ids = snap.ids()?;
+        self.check_head_unmoved(snap, &ids)?;
+        let current = self.capture_trees()?;
+        let mut edits = BTreeSet::new();
+        if current.worktree != ids.worktree_tree {
+            let tree = |id: Oid| {
+                self.git
+                    .find_tree(id)
+                    .map_err(|e| RepoError::git("read snapshot tree", &snap.refname, e))
+            };
+            let left = tree(ids.worktree_tree)?;
+            let now = tree(current.worktree)?;
+            // A candidate that no longer applies to the snapshot cannot explain anything.
+            let patched = match candidate.map(|diff| self.patched_tree(&left, diff)) {
+                Some(Ok(id)) => Some(tree(id)?),
+                Some(Err(_)) | None => None,
+            };
+            let diff = self
+                .git
+                .diff_tree_to_tree(Some(&left), Some(&now), None)
+                .map_err(|e| self.err("compare working tree with snapshot", e))?;
+            for delta in diff.deltas() {
+                let (file, what) = match delta.status() {
+                    Delta::Added => (delta.new_file(), "new"),
+                    Delta::Deleted => (delta.old_file(), "deleted"),
+                    _ => (delta.new_file(), "modified"),
+                };
+                let Some(path) = file.path() else { continue };
+                let content = (delta.status() != Delta::Deleted)
+                    .then(|| (delta.new_file().id(), u32::from(delta.new_file().mode())));
+                let the_candidates = patched.as_ref().is_some_and(|p| {
+                    let entry = p.get_path(path).ok();
+                    entry.map(|e| (e.id(), u32::try_from(e.filemode()).unwrap_or(0))) == content
+                });
+                if !the_candidates {
+                    edits.insert(TreeEdit::new(path, what));
+                }
+            }
+        }
+        if current.index != ids.index_tree {
+            let tree = |id: Oid| {
+                self.git
+                    .find_tree(id)
+                    .map_err(|e| self.err("read index tree", e))
+            };
+            let (left, now) = (tree(ids.index_tree)?, tree(current.index)?);
+            let diff = self
+                .git
+                .diff_tree_to_tree(Some(&left), Some(&now), None)
+                .map_err(|e| self.err("compare index with snapshot", e))?;
+            for delta in diff.deltas() {
+                let file = match delta.status() {
+                    Delta::Deleted => delta.old_file(),
+                    _ => delta.new_file(),
+                };
+                if let Some(path) = file.path() {
+                    edits.insert(TreeEdit::new(path, "staged"));
+                }
+            }
+        }
+        Ok(edits.into_iter().collect())
     }
 
     /// A unified diff (`a/` and `b/` prefixes, binary files included) from the snapshot's working

@@ -166,3 +166,134 @@ fn a_run_stopped_by_its_deadline_finishes_its_work_on_resume() {
     let resumed = resume(&repo, &run_dir, &[]);
     converged_with_the_tree_intact(&repo, &run_dir, &resumed, &before);
 }
+
+/// A person's work after the run stopped: an edit of a file the candidate also changes, and a
+/// new file, staged. Returns what it must stay, byte for byte.
+fn work_after_the_stop(repo: &FixtureRepo) -> BTreeMap<String, String> {
+    let crc = repo.path().join("src/crc.c");
+    let edited = std::fs::read_to_string(&crc).unwrap() + "/* my own idea */\n";
+    std::fs::write(&crc, edited).unwrap();
+    repo.write("src/extra.h", "#define EXTRA 1\n");
+    repo.git(&["add", "src/extra.h"]);
+    let mut state = owner_state(repo);
+    state.insert(
+        "src/extra.h".into(),
+        std::fs::read_to_string(repo.path().join("src/extra.h")).unwrap(),
+    );
+    state
+}
+
+/// `fwfix resume` refuses with exit 2, naming the changed files and what to do, with nothing
+/// touched: neither the tree nor the run's records.
+fn refused_with_nothing_touched(
+    repo: &FixtureRepo,
+    run_dir: &Path,
+    mine: &BTreeMap<String, String>,
+) {
+    let trace_before = std::fs::read(run_dir.join("trace.jsonl")).unwrap();
+    let context_before = std::fs::read(run_dir.join("context.json")).unwrap();
+    let refused = resume(repo, run_dir, &[]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    let said = text(&refused);
+    for named in [
+        "src/crc.c (modified)",
+        "src/extra.h (new)",
+        "src/extra.h (staged)",
+        "git stash push --include-untracked -- 'src/crc.c' 'src/extra.h'",
+    ] {
+        assert!(said.contains(named), "{named}: {said}");
+    }
+    let mut after = owner_state(repo);
+    after.insert(
+        "src/extra.h".into(),
+        std::fs::read_to_string(repo.path().join("src/extra.h")).unwrap(),
+    );
+    assert_eq!(&after, mine);
+    assert_eq!(
+        std::fs::read(run_dir.join("trace.jsonl")).unwrap(),
+        trace_before
+    );
+    assert_eq!(
+        std::fs::read(run_dir.join("context.json")).unwrap(),
+        context_before
+    );
+}
+
+/// Following the advice: set the work aside, resume to the end, take it back.
+fn set_aside_resume_and_take_back(
+    repo: &FixtureRepo,
+    run_dir: &Path,
+    mine: &BTreeMap<String, String>,
+) {
+    repo.git(&[
+        "stash",
+        "push",
+        "-q",
+        "--include-untracked",
+        "--",
+        "src/crc.c",
+        "src/extra.h",
+    ]);
+    let resumed = resume(repo, run_dir, &[]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", text(&resumed));
+    assert_eq!(report(run_dir)["status"], "SUCCESS");
+    audited(repo, run_dir);
+    repo.git(&["stash", "pop", "-q"]);
+    let mut after = owner_state(repo);
+    after.insert(
+        "src/extra.h".into(),
+        std::fs::read_to_string(repo.path().join("src/extra.h")).unwrap(),
+    );
+    assert_eq!(&after, mine);
+}
+
+/// Regression: aborted, then edited and a file staged, `fwfix resume` restored the run's
+/// snapshot over the edits and the staged file, which were in no ref.
+#[test]
+fn resume_after_an_abort_never_writes_over_work_done_since() {
+    let repo = FixtureRepo::new();
+    let q = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let (child, run_dir, lines) = start_slow_patched_build(&repo, &q);
+    signal_and_check_the_tree(child, lines, &repo, &before, Signal::SIGINT);
+    let mine = work_after_the_stop(&repo);
+    refused_with_nothing_touched(&repo, &run_dir, &mine);
+    set_aside_resume_and_take_back(&repo, &run_dir, &mine);
+}
+
+/// As above for a run killed outright with its candidate in the tree: the candidate's own
+/// changes are the run's, the person's edit on top of them is not.
+#[test]
+fn resume_after_a_kill_never_writes_over_work_done_since() {
+    let repo = FixtureRepo::new();
+    make_owner_work(&repo);
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
+    let killed = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "crc",
+            "--strategy",
+            "queue",
+            "--patches",
+            q.path().to_str().unwrap(),
+            "--test-kill-at",
+            "TEST_SETUP@1",
+        ],
+        repo.path(),
+    );
+    assert_eq!(killed.status.code(), None, "{}", text(&killed));
+    let run_dir = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mine = work_after_the_stop(&repo);
+    refused_with_nothing_touched(&repo, &run_dir, &mine);
+    set_aside_resume_and_take_back(&repo, &run_dir, &mine);
+}
