@@ -815,6 +815,22 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Removes the run's rollback points (`refs/fwfix/<run-id>/*`) once it can no longer be
+    /// resumed; a failure to is a warning, and `fwfix runs prune` can finish the job.
+    pub(super) fn remove_snapshots(&mut self) {
+        let removed = crate::repo::Repo::open(&self.ctx.request.repo)
+            .and_then(|owner| owner.remove_snapshots(&self.ctx.run_id));
+        if let Err(e) = removed {
+            self.events.emit(&Event::Message {
+                level: Level::Warning,
+                text: format!(
+                    "could not remove the snapshots refs/fwfix/{}/: {e} (fwfix runs prune removes them)",
+                    self.ctx.run_id
+                ),
+            });
+        }
+    }
+
     /// Removes the run's linked worktree once the run no longer needs it.
     pub(super) fn remove_worktree(&mut self) {
         let Some(path) = self.ctx.worktree.clone() else {

@@ -928,6 +928,8 @@ impl<'a> Job<'a> {
             }
             if state == State::Success {
                 self.remove_worktree();
+                // A converged run cannot be resumed: its snapshots go (the fix is on its branch).
+                self.remove_snapshots();
             }
         }
         // The context records the finished run (resume refuses it; `fwfix runs` lists it).

@@ -397,6 +397,31 @@ impl Repo {
         Ok(report)
     }
 
+    /// Removes every rollback point of run `run_id` (`refs/fwfix/<run-id>/*`), once the run can
+    /// no longer be resumed: the files they hold (untracked ones included) are no longer kept
+    /// by fwfix, and git's garbage collection can drop them. Returns the refs removed.
+    pub fn remove_snapshots(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
+        check_name("run id", run_id)?;
+        let glob = format!("refs/fwfix/{run_id}/*");
+        let names: Vec<String> = self
+            .git
+            .references_glob(&glob)
+            .map_err(|e| RepoError::git("list refs", &glob, e))?
+            .names()
+            .filter_map(|name| name.ok().map(str::to_string))
+            .collect();
+        for name in &names {
+            let mut reference = self
+                .git
+                .find_reference(name)
+                .map_err(|e| RepoError::git("read ref", name, e))?;
+            reference
+                .delete()
+                .map_err(|e| RepoError::git("delete ref", name, e))?;
+        }
+        Ok(names)
+    }
+
     /// Refuses with [`RepoError::HeadMoved`] when HEAD is not where `snap` recorded it.
     fn check_head_unmoved(&self, snap: &Snapshot, ids: &SnapshotIds) -> Result<(), RepoError> {
         let found = match self.head() {

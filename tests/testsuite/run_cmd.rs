@@ -152,6 +152,8 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
         "{message}"
     );
     assert_eq!(owner_state(&repo), before);
+    // A converged run cannot be resumed: its snapshots (the owner's files) are gone from .git.
+    assert_eq!(repo.git(&["for-each-ref", "refs/fwfix/"]), "");
 }
 
 #[test]
@@ -634,6 +636,10 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
             .contains("no more candidates"),
         "{report1:#}"
     );
+    // A failed run can still be resumed with more iterations: its snapshots stay until then.
+    assert!(repo
+        .git(&["for-each-ref", "--format=%(refname)", "refs/fwfix/"])
+        .contains("/base\n"));
     // A person adds a candidate and a hint, and gives the run more iterations.
     std::fs::copy(
         fixture_dir().join("patches/04-fixes-crc16.diff"),
@@ -673,6 +679,7 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
     // results.json, and the audit found evidence changed after it was recorded.
     let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+    assert_eq!(repo.git(&["for-each-ref", "refs/fwfix/"]), "");
     // Resuming a finished run is refused.
     let third = fwfix(&["resume", dir.to_str().unwrap()], repo.path());
     assert_eq!(third.status.code(), Some(2), "{}", text(&third));
