@@ -221,6 +221,18 @@ impl TraceWriter {
     }
 }
 
+/// Whether another process holds the run's trace: it carries the run on now (see
+/// [`TraceWriter`]). Takes the lock for a moment when nobody has it.
+pub fn trace_held(run_dir: &Path) -> bool {
+    let Ok(file) = File::open(run_dir.join("trace.jsonl")) else {
+        return false;
+    };
+    matches!(
+        Flock::lock(file, FlockArg::LockExclusiveNonblock),
+        Err((_, nix::errno::Errno::EWOULDBLOCK))
+    )
+}
+
 /// The last line of a run's trace, if any (for reconciling a resumed run with its checkpoint).
 pub fn last_trace_line(run_dir: &RunDir) -> io::Result<Option<TraceLine>> {
     let text = std::fs::read_to_string(run_dir.path().join("trace.jsonl"))?;

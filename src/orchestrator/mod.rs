@@ -40,6 +40,7 @@ mod fix;
 mod governor;
 mod job;
 mod pipeline;
+mod prune;
 
 pub use bisect::{bisect, BisectOptions};
 pub use board::{boards_to_check, check_board, BoardAccess, CheckOptions, HealthGate};
@@ -47,3 +48,4 @@ pub use context::{RunContext, StrategyChoice};
 pub use job::{
     resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
 };
+pub use prune::{prune, PruneEntry, PruneOptions};

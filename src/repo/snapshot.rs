@@ -401,15 +401,7 @@ impl Repo {
     /// no longer be resumed: the files they hold (untracked ones included) are no longer kept
     /// by fwfix, and git's garbage collection can drop them. Returns the refs removed.
     pub fn remove_snapshots(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
-        check_name("run id", run_id)?;
-        let glob = format!("refs/fwfix/{run_id}/*");
-        let names: Vec<String> = self
-            .git
-            .references_glob(&glob)
-            .map_err(|e| RepoError::git("list refs", &glob, e))?
-            .names()
-            .filter_map(|name| name.ok().map(str::to_string))
-            .collect();
+        let names = self.snapshot_refs(run_id)?;
         for name in &names {
             let mut reference = self
                 .git
@@ -419,6 +411,36 @@ impl Repo {
                 .delete()
                 .map_err(|e| RepoError::git("delete ref", name, e))?;
         }
+        Ok(names)
+    }
+
+    /// The rollback points of run `run_id`: `refs/fwfix/<run-id>/*`.
+    pub fn snapshot_refs(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
+        check_name("run id", run_id)?;
+        self.refs_matching(&format!("refs/fwfix/{run_id}/*"))
+    }
+
+    /// The ids of the runs that have rollback points in this repository.
+    pub fn snapshot_runs(&self) -> Result<Vec<String>, RepoError> {
+        let mut ids: Vec<String> = self
+            .refs_matching("refs/fwfix/*")?
+            .iter()
+            .filter_map(|name| name.strip_prefix("refs/fwfix/")?.split('/').next())
+            .map(str::to_string)
+            .collect();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    fn refs_matching(&self, glob: &str) -> Result<Vec<String>, RepoError> {
+        let mut names: Vec<String> = self
+            .git
+            .references_glob(glob)
+            .map_err(|e| RepoError::git("list refs", glob, e))?
+            .names()
+            .filter_map(|name| name.ok().map(str::to_string))
+            .collect();
+        names.sort();
         Ok(names)
     }
 

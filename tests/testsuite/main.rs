@@ -25,6 +25,7 @@ mod resume_cmd;
 mod run_cmd;
 mod run_command;
 mod run_llm;
+mod runs_prune;
 mod strategy_llm;
 mod test_cmd;
 mod triage;
