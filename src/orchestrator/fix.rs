@@ -71,11 +71,20 @@ impl Job<'_> {
             .restore(base)
             .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
         self.ctx.patch_applied = false;
+        // Why: the verdict its iteration closed with (a regression names the tests it broke).
+        let n = self.ctx.ledger.iteration;
+        let why = self
+            .ctx
+            .history
+            .iter()
+            .rev()
+            .find(|r| r.iteration == n && !r.patch.is_empty())
+            .map(|r| format!(" ({}: {})", r.origin, r.reason))
+            .unwrap_or_default();
         self.events.emit(&Event::Message {
             level: Level::Info,
             text: format!(
-                "rolled back iteration {}: {} file(s) restored, {} removed",
-                self.ctx.ledger.iteration,
+                "rolled back iteration {n}{why}: {} file(s) restored, {} removed",
                 report.written.len(),
                 report.removed.len()
             ),

@@ -1087,3 +1087,34 @@ fn a_crashing_candidate_is_rolled_back_and_the_next_analysis_has_its_diff_and_cr
     assert_eq!(suspects[0], "sensor_init", "{suspects:?}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
+
+/// Regression: the terminal said an iteration was rolled back, not why; the report's notes
+/// showed Rust's names for verdicts ("Regressed:", "DidNotApply:").
+#[test]
+fn a_rolled_back_iteration_says_why_in_plain_words() {
+    let repo = FixtureRepo::new();
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
+    // As small as the fix and first in name order: tried first, and breaks CRC-32.
+    let breaks = repo.diff_of("src/crc.c", |s| s.replace("0x04C11DB7u", "0x04C11DB6u"));
+    std::fs::write(q.path().join("00-breaks-crc32.diff"), breaks).unwrap();
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rolled_back = events(&out)
+        .into_iter()
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .find(|t| t.starts_with("rolled back iteration 1"))
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    assert!(
+        rolled_back.contains("00-breaks-crc32.diff: regression: test_crc32_known_vector"),
+        "{rolled_back}"
+    );
+    let notes = report(&run_dir(&out))["notes"].to_string();
+    assert!(
+        notes.contains("iteration 1 (00-breaks-crc32.diff): regressed: regression:"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("iteration 2 (04-fixes-crc16.diff): fixed:"),
+        "{notes}"
+    );
+}
