@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// Where runs live, relative to the repository root.
 pub const RUNS_DIR: &str = ".fwfix/runs";
+/// In a run directory: the copies of the large untracked files its snapshots keep aside.
+pub const UNTRACKED_DIR: &str = "untracked";
 
 /// A run's directory.
 #[derive(Debug, Clone)]

@@ -401,7 +401,8 @@ mod tests {
         assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("7d").unwrap().as_secs(), 7 * 86_400);
+        assert!(parse_duration("5w").is_err());
         assert_eq!(
             parse_state("build_run").unwrap(),
             crate::machine::State::BuildRun

@@ -829,6 +829,16 @@ impl Job<'_> {
     pub(super) fn remove_snapshots(&mut self) {
         let removed = crate::repo::Repo::open(&self.ctx.request.repo)
             .and_then(|owner| owner.remove_snapshots(&self.ctx.run_id));
+        // The large untracked files they kept aside go with them.
+        let aside = self.run_dir.path().join(rundir::UNTRACKED_DIR);
+        if let Err(e) = std::fs::remove_dir_all(&aside) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                self.events.emit(&Event::Message {
+                    level: Level::Warning,
+                    text: format!("could not remove {}: {e}", aside.display()),
+                });
+            }
+        }
         if let Err(e) = removed {
             self.events.emit(&Event::Message {
                 level: Level::Warning,

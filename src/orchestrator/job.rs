@@ -1049,6 +1049,18 @@ impl<'a> Job<'a> {
         report
     }
 
+    /// The repository at `path` (the work tree, or the owner's checkout), its snapshots keeping
+    /// untracked files over the profile's `[snapshot] max_untracked_mb` aside in the run
+    /// directory instead of in git objects.
+    pub(super) fn open_repo(&self, path: &Path) -> Result<Repo, crate::repo::RepoError> {
+        let mut repo = Repo::open(path)?;
+        repo.keep_large_files_aside(crate::repo::LargeFiles {
+            above_bytes: self.profile.snapshot.max_untracked_bytes,
+            store: self.run_dir.path().join(rundir::UNTRACKED_DIR),
+        });
+        Ok(repo)
+    }
+
     /// Refuses to resume (exit 2, nothing touched) when someone changed the work tree, the
     /// index or HEAD since the run stopped: reconciling restores the tree the run left, and
     /// that must never write over a person's work. The run left its base snapshot's tree — with
@@ -1112,7 +1124,8 @@ impl<'a> Job<'a> {
         if self.ctx.request.strategy.is_none() {
             return Ok(());
         }
-        let repo = Repo::open(&self.ctx.work_dir)
+        let repo = self
+            .open_repo(&self.ctx.work_dir)
             .map_err(|e| OrchestratorError::Usage(format!("cannot reopen the work tree: {e}")))?;
         if let Some(base) = &self.ctx.base {
             self.check_no_edits_since_stop(&repo, base)?;

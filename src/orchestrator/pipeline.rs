@@ -14,7 +14,6 @@ use crate::dut::{self, DutError, Image, RunSpec};
 use crate::events::{Event, Level};
 use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
 use crate::machine::{ErrorClass, Outcome, State};
-use crate::repo::Repo;
 use crate::report::{self, AttemptSummary, BuildSummary, PowerCycle};
 use crate::results::{crash_dump, CaseStatus, ParseContext, TestResults, Verdict};
 use crate::rundir;
@@ -45,7 +44,8 @@ impl Job<'_> {
     /// Snapshots the owner's tree (once per run) and, with `--worktree`, makes the linked
     /// worktree the loop runs in.
     fn prepare_work_tree(&mut self) -> Result<(), Step> {
-        let owner = Repo::open(&self.ctx.request.repo)
+        let owner = self
+            .open_repo(&self.ctx.request.repo)
             .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?;
         if self.ctx.request.worktree && self.ctx.worktree.is_none() {
             let owner_base = owner
@@ -64,7 +64,7 @@ impl Job<'_> {
         let repo = if self.ctx.work_dir == self.ctx.request.repo {
             owner
         } else {
-            Repo::open(&self.ctx.work_dir)
+            self.open_repo(&self.ctx.work_dir)
                 .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?
         };
         if self.ctx.base.is_none() {

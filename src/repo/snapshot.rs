@@ -8,6 +8,7 @@
 
 use super::error::RepoError;
 use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
+use super::large::{self, LargeFile, LargeFiles};
 use super::paths;
 use super::{check_name, Repo};
 use git2::{
@@ -39,6 +40,9 @@ pub struct Snapshot {
     /// makes them again.
     #[serde(default)]
     pub empty_dirs: Vec<String>,
+    /// Untracked files too large for git objects, kept aside (see `large.rs`).
+    #[serde(default)]
+    pub large_files: Vec<LargeFile>,
 }
 
 /// A path someone changed since a run left the tree ([`Repo::edits_since`]).
@@ -92,6 +96,8 @@ impl RestoreReport {
 pub(crate) struct Trees {
     pub index: Oid,
     pub worktree: Oid,
+    /// Untracked files left out of `worktree` because they are kept aside instead.
+    pub large: Vec<String>,
 }
 
 /// Parsed ids of a [`Snapshot`].
@@ -166,6 +172,11 @@ impl Snapshot {
                 .filter_map(|l| l.strip_prefix(TRAILER_EMPTY_DIR))
                 .map(str::to_string)
                 .collect(),
+            large_files: message
+                .lines()
+                .filter_map(|l| l.strip_prefix(large::TRAILER))
+                .filter_map(LargeFile::parse)
+                .collect(),
         })
     }
 
@@ -223,6 +234,14 @@ impl Repo {
         let (head, head_ref) = self.head()?;
         let trees = self.capture_trees()?;
         let empty_dirs = self.empty_dirs()?;
+        let large_files = match &self.large {
+            Some(large) => trees
+                .large
+                .iter()
+                .map(|path| large.keep(&self.workdir, path))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let sig = self.signature()?;
         let head_commit = self
             .git
@@ -258,6 +277,9 @@ impl Repo {
         for dir in &empty_dirs {
             message.push_str(&format!("{TRAILER_EMPTY_DIR}{dir}\n"));
         }
+        for file in &large_files {
+            message.push_str(&format!("{}\n", file.trailer()));
+        }
         let commit = self
             .git
             .commit(
@@ -288,6 +310,7 @@ impl Repo {
             index_tree: trees.index.to_string(),
             worktree_tree: trees.worktree.to_string(),
             empty_dirs,
+            large_files,
         })
     }
 
@@ -376,6 +399,7 @@ impl Repo {
                 report.written.push(text);
             }
         }
+        self.restore_large(snap, &current.large, &target, &keep, &mut report)?;
         for (dir, full) in &empty_dirs {
             if std::fs::symlink_metadata(full).is_err() {
                 std::fs::create_dir_all(full)
@@ -442,6 +466,53 @@ impl Repo {
             .collect();
         names.sort();
         Ok(names)
+    }
+
+    /// The large untracked files of a rollback: the snapshot's put back where they changed or
+    /// went, and those made since (nowhere in the snapshot) removed, as for any file.
+    fn restore_large(
+        &self,
+        snap: &Snapshot,
+        now: &[String],
+        target: &git2::Tree<'_>,
+        keep: &BTreeSet<PathBuf>,
+        report: &mut RestoreReport,
+    ) -> Result<(), RepoError> {
+        if snap.large_files.is_empty() && now.is_empty() {
+            return Ok(());
+        }
+        let Some(large) = &self.large else {
+            return Err(RepoError::BadSnapshot {
+                refname: snap.refname.clone(),
+                reason: "its large untracked files were kept aside, and this repository was \
+                         not told where"
+                    .to_string(),
+            });
+        };
+        for file in &snap.large_files {
+            // Only names a patch could also have used: a hand-edited ref cannot point outside.
+            if paths::check_path(file.path.as_bytes()).is_err()
+                || LargeFiles::intact(&self.workdir, file)?
+            {
+                continue;
+            }
+            paths::check_no_symlink_parent(&self.workdir, &file.path).map_err(|reason| {
+                RepoError::UnsafePath {
+                    path: file.path.clone(),
+                    reason,
+                }
+            })?;
+            large.put_back(&self.workdir, file)?;
+            report.written.push(file.path.clone());
+        }
+        for path in now {
+            let recorded = snap.large_files.iter().any(|f| f.path == *path);
+            if !recorded && target.get_path(Path::new(path)).is_err() {
+                files::remove_and_prune(&self.workdir, &self.workdir.join(path), keep)?;
+                report.removed.push(path.clone());
+            }
+        }
+        Ok(())
     }
 
     /// Refuses with [`RepoError::HeadMoved`] when HEAD is not where `snap` recorded it.
@@ -517,6 +588,18 @@ impl Repo {
                 if !the_candidates {
                     edits.insert(TreeEdit::new(path, what));
                 }
+            }
+        }
+        for file in &snap.large_files {
+            if !LargeFiles::intact(&self.workdir, file)? {
+                let gone = std::fs::symlink_metadata(self.workdir.join(&file.path)).is_err();
+                let what = if gone { "deleted" } else { "modified" };
+                edits.insert(TreeEdit::new(Path::new(&file.path), what));
+            }
+        }
+        for path in &current.large {
+            if !snap.large_files.iter().any(|f| f.path == *path) {
+                edits.insert(TreeEdit::new(Path::new(path), "new"));
             }
         }
         if current.index != ids.index_tree {
@@ -608,6 +691,7 @@ impl Repo {
             .statuses(Some(&mut opts))
             .map_err(|e| self.err("read status", e))?;
         let mut changed = Vec::new();
+        let mut large = Vec::new();
         for status in statuses.iter() {
             let path = status.path_bytes();
             // A nested repository shows up as a directory: it is not ours to record.
@@ -618,6 +702,13 @@ impl Repo {
             if st.contains(Status::WT_DELETED) {
                 remove(&mut work, path).map_err(|e| self.err("update in-memory index", e))?;
             } else if st.intersects(Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE) {
+                if let (true, Some(aside)) = (st.contains(Status::WT_NEW), &self.large) {
+                    let full = files::join(&self.workdir, path);
+                    if std::fs::symlink_metadata(&full).is_ok_and(|m| aside.takes(path, &m)) {
+                        large.push(String::from_utf8_lossy(path).into_owned());
+                        continue;
+                    }
+                }
                 changed.push(path.to_vec());
             }
         }
@@ -652,6 +743,7 @@ impl Repo {
             worktree: work
                 .write_tree_to(&self.git)
                 .map_err(|e| self.err("write working tree", e))?,
+            large,
         })
     }
 }
