@@ -27,7 +27,13 @@
 //! written, and refuses a board that is bad or in maintenance before building (`board.rs`).
 //!
 //! Every transition is checkpointed to context.json and then appended to trace.jsonl (fsync'd)
-//! before the next handler starts, so a run killed at any point can be resumed.
+//! before the next handler starts, so a run killed at any point can be resumed. A run that was
+//! stopped (ABORTED, or FAILURE given more iterations) starts over through IDLE, where
+//! `RunContext::restart` puts the work the stop cut short back in line; `fwfix resume` first
+//! refuses a tree someone changed since the stop, rather than restore over it.
+//!
+//! `fwfix runs prune` (`prune.rs`) removes what finished runs keep: their directory, worktree
+//! and snapshot refs.
 //!
 //! `fwfix bisect` (`bisect.rs`) is a driver above the engine: each of its steps is a `fwfix test`
 //! of one commit in a worktree of its own, with its run directory under the bisect's. The
