@@ -481,14 +481,7 @@ impl Repo {
         if snap.large_files.is_empty() && now.is_empty() {
             return Ok(());
         }
-        let Some(large) = &self.large else {
-            return Err(RepoError::BadSnapshot {
-                refname: snap.refname.clone(),
-                reason: "its large untracked files were kept aside, and this repository was \
-                         not told where"
-                    .to_string(),
-            });
-        };
+        let large = self.large_store(snap)?;
         for file in &snap.large_files {
             // Only names a patch could also have used: a hand-edited ref cannot point outside.
             if paths::check_path(file.path.as_bytes()).is_err()
@@ -513,6 +506,16 @@ impl Repo {
             }
         }
         Ok(())
+    }
+
+    /// Where `snap`'s large untracked files were kept aside: this handle's store.
+    pub(super) fn large_store(&self, snap: &Snapshot) -> Result<&LargeFiles, RepoError> {
+        self.large.as_ref().ok_or_else(|| RepoError::BadSnapshot {
+            refname: snap.refname.clone(),
+            reason: "its large untracked files were kept aside, and this repository was not \
+                     told where"
+                .to_string(),
+        })
     }
 
     /// Refuses with [`RepoError::HeadMoved`] when HEAD is not where `snap` recorded it.
