@@ -568,6 +568,19 @@ fn edits_since_tells_the_runs_own_changes_from_a_persons() {
         .unwrap()
         .iter()
         .any(|e| e.to_string() == "src/crc.c (modified)"));
+    // A commit since is a change of HEAD, which nothing may be restored over.
+    f.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "someone committed",
+        "--",
+        "src/drv/uart.c",
+    ]);
+    assert!(matches!(
+        repo.edits_since(&snap, None),
+        Err(RepoError::HeadMoved { .. })
+    ));
 }
 
 // ---------------------------------------------------------------------------------------------
