@@ -32,7 +32,9 @@
 //! 8. `HANG`: the run timed out before its verdict; failures seen before it are partial results.
 //! 9. `TEST_FAILURE`: a crash after failed tests is still a crash, and a passing verdict with a
 //!    crash after it is still a crash, because both rank above.
-//! 10. `PASS`: a passing verdict, passing tests, or no evidence of anything wrong at all.
+//! 10. `PASS`: a passing verdict or passing tests: positive evidence only.
+//! 11. `UNKNOWN`: no evidence either way. An empty log, a binary file (not text) and a log no
+//!     rule recognises say nothing about the firmware, so they are never a pass.
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
@@ -40,12 +42,13 @@
 
 pub mod rules;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::ErrorClass;
@@ -73,13 +76,15 @@ pub enum TriageClass {
     Hang,
     /// Tests ran to a verdict and some failed.
     TestFailure,
-    /// Nothing failed.
+    /// The log shows a passing verdict or passing tests, and nothing failed.
     Pass,
+    /// The log shows nothing either way: empty, binary, or no line any rule recognises.
+    Unknown,
 }
 
 impl TriageClass {
     /// Every class, strongest first: the order [`classify`] decides by (see the module docs).
-    pub const PRECEDENCE: [TriageClass; 10] = [
+    pub const PRECEDENCE: [TriageClass; 11] = [
         TriageClass::ToolMissing,
         TriageClass::FlashError,
         TriageClass::Assert,
@@ -90,6 +95,7 @@ impl TriageClass {
         TriageClass::Hang,
         TriageClass::TestFailure,
         TriageClass::Pass,
+        TriageClass::Unknown,
     ];
 
     /// Position in [`TriageClass::PRECEDENCE`]: lower is stronger.
@@ -105,6 +111,7 @@ impl TriageClass {
             TriageClass::Hang => 7,
             TriageClass::TestFailure => 8,
             TriageClass::Pass => 9,
+            TriageClass::Unknown => 10,
         }
     }
 
@@ -121,11 +128,14 @@ impl TriageClass {
             TriageClass::Hang => "HANG",
             TriageClass::TestFailure => "TEST_FAILURE",
             TriageClass::Pass => "PASS",
+            TriageClass::Unknown => "UNKNOWN",
         }
     }
 
     /// The machine's error class for a failure of this class. Crashes, assertions, hangs, test
-    /// failures and passes are test results, not errors: they have none.
+    /// failures and passes are test results, not errors: they have none. Neither has UNKNOWN:
+    /// triage could not tell, so the step's own outcome stands (a failed build stays a build
+    /// failure, never a pass).
     pub fn error_class(self) -> Option<ErrorClass> {
         match self {
             TriageClass::BuildError | TriageClass::LinkError => Some(ErrorClass::BuildFailure),
@@ -136,7 +146,8 @@ impl TriageClass {
             | TriageClass::Crash
             | TriageClass::Hang
             | TriageClass::TestFailure
-            | TriageClass::Pass => None,
+            | TriageClass::Pass
+            | TriageClass::Unknown => None,
         }
     }
 }
@@ -175,7 +186,8 @@ impl TriageClass {
                 | TriageClass::Crash
                 | TriageClass::Hang
                 | TriageClass::TestFailure
-                | TriageClass::Pass,
+                | TriageClass::Pass
+                | TriageClass::Unknown,
             )
             | (
                 Stage::Test,
@@ -185,7 +197,8 @@ impl TriageClass {
                 | TriageClass::Crash
                 | TriageClass::Hang
                 | TriageClass::TestFailure
-                | TriageClass::Pass,
+                | TriageClass::Pass
+                | TriageClass::Unknown,
             ) => self.error_class(),
         }
     }
@@ -280,30 +293,52 @@ pub const MAX_QUOTE_CHARS: usize = 240;
 /// breaks) is skipped.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// Most bytes of one log read: what follows is not read, and the reason says so. A log that
+/// never ends (a pipe, a character device) still gets a triage.
+pub const MAX_LOG_BYTES: u64 = 4 << 30;
+
+/// Bytes read before triage may decide that the input is binary and stop: enough for a serial
+/// console's line noise (a wrong baud rate, a reset) before the firmware's own text.
+pub const BINARY_SNIFF_BYTES: u64 = 1 << 20;
+
+/// Share of bytes that are not text above which an input is binary, in percent. Random bytes
+/// have about 17% (control bytes and bytes UTF-8 never uses), a log with some line noise far
+/// less.
+pub const BINARY_PERCENT: u64 = 10;
+
 const TIMEOUT_RULE: &str = "timeout.no_verdict";
 
 /// Classifies a whole log held in memory.
 pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
     let mut triager = Triager::new(*ctx);
     for line in text.lines() {
-        triager.push_line(line);
+        if triager.stopped() {
+            break;
+        }
+        triager.push_bytes(line.as_bytes(), line.len() as u64 + 1);
     }
     triager.finish()
 }
 
-/// Classifies a log read from `reader`, one line at a time. Invalid UTF-8 is replaced, not
-/// refused: logs of serial consoles hold line noise.
+/// Classifies a log read from `reader`, one line at a time, reading at most [`MAX_LOG_BYTES`]
+/// and stopping early when the input is binary. Invalid UTF-8 is read, not refused: logs of
+/// serial consoles hold line noise.
 pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Result<Triage> {
     let mut triager = Triager::new(*ctx);
     let mut buf = Vec::new();
-    while read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES)? {
+    while !triager.stopped() {
+        let budget = (MAX_LOG_BYTES - triager.bytes).min(BINARY_SNIFF_BYTES);
+        let Some(consumed) = read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES, budget)?
+        else {
+            break;
+        };
         if buf.last() == Some(&b'\n') {
             buf.pop();
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
         }
-        triager.push_line(&String::from_utf8_lossy(&buf));
+        triager.push_bytes(&buf, consumed);
     }
     Ok(triager.finish())
 }
@@ -335,7 +370,7 @@ pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadErr
         source,
     };
     let handle = std::fs::File::open(file).map_err(read_error)?;
-    let mut reader = io::BufReader::new(handle);
+    let mut reader = io::BufReader::with_capacity(256 * 1024, handle);
     if reader
         .fill_buf()
         .map_err(read_error)?
@@ -348,11 +383,17 @@ pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadErr
     classify_reader(reader, ctx).map_err(read_error)
 }
 
-/// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it. False at the
-/// end of input.
-fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -> io::Result<bool> {
+/// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it and consuming
+/// at most `budget` bytes (a line without end, from a device of zeros, is handed over in pieces
+/// of `budget` bytes). The bytes consumed, or None at the end of input.
+fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+    budget: u64,
+) -> io::Result<Option<u64>> {
     buf.clear();
-    let mut read_any = false;
+    let mut consumed: u64 = 0;
     loop {
         let available = match reader.fill_buf() {
             Ok(bytes) => bytes,
@@ -360,9 +401,10 @@ fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            return Ok(read_any);
+            return Ok((consumed > 0).then_some(consumed));
         }
-        read_any = true;
+        let room_in_budget = usize::try_from(budget - consumed).unwrap_or(usize::MAX);
+        let available = &available[..available.len().min(room_in_budget)];
         let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
             Some(at) => (&available[..=at], true),
             None => (available, false),
@@ -375,10 +417,20 @@ fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -
         }
         let used = chunk.len();
         reader.consume(used);
-        if done {
-            return Ok(true);
+        consumed += used as u64;
+        if done || consumed >= budget {
+            return Ok(Some(consumed));
         }
     }
+}
+
+/// Why a [`Triager`] stopped reading before the end of its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// More than [`BINARY_PERCENT`] of the first [`BINARY_SNIFF_BYTES`] are not text.
+    Binary,
+    /// [`MAX_LOG_BYTES`] were read.
+    Cap,
 }
 
 /// Classifies a log fed one line at a time, for callers that already hold a line source.
@@ -393,6 +445,13 @@ pub struct Triager {
     last_evidence: Option<usize>,
     /// The last non-blank line: where a timed-out log stopped.
     last_line: Option<(usize, String)>,
+    /// Bytes read, line breaks and the skipped tails of overlong lines included.
+    bytes: u64,
+    /// Bytes of lines looked at (overlong lines cut at [`MAX_LINE_BYTES`]).
+    seen_bytes: u64,
+    /// Bytes looked at that no text holds (see [`is_binary_byte`]).
+    binary_bytes: u64,
+    stop: Option<Stop>,
 }
 
 /// A match with its rule, before it becomes a [`RuleMatch`].
@@ -402,6 +461,12 @@ struct Kept {
     line: usize,
     text: String,
     message: String,
+}
+
+/// A byte no text log holds: a control byte other than tab, line breaks, form feed and escape,
+/// DEL, or a byte UTF-8 never uses.
+fn is_binary_byte(b: u8) -> bool {
+    matches!(b, 0x00..=0x08 | 0x0b | 0x0e..=0x1a | 0x1c..=0x1f | 0x7f | 0xc0 | 0xc1 | 0xf5..=0xff)
 }
 
 impl Triager {
@@ -414,18 +479,36 @@ impl Triager {
             saw_verdict: false,
             last_evidence: None,
             last_line: None,
+            bytes: 0,
+            seen_bytes: 0,
+            binary_bytes: 0,
+            stop: None,
         }
     }
 
-    /// Feeds the next line (without its line break).
-    pub fn push_line(&mut self, raw: &str) {
+    /// Whether reading should stop here (the input is binary, or the cap is reached).
+    pub fn stopped(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// Feeds the next line (without its line break), which took `consumed` bytes of the input.
+    /// Bytes that are not UTF-8 are read as line noise.
+    pub fn push_bytes(&mut self, raw: &[u8], consumed: u64) {
         self.line += 1;
-        let raw = truncate(raw, MAX_LINE_BYTES);
+        let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
+        self.bytes += consumed;
+        self.seen_bytes += raw.len() as u64;
+        self.binary_bytes += raw.iter().filter(|&&b| is_binary_byte(b)).count() as u64;
+        if self.bytes >= MAX_LOG_BYTES {
+            self.stop = Some(Stop::Cap);
+        } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
+            self.stop = Some(Stop::Binary);
+        }
         let cleaned = clean(raw);
         // A carriage return inside a line redraws it on a terminal (progress bars); each part
         // is read on its own so nothing written before the redraw is lost.
         let mut any = false;
-        for segment in cleaned.split('\r') {
+        for segment in cleaned.split(|&b| b == b'\r') {
             let segment = trim(segment);
             if segment.is_empty() {
                 continue;
@@ -436,7 +519,11 @@ impl Triager {
         if any {
             // The text is needed only to quote where a timed-out log stopped.
             let text = if self.ctx.timed_out {
-                quote(trim(&cleaned.replace('\r', " ")))
+                let joined: Vec<u8> = cleaned
+                    .iter()
+                    .map(|&b| if b == b'\r' { b' ' } else { b })
+                    .collect();
+                quote(&String::from_utf8_lossy(trim(&joined)))
             } else {
                 String::new()
             };
@@ -444,9 +531,16 @@ impl Triager {
         }
     }
 
-    fn scan(&mut self, segment: &str) {
+    fn is_binary(&self) -> bool {
+        self.binary_bytes * 100 > self.seen_bytes * BINARY_PERCENT
+    }
+
+    fn scan(&mut self, segment: &[u8]) {
         let compiled = &*COMPILED;
-        let hits = compiled.set.matches(segment.as_bytes());
+        let hits = compiled.set.matches(segment);
+        if !hits.matched_any() {
+            return;
+        }
         let mut diagnostic = None;
         for (index, rule) in RULES.iter().enumerate() {
             let hit = match rule.matcher {
@@ -455,7 +549,8 @@ impl Triager {
                     if !hits.matched(compiled.hint) {
                         continue;
                     }
-                    let found = diagnostic.get_or_insert_with(|| first_error(segment));
+                    let found = diagnostic
+                        .get_or_insert_with(|| first_error(&String::from_utf8_lossy(segment)));
                     found.as_ref().is_some_and(|d| rule.accepts(d))
                 }
             };
@@ -466,15 +561,17 @@ impl Triager {
                 // Only kept matches pay for their message (a capture is the costly part).
                 let message = match rule.matcher {
                     Matcher::Regex(_) => regex_message(compiled.regex[index].as_ref(), segment),
-                    Matcher::Diagnostic { .. } => diagnostic
-                        .as_ref()
-                        .and_then(Option::as_ref)
-                        .map_or_else(|| segment.to_string(), diagnostic_message),
+                    Matcher::Diagnostic { .. } => {
+                        diagnostic.as_ref().and_then(Option::as_ref).map_or_else(
+                            || String::from_utf8_lossy(segment).into_owned(),
+                            diagnostic_message,
+                        )
+                    }
                 };
                 self.matches.push(Kept {
                     rule: index,
                     line: self.line,
-                    text: quote(segment),
+                    text: quote(&String::from_utf8_lossy(segment)),
                     message: quote(&message),
                 });
             }
@@ -555,15 +652,22 @@ impl Triager {
         }
 
         let Some(class) = candidates.iter().map(|c| c.0).min_by_key(|c| c.rank()) else {
-            let reason = if self.last_line.is_none() {
+            let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
+            {
+                format!(
+                    "the input is binary, not a log: {}% of the {} bytes looked at are not text",
+                    self.binary_bytes * 100 / self.seen_bytes.max(1),
+                    self.seen_bytes
+                )
+            } else if self.last_line.is_none() {
                 "the log is empty".to_string()
             } else {
-                "no rule matched: nothing in the log points to a failure".to_string()
+                "no rule matched: nothing in the log shows a verdict or a failure".to_string()
             };
             return Triage {
-                class: TriageClass::Pass,
+                class: TriageClass::Unknown,
                 lines: Vec::new(),
-                reason,
+                reason: self.with_cap_note(reason),
                 matches,
             };
         };
@@ -590,9 +694,20 @@ impl Triager {
         Triage {
             class,
             lines,
-            reason,
+            reason: self.with_cap_note(reason),
             matches,
         }
+    }
+
+    /// The reason, saying so when the log was longer than triage reads.
+    fn with_cap_note(&self, mut reason: String) -> String {
+        if self.stop == Some(Stop::Cap) {
+            reason.push_str(&format!(
+                " (only the first {} MiB were read)",
+                MAX_LOG_BYTES >> 20
+            ));
+        }
+        reason
     }
 
     fn timeout_reason(&self) -> String {
@@ -620,11 +735,11 @@ fn diagnostic_message(d: &crate::analysis::Diagnostic) -> String {
     }
 }
 
-fn regex_message(regex: Option<&regex::bytes::Regex>, segment: &str) -> String {
+fn regex_message(regex: Option<&Regex>, segment: &[u8]) -> String {
     let message = regex
-        .and_then(|r| r.captures(segment.as_bytes()))
+        .and_then(|r| r.captures(segment))
         .and_then(|c| c.name("msg"))
-        .map_or(segment.as_bytes(), |m| m.as_bytes());
+        .map_or(segment, |m| m.as_bytes());
     String::from_utf8_lossy(message).trim().to_string()
 }
 
@@ -634,7 +749,12 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         clippy::expect_used,
         reason = "constant patterns, exercised by the unit tests"
     )]
-    let compile = |p: &str| Regex::new(p).expect("built-in triage pattern compiles");
+    let compile = |p: &str| {
+        regex::bytes::RegexBuilder::new(p)
+            .unicode(false)
+            .build()
+            .expect("built-in triage pattern compiles")
+    };
     (
         compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
         compile(r"^\[\s*\d+\.\d{3}\] (?:uart|host)  "),
@@ -642,34 +762,33 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
 });
 
 /// The line without colour codes and without console.log's `[    0.035] uart  ` stamp.
-fn clean(raw: &str) -> String {
+fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
     let (ansi, stamp) = &*NOISE;
-    let text = if raw.contains('\x1b') {
-        ansi.replace_all(raw, "").into_owned()
+    let text = if raw.contains(&0x1b) {
+        ansi.replace_all(raw, &b""[..])
     } else {
-        raw.to_string()
+        Cow::Borrowed(raw)
     };
-    match stamp.find(&text) {
-        Some(m) => text[m.end()..].to_string(),
-        None => text,
+    let Some(end) = stamp.find(&text).map(|m| m.end()) else {
+        return text;
+    };
+    match text {
+        Cow::Borrowed(b) => Cow::Borrowed(&b[end..]),
+        Cow::Owned(mut o) => {
+            o.drain(..end);
+            Cow::Owned(o)
+        }
     }
 }
 
 /// Blanks and control bytes (a UART's reset noise, NULs) at either end.
-fn trim(text: &str) -> &str {
-    text.trim_matches(|c: char| c.is_whitespace() || c.is_control())
-}
-
-/// At most `max` bytes, cut at a character boundary.
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+fn trim(text: &[u8]) -> &[u8] {
+    let keep = |b: &u8| !(b.is_ascii_whitespace() || b.is_ascii_control());
+    let Some(start) = text.iter().position(keep) else {
+        return &[];
+    };
+    let end = text.iter().rposition(keep).map_or(start, |e| e + 1);
+    &text[start..end]
 }
 
 /// At most [`MAX_QUOTE_CHARS`] characters, with `…` when cut.

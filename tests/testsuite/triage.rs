@@ -257,3 +257,30 @@ fn a_fresh_console_log_from_fwfix_test_is_triaged_like_the_recorded_one() {
         "{object:#}"
     );
 }
+
+/// Regression: an empty file and a device of zeros were PASS, and `/dev/zero` was read forever.
+#[test]
+fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let random = dir.path().join("random.bin");
+    let bytes: Vec<u8> = (0..100_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    std::fs::write(&random, bytes).unwrap();
+    let out = triage(&["empty.log", "/dev/zero", random.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let objects = events(&out);
+    assert_eq!(objects.len(), 3, "{}", text(&out));
+    for object in &objects {
+        assert_eq!(object["class"], "UNKNOWN", "{object:#}");
+        assert_eq!(object["error_class"], Value::Null, "{object:#}");
+    }
+    assert_eq!(objects[0]["reason"], "the log is empty");
+    for object in &objects[1..] {
+        let reason = object["reason"].as_str().unwrap();
+        assert!(
+            reason.starts_with("the input is binary, not a log"),
+            "{reason}"
+        );
+    }
+}

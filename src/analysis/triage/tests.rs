@@ -5,6 +5,7 @@
 use super::*;
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashSet};
+use std::io::Read as _;
 
 fn data_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/triage")
@@ -424,7 +425,7 @@ fn harmless_lines_are_not_evidence() {
         let t = classify_str(line);
         assert_eq!(
             (t.class, t.lines.as_slice()),
-            (TriageClass::Pass, &[][..]),
+            (TriageClass::Unknown, &[][..]),
             "{line}"
         );
         assert!(t.matches.is_empty(), "{line}: {:?}", t.matches);
@@ -590,13 +591,13 @@ fn output_that_just_stops_is_a_hang_only_at_a_timeout() {
 #[test]
 fn empty_logs() {
     let t = classify_str("");
-    assert_eq!((t.class, t.lines.len()), (TriageClass::Pass, 0));
+    assert_eq!((t.class, t.lines.len()), (TriageClass::Unknown, 0));
     assert_eq!(t.reason, "the log is empty");
     let t = classify("\n\n", &TIMED_OUT);
     assert_eq!((t.class, t.lines.len()), (TriageClass::Hang, 0));
     assert_eq!(t.reason, "the run timed out with no output at all");
     let t = classify_str("compiling...\nlinking...\n");
-    assert_eq!(t.class, TriageClass::Pass);
+    assert_eq!(t.class, TriageClass::Unknown, "no evidence is no pass");
     assert!(t.reason.starts_with("no rule matched"), "{}", t.reason);
 }
 
@@ -614,6 +615,7 @@ fn error_classes_for_the_machine() {
         (TriageClass::Hang, None),
         (TriageClass::TestFailure, None),
         (TriageClass::Pass, None),
+        (TriageClass::Unknown, None),
     ];
     for (class, error) in expected {
         assert_eq!(class.error_class(), error, "{class}");
@@ -656,6 +658,7 @@ fn error_classes_depend_on_the_step_that_failed() {
         (TriageClass::Hang, None, None),
         (TriageClass::TestFailure, None, None),
         (TriageClass::Pass, None, None),
+        (TriageClass::Unknown, None, None),
     ];
     for (class, build, test) in expected {
         assert_eq!(
@@ -685,7 +688,7 @@ fn the_verdict_names_the_class_and_the_deciding_line() {
     assert_eq!((log.class, log.lines), (TriageClass::ToolMissing, vec![2]));
     assert_eq!(
         classify_str("").verdict_in("console.log"),
-        "PASS at console.log: the log is empty"
+        "UNKNOWN at console.log: the log is empty"
     );
 }
 
@@ -717,9 +720,13 @@ fn overlong_lines_are_cut() {
     let mut log = "x".repeat(3 * MAX_LINE_BYTES);
     log.push_str(" No space left on device\nOK\n");
     let t = classify_str(&log);
-    assert_eq!(t.class, TriageClass::Pass, "the cut-off tail is not read");
+    assert_eq!(
+        t.class,
+        TriageClass::Unknown,
+        "the cut-off tail is not read"
+    );
     let t = classify_reader(log.as_bytes(), &PLAIN).unwrap();
-    assert_eq!(t.class, TriageClass::Pass);
+    assert_eq!(t.class, TriageClass::Unknown);
     let quoted = classify_str(&format!("Error: init mode failed {}", "y".repeat(1000)));
     assert!(quoted.matches[0].text.chars().count() <= MAX_QUOTE_CHARS + 1);
 }
@@ -734,6 +741,43 @@ fn binary_junk_is_read_without_trouble() {
     let line = bytes[..guru].iter().filter(|&&b| b == b'\n').count() + 1;
     let t = classify_reader(bytes.as_slice(), &PLAIN).unwrap();
     assert_eq!((t.class, t.lines), (TriageClass::Crash, vec![line]));
+}
+
+#[test]
+fn binary_input_is_unknown_with_a_reason() {
+    let random: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for bytes in [vec![0u8; 100], random] {
+        let t = classify_reader(bytes.as_slice(), &PLAIN).unwrap();
+        assert_eq!(t.class, TriageClass::Unknown, "{t:#?}");
+        assert!(
+            t.reason.starts_with("the input is binary, not a log: "),
+            "{}",
+            t.reason
+        );
+    }
+}
+
+/// Regression: `fwfix triage /dev/zero` never ended (one endless line, read to its end).
+#[test]
+fn an_endless_binary_input_stops_after_the_sniff() {
+    let zeros = io::repeat(0).take(64 * BINARY_SNIFF_BYTES);
+    let t = classify_reader(io::BufReader::new(zeros), &PLAIN).unwrap();
+    assert_eq!(t.class, TriageClass::Unknown);
+    assert!(
+        t.reason.contains("100% of the 65536 bytes looked at"),
+        "{}",
+        t.reason
+    );
+    // A line longer than the budget is handed over in pieces: reading always moves on.
+    let mut reader = io::BufReader::new(io::repeat(b'x').take(100));
+    let mut buf = Vec::new();
+    assert_eq!(
+        read_line_capped(&mut reader, &mut buf, 8, 30).unwrap(),
+        Some(30)
+    );
+    assert_eq!(buf.len(), 8);
 }
 
 #[test]
