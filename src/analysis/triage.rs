@@ -32,9 +32,17 @@
 //! 8. `HANG`: the run timed out before its verdict; failures seen before it are partial results.
 //! 9. `TEST_FAILURE`: a crash after failed tests is still a crash, and a passing verdict with a
 //!    crash after it is still a crash, because both rank above.
-//! 10. `PASS`: a passing verdict or passing tests: positive evidence only.
-//! 11. `UNKNOWN`: no evidence either way. An empty log, a binary file (not text) and a log no
-//!     rule recognises say nothing about the firmware, so they are never a pass.
+//! 10. `PASS`: a passing verdict (a runner's summary, Unity's `OK`, ztest's `PROJECT EXECUTION
+//!     SUCCESSFUL`) or a firmware's own passing status line: positive evidence only.
+//! 11. `UNKNOWN`: no evidence either way. An empty log, a binary file (not text), a log no rule
+//!     recognises, and passing test lines with no verdict after them (the run may have stopped or
+//!     failed where the log does not show) say nothing certain about the firmware, so they are
+//!     never a pass.
+//!
+//! Some lines say only that something failed, not what: a Python traceback, `make: *** Error 1`,
+//! west's `FATAL ERROR: command exited with status 1`. Such a generic line decides only when no
+//! specific line explains the log, and then as the step its context lines name (a flasher's
+//! banner makes a traceback a FLASH_ERROR); see [`rules::Scope`].
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
@@ -52,7 +60,7 @@ use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::ErrorClass;
-use rules::{Matcher, Rule, COMPILED, RULES};
+use rules::{Matcher, Rule, Scope, COMPILED, RULES};
 
 /// What a log shows, strongest first in [`TriageClass::PRECEDENCE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -441,6 +449,8 @@ pub struct Triager {
     matches: Vec<Kept>,
     per_rule: Vec<usize>,
     saw_verdict: bool,
+    /// The line of the first verdict: a hang shown after it happened once the run had finished.
+    verdict_line: Option<usize>,
     /// The last rule with a class that claimed a line: what `follows` looks at.
     last_evidence: Option<usize>,
     /// The last non-blank line: where a timed-out log stopped.
@@ -477,6 +487,7 @@ impl Triager {
             matches: Vec::new(),
             per_rule: vec![0; RULES.len()],
             saw_verdict: false,
+            verdict_line: None,
             last_evidence: None,
             last_line: None,
             bytes: 0,
@@ -593,6 +604,9 @@ impl Triager {
         }
         self.last_evidence = Some(index);
         self.saw_verdict |= rule.verdict;
+        if rule.verdict && self.verdict_line.is_none() {
+            self.verdict_line = Some(self.line);
+        }
         if self.per_rule[index] >= MAX_MATCHES_PER_RULE {
             return false;
         }
@@ -604,6 +618,7 @@ impl Triager {
     pub fn finish(self) -> Triage {
         let ctx = self.ctx;
         let saw_verdict = self.saw_verdict;
+        let verdict_line = self.verdict_line;
         let effective = |kept: &Kept| -> Option<TriageClass> {
             let rule = &RULES[kept.rule];
             let class = if rule.timeout_explains && ctx.timed_out {
@@ -611,21 +626,36 @@ impl Triager {
             } else {
                 rule.class
             };
-            // A log that reached its verdict did not hang, whatever stopped it afterwards.
-            class.filter(|c| !(saw_verdict && *c == TriageClass::Hang))
+            // A log that reached its verdict did not hang, whatever stopped it afterwards; a
+            // timeout the runner reports before its verdict is why that verdict failed.
+            let after_verdict = verdict_line.is_some_and(|v| kept.line > v);
+            class.filter(|c| !(after_verdict && *c == TriageClass::Hang))
         };
 
-        let mut candidates: Vec<(TriageClass, u8, usize, &str)> = self
+        let mut candidates: Vec<Candidate<'_>> = self
             .matches
             .iter()
             .filter_map(|k| {
-                effective(k).map(|c| (c, RULES[k.rule].weight, k.line, k.message.as_str()))
+                effective(k).map(|class| Candidate {
+                    class,
+                    weight: RULES[k.rule].weight,
+                    line: k.line,
+                    message: k.message.as_str(),
+                    scope: RULES[k.rule].scope,
+                })
             })
             .collect();
+        settle_scopes(&mut candidates);
         let timeout_reason = self.timeout_reason();
         if ctx.timed_out && !saw_verdict {
             let line = self.last_line.as_ref().map_or(0, |(n, _)| *n);
-            candidates.push((TriageClass::Hang, 3, line, timeout_reason.as_str()));
+            candidates.push(Candidate {
+                class: TriageClass::Hang,
+                weight: 3,
+                line,
+                message: timeout_reason.as_str(),
+                scope: Scope::Specific,
+            });
         }
 
         let mut matches: Vec<RuleMatch> = self
@@ -651,7 +681,7 @@ impl Triager {
             }
         }
 
-        let Some(class) = candidates.iter().map(|c| c.0).min_by_key(|c| c.rank()) else {
+        let Some(class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
             let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
             {
                 format!(
@@ -673,21 +703,36 @@ impl Triager {
         };
         let weight = candidates
             .iter()
-            .filter(|c| c.0 == class)
-            .map(|c| c.1)
+            .filter(|c| c.class == class)
+            .map(|c| c.weight)
             .max()
             .unwrap_or(0);
         let deciding: Vec<_> = candidates
             .iter()
-            .filter(|c| c.0 == class && c.1 == weight)
+            .filter(|c| c.class == class && c.weight == weight)
             .collect();
-        let mut lines: Vec<usize> = deciding.iter().map(|c| c.2).filter(|&l| l > 0).collect();
+        let mut lines: Vec<usize> = deciding.iter().map(|c| c.line).filter(|&l| l > 0).collect();
         lines.sort_unstable();
         lines.dedup();
         let mut reason = deciding
             .iter()
-            .min_by_key(|c| c.2)
-            .map_or_else(String::new, |c| c.3.to_string());
+            .min_by_key(|c| c.line)
+            .map_or_else(String::new, |c| c.message.to_string());
+        if class == TriageClass::Pass && !saw_verdict && weight < 2 {
+            // Tests that passed so far are no passing verdict: the run may have stopped, or
+            // failed later, where the log does not show.
+            let reason = format!(
+                "{} passing test line(s) but no final verdict, e.g. line {}: {reason}",
+                deciding.len(),
+                lines.first().copied().unwrap_or(0)
+            );
+            return Triage {
+                class: TriageClass::Unknown,
+                lines,
+                reason: self.with_cap_note(reason),
+                matches,
+            };
+        }
         if matches!(class, TriageClass::Pass | TriageClass::TestFailure) && !saw_verdict {
             reason.push_str(" (no final verdict in the log)");
         }
@@ -720,6 +765,39 @@ impl Triager {
     }
 }
 
+/// A line's evidence as [`Triager::finish`] weighs it.
+struct Candidate<'a> {
+    class: TriageClass,
+    weight: u8,
+    line: usize,
+    message: &'a str,
+    scope: Scope,
+}
+
+/// Applies [`Scope`]: generic failures count only when no specific failure explains the log,
+/// and then as the class its context lines name; context lines never count by themselves.
+fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
+    let specific_failure = candidates
+        .iter()
+        .any(|c| c.scope == Scope::Specific && c.class != TriageClass::Pass);
+    let context = candidates
+        .iter()
+        .filter(|c| c.scope == Scope::Context)
+        .map(|c| c.class)
+        .min_by_key(|c| c.rank());
+    candidates.retain(|c| match c.scope {
+        Scope::Specific => true,
+        Scope::Context => false,
+        Scope::Generic => !specific_failure,
+        Scope::GenericInContext => !specific_failure && context.is_some(),
+    });
+    if let Some(context) = context {
+        for c in candidates.iter_mut().filter(|c| c.scope != Scope::Specific) {
+            c.class = context;
+        }
+    }
+}
+
 /// The first error-severity diagnostic on a line.
 fn first_error(segment: &str) -> Option<crate::analysis::Diagnostic> {
     crate::analysis::parse_build_log(segment)
@@ -743,7 +821,7 @@ fn regex_message(regex: Option<&Regex>, segment: &[u8]) -> String {
     String::from_utf8_lossy(message).trim().to_string()
 }
 
-/// Colour and hyperlink escapes, and the stamp fwfix's console.log puts before each line.
+/// Colour and hyperlink escapes, and the stamps fwfix and test runners put before each line.
 static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     #[expect(
         clippy::expect_used,
@@ -757,11 +835,17 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     };
     (
         compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
-        compile(r"^\[\s*\d+\.\d{3}\] (?:uart|host)  "),
+        // fwfix's console.log stamp, then the prefixes test runners put before the device's
+        // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
+        // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `.
+        compile(
+            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - INFO # |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )",
+        ),
     )
 });
 
-/// The line without colour codes and without console.log's `[    0.035] uart  ` stamp.
+/// The line without colour codes, console.log's `[    0.035] uart  ` stamp or a test runner's
+/// prefix.
 fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
     let (ansi, stamp) = &*NOISE;
     let text = if raw.contains(&0x1b) {
