@@ -382,8 +382,9 @@ fn real_corpus_is_complete_and_labelled() {
         .collect();
     assert_eq!(listed, present);
     let held = rows.iter().filter(|r| held_out(&r.2)).count();
+    // About 30% by the hash; far from it, the split rule or the index is broken.
     assert!(
-        (50..=80).contains(&held),
+        (20..=40).contains(&(held * 100 / rows.len())),
         "{held} of {} held out",
         rows.len()
     );

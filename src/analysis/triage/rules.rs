@@ -435,6 +435,12 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>verify failed in bank at .*|checksum mismatch - attempting binary compare.*)$",
     ),
+    re(
+        "openocd.lockup",
+        "openocd",
+        Crash,
+        r"(?P<msg>\S+ -- clearing lockup after double fault)$",
+    ),
     re("openocd.init_failed", "openocd", FlashError, r"^\*\* OpenOCD init failed \*\*$").weight(1),
     re(
         "probe_rs.no_probe",
@@ -452,7 +458,7 @@ pub static RULES: &[Rule] = &[
         "probe_rs.flash_failed",
         "probe-rs",
         FlashError,
-        r"^(?i:Error):? (?P<msg>The flashing procedure failed for .*|(?i:failed to flash) .*|Connecting to the chip was unsuccessful.*|Failed to attach to .*)$",
+        r"^(?i:Error):? (?P<msg>The flashing procedure failed for .*|(?i:failed to flash) .*|Connecting to the chip was unsuccessful.*|Failed to attach to .*|An? (?:ARM|RISC-?V|Xtensa) specific error occu?rr?ed.*|An error with the usage of the probe occu?rr?ed.*)$",
     ),
     re(
         "probe_rs.cause",
@@ -542,7 +548,12 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>recipe for target '(?:flash|upload|program)(?:-only)?' failed|make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[: ])?(?:flash|upload|program)(?:-only)?\] Error \d+)",
     ),
-    re("probe_rs.report", "probe-rs", FlashError, r#""error": "(?P<msg>[^"]*[Pp]robe[^"]*)""#),
+    re(
+        "probe_rs.report",
+        "probe-rs",
+        FlashError,
+        r#""error": "(?P<msg>(?:Connecting to the chip was unsuccessful|The flashing procedure failed|Failed to attach)[^"]*|[^"]*[Pp]robe[^"]*)""#,
+    ),
     re("pyocd.legacy_error", "pyocd", FlashError, r"^\d{7}:(?:ERROR|CRITICAL):\w+:(?P<msg>.+)$"),
     re(
         "stflash.bad_target",
@@ -569,7 +580,7 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device)$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*)$",
     )
     .context(),
     re(
@@ -579,6 +590,13 @@ pub static RULES: &[Rule] = &[
         r#"^\s*File ".*[/\\](?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
     )
     .context(),
+    // A CI job's own trailer says the job's script exited 0, not that the firmware passed: a
+    // runner that reports failed tests and exits 0 is followed by it all the same.
+    noise(
+        "ci.job_succeeded",
+        "ci",
+        r"^(?:Job succeeded|Finished: SUCCESS|Build succeeded\.?|##\[section\]Finishing: .*)$",
+    ),
     // The environment: the host, its disks, its network, its serial ports, QEMU itself.
     noise("qemu.warning", "qemu", qemu!("warning: ")),
     re(
@@ -616,6 +634,9 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    re("python.usage_error", "python", InfraError, r"^\S+\.py: error: (?P<msg>.+)$")
+        .weight(1)
+        .generic(),
     re(
         "dotnet.stack_trace",
         "renode",
@@ -736,6 +757,14 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"(?:^|: )fatal error: (?P<msg>.+: No such file or directory|no input files)$",
     ),
+    re("ninja.error", "ninja", BuildError, r"^ninja: error: (?P<msg>.+)$"),
+    // gcc's own summary of `-Werror`: the diagnostic above it may have lost its `file:line:`.
+    re(
+        "gcc.werror",
+        "gcc",
+        BuildError,
+        r"^(?P<msg>cc1\S*: (?:all|some) warnings being treated as errors)$",
+    ),
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
         .generic(),
@@ -744,7 +773,7 @@ pub static RULES: &[Rule] = &[
         "nuttx.fault_panic",
         "nuttx",
         Crash,
-        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|hardfault|exception)\S*\.c.*)|PANIC!!! .*)$",
+        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort)\S*\.c.*)|PANIC!!! .*)$",
     ),
     re(
         "freertos.assert_hook",
@@ -786,7 +815,7 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\*{5} (?:MPU|MEMORY MANAGEMENT|BUS|USAGE|HARD|SECURE) FAULT \*{5})",
     ),
     re("zephyr.fatal", "zephyr", Crash, r">>> (?P<msg>ZEPHYR FATAL ERROR \d+: .+)$"),
-    re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error: .+)$"),
+    re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
     re("esp_idf.task_watchdog_abort", "esp-idf", Hang, r"task_wdt: (?P<msg>Aborting\.)"),
     re(
         "esp_idf.abort_after_watchdog",

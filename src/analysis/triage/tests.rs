@@ -509,6 +509,29 @@ const SAMPLES: &[(&str, &str)] = &[
     ("make: *** [flash] Error 1", "make.flash_target"),
     ("  \"error\": \"Probe not found\"", "probe_rs.report"),
     (
+        "  \"error\": \"Connecting to the chip was unsuccessful.\\n\\nCaused by:\"",
+        "probe_rs.report",
+    ),
+    ("Error: An ARM specific error occurred.", "probe_rs.flash_failed"),
+    ("cc1: all warnings being treated as errors", "gcc.werror"),
+    (
+        "Guru Meditation Error of type LoadProhibited occurred on core  0. Exception was unhandled.",
+        "esp_idf.guru_meditation",
+    ),
+    ("Error: stm32f1x.cpu -- clearing lockup after double fault", "openocd.lockup"),
+    (
+        "ninja: error: 'libcoexist.a', needed by 'app.elf', missing and no known rule to make it",
+        "ninja.error",
+    ),
+    (
+        "cavstool_client.py: error: unrecognized arguments: --port-log",
+        "python.usage_error",
+    ),
+    (
+        "[ EMERG] up_assert: Assertion failed at file:armv8-m/arm_usagefault.c line: 113 task: init",
+        "nuttx.fault_panic",
+    ),
+    (
         "0011426:ERROR:board:link exception during target disconnect:",
         "pyocd.legacy_error",
     ),
@@ -1082,5 +1105,22 @@ proptest! {
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..4096)) {
         let t = classify_reader(bytes.as_slice(), &TIMED_OUT).unwrap();
         prop_assert!(!t.reason.is_empty());
+    }
+}
+
+/// A CI job's success trailer is not a verdict on the firmware: under failed tests it changes
+/// nothing, and alone it says nothing.
+#[test]
+fn a_ci_success_trailer_is_not_a_pass() {
+    let failed = "test/test_main.c:12:test_adds:FAIL: Expected 3 Was 4\n\
+                  -----------------------\n\
+                  1 Tests 1 Failures 0 Ignored\n\
+                  FAIL\n\
+                  Cleaning up project directory and file based variables\n\
+                  Job succeeded\n";
+    assert_eq!(classify(failed, &PLAIN).class, TriageClass::TestFailure);
+    for trailer in ["Job succeeded\n", "Finished: SUCCESS\n"] {
+        let t = classify(trailer, &PLAIN);
+        assert_eq!(t.class, TriageClass::Unknown, "{trailer}: {t:#?}");
     }
 }
