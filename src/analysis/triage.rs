@@ -839,7 +839,7 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
         // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `.
         compile(
-            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - INFO # |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )",
+            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )",
         ),
     )
 });

@@ -637,6 +637,10 @@ pub static RULES: &[Rule] = &[
     re("python.usage_error", "python", InfraError, r"^\S+\.py: error: (?P<msg>.+)$")
         .weight(1)
         .generic(),
+    // A frame of Renode's own code: the emulator threw, not the firmware.
+    re("renode.exception", "renode", InfraError, r"^\s*at (?P<msg>Antmicro\.Renode\.\S+)")
+        .weight(1)
+        .generic(),
     re(
         "dotnet.stack_trace",
         "renode",
@@ -663,7 +667,7 @@ pub static RULES: &[Rule] = &[
         "platformio.install",
         "platformio",
         InfraError,
-        r"(?P<msg>Could not install (?:package )?'[^']+'.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
+        r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
     ),
     re("esp.brownout", "esp-idf", InfraError, r"(?P<msg>Brownout detector was triggered)"),
     re(
@@ -808,6 +812,16 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>CPU abort \[PC=[^\]]+\]: .+|PC does not lay in memory.*)$",
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
+    // RIOT's panic line comes first (`*** RIOT kernel panic:`), its reason on the next line.
+    re("riot.failed_assertion", "riot", Assert, r"^(?P<msg>FAILED ASSERTION)\.?$"),
+    // A RISC-V trap that is a fault; an `Environment call` is how Zephyr raises its own
+    // k_oops and k_panic, whose reason is printed elsewhere.
+    re(
+        "riscv.mcause",
+        "firmware",
+        Crash,
+        r"\bmcause: \d+, (?P<msg>(?:Instruction|Load|Store\S*|AMO) (?:address misaligned|[Aa]ccess fault|page fault)|Illegal instruction)",
+    ),
     re(
         "zephyr.fault",
         "zephyr",

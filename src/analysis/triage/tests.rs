@@ -514,6 +514,19 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Error: An ARM specific error occurred.", "probe_rs.flash_failed"),
     ("cc1: all warnings being treated as errors", "gcc.werror"),
+    ("2022-06-12 18:43:04,604 # FAILED ASSERTION.", "riot.failed_assertion"),
+    (
+        "[00:00:00.002,000] <err> os:  mcause: 1, Instruction Access fault",
+        "riscv.mcause",
+    ),
+    (
+        "  at Antmicro.Renode.Peripherals.CPU.TranslationCPU.Pause () [0x0001f] in <65>:0",
+        "renode.exception",
+    ),
+    (
+        "Error: Detected unknown package 'atmelavr'",
+        "platformio.install",
+    ),
     (
         "Guru Meditation Error of type LoadProhibited occurred on core  0. Exception was unhandled.",
         "esp_idf.guru_meditation",
