@@ -32,7 +32,17 @@
 //! 8. `HANG`: the run timed out before its verdict; failures seen before it are partial results.
 //! 9. `TEST_FAILURE`: a crash after failed tests is still a crash, and a passing verdict with a
 //!    crash after it is still a crash, because both rank above.
-//! 10. `PASS`: a passing verdict, passing tests, or no evidence of anything wrong at all.
+//! 10. `PASS`: a passing verdict (a runner's summary, Unity's `OK`, ztest's `PROJECT EXECUTION
+//!     SUCCESSFUL`) or a firmware's own passing status line: positive evidence only.
+//! 11. `UNKNOWN`: no evidence either way. An empty log, a binary file (not text), a log no rule
+//!     recognises, and passing test lines with no verdict after them (the run may have stopped or
+//!     failed where the log does not show) say nothing certain about the firmware, so they are
+//!     never a pass.
+//!
+//! Some lines say only that something failed, not what: a Python traceback, `make: *** Error 1`,
+//! west's `FATAL ERROR: command exited with status 1`. Such a generic line decides only when no
+//! specific line explains the log, and then as the step its context lines name (a flasher's
+//! banner makes a traceback a FLASH_ERROR); see [`rules::Scope`].
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
@@ -40,16 +50,17 @@
 
 pub mod rules;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::ErrorClass;
-use rules::{Matcher, Rule, COMPILED, RULES};
+use rules::{Matcher, Rule, Scope, COMPILED, RULES};
 
 /// What a log shows, strongest first in [`TriageClass::PRECEDENCE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,13 +84,15 @@ pub enum TriageClass {
     Hang,
     /// Tests ran to a verdict and some failed.
     TestFailure,
-    /// Nothing failed.
+    /// The log shows a passing verdict or passing tests, and nothing failed.
     Pass,
+    /// The log shows nothing either way: empty, binary, or no line any rule recognises.
+    Unknown,
 }
 
 impl TriageClass {
     /// Every class, strongest first: the order [`classify`] decides by (see the module docs).
-    pub const PRECEDENCE: [TriageClass; 10] = [
+    pub const PRECEDENCE: [TriageClass; 11] = [
         TriageClass::ToolMissing,
         TriageClass::FlashError,
         TriageClass::Assert,
@@ -90,6 +103,7 @@ impl TriageClass {
         TriageClass::Hang,
         TriageClass::TestFailure,
         TriageClass::Pass,
+        TriageClass::Unknown,
     ];
 
     /// Position in [`TriageClass::PRECEDENCE`]: lower is stronger.
@@ -105,6 +119,7 @@ impl TriageClass {
             TriageClass::Hang => 7,
             TriageClass::TestFailure => 8,
             TriageClass::Pass => 9,
+            TriageClass::Unknown => 10,
         }
     }
 
@@ -121,11 +136,14 @@ impl TriageClass {
             TriageClass::Hang => "HANG",
             TriageClass::TestFailure => "TEST_FAILURE",
             TriageClass::Pass => "PASS",
+            TriageClass::Unknown => "UNKNOWN",
         }
     }
 
     /// The machine's error class for a failure of this class. Crashes, assertions, hangs, test
-    /// failures and passes are test results, not errors: they have none.
+    /// failures and passes are test results, not errors: they have none. Neither has UNKNOWN:
+    /// triage could not tell, so the step's own outcome stands (a failed build stays a build
+    /// failure, never a pass).
     pub fn error_class(self) -> Option<ErrorClass> {
         match self {
             TriageClass::BuildError | TriageClass::LinkError => Some(ErrorClass::BuildFailure),
@@ -136,7 +154,8 @@ impl TriageClass {
             | TriageClass::Crash
             | TriageClass::Hang
             | TriageClass::TestFailure
-            | TriageClass::Pass => None,
+            | TriageClass::Pass
+            | TriageClass::Unknown => None,
         }
     }
 }
@@ -175,7 +194,8 @@ impl TriageClass {
                 | TriageClass::Crash
                 | TriageClass::Hang
                 | TriageClass::TestFailure
-                | TriageClass::Pass,
+                | TriageClass::Pass
+                | TriageClass::Unknown,
             )
             | (
                 Stage::Test,
@@ -185,7 +205,8 @@ impl TriageClass {
                 | TriageClass::Crash
                 | TriageClass::Hang
                 | TriageClass::TestFailure
-                | TriageClass::Pass,
+                | TriageClass::Pass
+                | TriageClass::Unknown,
             ) => self.error_class(),
         }
     }
@@ -280,30 +301,52 @@ pub const MAX_QUOTE_CHARS: usize = 240;
 /// breaks) is skipped.
 pub const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// Most bytes of one log read: what follows is not read, and the reason says so. A log that
+/// never ends (a pipe, a character device) still gets a triage.
+pub const MAX_LOG_BYTES: u64 = 4 << 30;
+
+/// Bytes read before triage may decide that the input is binary and stop: enough for a serial
+/// console's line noise (a wrong baud rate, a reset) before the firmware's own text.
+pub const BINARY_SNIFF_BYTES: u64 = 1 << 20;
+
+/// Share of bytes that are not text above which an input is binary, in percent. Random bytes
+/// have about 17% (control bytes and bytes UTF-8 never uses), a log with some line noise far
+/// less.
+pub const BINARY_PERCENT: u64 = 10;
+
 const TIMEOUT_RULE: &str = "timeout.no_verdict";
 
 /// Classifies a whole log held in memory.
 pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
     let mut triager = Triager::new(*ctx);
     for line in text.lines() {
-        triager.push_line(line);
+        if triager.stopped() {
+            break;
+        }
+        triager.push_bytes(line.as_bytes(), line.len() as u64 + 1);
     }
     triager.finish()
 }
 
-/// Classifies a log read from `reader`, one line at a time. Invalid UTF-8 is replaced, not
-/// refused: logs of serial consoles hold line noise.
+/// Classifies a log read from `reader`, one line at a time, reading at most [`MAX_LOG_BYTES`]
+/// and stopping early when the input is binary. Invalid UTF-8 is read, not refused: logs of
+/// serial consoles hold line noise.
 pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Result<Triage> {
     let mut triager = Triager::new(*ctx);
     let mut buf = Vec::new();
-    while read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES)? {
+    while !triager.stopped() {
+        let budget = (MAX_LOG_BYTES - triager.bytes).min(BINARY_SNIFF_BYTES);
+        let Some(consumed) = read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES, budget)?
+        else {
+            break;
+        };
         if buf.last() == Some(&b'\n') {
             buf.pop();
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
         }
-        triager.push_line(&String::from_utf8_lossy(&buf));
+        triager.push_bytes(&buf, consumed);
     }
     Ok(triager.finish())
 }
@@ -335,7 +378,7 @@ pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadErr
         source,
     };
     let handle = std::fs::File::open(file).map_err(read_error)?;
-    let mut reader = io::BufReader::new(handle);
+    let mut reader = io::BufReader::with_capacity(256 * 1024, handle);
     if reader
         .fill_buf()
         .map_err(read_error)?
@@ -348,11 +391,17 @@ pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadErr
     classify_reader(reader, ctx).map_err(read_error)
 }
 
-/// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it. False at the
-/// end of input.
-fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -> io::Result<bool> {
+/// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it and consuming
+/// at most `budget` bytes (a line without end, from a device of zeros, is handed over in pieces
+/// of `budget` bytes). The bytes consumed, or None at the end of input.
+fn read_line_capped<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: usize,
+    budget: u64,
+) -> io::Result<Option<u64>> {
     buf.clear();
-    let mut read_any = false;
+    let mut consumed: u64 = 0;
     loop {
         let available = match reader.fill_buf() {
             Ok(bytes) => bytes,
@@ -360,9 +409,10 @@ fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            return Ok(read_any);
+            return Ok((consumed > 0).then_some(consumed));
         }
-        read_any = true;
+        let room_in_budget = usize::try_from(budget - consumed).unwrap_or(usize::MAX);
+        let available = &available[..available.len().min(room_in_budget)];
         let (chunk, done) = match available.iter().position(|&b| b == b'\n') {
             Some(at) => (&available[..=at], true),
             None => (available, false),
@@ -375,10 +425,20 @@ fn read_line_capped<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: usize) -
         }
         let used = chunk.len();
         reader.consume(used);
-        if done {
-            return Ok(true);
+        consumed += used as u64;
+        if done || consumed >= budget {
+            return Ok(Some(consumed));
         }
     }
+}
+
+/// Why a [`Triager`] stopped reading before the end of its input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// More than [`BINARY_PERCENT`] of the first [`BINARY_SNIFF_BYTES`] are not text.
+    Binary,
+    /// [`MAX_LOG_BYTES`] were read.
+    Cap,
 }
 
 /// Classifies a log fed one line at a time, for callers that already hold a line source.
@@ -389,10 +449,19 @@ pub struct Triager {
     matches: Vec<Kept>,
     per_rule: Vec<usize>,
     saw_verdict: bool,
+    /// The line of the first verdict: a hang shown after it happened once the run had finished.
+    verdict_line: Option<usize>,
     /// The last rule with a class that claimed a line: what `follows` looks at.
     last_evidence: Option<usize>,
     /// The last non-blank line: where a timed-out log stopped.
     last_line: Option<(usize, String)>,
+    /// Bytes read, line breaks and the skipped tails of overlong lines included.
+    bytes: u64,
+    /// Bytes of lines looked at (overlong lines cut at [`MAX_LINE_BYTES`]).
+    seen_bytes: u64,
+    /// Bytes looked at that no text holds (see [`is_binary_byte`]).
+    binary_bytes: u64,
+    stop: Option<Stop>,
 }
 
 /// A match with its rule, before it becomes a [`RuleMatch`].
@@ -404,6 +473,12 @@ struct Kept {
     message: String,
 }
 
+/// A byte no text log holds: a control byte other than tab, line breaks, form feed and escape,
+/// DEL, or a byte UTF-8 never uses.
+fn is_binary_byte(b: u8) -> bool {
+    matches!(b, 0x00..=0x08 | 0x0b | 0x0e..=0x1a | 0x1c..=0x1f | 0x7f | 0xc0 | 0xc1 | 0xf5..=0xff)
+}
+
 impl Triager {
     pub fn new(ctx: TriageContext) -> Triager {
         Triager {
@@ -412,20 +487,39 @@ impl Triager {
             matches: Vec::new(),
             per_rule: vec![0; RULES.len()],
             saw_verdict: false,
+            verdict_line: None,
             last_evidence: None,
             last_line: None,
+            bytes: 0,
+            seen_bytes: 0,
+            binary_bytes: 0,
+            stop: None,
         }
     }
 
-    /// Feeds the next line (without its line break).
-    pub fn push_line(&mut self, raw: &str) {
+    /// Whether reading should stop here (the input is binary, or the cap is reached).
+    pub fn stopped(&self) -> bool {
+        self.stop.is_some()
+    }
+
+    /// Feeds the next line (without its line break), which took `consumed` bytes of the input.
+    /// Bytes that are not UTF-8 are read as line noise.
+    pub fn push_bytes(&mut self, raw: &[u8], consumed: u64) {
         self.line += 1;
-        let raw = truncate(raw, MAX_LINE_BYTES);
+        let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
+        self.bytes += consumed;
+        self.seen_bytes += raw.len() as u64;
+        self.binary_bytes += raw.iter().filter(|&&b| is_binary_byte(b)).count() as u64;
+        if self.bytes >= MAX_LOG_BYTES {
+            self.stop = Some(Stop::Cap);
+        } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
+            self.stop = Some(Stop::Binary);
+        }
         let cleaned = clean(raw);
         // A carriage return inside a line redraws it on a terminal (progress bars); each part
         // is read on its own so nothing written before the redraw is lost.
         let mut any = false;
-        for segment in cleaned.split('\r') {
+        for segment in cleaned.split(|&b| b == b'\r') {
             let segment = trim(segment);
             if segment.is_empty() {
                 continue;
@@ -436,7 +530,11 @@ impl Triager {
         if any {
             // The text is needed only to quote where a timed-out log stopped.
             let text = if self.ctx.timed_out {
-                quote(trim(&cleaned.replace('\r', " ")))
+                let joined: Vec<u8> = cleaned
+                    .iter()
+                    .map(|&b| if b == b'\r' { b' ' } else { b })
+                    .collect();
+                quote(&String::from_utf8_lossy(trim(&joined)))
             } else {
                 String::new()
             };
@@ -444,9 +542,16 @@ impl Triager {
         }
     }
 
-    fn scan(&mut self, segment: &str) {
+    fn is_binary(&self) -> bool {
+        self.binary_bytes * 100 > self.seen_bytes * BINARY_PERCENT
+    }
+
+    fn scan(&mut self, segment: &[u8]) {
         let compiled = &*COMPILED;
-        let hits = compiled.set.matches(segment.as_bytes());
+        let hits = compiled.set.matches(segment);
+        if !hits.matched_any() {
+            return;
+        }
         let mut diagnostic = None;
         for (index, rule) in RULES.iter().enumerate() {
             let hit = match rule.matcher {
@@ -455,7 +560,8 @@ impl Triager {
                     if !hits.matched(compiled.hint) {
                         continue;
                     }
-                    let found = diagnostic.get_or_insert_with(|| first_error(segment));
+                    let found = diagnostic
+                        .get_or_insert_with(|| first_error(&String::from_utf8_lossy(segment)));
                     found.as_ref().is_some_and(|d| rule.accepts(d))
                 }
             };
@@ -466,15 +572,17 @@ impl Triager {
                 // Only kept matches pay for their message (a capture is the costly part).
                 let message = match rule.matcher {
                     Matcher::Regex(_) => regex_message(compiled.regex[index].as_ref(), segment),
-                    Matcher::Diagnostic { .. } => diagnostic
-                        .as_ref()
-                        .and_then(Option::as_ref)
-                        .map_or_else(|| segment.to_string(), diagnostic_message),
+                    Matcher::Diagnostic { .. } => {
+                        diagnostic.as_ref().and_then(Option::as_ref).map_or_else(
+                            || String::from_utf8_lossy(segment).into_owned(),
+                            diagnostic_message,
+                        )
+                    }
                 };
                 self.matches.push(Kept {
                     rule: index,
                     line: self.line,
-                    text: quote(segment),
+                    text: quote(&String::from_utf8_lossy(segment)),
                     message: quote(&message),
                 });
             }
@@ -496,6 +604,9 @@ impl Triager {
         }
         self.last_evidence = Some(index);
         self.saw_verdict |= rule.verdict;
+        if rule.verdict && self.verdict_line.is_none() {
+            self.verdict_line = Some(self.line);
+        }
         if self.per_rule[index] >= MAX_MATCHES_PER_RULE {
             return false;
         }
@@ -507,6 +618,7 @@ impl Triager {
     pub fn finish(self) -> Triage {
         let ctx = self.ctx;
         let saw_verdict = self.saw_verdict;
+        let verdict_line = self.verdict_line;
         let effective = |kept: &Kept| -> Option<TriageClass> {
             let rule = &RULES[kept.rule];
             let class = if rule.timeout_explains && ctx.timed_out {
@@ -514,21 +626,36 @@ impl Triager {
             } else {
                 rule.class
             };
-            // A log that reached its verdict did not hang, whatever stopped it afterwards.
-            class.filter(|c| !(saw_verdict && *c == TriageClass::Hang))
+            // A log that reached its verdict did not hang, whatever stopped it afterwards; a
+            // timeout the runner reports before its verdict is why that verdict failed.
+            let after_verdict = verdict_line.is_some_and(|v| kept.line > v);
+            class.filter(|c| !(after_verdict && *c == TriageClass::Hang))
         };
 
-        let mut candidates: Vec<(TriageClass, u8, usize, &str)> = self
+        let mut candidates: Vec<Candidate<'_>> = self
             .matches
             .iter()
             .filter_map(|k| {
-                effective(k).map(|c| (c, RULES[k.rule].weight, k.line, k.message.as_str()))
+                effective(k).map(|class| Candidate {
+                    class,
+                    weight: RULES[k.rule].weight,
+                    line: k.line,
+                    message: k.message.as_str(),
+                    scope: RULES[k.rule].scope,
+                })
             })
             .collect();
+        settle_scopes(&mut candidates);
         let timeout_reason = self.timeout_reason();
         if ctx.timed_out && !saw_verdict {
             let line = self.last_line.as_ref().map_or(0, |(n, _)| *n);
-            candidates.push((TriageClass::Hang, 3, line, timeout_reason.as_str()));
+            candidates.push(Candidate {
+                class: TriageClass::Hang,
+                weight: 3,
+                line,
+                message: timeout_reason.as_str(),
+                scope: Scope::Specific,
+            });
         }
 
         let mut matches: Vec<RuleMatch> = self
@@ -554,45 +681,78 @@ impl Triager {
             }
         }
 
-        let Some(class) = candidates.iter().map(|c| c.0).min_by_key(|c| c.rank()) else {
-            let reason = if self.last_line.is_none() {
+        let Some(class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
+            let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
+            {
+                format!(
+                    "the input is binary, not a log: {}% of the {} bytes looked at are not text",
+                    self.binary_bytes * 100 / self.seen_bytes.max(1),
+                    self.seen_bytes
+                )
+            } else if self.last_line.is_none() {
                 "the log is empty".to_string()
             } else {
-                "no rule matched: nothing in the log points to a failure".to_string()
+                "no rule matched: nothing in the log shows a verdict or a failure".to_string()
             };
             return Triage {
-                class: TriageClass::Pass,
+                class: TriageClass::Unknown,
                 lines: Vec::new(),
-                reason,
+                reason: self.with_cap_note(reason),
                 matches,
             };
         };
         let weight = candidates
             .iter()
-            .filter(|c| c.0 == class)
-            .map(|c| c.1)
+            .filter(|c| c.class == class)
+            .map(|c| c.weight)
             .max()
             .unwrap_or(0);
         let deciding: Vec<_> = candidates
             .iter()
-            .filter(|c| c.0 == class && c.1 == weight)
+            .filter(|c| c.class == class && c.weight == weight)
             .collect();
-        let mut lines: Vec<usize> = deciding.iter().map(|c| c.2).filter(|&l| l > 0).collect();
+        let mut lines: Vec<usize> = deciding.iter().map(|c| c.line).filter(|&l| l > 0).collect();
         lines.sort_unstable();
         lines.dedup();
         let mut reason = deciding
             .iter()
-            .min_by_key(|c| c.2)
-            .map_or_else(String::new, |c| c.3.to_string());
+            .min_by_key(|c| c.line)
+            .map_or_else(String::new, |c| c.message.to_string());
+        if class == TriageClass::Pass && !saw_verdict && weight < 2 {
+            // Tests that passed so far are no passing verdict: the run may have stopped, or
+            // failed later, where the log does not show.
+            let reason = format!(
+                "{} passing test line(s) but no final verdict, e.g. line {}: {reason}",
+                deciding.len(),
+                lines.first().copied().unwrap_or(0)
+            );
+            return Triage {
+                class: TriageClass::Unknown,
+                lines,
+                reason: self.with_cap_note(reason),
+                matches,
+            };
+        }
         if matches!(class, TriageClass::Pass | TriageClass::TestFailure) && !saw_verdict {
             reason.push_str(" (no final verdict in the log)");
         }
         Triage {
             class,
             lines,
-            reason,
+            reason: self.with_cap_note(reason),
             matches,
         }
+    }
+
+    /// The reason, saying so when the log was longer than triage reads.
+    fn with_cap_note(&self, mut reason: String) -> String {
+        if self.stop == Some(Stop::Cap) {
+            reason.push_str(&format!(
+                " (only the first {} MiB were read)",
+                MAX_LOG_BYTES >> 20
+            ));
+        }
+        reason
     }
 
     fn timeout_reason(&self) -> String {
@@ -601,6 +761,39 @@ impl Triager {
                 format!("the run timed out with no verdict; the output stops at line {line}")
             }
             None => "the run timed out with no output at all".to_string(),
+        }
+    }
+}
+
+/// A line's evidence as [`Triager::finish`] weighs it.
+struct Candidate<'a> {
+    class: TriageClass,
+    weight: u8,
+    line: usize,
+    message: &'a str,
+    scope: Scope,
+}
+
+/// Applies [`Scope`]: generic failures count only when no specific failure explains the log,
+/// and then as the class its context lines name; context lines never count by themselves.
+fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
+    let specific_failure = candidates
+        .iter()
+        .any(|c| c.scope == Scope::Specific && c.class != TriageClass::Pass);
+    let context = candidates
+        .iter()
+        .filter(|c| c.scope == Scope::Context)
+        .map(|c| c.class)
+        .min_by_key(|c| c.rank());
+    candidates.retain(|c| match c.scope {
+        Scope::Specific => true,
+        Scope::Context => false,
+        Scope::Generic => !specific_failure,
+        Scope::GenericInContext => !specific_failure && context.is_some(),
+    });
+    if let Some(context) = context {
+        for c in candidates.iter_mut().filter(|c| c.scope != Scope::Specific) {
+            c.class = context;
         }
     }
 }
@@ -620,56 +813,66 @@ fn diagnostic_message(d: &crate::analysis::Diagnostic) -> String {
     }
 }
 
-fn regex_message(regex: Option<&regex::bytes::Regex>, segment: &str) -> String {
+fn regex_message(regex: Option<&Regex>, segment: &[u8]) -> String {
     let message = regex
-        .and_then(|r| r.captures(segment.as_bytes()))
+        .and_then(|r| r.captures(segment))
         .and_then(|c| c.name("msg"))
-        .map_or(segment.as_bytes(), |m| m.as_bytes());
+        .map_or(segment, |m| m.as_bytes());
     String::from_utf8_lossy(message).trim().to_string()
 }
 
-/// Colour and hyperlink escapes, and the stamp fwfix's console.log puts before each line.
+/// Colour and hyperlink escapes, and the stamps fwfix and test runners put before each line.
 static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     #[expect(
         clippy::expect_used,
         reason = "constant patterns, exercised by the unit tests"
     )]
-    let compile = |p: &str| Regex::new(p).expect("built-in triage pattern compiles");
+    let compile = |p: &str| {
+        regex::bytes::RegexBuilder::new(p)
+            .unicode(false)
+            .build()
+            .expect("built-in triage pattern compiles")
+    };
     (
         compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
-        compile(r"^\[\s*\d+\.\d{3}\] (?:uart|host)  "),
+        // fwfix's console.log stamp, then the prefixes test runners put before the device's
+        // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
+        // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `.
+        compile(
+            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )",
+        ),
     )
 });
 
-/// The line without colour codes and without console.log's `[    0.035] uart  ` stamp.
-fn clean(raw: &str) -> String {
+/// The line without colour codes, console.log's `[    0.035] uart  ` stamp or a test runner's
+/// prefix.
+fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
     let (ansi, stamp) = &*NOISE;
-    let text = if raw.contains('\x1b') {
-        ansi.replace_all(raw, "").into_owned()
+    let text = if raw.contains(&0x1b) {
+        ansi.replace_all(raw, &b""[..])
     } else {
-        raw.to_string()
+        Cow::Borrowed(raw)
     };
-    match stamp.find(&text) {
-        Some(m) => text[m.end()..].to_string(),
-        None => text,
+    let Some(end) = stamp.find(&text).map(|m| m.end()) else {
+        return text;
+    };
+    match text {
+        Cow::Borrowed(b) => Cow::Borrowed(&b[end..]),
+        Cow::Owned(mut o) => {
+            o.drain(..end);
+            Cow::Owned(o)
+        }
     }
 }
 
 /// Blanks and control bytes (a UART's reset noise, NULs) at either end.
-fn trim(text: &str) -> &str {
-    text.trim_matches(|c: char| c.is_whitespace() || c.is_control())
-}
-
-/// At most `max` bytes, cut at a character boundary.
-fn truncate(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+fn trim(text: &[u8]) -> &[u8] {
+    let keep = |b: &u8| !(b.is_ascii_whitespace() || b.is_ascii_control());
+    let Some(start) = text.iter().position(keep) else {
+        return &[];
+    };
+    let end = text.iter().rposition(keep).map_or(start, |e| e + 1);
+    &text[start..end]
 }
 
 /// At most [`MAX_QUOTE_CHARS`] characters, with `…` when cut.

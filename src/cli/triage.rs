@@ -17,7 +17,9 @@ const QUOTED_LINES: usize = 10;
 #[derive(Debug, clap::Args)]
 #[command(after_help = "\
 Classes, strongest first (a log showing several gets the strongest): TOOL_MISSING, FLASH_ERROR, \
-ASSERT, CRASH, INFRA_ERROR, BUILD_ERROR, LINK_ERROR, HANG, TEST_FAILURE, PASS.
+ASSERT, CRASH, INFRA_ERROR, BUILD_ERROR, LINK_ERROR, HANG, TEST_FAILURE, PASS, then UNKNOWN: \
+PASS needs a passing verdict in the log; an empty or binary input, or a log showing nothing \
+triage recognises, is UNKNOWN.
 
 Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read, is \
 not a regular file (a device, a FIFO, a directory) or is an ELF image rather than a log (the \
