@@ -9,7 +9,7 @@ use crate::results::{CaseStatus, Verdict};
 use serde::Serialize;
 
 /// Something that happened, in the order it happened.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     RunStarted {
@@ -108,7 +108,7 @@ pub enum Event {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Level {
     Info,

@@ -39,5 +39,6 @@ pub mod repo;
 pub mod report;
 pub mod results;
 pub mod rundir;
+pub mod schemas;
 pub mod strategy;
 pub mod ui;

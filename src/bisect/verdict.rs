@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What a step decided about its commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum StepVerdict {
     /// The tests pass (on a majority of the runs).
@@ -40,7 +40,7 @@ impl fmt::Display for StepVerdict {
 }
 
 /// Why a commit was tested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum StepRole {
     /// The good ref, which must pass before anything else is believed.
@@ -143,7 +143,7 @@ pub fn judge(tally: Tally, runs: u32) -> Judged {
 }
 
 /// One tested commit, as report.json lists it under `steps`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BisectStep {
     /// 1-based, in the order the steps ran.
     pub step: u32,
@@ -166,7 +166,9 @@ pub struct BisectStep {
 }
 
 /// How sure an answer is, in [0, 1]. Never NaN, so it can be compared exactly.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(try_from = "f64", into = "f64")]
 pub struct Confidence(f64);
 

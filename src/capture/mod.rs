@@ -17,7 +17,7 @@ pub mod store;
 use serde::{Deserialize, Serialize};
 
 /// Where a console line came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Stream {
     /// The target's UART (or RTT) console: what the firmware printed.

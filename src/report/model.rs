@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Which command produced the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Command {
     Test,
@@ -40,7 +40,7 @@ impl fmt::Display for Command {
 
 /// How the run ended. `run` and `bisect` end in SUCCESS, FAILURE or ABORTED; `test` ends in
 /// PASSED, FAILED or ERROR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Status {
     Success,
@@ -92,7 +92,7 @@ impl fmt::Display for Status {
 }
 
 /// The build step of the last iteration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BuildSummary {
     pub command: String,
     pub success: bool,
@@ -135,7 +135,7 @@ impl BuildSummary {
 }
 
 /// One boot of the image in the last test run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptSummary {
     /// 1-based.
     pub attempt: u32,
@@ -212,7 +212,7 @@ impl AttemptSummary {
 }
 
 /// One candidate patch of a fix run's round, and what the governor made of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CandidateSummary {
     pub iteration: u32,
     /// `c1`, `c2`, ... within the iteration.
@@ -249,7 +249,7 @@ impl CandidateSummary {
 }
 
 /// How often one test passed over the attempts of a `--repeat` run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PassCount {
     pub name: String,
     pub passed: u32,
@@ -285,7 +285,7 @@ pub fn pass_counts<'a>(attempts: impl IntoIterator<Item = &'a [TestCase]>) -> Ve
 
 /// Tokens a model strategy spent: report.json's `tokens`. A response that carried no usage adds
 /// nothing to the counts and one to `unknown_responses`, so an unknown is never read as zero.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tokens {
     pub prompt: u64,
     pub completion: u64,
@@ -299,7 +299,7 @@ pub struct Tokens {
 }
 
 /// One iteration's share of [`Tokens`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IterationTokens {
     pub iteration: u32,
     pub prompt: u64,
@@ -309,7 +309,7 @@ pub struct IterationTokens {
 }
 
 /// A culprit's revert that later work conflicts with: report.json's `revert_conflict`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RevertConflict {
     /// The culprit (short id) and its subject.
     pub commit: String,
@@ -321,7 +321,7 @@ pub struct RevertConflict {
 /// Everything a run leaves for people and scripts. `report.json` is this struct; the field names
 /// are part of the interface. The optional outcome fields (`fixed`, `patch`, `branch`, `culprit`)
 /// are written as `null` when absent, never left out, so scripts can rely on the keys.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     /// The fwfix version that wrote the report.
     pub version: String,
@@ -390,7 +390,7 @@ pub struct Report {
 }
 
 /// One power cycle of the board.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PowerCycle {
     pub iteration: u32,
     /// The attempt run again after it.

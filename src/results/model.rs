@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// How one test case ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum CaseStatus {
     Pass,
@@ -18,7 +18,7 @@ pub enum CaseStatus {
 }
 
 /// One test case as the harness reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestCase {
     pub name: String,
     pub status: CaseStatus,
@@ -38,7 +38,7 @@ pub struct Summary {
 }
 
 /// What an attempt's results mean.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
     Pass,

@@ -32,6 +32,7 @@ mod run_cmd;
 mod run_command;
 mod run_llm;
 mod runs_prune;
+mod schemas;
 mod strategy_llm;
 mod test_cmd;
 mod triage;
