@@ -108,3 +108,48 @@ fn question(request: &ApprovalRequest<'_>) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::{Review, Risk, Stats, Verdict};
+
+    fn review() -> Review {
+        Review {
+            verdict: Verdict::Allow,
+            findings: Vec::new(),
+            risk: Risk {
+                score: 0.5,
+                reasons: vec!["registers (0.25) at src/crc.c:3".to_string()],
+            },
+            stats: Stats::default(),
+        }
+    }
+
+    #[test]
+    fn the_question_shows_origin_risk_and_patch_and_cuts_a_long_one() {
+        let review = review();
+        let request = ApprovalRequest {
+            diff: "+++ b/src/crc.c\n+    uint16_t crc = 0xFFFFu;\n",
+            review: &review,
+            iteration: 1,
+            origin: "queue: 04-fixes-crc16.diff",
+        };
+        let text = question(&request);
+        assert!(text.contains("iteration 1's candidate patch (queue: 04-fixes-crc16.diff)"));
+        assert!(text.contains("Risk 0.50 (registers"), "{text}");
+        assert!(text.ends_with("0xFFFFu;\n"), "{text}");
+
+        let long = "+x\n".repeat(MAX_DIFF_CHARS);
+        let text = question(&ApprovalRequest {
+            diff: &long,
+            ..request
+        });
+        assert!(
+            text.ends_with("in the run directory]"),
+            "{}",
+            &text[text.len() - 80..]
+        );
+        assert!(text.len() < MAX_DIFF_CHARS + 500);
+    }
+}

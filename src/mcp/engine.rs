@@ -49,6 +49,16 @@ impl Engines {
         }
     }
 
+    /// Remembers a started engine, forgetting those that have ended.
+    fn keep(&self, handle: std::thread::JoinHandle<()>) {
+        let mut running = match self.running.lock() {
+            Ok(running) => running,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        running.retain(|h| !h.is_finished());
+        running.push(handle);
+    }
+
     /// Runs `body` on its own thread and runtime. Events become progress notifications on
     /// `progress` (when the client asked for them); `call` cancelled, or the server shutting
     /// down, cancels the engine.
@@ -92,10 +102,7 @@ impl Engines {
             });
         let result = match spawned {
             Ok(handle) => {
-                match self.running.lock() {
-                    Ok(mut running) => running.push(handle),
-                    Err(poisoned) => poisoned.into_inner().push(handle),
-                }
+                self.keep(handle);
                 done_rx.await.unwrap_or_else(|_| {
                     Err(OrchestratorError::Internal(
                         "the engine thread ended without a result".to_string(),
@@ -113,26 +120,27 @@ impl Engines {
     }
 }
 
-/// Hands events from the engine's runtime to the server's, without blocking the engine.
-struct ChannelSink(mpsc::UnboundedSender<Event>);
+/// Hands progress lines from the engine's runtime to the server's, without blocking the engine.
+struct ChannelSink(mpsc::UnboundedSender<String>);
 
 impl EventSink for ChannelSink {
     fn emit(&self, event: &Event) {
-        if progress_message(event).is_some() {
-            let _ = self.0.send(event.clone());
+        if let Some(message) = progress_message(event) {
+            let _ = self.0.send(message);
         }
     }
 }
 
-/// Sends each event worth a progress line as a notification, numbered in order.
+/// Sends each progress line as a notification, numbered in order; without a token (the client
+/// asked for none) the lines are dropped.
 async fn forward_progress(
     peer: Peer<RoleServer>,
     token: Option<ProgressToken>,
-    mut events: mpsc::UnboundedReceiver<Event>,
+    mut lines: mpsc::UnboundedReceiver<String>,
 ) {
     let mut step = 0u32;
-    while let Some(event) = events.recv().await {
-        let (Some(token), Some(message)) = (&token, progress_message(&event)) else {
+    while let Some(message) = lines.recv().await {
+        let Some(token) = &token else {
             continue;
         };
         step += 1;
@@ -205,5 +213,31 @@ fn progress_message(event: &Event) -> Option<String> {
         | Event::BuildOutput { .. }
         | Event::InputWanted { .. }
         | Event::InputDone => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::State;
+
+    #[test]
+    fn transitions_become_progress_lines_and_console_floods_do_not() {
+        let transition = Event::Transition {
+            seq: 3,
+            from: State::PatchApply,
+            to: State::BuildRun,
+            reason: "applied 04-fixes-crc16.diff".to_string(),
+            iteration: 1,
+            error_class: None,
+        };
+        assert_eq!(
+            progress_message(&transition).as_deref(),
+            Some("[1] PATCH_APPLY -> BUILD_RUN: applied 04-fixes-crc16.diff")
+        );
+        let console = Event::BuildOutput {
+            line: "cc -c crc.c".to_string(),
+        };
+        assert_eq!(progress_message(&console), None);
     }
 }

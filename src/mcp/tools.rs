@@ -730,3 +730,47 @@ impl ServerHandler for Server {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(strategy: Strategy, patches: bool, good: bool, bad: bool) -> RunArgs {
+        RunArgs {
+            repo: PathBuf::from("/r"),
+            board: "b".to_string(),
+            profile: "p".to_string(),
+            strategy,
+            patches: patches.then(|| PathBuf::from("/q")),
+            good: good.then(|| "v1".to_string()),
+            bad: bad.then(|| "HEAD~1".to_string()),
+            max_iterations: None,
+            worktree: false,
+            deadline: None,
+            approve: None,
+            access: Access::default(),
+        }
+    }
+
+    #[test]
+    fn strategies_take_the_arguments_the_cli_takes() {
+        assert!(matches!(
+            strategy_of(&args(Strategy::Queue, true, false, false)),
+            Ok(StrategyChoice::Queue { .. })
+        ));
+        assert!(matches!(
+            strategy_of(&args(Strategy::Revert, false, true, true)),
+            Ok(StrategyChoice::Revert { ref bad, .. }) if bad == "HEAD~1"
+        ));
+        for wrong in [
+            args(Strategy::Queue, false, false, false),
+            args(Strategy::Revert, false, false, false),
+            args(Strategy::Llm, true, false, false),
+            args(Strategy::Queue, true, false, true),
+        ] {
+            let answer = strategy_of(&wrong).err().unwrap();
+            assert_eq!(answer.is_error, Some(true));
+            assert_eq!(answer.structured_content.unwrap()["exit_code"], 2);
+        }
+    }
+}
