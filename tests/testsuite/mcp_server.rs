@@ -284,35 +284,7 @@ fn a_cancelled_run_is_aborted_and_leaves_the_tree_as_it_was() {
     let before = owner_state(&repo);
     let run_dir = runtime().block_on(async {
         let session = Session::start(repo.path()).await;
-        let request = ClientRequest::CallToolRequest(Request::new(params(
-            "run",
-            json!({
-                "repo": repo.path(), "board": MPS2, "profile": "crc-slow",
-                "strategy": "queue", "patches": queue,
-            }),
-        )));
-        let handle = session
-            .client
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await
-            .unwrap();
-        // Wait until the patched (slow) build is running: the candidate is in the tree.
-        let sleepers = repo.path().join("sleepers.pid");
-        let mut waited = 0;
-        while !(sleepers.is_file()
-            && session
-                .progress()
-                .iter()
-                .any(|m| m.starts_with("[1]") && m.contains("-> BUILD_RUN")))
-        {
-            assert!(
-                waited < 1200,
-                "the patched build never started: {:#?}",
-                session.progress()
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            waited += 1;
-        }
+        let handle = start_slow_run(&session, &repo, &queue).await;
         session
             .client
             .notify_cancelled(CancelledNotificationParam::new(
@@ -334,6 +306,72 @@ fn a_cancelled_run_is_aborted_and_leaves_the_tree_as_it_was() {
         serde_json::from_str(&std::fs::read_to_string(run_dir.join("report.json")).unwrap())
             .unwrap();
     assert_eq!(report["status"], "ABORTED", "{report:#}");
+    let mut after = owner_state(&repo);
+    after.remove("sleepers.pid");
+    assert_eq!(after, before);
+    assert!(!repo.path().join("sleepers.pid").exists());
+}
+
+/// Starts a `run` on the slow queue and returns once its patched build is running.
+async fn start_slow_run(
+    session: &Session,
+    repo: &FixtureRepo,
+    queue: &Path,
+) -> rmcp::service::RequestHandle<RoleClient> {
+    let request = ClientRequest::CallToolRequest(Request::new(params(
+        "run",
+        json!({
+            "repo": repo.path(), "board": MPS2, "profile": "crc-slow",
+            "strategy": "queue", "patches": queue,
+        }),
+    )));
+    let handle = session
+        .client
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    let sleepers = repo.path().join("sleepers.pid");
+    let mut waited = 0;
+    while !(sleepers.is_file()
+        && session
+            .progress()
+            .iter()
+            .any(|m| m.starts_with("[1]") && m.contains("-> BUILD_RUN")))
+    {
+        assert!(
+            waited < 1200,
+            "the patched build never started: {:#?}",
+            session.progress()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        waited += 1;
+    }
+    handle
+}
+
+/// SIGTERM to the server while a run patches the tree: the run is aborted, the tree restored,
+/// and only then does the server exit.
+#[test]
+fn sigterm_to_the_server_aborts_its_runs_and_restores_the_tree_before_it_exits() {
+    let repo = FixtureRepo::new();
+    let queue = slow_when_patched(&repo);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    runtime().block_on(async {
+        let mut session = Session::start(repo.path()).await;
+        let _handle = start_slow_run(&session, &repo, &queue).await;
+        let pid = session.server.id().unwrap() as i32;
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        )
+        .unwrap();
+        let status = tokio::time::timeout(Duration::from_secs(120), session.server.wait())
+            .await
+            .expect("fwfix mcp did not exit after SIGTERM")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+    });
     let mut after = owner_state(&repo);
     after.remove("sleepers.pid");
     assert_eq!(after, before);
