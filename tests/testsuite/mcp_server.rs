@@ -211,6 +211,52 @@ fn test_on_the_fixture_answers_fail_with_the_case_and_line_and_its_report_is_a_r
         };
         let report: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(report["verdict"], "FAIL");
+        // The inspection tools answer on the same run.
+        let runs = structured(&session.call("runs", json!({"repo": repo.path()})).await);
+        let id = runs["runs"][0]["id"].as_str().unwrap().to_string();
+        assert!(run_dir.ends_with(&id), "{runs:#}");
+        let run = json!({"repo": repo.path(), "run": id});
+        let timeline = structured(&session.call("show", run.clone()).await);
+        assert!(
+            !timeline["entries"].as_array().unwrap().is_empty(),
+            "{timeline:#}"
+        );
+        let audit = structured(&session.call("audit", run.clone()).await);
+        assert_eq!(audit["ok"], true, "{audit:#}");
+        let rendered = structured(&session.call("report", run).await);
+        assert!(!rendered["written"].as_array().unwrap().is_empty());
+        let boards = structured(
+            &session
+                .call("boards", json!({"action": "list", "repo": repo.path()}))
+                .await,
+        );
+        assert!(boards["boards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["name"] == MPS2));
+        let doctor = structured(&session.call("doctor", json!({})).await);
+        assert_eq!(doctor["exit_code"], 0, "{doctor:#}");
+        let board_file = repo.path().join("boards").join("broken.toml");
+        std::fs::create_dir_all(board_file.parent().unwrap()).unwrap();
+        std::fs::write(&board_file, "name = 3\n").unwrap();
+        let validated = structured(
+            &session
+                .call("validate", json!({"files": [board_file]}))
+                .await,
+        );
+        assert_eq!(validated["exit_code"], 2, "{validated:#}");
+        assert!(validated["files"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("broken.toml"));
+        std::fs::remove_file(&board_file).unwrap();
+        let missing = session
+            .call("show", json!({"repo": repo.path(), "run": "no-such-run"}))
+            .await;
+        assert_eq!(missing.is_error, Some(true));
+        assert_eq!(structured(&missing)["exit_class"], "usage");
+
         // A file outside any run directory is not served.
         let outside = format!("file://{}", repo.path().join("Makefile").display());
         assert!(session
