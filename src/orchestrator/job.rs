@@ -471,6 +471,8 @@ pub(super) struct Job<'a> {
     pub board_claimed: bool,
     /// The board's lease, released when the job is dropped (after its report is written).
     pub lease: Option<crate::dut::lease::Lease>,
+    /// The labgrid place acquired for a labgrid board, released when the job is dropped.
+    pub place: Option<std::sync::Arc<crate::dut::labgrid::place::Acquired>>,
     /// What claiming the board did, for the report.
     pub board_notes: Vec<String>,
     /// The owner's working-tree lock (exclusive for a run that patches the checkout, shared for
@@ -680,6 +682,7 @@ impl<'a> Job<'a> {
             access: None,
             board_claimed: false,
             lease: None,
+            place: None,
             board_notes: Vec::new(),
             tree_lock: None,
         })
