@@ -1,0 +1,130 @@
+//! The labgrid backend against a real labgrid 26.0.1 coordinator and exporter on 127.0.0.1 (see
+//! `common::labgrid`): QEMU is the board behind the place, started and stopped by the place's
+//! power port, its UART the place's NetworkSerialPort.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests fail loudly by panicking
+
+use crate::common::labgrid::{path_with_venv, Farm, Killed};
+use crate::common::*;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn fwfix_on(farm: &Farm, repo: &FixtureRepo, state: &Path, profile: &str) -> Command {
+    let board = farm.board_file(&format!("place = \"{}\"", farm.place));
+    let mut command = fwfix_command(
+        &[
+            "test",
+            "--json",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            board.to_str().unwrap(),
+            "--profile",
+            profile,
+        ],
+        repo.path(),
+        state,
+    );
+    command.env("PATH", path_with_venv()).env_remove("LG_COORDINATOR");
+    command
+}
+
+fn records(state: &Path) -> usize {
+    std::fs::read_dir(state.join("labgrid"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Starts fwfix and waits for the first console line it reports; returns the child and what it
+/// printed so far.
+fn until_console(mut command: Command) -> (Killed, Vec<String>) {
+    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut seen = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap();
+        let console = line.contains("\"console_line\"");
+        seen.push(line);
+        if console {
+            return (Killed(child), seen);
+        }
+    }
+    panic!("fwfix printed no console line: {seen:#?}");
+}
+
+#[test]
+fn fwfix_test_runs_through_the_place_and_gives_it_back() {
+    let farm = Farm::start("sim-1");
+    let repo = FixtureRepo::new();
+    let state = tempfile::tempdir().unwrap();
+    let out = fwfix_on(&farm, &repo, state.path(), "ringbuf").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "PASSED");
+    let cases = report["cases"].as_array().unwrap();
+    assert!(cases.len() >= 3 && cases.iter().all(|c| c["status"] == "PASS"));
+    assert!(
+        std::fs::read_to_string(dir.join("iter-000/flash.log")).unwrap().contains("cp "),
+        "the flash command ran"
+    );
+    assert!(farm.image.is_file(), "the image was flashed where the switch reads it");
+    assert!(farm.place_is_free(), "the place was released");
+    assert_eq!(records(state.path()), 0, "the record went with the release");
+}
+
+#[test]
+fn a_second_run_waits_for_the_place_then_runs() {
+    let farm = Farm::start("sim-2");
+    let repo = FixtureRepo::new();
+    let state = tempfile::tempdir().unwrap();
+    let (first, _) = until_console(fwfix_on(&farm, &repo, state.path(), "ringbuf"));
+    let second = fwfix_on(&farm, &repo, state.path(), "ringbuf").output().unwrap();
+    let mut first = first;
+    assert!(first.0.wait().unwrap().success());
+    assert_eq!(second.status.code(), Some(0), "{}", text(&second));
+    let said = text(&second);
+    assert!(
+        said.contains("is acquired by") && said.contains("run "),
+        "the wait names the fwfix run holding the place: {said}"
+    );
+    assert!(farm.place_is_free());
+}
+
+#[test]
+fn a_run_killed_with_sigkill_leaves_the_place_and_reclaim_frees_it() {
+    let farm = Farm::start("sim-3");
+    let repo = FixtureRepo::new();
+    let state = tempfile::tempdir().unwrap();
+    let (mut run, _) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
+    run.0.kill().unwrap();
+    run.0.wait().unwrap();
+    assert!(!farm.place_is_free(), "labgrid's acquire outlives a dead client");
+    assert_eq!(records(state.path()), 1);
+    let mut reclaim = fwfix_command(&["boards", "reclaim"], repo.path(), state.path());
+    let out = reclaim.env("PATH", path_with_venv()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("place sim-3") && text(&out).contains("released"));
+    assert!(farm.place_is_free());
+    assert_eq!(records(state.path()), 0);
+}
+
+#[test]
+fn the_coordinator_going_away_mid_run_is_infrastructure_with_the_console_kept() {
+    let mut farm = Farm::start("sim-4");
+    let repo = FixtureRepo::new();
+    let state = tempfile::tempdir().unwrap();
+    let (mut run, mut seen) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
+    farm.kill_coordinator();
+    let rest = run.0.stdout.take();
+    let status = run.0.wait().unwrap();
+    if let Some(rest) = rest {
+        seen.extend(BufReader::new(rest).lines().map_while(Result::ok));
+    }
+    assert_eq!(status.code(), Some(4), "{seen:#?}");
+    let last: serde_json::Value = serde_json::from_str(seen.last().unwrap()).unwrap();
+    let dir = std::path::PathBuf::from(last["run_dir"].as_str().unwrap());
+    let console = std::fs::read_to_string(dir.join("iter-000/console.log")).unwrap();
+    assert!(console.contains("coordinator"), "{console}");
+    assert!(console.lines().count() >= 2, "what the board printed is kept: {console}");
+}
