@@ -35,18 +35,20 @@ fn records(state: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Starts fwfix and waits for the first console line it reports; returns the child and what it
-/// printed so far.
-fn until_console(mut command: Command) -> (Killed, Vec<String>) {
+type Events = std::io::Lines<BufReader<std::process::ChildStdout>>;
+
+/// Starts fwfix and waits for the first console line it reports; returns the child, what it
+/// printed so far, and the rest of its events to come.
+fn until_console(mut command: Command) -> (Killed, Vec<String>, Events) {
     let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
-    for line in BufReader::new(stdout).lines() {
+    for line in lines.by_ref() {
         let line = line.unwrap();
         let console = line.contains("\"console_line\"");
         seen.push(line);
         if console {
-            return (Killed(child), seen);
+            return (Killed(child), seen, lines);
         }
     }
     panic!("fwfix printed no console line: {seen:#?}");
@@ -78,9 +80,9 @@ fn a_second_run_waits_for_the_place_then_runs() {
     let farm = Farm::start("sim-2");
     let repo = FixtureRepo::new();
     let state = tempfile::tempdir().unwrap();
-    let (first, _) = until_console(fwfix_on(&farm, &repo, state.path(), "ringbuf"));
+    let (mut first, _, rest) = until_console(fwfix_on(&farm, &repo, state.path(), "ringbuf"));
     let second = fwfix_on(&farm, &repo, state.path(), "ringbuf").output().unwrap();
-    let mut first = first;
+    assert!(rest.count() > 0);
     assert!(first.0.wait().unwrap().success());
     assert_eq!(second.status.code(), Some(0), "{}", text(&second));
     let said = text(&second);
@@ -96,7 +98,7 @@ fn a_run_killed_with_sigkill_leaves_the_place_and_reclaim_frees_it() {
     let farm = Farm::start("sim-3");
     let repo = FixtureRepo::new();
     let state = tempfile::tempdir().unwrap();
-    let (mut run, _) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
+    let (mut run, _, _rest) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
     run.0.kill().unwrap();
     run.0.wait().unwrap();
     assert!(!farm.place_is_free(), "labgrid's acquire outlives a dead client");
@@ -114,17 +116,15 @@ fn the_coordinator_going_away_mid_run_is_infrastructure_with_the_console_kept() 
     let mut farm = Farm::start("sim-4");
     let repo = FixtureRepo::new();
     let state = tempfile::tempdir().unwrap();
-    let (mut run, mut seen) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
+    let (mut run, mut seen, rest) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
     farm.kill_coordinator();
-    let rest = run.0.stdout.take();
+    seen.extend(rest.map_while(Result::ok));
     let status = run.0.wait().unwrap();
-    if let Some(rest) = rest {
-        seen.extend(BufReader::new(rest).lines().map_while(Result::ok));
-    }
     assert_eq!(status.code(), Some(4), "{seen:#?}");
     let last: serde_json::Value = serde_json::from_str(seen.last().unwrap()).unwrap();
     let dir = std::path::PathBuf::from(last["run_dir"].as_str().unwrap());
-    let console = std::fs::read_to_string(dir.join("iter-000/console.log")).unwrap();
+    let console = std::fs::read_to_string(dir.join("iter-000/console-failed.log"))
+        .unwrap_or_else(|e| panic!("{e}: {:#?}", files_under(&dir)));
     assert!(console.contains("coordinator"), "{console}");
     assert!(console.lines().count() >= 2, "what the board printed is kept: {console}");
 }
