@@ -12,6 +12,7 @@ have gdb-multiarch || need+=(gdb-multiarch)
 have socat || need+=(socat)
 have make || need+=(make)
 have git || need+=(git)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

@@ -5,9 +5,10 @@
 use super::error::{ConfigError, KeyPath};
 use super::model::{
     Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
-    GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridFlash, LabgridSpec, LlmSpec, LoopSpec,
-    Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
-    StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
+    GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridFlash, LabgridSpec,
+    LlmSpec, LoopSpec, Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode,
+    RegexSpec, SerialPort, StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
+    POWER_PLACEHOLDERS,
 };
 use super::model::{FlowControl, Parity, SerialLine, SerialReset};
 use super::names;

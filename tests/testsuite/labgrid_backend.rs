@@ -10,7 +10,17 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 fn fwfix_on(farm: &Farm, repo: &FixtureRepo, state: &Path, profile: &str) -> Command {
-    let board = farm.board_file(&format!("place = \"{}\"", farm.place));
+    fwfix_with(
+        farm,
+        &format!("place = \"{}\"", farm.place),
+        repo,
+        state,
+        profile,
+    )
+}
+
+fn fwfix_with(farm: &Farm, how: &str, repo: &FixtureRepo, state: &Path, profile: &str) -> Command {
+    let board = farm.board_file(how);
     let mut command = fwfix_command(
         &[
             "test",
@@ -25,7 +35,9 @@ fn fwfix_on(farm: &Farm, repo: &FixtureRepo, state: &Path, profile: &str) -> Com
         repo.path(),
         state,
     );
-    command.env("PATH", path_with_venv()).env_remove("LG_COORDINATOR");
+    command
+        .env("PATH", path_with_venv())
+        .env_remove("LG_COORDINATOR");
     command
 }
 
@@ -40,15 +52,15 @@ type Events = std::io::Lines<BufReader<std::process::ChildStdout>>;
 /// Starts fwfix and waits for the first console line it reports; returns the child, what it
 /// printed so far, and the rest of its events to come.
 fn until_console(mut command: Command) -> (Killed, Vec<String>, Events) {
-    let mut child = command.stdout(Stdio::piped()).spawn().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut child = Killed(command.stdout(Stdio::piped()).spawn().unwrap());
+    let mut lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     for line in lines.by_ref() {
         let line = line.unwrap();
         let console = line.contains("\"console_line\"");
         seen.push(line);
         if console {
-            return (Killed(child), seen, lines);
+            return (child, seen, lines);
         }
     }
     panic!("fwfix printed no console line: {seen:#?}");
@@ -59,7 +71,9 @@ fn fwfix_test_runs_through_the_place_and_gives_it_back() {
     let farm = Farm::start("sim-1");
     let repo = FixtureRepo::new();
     let state = tempfile::tempdir().unwrap();
-    let out = fwfix_on(&farm, &repo, state.path(), "ringbuf").output().unwrap();
+    let out = fwfix_on(&farm, &repo, state.path(), "ringbuf")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
@@ -67,12 +81,42 @@ fn fwfix_test_runs_through_the_place_and_gives_it_back() {
     let cases = report["cases"].as_array().unwrap();
     assert!(cases.len() >= 3 && cases.iter().all(|c| c["status"] == "PASS"));
     assert!(
-        std::fs::read_to_string(dir.join("iter-000/flash.log")).unwrap().contains("cp "),
+        std::fs::read_to_string(dir.join("iter-000/flash.log"))
+            .unwrap()
+            .contains("cp "),
         "the flash command ran"
     );
-    assert!(farm.image.is_file(), "the image was flashed where the switch reads it");
+    assert!(
+        farm.image.is_file(),
+        "the image was flashed where the switch reads it"
+    );
     assert!(farm.place_is_free(), "the place was released");
     assert_eq!(records(state.path()), 0, "the record went with the release");
+}
+
+#[test]
+fn a_place_reserved_by_tags_is_acquired_and_the_reservation_cancelled() {
+    let farm = Farm::start("sim-5");
+    let repo = FixtureRepo::new();
+    let state = tempfile::tempdir().unwrap();
+    let out = fwfix_with(
+        &farm,
+        "tags = [\"board=sim\"]",
+        &repo,
+        state.path(),
+        "ringbuf",
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("reservation"), "{}", text(&out));
+    assert!(farm.place_is_free());
+    let left = farm.client(&["reservations"]);
+    assert!(
+        String::from_utf8_lossy(&left.stdout).trim().is_empty(),
+        "{}",
+        text(&left)
+    );
 }
 
 #[test]
@@ -81,7 +125,9 @@ fn a_second_run_waits_for_the_place_then_runs() {
     let repo = FixtureRepo::new();
     let state = tempfile::tempdir().unwrap();
     let (mut first, _, rest) = until_console(fwfix_on(&farm, &repo, state.path(), "ringbuf"));
-    let second = fwfix_on(&farm, &repo, state.path(), "ringbuf").output().unwrap();
+    let second = fwfix_on(&farm, &repo, state.path(), "ringbuf")
+        .output()
+        .unwrap();
     assert!(rest.count() > 0);
     assert!(first.0.wait().unwrap().success());
     assert_eq!(second.status.code(), Some(0), "{}", text(&second));
@@ -101,7 +147,10 @@ fn a_run_killed_with_sigkill_leaves_the_place_and_reclaim_frees_it() {
     let (mut run, _, _rest) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
     run.0.kill().unwrap();
     run.0.wait().unwrap();
-    assert!(!farm.place_is_free(), "labgrid's acquire outlives a dead client");
+    assert!(
+        !farm.place_is_free(),
+        "labgrid's acquire outlives a dead client"
+    );
     assert_eq!(records(state.path()), 1);
     let mut reclaim = fwfix_command(&["boards", "reclaim"], repo.path(), state.path());
     let out = reclaim.env("PATH", path_with_venv()).output().unwrap();
@@ -126,5 +175,8 @@ fn the_coordinator_going_away_mid_run_is_infrastructure_with_the_console_kept() 
     let console = std::fs::read_to_string(dir.join("iter-000/console-failed.log"))
         .unwrap_or_else(|e| panic!("{e}: {:#?}", files_under(&dir)));
     assert!(console.contains("coordinator"), "{console}");
-    assert!(console.lines().count() >= 2, "what the board printed is kept: {console}");
+    assert!(
+        console.lines().count() >= 2,
+        "what the board printed is kept: {console}"
+    );
 }

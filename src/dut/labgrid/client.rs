@@ -96,6 +96,18 @@ impl Client {
         args: &[&str],
         cancel: &CancellationToken,
     ) -> Result<Answer, Result<Refusal, DutError>> {
+        self.call_within(place, args, CALL_LIMIT, cancel).await
+    }
+
+    /// [`Client::call`] with a time limit of its own (`wait` for a reservation runs until the
+    /// run's deadline).
+    pub async fn call_within(
+        &self,
+        place: Option<&str>,
+        args: &[&str],
+        limit: Duration,
+        cancel: &CancellationToken,
+    ) -> Result<Answer, Result<Refusal, DutError>> {
         let argv = self.argv(place, args);
         let invocation = format!("{PROGRAM} {}", argv.join(" "));
         let mut command = Command::new(PROGRAM);
@@ -114,7 +126,7 @@ impl Client {
         };
         let (child, mut guard) = spawn_group(&mut command).map_err(|e| Err(spawn_error(e)))?;
         let waited = tokio::select! {
-            out = tokio::time::timeout(CALL_LIMIT, child.wait_with_output()) => Some(out),
+            out = tokio::time::timeout(limit, child.wait_with_output()) => Some(out),
             _ = cancel.cancelled() => None,
         };
         guard.kill_rest();
@@ -124,10 +136,7 @@ impl Client {
                 return Err(Err(DutError::Unreachable {
                     what: "the labgrid coordinator".into(),
                     address: self.coordinator.clone().unwrap_or_else(|| "default".into()),
-                    message: format!(
-                        "`{invocation}` did not finish within {} s",
-                        CALL_LIMIT.as_secs()
-                    ),
+                    message: format!("`{invocation}` did not finish within {} s", limit.as_secs()),
                     fix: "is labgrid-coordinator running there (LG_COORDINATOR, [labgrid] \
                           coordinator)?"
                         .into(),
@@ -238,7 +247,8 @@ mod tests {
 
     #[test]
     fn the_last_words_are_labgrids_error_line() {
-        let stderr = "Traceback\n  File x\nlabgrid-client: Error: Place p1 is already acquired by h/u.\n";
+        let stderr =
+            "Traceback\n  File x\nlabgrid-client: Error: Place p1 is already acquired by h/u.\n";
         assert_eq!(
             last_words(stderr, ""),
             "Error: Place p1 is already acquired by h/u."

@@ -220,8 +220,17 @@ pub async fn acquire(
         holder,
     };
     store(&path, &record)?;
-    let result = take(spec, &mut client, &mut record, &path, state_dir, timeout, cancel, events)
-        .await;
+    let result = take(
+        spec,
+        &mut client,
+        &mut record,
+        &path,
+        state_dir,
+        timeout,
+        cancel,
+        events,
+    )
+    .await;
     let place = match result {
         Ok(place) => place,
         Err(e) => {
@@ -244,7 +253,7 @@ pub async fn acquire(
     let env = client
         .call(Some(&place), &["env"], cancel)
         .await
-        .map_err(|e| client::failure(e))?;
+        .map_err(client::failure)?;
     let resources = resources::parse_env(&env.stdout).map_err(DutError::Other)?;
     let mut pending = pending;
     pending.resources = resources;
@@ -276,7 +285,7 @@ async fn take(
         let out = client
             .call(None, &args, cancel)
             .await
-            .map_err(|e| client::failure(e))?;
+            .map_err(client::failure)?;
         let token = out
             .stdout
             .lines()
@@ -300,12 +309,11 @@ async fn take(
             ),
         });
         let wait_args = ["wait", token.as_str()];
-        let wait = client.call(None, &wait_args, cancel);
-        match tokio::time::timeout(deadline.saturating_duration_since(Instant::now()), wait).await
-        {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(client::failure(e)),
-            Err(_) => {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match client.call_within(None, &wait_args, left, cancel).await {
+            Ok(_) => {}
+            Err(Ok(r)) => return Err(client::refused(r)),
+            Err(Err(DutError::Unreachable { .. })) => {
                 return Err(wait_over(
                     &format!("places with {}", spec.tags.join(" ")),
                     started.elapsed(),
@@ -313,15 +321,16 @@ async fn take(
                     "no place was allocated to the reservation",
                 ))
             }
+            Err(Err(e)) => return Err(e),
         }
         client
             .call(Some("+"), &["acquire"], cancel)
             .await
-            .map_err(|e| client::failure(e))?;
+            .map_err(client::failure)?;
         let env = client
             .call(Some("+"), &["env"], cancel)
             .await
-            .map_err(|e| client::failure(e))?;
+            .map_err(client::failure)?;
         let place = resources::parse_env(&env.stdout)
             .map_err(DutError::Other)?
             .place;
@@ -471,7 +480,8 @@ mod tests {
         store(&path, &record).unwrap();
         assert!(path.ends_with("labgrid/fwfix-1-a.json"));
         assert_eq!(records(dir.path()), vec![(path, record)]);
-        assert!(describe_owner(dir.path(), "h/fwfix-1-a").starts_with("h/fwfix-1-a, run r1 (fwfix test, pid"));
+        assert!(describe_owner(dir.path(), "h/fwfix-1-a")
+            .starts_with("h/fwfix-1-a, run r1 (fwfix test, pid"));
         assert_eq!(describe_owner(dir.path(), "x/y"), "x/y");
     }
 }

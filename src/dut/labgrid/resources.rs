@@ -99,7 +99,9 @@ impl PlaceResources {
 
     /// Whether `labgrid-client power` has something to switch.
     pub fn has_power(&self) -> bool {
-        self.resources.iter().any(|r| r.class.ends_with("PowerPort"))
+        self.resources
+            .iter()
+            .any(|r| r.class.ends_with("PowerPort"))
     }
 
     fn classes(&self) -> String {
@@ -179,7 +181,10 @@ mod tests {
     fn says_what_is_missing() {
         let bare = parse_env("targets:\n  p2:\n    resources: []\n").unwrap();
         let e = bare.serial().unwrap_err();
-        assert!(e.contains("p2 has no NetworkSerialPort") && e.contains("no resources"), "{e}");
+        assert!(
+            e.contains("p2 has no NetworkSerialPort") && e.contains("no resources"),
+            "{e}"
+        );
         assert!(!bare.has_power());
         assert!(parse_env("targets: {}\n").is_err());
         assert!(parse_env("[not yaml").unwrap_err().contains("cannot read"));

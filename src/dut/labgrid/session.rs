@@ -61,7 +61,14 @@ pub(super) async fn run(
     }
     let elf = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
     if let Some(f) = flash_spec {
-        flash_image(place, f, &elf, &flash_log_path(&spec.console_log), &spec.cancel).await?;
+        flash_image(
+            place,
+            f,
+            &elf,
+            &flash_log_path(&spec.console_log),
+            &spec.cancel,
+        )
+        .await?;
     }
     let power_log = power_log_path(&spec.console_log);
     if place.resources().has_power() {
@@ -91,7 +98,9 @@ pub(super) async fn run(
     }
     match result? {
         Some(capture) => Ok(capture),
-        None => Err(DutError::Other("interrupted before the console opened".into())),
+        None => Err(DutError::Other(
+            "interrupted before the console opened".into(),
+        )),
     }
 }
 
@@ -331,21 +340,16 @@ async fn capture(
         });
     }
     finish_log(log).await?;
-    Ok(Some(capture_of(
-        store,
-        launch,
-        end,
-        None,
-        None,
-        None,
-        gate,
-    )))
+    Ok(Some(capture_of(store, launch, end, None, None, None, gate)))
 }
 
 async fn reachable(address: &str) -> Result<(), String> {
     match tokio::time::timeout(WATCH_CONNECT, tokio::net::TcpStream::connect(address)).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => Err(format!("no connection within {} s", WATCH_CONNECT.as_secs())),
+        Err(_) => Err(format!(
+            "no connection within {} s",
+            WATCH_CONNECT.as_secs()
+        )),
     }
 }

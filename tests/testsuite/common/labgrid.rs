@@ -170,7 +170,10 @@ impl Farm {
                 .spawn()
                 .unwrap(),
         );
-        wait_for(|| TcpStream::connect(&coordinator).is_ok(), "the coordinator");
+        wait_for(
+            || TcpStream::connect(&coordinator).is_ok(),
+            "the coordinator",
+        );
         let image = dir.path().join("image.elf");
         let serial = free_port();
         let switch = PowerSwitch::start(image.clone(), serial);
@@ -214,7 +217,11 @@ impl Farm {
             vec!["set-tags", "board=sim"],
         ] {
             let out = farm.client_on_place(&args);
-            assert!(out.status.success(), "{args:?}: {}", crate::common::text(&out));
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                crate::common::text(&out)
+            );
         }
         farm
     }
