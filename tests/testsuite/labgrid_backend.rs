@@ -235,3 +235,93 @@ fn a_matrix_runs_the_place_only_for_profiles_that_passed_in_simulation() {
     assert!(farm.place_is_free());
     assert_eq!(records(state.path()), 0);
 }
+
+/// ser2net (as labgrid's exporter serves a USB serial adapter) in RFC 2217 mode on one end of a
+/// socat pty pair: fwfix sets the line's speed through COM-PORT-OPTION and reads what is written
+/// at the other end, with ser2net's telnet commands taken out.
+#[tokio::test]
+async fn an_rfc2217_console_served_by_ser2net_is_set_up_and_read() {
+    use tokio::io::AsyncReadExt;
+    require_tools();
+    assert!(
+        Command::new("ser2net").arg("-v").output().is_ok(),
+        "ser2net is missing: scripts/prerequisites.sh installs it"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (dev, host) = (dir.path().join("dev"), dir.path().join("host"));
+    let _socat = Killed(
+        Command::new("socat")
+            .arg(format!("pty,raw,echo=0,link={}", dev.display()))
+            .arg(format!("pty,raw,echo=0,link={}", host.display()))
+            .spawn()
+            .unwrap(),
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = dir.path().join("ser2net.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "connection: &con0\n  accepter: telnet(rfc2217),tcp,127.0.0.1,{port}\n  connector: \
+             serialdev,{},9600n81,local\n",
+            dev.display()
+        ),
+    )
+    .unwrap();
+    let _ser2net = Killed(
+        Command::new("ser2net")
+            .arg("-d")
+            .arg("-c")
+            .arg(&config)
+            .arg("-P")
+            .arg(dir.path().join("pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let stream = loop {
+        if let Ok(s) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await {
+            break s;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let shown = format!("127.0.0.1:{port}");
+    let mut reader = fwfix::dut::labgrid::rfc2217::open(stream, 57_600, &shown)
+        .await
+        .unwrap();
+    // ser2net opens the device on the connection and applies the speed fwfix asked for.
+    let speed = || {
+        let out = Command::new("stty")
+            .arg("-F")
+            .arg(&dev)
+            .arg("speed")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while speed() != "57600" {
+        assert!(
+            std::time::Instant::now() < until,
+            "the speed is {}",
+            speed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    std::fs::write(&host, b"hello \xff over rfc2217\r\n").unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.ends_with(b"\r\n") {
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), reader.read(&mut buf))
+            .await
+            .expect("the line arrives")
+            .unwrap();
+        assert!(n > 0, "the console closed after {got:?}");
+        got.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(got, b"hello \xff over rfc2217\r\n");
+}

@@ -15,12 +15,14 @@
 //! run ~1.5 s more (acquire, env, release) — small beside a flash and a test. Every call is a
 //! child like any other, through `process::spawn_group`.
 //!
-//! Consoles: raw TCP NetworkSerialPorts are read; RFC 2217 ones (ser2net's telnet mode) are
-//! refused with a message saying so.
+//! Consoles: raw TCP NetworkSerialPorts, and RFC 2217 ones (ser2net's telnet mode, as labgrid
+//! exports USB serial adapters) to the extent `rfc2217` states: the line is set, the target's
+//! output read.
 
 pub mod client;
 pub mod place;
 pub mod resources;
+pub mod rfc2217;
 mod session;
 
 use super::{Dut, DutError, Image, RunSpec};

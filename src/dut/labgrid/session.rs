@@ -4,7 +4,7 @@
 //!    values expanded, run with `sh -c` under its timeout; its output goes to flash.log.
 //! 2. Power: off, then on, through the place (`labgrid-client power`), when it has a power port,
 //!    so the image starts from reset; the calls go to power.log.
-//! 3. Console: the place's NetworkSerialPort (raw TCP), opened once the board is on (a console
+//! 3. Console: the place's NetworkSerialPort (raw TCP, or RFC 2217 through `rfc2217`), opened once the board is on (a console
 //!    on the board itself appears only then), tried for [`CONSOLE_WINDOW`].
 //! 4. Capture as the other backends do, until the verdict, the timeout, cancellation or the
 //!    console going away, while a watch connects to the coordinator every [`WATCH_EVERY`]: a
@@ -48,17 +48,19 @@ pub(super) async fn run(
     events: &dyn EventSink,
 ) -> Result<Capture, DutError> {
     let console = place.resources().serial().map_err(DutError::Other)?;
-    if console.protocol != "raw" {
-        return Err(DutError::Unsupported {
-            board: place.place().to_string(),
-            backend: format!(
-                "labgrid (its NetworkSerialPort speaks {}; fwfix reads raw TCP consoles only: \
-                 export it with `protocol: raw`, e.g. ser2net's `accepter: tcp,PORT` without \
-                 telnet(rfc2217))",
-                console.protocol
-            ),
-        });
-    }
+    let rfc2217 = match console.protocol.as_str() {
+        "raw" => false,
+        "rfc2217" => true,
+        other => {
+            return Err(DutError::Unsupported {
+                board: place.place().to_string(),
+                backend: format!(
+                    "labgrid (its NetworkSerialPort speaks `{other}`; fwfix reads `raw` and \
+                     `rfc2217` consoles)"
+                ),
+            })
+        }
+    };
     let elf = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
     if let Some(f) = flash_spec {
         flash_image(
@@ -83,7 +85,7 @@ pub(super) async fn run(
         line: SerialLine::default(),
         reset: SerialReset::None,
     };
-    let opened = open_console(&port, &spec.cancel).await;
+    let opened = open_console(&port, rfc2217, &spec.cancel).await;
     let result = match opened {
         Ok(Some(c)) => capture(place, c, port, spec, events).await,
         Ok(None) => Ok(None),
@@ -104,14 +106,21 @@ pub(super) async fn run(
     }
 }
 
-/// The console, tried until it answers, the window passes, or the run is cancelled.
+/// The console, tried until it answers, the window passes, or the run is cancelled; an RFC 2217
+/// one is negotiated and read through `rfc2217`.
 async fn open_console(
     port: &PortSpec,
+    rfc2217: bool,
     cancel: &CancellationToken,
 ) -> Result<Option<serial::Console>, DutError> {
     let until = Instant::now() + CONSOLE_WINDOW;
     loop {
-        match serial::open(port, false).await {
+        let opened = if rfc2217 {
+            open_rfc2217(port).await
+        } else {
+            serial::open(port, false).await
+        };
+        match opened {
             Ok(c) => return Ok(Some(c)),
             Err(e) if Instant::now() >= until => return Err(e),
             Err(_) => {}
@@ -120,6 +129,37 @@ async fn open_console(
             _ = cancel.cancelled() => return Ok(None),
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
         }
+    }
+}
+
+async fn open_rfc2217(port: &PortSpec) -> Result<serial::Console, DutError> {
+    let shown = port.port.to_string();
+    let SerialPort::Socket { host, port: tcp } = &port.port else {
+        return Err(DutError::Other(format!("{shown} is not a TCP console")));
+    };
+    let stream = match tokio::time::timeout(
+        WATCH_CONNECT,
+        tokio::net::TcpStream::connect((host.as_str(), *tcp)),
+    )
+    .await
+    {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => return Err(unreachable_console(&shown, e.to_string())),
+        Err(_) => return Err(unreachable_console(&shown, "no connection".into())),
+    };
+    Ok(serial::Console {
+        reader: super::rfc2217::open(stream, port.baud, &shown).await?,
+        writer: Box::new(tokio::io::sink()),
+        control: None,
+    })
+}
+
+fn unreachable_console(address: &str, message: String) -> DutError {
+    DutError::Unreachable {
+        what: "the place's console (RFC 2217)".into(),
+        address: address.to_string(),
+        message,
+        fix: "is ser2net (or the exporter's serial server) running for this place?".into(),
     }
 }
 
