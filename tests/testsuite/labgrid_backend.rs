@@ -325,3 +325,38 @@ async fn an_rfc2217_console_served_by_ser2net_is_set_up_and_read() {
     }
     assert_eq!(got, b"hello \xff over rfc2217\r\n");
 }
+
+#[test]
+fn a_busy_place_ends_as_infrastructure_at_the_deadline_and_ctrl_c_stops_the_wait() {
+    let farm = Farm::start("sim-7");
+    let repo = FixtureRepo::new();
+    let state = tempfile::tempdir().unwrap();
+    let held = farm.client_on_place(&["acquire"]);
+    assert!(held.status.success(), "{}", text(&held));
+
+    let mut late = fwfix_on(&farm, &repo, state.path(), "ringbuf");
+    let out = late.args(["--lock-timeout", "2s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out));
+    let said = text(&out);
+    assert!(said.contains("acquired by test-host/test-user"), "{said}");
+    assert!(said.contains("--lock-timeout"), "{said}");
+    assert_eq!(records(state.path()), 0, "nothing acquired, nothing recorded");
+
+    let mut waiting = fwfix_on(&farm, &repo, state.path(), "ringbuf");
+    waiting.args(["--lock-timeout", "5m"]).stdout(Stdio::piped());
+    let mut child = Killed(waiting.spawn().unwrap());
+    let lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    for line in lines.map_while(Result::ok) {
+        let waits = line.contains("is acquired by");
+        seen.push(line);
+        if waits {
+            let pid = nix::unistd::Pid::from_raw(child.0.id() as i32);
+            nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+        }
+    }
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "{seen:#?}");
+    assert_eq!(records(state.path()), 0);
+    assert!(farm.client_on_place(&["release"]).status.success());
+}
