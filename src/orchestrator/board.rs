@@ -448,5 +448,12 @@ mod tests {
         )
         .unwrap();
         assert!(needs_lease(&hw));
+        let place = crate::config::parse_board(
+            "name = \"l\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n",
+            std::path::Path::new("l.toml"),
+        )
+        .unwrap();
+        // The coordinator locks a place, across hosts.
+        assert!(!needs_lease(&place));
     }
 }

@@ -833,7 +833,11 @@ impl<'a> Job<'a> {
     fn flash_timeout(&self) -> Duration {
         match &self.board.backend {
             config::BoardBackend::Hardware(hw) => hw.flash_timeout,
-            config::BoardBackend::Qemu(_) | config::BoardBackend::Labgrid(_) => Duration::ZERO,
+            config::BoardBackend::Labgrid(lg) => {
+                lg.flash.as_ref().map_or(Duration::ZERO, |f| f.timeout)
+                    + crate::dut::labgrid::ATTEMPT_OVERHEAD
+            }
+            config::BoardBackend::Qemu(_) => Duration::ZERO,
         }
     }
 

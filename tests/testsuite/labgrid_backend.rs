@@ -340,10 +340,16 @@ fn a_busy_place_ends_as_infrastructure_at_the_deadline_and_ctrl_c_stops_the_wait
     let said = text(&out);
     assert!(said.contains("acquired by test-host/test-user"), "{said}");
     assert!(said.contains("--lock-timeout"), "{said}");
-    assert_eq!(records(state.path()), 0, "nothing acquired, nothing recorded");
+    assert_eq!(
+        records(state.path()),
+        0,
+        "nothing acquired, nothing recorded"
+    );
 
     let mut waiting = fwfix_on(&farm, &repo, state.path(), "ringbuf");
-    waiting.args(["--lock-timeout", "5m"]).stdout(Stdio::piped());
+    waiting
+        .args(["--lock-timeout", "5m"])
+        .stdout(Stdio::piped());
     let mut child = Killed(waiting.spawn().unwrap());
     let lines = BufReader::new(child.0.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();

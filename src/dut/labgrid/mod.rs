@@ -32,6 +32,12 @@ use crate::events::EventSink;
 use place::Acquired;
 use std::sync::Arc;
 
+/// What an attempt on a place may spend besides its flash and its test, for the orchestrator's
+/// watchdog: three power calls (off, on, and off at the end) and the wait for the console.
+pub const ATTEMPT_OVERHEAD: std::time::Duration = std::time::Duration::from_secs(
+    3 * client::CALL_LIMIT.as_secs() + session::CONSOLE_WINDOW.as_secs(),
+);
+
 /// A labgrid place as a device under test.
 #[derive(Debug)]
 pub struct LabgridDut {

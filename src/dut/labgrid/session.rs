@@ -34,7 +34,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// How long the console may take to appear after power-on.
-const CONSOLE_WINDOW: Duration = Duration::from_secs(10);
+pub(super) const CONSOLE_WINDOW: Duration = Duration::from_secs(10);
 /// How often the coordinator is looked at during the capture.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// How long a connection to the coordinator may take before it counts as gone.
