@@ -83,7 +83,8 @@ impl Backend {
         match self {
             Backend::Qemu => &["qemu", "health"],
             Backend::Board => &["flash", "gdb", "serial", "probe", "power", "health"],
-            Backend::Labgrid => &["labgrid", "flash", "power", "health"],
+            // A place is powered through its coordinator (`labgrid-client power`).
+            Backend::Labgrid => &["labgrid", "flash", "health"],
         }
     }
 }

@@ -473,9 +473,6 @@ backend = "labgrid"
 [labgrid]
 place = "rpi-3"
 tags = ["board=rpi3", "rack=2"]
-[power]
-on = "labgrid-client -p rpi-3 power on"
-off = "labgrid-client -p rpi-3 power off"
 "#,
     )
     .unwrap();
@@ -1291,19 +1288,12 @@ fn labgrid_power_and_health_rules() {
         20,
         "invalid value for `tags` in [labgrid]: `rpi` is not KEY=VALUE",
     );
+    // The place's power port is the board's power.
     assert_error(
-        board("name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[power]\n"),
+        board("name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[power]\non = \"relay\"\n"),
         5,
         1,
-        "[power] needs at least one of `on`, `off`, `cycle`",
-    );
-    assert_error(
-        board(
-            "name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[power]\noff = \" \"\n",
-        ),
-        6,
-        7,
-        "invalid value for `off` in [power]: must not be empty",
+        "table [power] is not allowed here: backend = \"labgrid\" uses only [labgrid], [flash], [health]",
     );
     assert_error(
         board("name = \"x\"\nbackend = \"qemu\"\n[qemu]\nmachine = \"m\"\n[health]\n"),
