@@ -145,6 +145,11 @@ fn a_run_killed_with_sigkill_leaves_the_place_and_reclaim_frees_it() {
     let repo = FixtureRepo::new();
     let state = tempfile::tempdir().unwrap();
     let (mut run, _, _rest) = until_console(fwfix_on(&farm, &repo, state.path(), "event"));
+    // A run still alive is left alone.
+    let mut early = fwfix_command(&["boards", "reclaim"], repo.path(), state.path());
+    let out = early.env("PATH", path_with_venv()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("in use"), "{}", text(&out));
     run.0.kill().unwrap();
     run.0.wait().unwrap();
     assert!(

@@ -165,6 +165,8 @@ impl Farm {
         let coordinator_child = Killed(
             Command::new(bin.join("labgrid-coordinator"))
                 .args(["-l", &coordinator])
+                // It keeps its places in places.yaml in its working directory.
+                .current_dir(dir.path())
                 .stdout(log("coordinator.log"))
                 .stderr(log("coordinator.err"))
                 .spawn()
@@ -191,6 +193,7 @@ impl Farm {
         .unwrap();
         let exporter = Killed(
             Command::new(bin.join("labgrid-exporter"))
+                .current_dir(dir.path())
                 .args(["-c", &coordinator, "-n", "exp", "--hostname", "127.0.0.1"])
                 .arg(&exporter_yaml)
                 .stdout(log("exporter.log"))
