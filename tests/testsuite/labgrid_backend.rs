@@ -184,6 +184,9 @@ fn the_coordinator_going_away_mid_run_is_infrastructure_with_the_console_kept() 
         console.lines().count() >= 2,
         "what the board printed is kept: {console}"
     );
+    // The place could not be given back without its coordinator: the record stays for
+    // `fwfix boards reclaim`.
+    assert_eq!(records(state.path()), 1);
 }
 
 #[test]

@@ -265,7 +265,7 @@ pub async fn acquire(
     Ok((acquired, started.elapsed()))
 }
 
-/// Steps 2 of the module outline; returns the place's name.
+/// Step 2 of the module outline; returns the place's name.
 #[allow(clippy::too_many_arguments)]
 async fn take(
     spec: &LabgridSpec,

@@ -87,7 +87,7 @@ pub(super) async fn run(
     };
     let opened = open_console(&port, rfc2217, &spec.cancel).await;
     let result = match opened {
-        Ok(Some(c)) => capture(place, c, port, spec, events).await,
+        Ok(Some(c)) => capture(place, c, port, spec, events).await.map(Some),
         Ok(None) => Ok(None),
         Err(e) => Err(e),
     };
@@ -302,15 +302,15 @@ async fn power(
     result
 }
 
-/// Step 4; Ok(None) never happens here (kept for the caller's shape): the capture, or the
-/// coordinator's going away as an error once console.log is written.
+/// Step 4: the capture, or the coordinator's going away as an error once console.log is
+/// written.
 async fn capture(
     place: &Acquired,
     console: serial::Console,
     port: PortSpec,
     spec: RunSpec,
     events: &dyn EventSink,
-) -> Result<Option<Capture>, DutError> {
+) -> Result<Capture, DutError> {
     let log = create_log(&spec.console_log).await?;
     let launch = Instant::now();
     let (line_tx, mut lines) = mpsc::channel::<ConsoleLine>(256);
@@ -380,7 +380,7 @@ async fn capture(
         });
     }
     finish_log(log).await?;
-    Ok(Some(capture_of(store, launch, end, None, None, None, gate)))
+    Ok(capture_of(store, launch, end, None, None, None, gate))
 }
 
 async fn reachable(address: &str) -> Result<(), String> {
