@@ -90,6 +90,16 @@ fn fwfix_test_runs_through_the_place_and_gives_it_back() {
         farm.image.is_file(),
         "the image was flashed where the switch reads it"
     );
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("acquired labgrid place sim-1 as "),
+        "{notes}"
+    );
+    let power = std::fs::read_to_string(dir.join("iter-000/power.log")).unwrap();
+    assert!(
+        power.contains("power on"),
+        "powered through labgrid: {power}"
+    );
     assert!(farm.place_is_free(), "the place was released");
     assert_eq!(records(state.path()), 0, "the record went with the release");
 }
