@@ -10,8 +10,10 @@ have qemu-system-arm || need+=(qemu-system-arm)
 have arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
 have gdb-multiarch || need+=(gdb-multiarch)
 have socat || need+=(socat)
+have ser2net || need+=(ser2net)
 have make || need+=(make)
 have git || need+=(git)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

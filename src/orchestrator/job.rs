@@ -464,6 +464,8 @@ pub(super) struct Job<'a> {
     pub board_claimed: bool,
     /// The board's lease, released when the job is dropped (after its report is written).
     pub lease: Option<crate::dut::lease::Lease>,
+    /// The labgrid place acquired for a labgrid board, released when the job is dropped.
+    pub place: Option<std::sync::Arc<crate::dut::labgrid::place::Acquired>>,
     /// What claiming the board did, for the report.
     pub board_notes: Vec<String>,
     /// The owner's working-tree lock (exclusive for a run that patches the checkout, shared for
@@ -674,6 +676,7 @@ impl<'a> Job<'a> {
             access: None,
             board_claimed: false,
             lease: None,
+            place: None,
             board_notes: Vec::new(),
             tree_lock: None,
         })
@@ -824,7 +827,11 @@ impl<'a> Job<'a> {
     fn flash_timeout(&self) -> Duration {
         match &self.board.backend {
             config::BoardBackend::Hardware(hw) => hw.flash_timeout,
-            config::BoardBackend::Qemu(_) | config::BoardBackend::Labgrid(_) => Duration::ZERO,
+            config::BoardBackend::Labgrid(lg) => {
+                lg.flash.as_ref().map_or(Duration::ZERO, |f| f.timeout)
+                    + crate::dut::labgrid::ATTEMPT_OVERHEAD
+            }
+            config::BoardBackend::Qemu(_) => Duration::ZERO,
         }
     }
 

@@ -17,6 +17,7 @@ mod governor;
 mod harness_cmd;
 mod hostile_input;
 mod inspect;
+mod labgrid_backend;
 mod matrix_cmd;
 mod parse_recorded_logs;
 mod policy_approval;
