@@ -12,6 +12,7 @@ have gdb-multiarch || need+=(gdb-multiarch)
 have socat || need+=(socat)
 have make || need+=(make)
 have git || need+=(git)
+have chromium || need+=(chromium)   # report.html is checked in a real headless browser
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

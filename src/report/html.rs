@@ -6,11 +6,14 @@
 //! escaped with [`escape`], links are only made from relative paths and percent-encoded, and the
 //! page's Content-Security-Policy forbids scripts and remote loads even if something slipped by.
 
+use super::history::{Column, History};
 use super::model::{
     case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
     verdict_name, Command, Report, Status,
 };
-use crate::results::CaseStatus;
+use super::timeline::{self, Bar, Mark, Phase};
+use super::visible::escape_html as escape;
+use crate::results::{CaseStatus, Verdict};
 use std::fmt::Write;
 use std::path::{Component, Path};
 
@@ -29,6 +32,12 @@ table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
 td.message{white-space:pre-wrap;word-break:break-word}
+table.grid td.cell{text-align:center;padding:.2rem}
+table.grid th.col{writing-mode:horizontal-tb;white-space:nowrap}
+.legend span{display:inline-block;margin-right:1rem}
+.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
+section.column{border:1px solid #d0d7de;border-radius:4px;padding:.2rem .8rem;margin:.6rem 0}
+section.column h3{font-size:1rem;margin:.4rem 0}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
@@ -38,17 +47,21 @@ dt{font-weight:600}dd{margin:0}
 .s-hang{background:#bc4c00}.s-missing{background:#6e7781}.s-ignore{background:#9a6700}
 tr.bad-row td{background:#fff5f5}
 footer{color:#6e7781;font-size:13px;margin-top:2rem}
+i.lg.p-build{background:#0969da}i.lg.p-flash{background:#8250df}i.lg.p-test{background:#1a7f37}
+i.lg.p-analysis{background:#9a6700}i.lg.p-patch{background:#bf3989}i.lg.p-recovery{background:#cf222e}
+figure{margin:0}
 ";
 
-/// Renders `report.html`.
-pub fn render_html(report: &Report) -> String {
+/// Renders `report.html` from the report and the run's history (its trace and per-column
+/// results, read by [`super::history::load`]).
+pub fn render_html(report: &Report, history: &History) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail; the results are discarded for that reason only.
-    let _ = write_page(&mut out, report);
+    let _ = write_page(&mut out, report, history);
     out
 }
 
-fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
+fn write_page(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
     let title = format!("fwfix {}: {}", report.command, report.status);
     writeln!(out, "<!DOCTYPE html>")?;
     writeln!(out, "<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">")?;
@@ -66,12 +79,19 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         escape(&title),
         escape(&report.run_id)
     )?;
-    writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>")?;
+    writeln!(
+        out,
+        "<style>{STYLE}{}</style>\n</head>\n<body>",
+        timeline::STYLE
+    )?;
     write_banner(out, report, &title)?;
     writeln!(out, "<main>")?;
     write_facts(out, report)?;
     write_outcome(out, report)?;
+    write_timeline(out, report, history)?;
     write_cases(out, report)?;
+    write_grid(out, report, history)?;
+    write_columns(out, report, history)?;
     write_crash(out, report)?;
     write_hang(out, report)?;
     write_build(out, report)?;
@@ -239,6 +259,179 @@ fn write_cases(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "</tbody>\n</table>")
 }
 
+/// What a column of the grid is called in headings.
+fn column_noun(report: &Report) -> &'static str {
+    match report.command {
+        Command::Test => "attempt",
+        Command::Run => "iteration",
+        Command::Bisect => "step",
+    }
+}
+
+fn write_timeline(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
+    let mut bars: Vec<Bar> = Vec::new();
+    let mut marks: Vec<Mark> = Vec::new();
+    for (index, trace) in history.traces.iter().enumerate() {
+        let label = |iteration: u32| match (&trace.label, iteration) {
+            (Some(label), _) => label.clone(),
+            (None, 0) => "baseline".to_string(),
+            (None, n) => format!("iteration {n}"),
+        };
+        let mut traced = timeline::phase_bars(&trace.lines, &label);
+        // A test run that reached a verdict other than PASS is a failure too, though the machine
+        // went on normally: mark its test bars with the verdict of their column.
+        for bar in traced.iter_mut().filter(|b| b.lane == Phase::Test.index()) {
+            let verdict = match report.command {
+                Command::Test => report.verdict,
+                Command::Run => usize::try_from(bar.iteration)
+                    .ok()
+                    .and_then(|i| history.columns.get(i))
+                    .and_then(|c| c.verdict),
+                Command::Bisect => history.columns.get(index).and_then(|c| c.verdict),
+            };
+            if let Some(verdict) = verdict.filter(|v| *v != Verdict::Pass) {
+                bar.failed = true;
+                bar.title = format!("{} — verdict {}", bar.title, verdict_name(verdict));
+            }
+        }
+        bars.extend(traced);
+        marks.extend(timeline::iteration_marks(&trace.lines, &label));
+    }
+    // A test run is one iteration: its one mark would only repeat the axis's start.
+    if report.command == Command::Test {
+        marks.clear();
+    }
+    let lanes: Vec<&str> = Phase::ALL.iter().map(|p| p.label()).collect();
+    let svg = timeline::render_svg(&lanes, &bars, &marks);
+    if svg.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "<h2>Timeline</h2>")?;
+    write!(out, "<p class=\"legend\">")?;
+    for phase in Phase::ALL {
+        write!(
+            out,
+            "<span><i class=\"lg {}\"></i>{}</span>",
+            phase.class(),
+            escape(phase.label())
+        )?;
+    }
+    writeln!(
+        out,
+        "<span>✕ ended in an error or a failure (hover a bar for its state and reason)</span></p>"
+    )?;
+    writeln!(out, "<figure>{svg}</figure>")
+}
+
+/// Every test name of the columns, in the order first seen.
+fn grid_rows(columns: &[Column]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for column in columns {
+        for case in &column.cases {
+            if !names.contains(&case.name.as_str()) {
+                names.push(&case.name);
+            }
+        }
+    }
+    names
+}
+
+fn write_grid(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
+    let columns = &history.columns;
+    if columns.len() < 2 && report.command == Command::Test {
+        return Ok(());
+    }
+    let rows = grid_rows(columns);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "<h2>Tests by {}</h2>\n<table class=\"grid\">\n<thead><tr><th>Test</th>",
+        column_noun(report)
+    )?;
+    for column in columns {
+        write!(out, "<th class=\"col\">{}</th>", escape(&column.label))?;
+    }
+    writeln!(out, "</tr></thead>\n<tbody>")?;
+    for name in rows {
+        write!(out, "<tr><td><code>{}</code></td>", escape(name))?;
+        for column in columns {
+            match column.cases.iter().find(|c| c.name == name) {
+                Some(case) => write!(
+                    out,
+                    "<td class=\"cell\"><span class=\"badge {}\" title=\"{}\">{}</span></td>",
+                    status_class(case.status),
+                    escape(case.message.as_deref().unwrap_or("")),
+                    case_status_name(case.status)
+                )?,
+                None => write!(out, "<td class=\"cell\">—</td>")?,
+            }
+        }
+        writeln!(out, "</tr>")?;
+    }
+    write!(out, "<tr><th>Verdict</th>")?;
+    for column in columns {
+        let verdict = column.verdict.map(verdict_name).unwrap_or("—");
+        write!(out, "<th class=\"col\">{}</th>", escape(verdict))?;
+    }
+    writeln!(out, "</tr>\n</tbody>\n</table>")
+}
+
+fn write_columns(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
+    if report.command == Command::Test || history.columns.is_empty() {
+        return Ok(());
+    }
+    let heading = match report.command {
+        Command::Test | Command::Run => "Iterations",
+        Command::Bisect => "Steps",
+    };
+    writeln!(out, "<h2>{heading}</h2>")?;
+    for column in &history.columns {
+        let verdict = column.verdict.map(verdict_name).unwrap_or("no verdict");
+        writeln!(
+            out,
+            "<section class=\"column\">\n<h3>{} — {}</h3>",
+            escape(&column.label),
+            escape(verdict)
+        )?;
+        if let Some(patch) = &column.patch {
+            let origin = column
+                .patch_origin
+                .as_deref()
+                .map(|o| format!(" (from <code>{}</code>)", escape(o)))
+                .unwrap_or_default();
+            writeln!(out, "<p>Patch: {}{origin}</p>", link(patch))?;
+        }
+        if let Some(crash) = &column.crash {
+            writeln!(out, "<p>Crash:</p>\n<ul>")?;
+            for line in crash_lines(crash) {
+                writeln!(out, "<li>{}</li>", escape(&line))?;
+            }
+            writeln!(out, "</ul>")?;
+        }
+        let failing: Vec<String> = column
+            .cases
+            .iter()
+            .filter(|c| !matches!(c.status, CaseStatus::Pass | CaseStatus::Ignore))
+            .map(|c| format!("<code>{}</code>", escape(&c.name)))
+            .collect();
+        if !failing.is_empty() {
+            writeln!(out, "<p>Not passing: {}</p>", failing.join(", "))?;
+        }
+        if !column.logs.is_empty() {
+            let logs: Vec<String> = column
+                .logs
+                .iter()
+                .map(|(what, path)| format!("{}: {}", escape(what), link(path)))
+                .collect();
+            writeln!(out, "<p>Logs: {}</p>", logs.join(" · "))?;
+        }
+        writeln!(out, "</section>")?;
+    }
+    Ok(())
+}
+
 fn write_crash(out: &mut String, report: &Report) -> std::fmt::Result {
     let Some(crash) = &report.crash else {
         return Ok(());
@@ -396,24 +589,6 @@ fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "</ul>")
 }
 
-/// Text safe in HTML content and in quoted attribute values. Control characters other than tab
-/// and newline (a console can print anything) show as what they are ([`super::visible_char`])
-/// instead of vanishing.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(super::visible_char(c).unwrap_or(c)),
-        }
-    }
-    out
-}
-
 /// A link to a file of the run by its relative path, or just the path as code when it is not a
 /// plain relative path (absolute, `..`, empty): a report must not link out of its run directory.
 fn link(path: &str) -> String {
@@ -509,17 +684,6 @@ mod tests {
     }
 
     #[test]
-    fn escape_neutralises_markup_quotes_and_control_characters() {
-        assert_eq!(
-            escape("<a href=\"x\" title='y'>&amp;</a>"),
-            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
-        );
-        assert_eq!(escape("line 1\nline\t2"), "line 1\nline\t2");
-        assert_eq!(escape("\u{1b}[31mred\u{0}"), "\u{241B}[31mred\u{2400}");
-        assert_eq!(escape("crc16 → 0x29B1 ✓"), "crc16 → 0x29B1 ✓");
-    }
-
-    #[test]
     fn links_stay_relative_and_cannot_become_a_scheme() {
         assert_eq!(
             link("iter-000/console.log"),
@@ -579,7 +743,7 @@ mod tests {
         }
         report.attempts[0].console_log = EVIL.into();
         report.attempts[0].end = EVIL.into();
-        let html = render_html(&report);
+        let html = render_html(&report, &History::default());
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("alert('x')"), "{html}");
@@ -588,7 +752,8 @@ mod tests {
         let allowed = [
             "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "h2",
             "p", "main", "dl", "dt", "dd", "code", "table", "thead", "tbody", "tr", "th", "td",
-            "span", "ul", "li", "pre", "a", "footer",
+            "span", "ul", "li", "pre", "a", "footer", "figure", "svg", "g", "rect", "line", "text",
+            "title", "path", "section", "h3", "i",
         ];
         for tag in html.split('<').skip(1) {
             let name: String = tag
@@ -602,7 +767,7 @@ mod tests {
 
     #[test]
     fn the_page_is_self_contained() {
-        let html = render_html(&report());
+        let html = render_html(&report(), &History::default());
         assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
         assert!(html.trim_end().ends_with("</html>"));
         assert!(html.contains("default-src 'none'"));
@@ -613,7 +778,7 @@ mod tests {
 
     #[test]
     fn banner_cases_logs_and_status_colours() {
-        let html = render_html(&report());
+        let html = render_html(&report(), &History::default());
         assert!(html.contains("<header class=\"banner bad\">\n<h1>fwfix test: FAILED</h1>"));
         assert!(html.contains("1 passed, 1 failed (2 tests) in 3.0 s"));
         assert!(html.contains(
@@ -626,7 +791,7 @@ mod tests {
 
         let mut passed = report();
         passed.status = Status::Passed;
-        assert!(render_html(&passed).contains("<header class=\"banner ok\">"));
+        assert!(render_html(&passed, &History::default()).contains("<header class=\"banner ok\">"));
     }
 
     #[test]
@@ -637,13 +802,13 @@ mod tests {
         report.fixed = Some(vec!["test_bad".into()]);
         report.patch = Some("fix.patch".into());
         report.branch = Some("fwfix/r1".into());
-        let html = render_html(&report);
+        let html = render_html(&report, &History::default());
         assert!(html.contains("<dt>Now passing</dt><dd><code>test_bad</code></dd>"));
         assert!(html.contains("<a href=\"fix.patch\"><code>fix.patch</code></a>"));
         assert!(html.contains("<dt>Iterations</dt>"));
 
         report.command = Command::Bisect;
         report.culprit = None;
-        assert!(render_html(&report).contains("No culprit commit was found."));
+        assert!(render_html(&report, &History::default()).contains("No culprit commit was found."));
     }
 }

@@ -24,6 +24,7 @@ mod power_nonce;
 mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
+mod report_html;
 mod run_cmd;
 mod run_command;
 mod run_llm;
