@@ -20,7 +20,7 @@ use std::path::{Component, Path};
 /// Build diagnostics listed before pointing at the log.
 const MAX_DIAGNOSTICS: usize = 50;
 
-const STYLE: &str = "
+pub(super) const STYLE: &str = "
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1f2328;background:#fff}
 main{max-width:72rem;margin:0 auto;padding:0 1.25rem 2rem}
 header.banner{padding:1rem 1.25rem;color:#fff}
@@ -211,7 +211,7 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
     }
 }
 
-fn status_class(status: CaseStatus) -> &'static str {
+pub(super) fn status_class(status: CaseStatus) -> &'static str {
     match status {
         CaseStatus::Pass => "s-pass",
         CaseStatus::Fail => "s-fail",
@@ -591,11 +591,28 @@ fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
 
 /// A link to a file of the run by its relative path, or just the path as code when it is not a
 /// plain relative path (absolute, `..`, empty): a report must not link out of its run directory.
-fn link(path: &str) -> String {
+pub(super) fn link(path: &str) -> String {
+    link_to(path, false)
+}
+
+/// A link by a relative path that may climb out of the page's directory first (`../../runs/r1/`):
+/// the matrix's page links to its pairs' runs beside it. Absolute paths and a `..` after a
+/// normal component are still refused.
+pub(super) fn link_up(path: &str) -> String {
+    link_to(path, true)
+}
+
+fn link_to(path: &str, up: bool) -> String {
+    let mut climbing = up;
     let relative = !path.is_empty()
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        && Path::new(path).components().all(|c| match c {
+            Component::ParentDir => climbing,
+            Component::Normal(_) | Component::CurDir => {
+                climbing = false;
+                true
+            }
+            Component::RootDir | Component::Prefix(_) => false,
+        });
     if relative {
         format!(
             "<a href=\"{}\"><code>{}</code></a>",
@@ -699,6 +716,12 @@ mod tests {
         );
         assert_eq!(link("/etc/passwd"), "<code>/etc/passwd</code>");
         assert_eq!(link("../../x"), "<code>../../x</code>");
+        assert_eq!(
+            link_up("../../runs/r1/report.html"),
+            "<a href=\"../../runs/r1/report.html\"><code>../../runs/r1/report.html</code></a>"
+        );
+        assert_eq!(link_up("a/../../x"), "<code>a/../../x</code>");
+        assert_eq!(link_up("/etc/passwd"), "<code>/etc/passwd</code>");
         assert_eq!(link(""), "<code></code>");
     }
 

@@ -9,6 +9,7 @@ mod html;
 mod junit;
 mod markdown;
 mod matrix;
+mod matrix_html;
 mod model;
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -20,6 +21,7 @@ pub use html::render_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use matrix::{render_matrix_junit, render_matrix_markdown, LeftOut, MatrixPair, MatrixReport};
+pub use matrix_html::render_matrix_html;
 pub use model::{
     case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
     file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,

@@ -91,6 +91,8 @@ pub struct Bar {
     pub class: &'static str,
     pub failed: bool,
     pub title: String,
+    /// Written inside the bar when it is wide enough (empty: nothing).
+    pub text: String,
 }
 
 /// A vertical rule across every lane, e.g. where an iteration starts.
@@ -145,6 +147,7 @@ pub fn phase_bars(lines: &[TraceLine], label: &dyn Fn(u32) -> String) -> Vec<Bar
             class: phase.class(),
             failed,
             title,
+            text: String::new(),
         });
     }
     bars
@@ -177,7 +180,9 @@ pub fn timestamp(text: &str) -> Option<DateTime<Utc>> {
 }
 
 const WIDTH: f64 = 960.0;
+/// The narrowest column of lane labels, and the width of a label's character (12 px sans-serif).
 const LABELS: f64 = 110.0;
+const CHAR: f64 = 7.5;
 const LANE: f64 = 26.0;
 const TOP: f64 = 22.0;
 const AXIS: f64 = 24.0;
@@ -196,8 +201,10 @@ pub fn render_svg(lanes: &[&str], bars: &[Bar], marks: &[Mark]) -> String {
         return String::new();
     };
     let span_ms = (last - first).num_milliseconds().max(1) as f64;
-    let plot = WIDTH - LABELS - 10.0;
-    let x = |t: DateTime<Utc>| LABELS + (t - first).num_milliseconds() as f64 / span_ms * plot;
+    let longest = lanes.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let labels = (longest as f64 * CHAR + 16.0).clamp(LABELS, WIDTH / 3.0);
+    let plot = WIDTH - labels - 10.0;
+    let x = |t: DateTime<Utc>| labels + (t - first).num_milliseconds() as f64 / span_ms * plot;
     let height = TOP + LANE * lanes.len() as f64 + AXIS;
     let mut out = String::new();
     let _ = writeln!(
@@ -208,9 +215,9 @@ pub fn render_svg(lanes: &[&str], bars: &[Bar], marks: &[Mark]) -> String {
         let y = TOP + LANE * i as f64;
         let _ = writeln!(
             out,
-            "<g class=\"lane\"><rect class=\"lane-bg{}\" x=\"{LABELS}\" y=\"{y}\" width=\"{plot}\" height=\"{LANE}\"/><text class=\"lane-label\" x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
+            "<g class=\"lane\"><rect class=\"lane-bg{}\" x=\"{labels:.1}\" y=\"{y}\" width=\"{plot:.1}\" height=\"{LANE}\"/><text class=\"lane-label\" x=\"{:.1}\" y=\"{:.1}\">{}</text></g>",
             if i % 2 == 0 { "" } else { " odd" },
-            LABELS - 6.0,
+            labels - 6.0,
             y + LANE * 0.65,
             escape_html(lane)
         );
@@ -239,6 +246,15 @@ pub fn render_svg(lanes: &[&str], bars: &[Bar], marks: &[Mark]) -> String {
             escape_html(&bar.title),
             bar.class
         );
+        if !bar.text.is_empty() && width > bar.text.chars().count() as f64 * CHAR + 8.0 {
+            let _ = write!(
+                out,
+                "<text class=\"bar-text\" x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+                x0 + 4.0,
+                y + h * 0.72,
+                escape_html(&bar.text)
+            );
+        }
         if bar.failed {
             let cx = x0 + width;
             let _ = write!(
@@ -253,12 +269,12 @@ pub fn render_svg(lanes: &[&str], bars: &[Bar], marks: &[Mark]) -> String {
     let axis_y = TOP + LANE * lanes.len() as f64;
     let _ = writeln!(
         out,
-        "<g class=\"axis\"><line x1=\"{LABELS}\" y1=\"{axis_y}\" x2=\"{:.1}\" y2=\"{axis_y}\"/>",
-        LABELS + plot
+        "<g class=\"axis\"><line x1=\"{labels:.1}\" y1=\"{axis_y}\" x2=\"{:.1}\" y2=\"{axis_y}\"/>",
+        labels + plot
     );
     for tick in 0..=5 {
         let ms = span_ms * f64::from(tick) / 5.0;
-        let tx = LABELS + plot * f64::from(tick) / 5.0;
+        let tx = labels + plot * f64::from(tick) / 5.0;
         let anchor = match tick {
             0 => "start",
             5 => "end",
@@ -299,6 +315,7 @@ svg.timeline .p-build{fill:#0969da}svg.timeline .p-flash{fill:#8250df}svg.timeli
 svg.timeline .p-analysis{fill:#9a6700}svg.timeline .p-patch{fill:#bf3989}svg.timeline .p-recovery{fill:#cf222e}
 svg.timeline .p-pass{fill:#1a7f37}svg.timeline .p-fail{fill:#cf222e}svg.timeline .p-other{fill:#6e7781}
 svg.timeline .failed rect{stroke:#cf222e;stroke-width:2}
+svg.timeline .bar-text{fill:#fff;font-size:11px}
 svg.timeline .cross{stroke:#cf222e;stroke-width:2.5}
 ";
 
@@ -402,6 +419,7 @@ mod tests {
             class: "p-build",
             failed: true,
             title: "<script>alert(1)</script>".into(),
+            text: "<i>".into(),
         };
         let mark = Mark {
             at: start,
@@ -410,6 +428,7 @@ mod tests {
         let svg = render_svg(&["<lane>", "test"], &[bar], &[mark]);
         assert!(svg.starts_with("<svg class=\"timeline\""));
         assert!(!svg.contains("<script") && !svg.contains("<b>") && !svg.contains("<lane>"));
+        assert!(svg.contains(">&lt;i&gt;</text>"), "the bar's text: {svg}");
         assert!(svg.contains("&lt;script&gt;") && svg.contains("&lt;lane&gt;"));
         assert!(svg.contains("class=\"bar failed\"") && svg.contains("class=\"cross\""));
         assert!(svg.contains(">2.50 s</text>"));

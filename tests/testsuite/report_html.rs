@@ -126,3 +126,52 @@ fn a_failed_fix_run_page_renders_in_chromium_with_its_timeline_grid_and_logs() {
     let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
     assert_eq!((width, height), (1200, 2000));
 }
+
+#[test]
+fn a_matrix_page_renders_in_chromium_with_a_lane_per_board_and_links_to_each_run() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "ci/nightly.toml",
+        "boards = [\"qemu-mps2-an385\", \"qemu-lm3s6965evb\"]\nprofiles = [\"crc\", \"ringbuf\"]\n",
+    );
+    let out = fwfix(
+        &["matrix", "ci/nightly.toml", "--json", "--jobs", "2"],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let page = dir.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for href in html.split("href=\"").skip(1) {
+        let target = &href[..href.find('"').unwrap()];
+        assert!(dir.join(target).is_file(), "broken link {target}");
+    }
+    assert_eq!(
+        html.matches("/report.html\">").count(),
+        4,
+        "a link per pair"
+    );
+
+    let dom = headless(&page, &["--dump-dom"]);
+    assert!(dom.contains("<svg class=\"timeline\""), "{dom}");
+    for board in ["qemu-mps2-an385", "qemu-lm3s6965evb"] {
+        assert!(dom.contains(&format!("\">{board}</text>")), "lane {board}");
+        assert!(dom.contains(&format!("<th class=\"col\">{board}</th>")));
+    }
+    assert!(dom.contains("<h2>Tests by board</h2>"));
+    assert!(dom.contains("test_crc16_known_vector") && dom.contains("class=\"bar failed\""));
+
+    let png = artefacts().join("matrix.png");
+    let _ = std::fs::remove_file(&png);
+    headless(
+        &page,
+        &[
+            &format!("--screenshot={}", png.display()),
+            "--window-size=1200,1600",
+            "--hide-scrollbars",
+        ],
+    );
+    assert!(std::fs::read(&png)
+        .unwrap()
+        .starts_with(b"\x89PNG\r\n\x1a\n"));
+}
