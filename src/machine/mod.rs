@@ -12,6 +12,7 @@
 //!    can go on or gives up ([`recovery`]); any non-terminal state can be ABORTED.
 
 pub mod convergence;
+pub mod flaky;
 mod graph;
 pub mod ledger;
 pub mod recovery;

@@ -8,11 +8,12 @@
 
 use super::history::{Column, History};
 use super::model::{
-    case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
-    verdict_name, Command, Report, Status,
+    call_name, case_status_name, crash_lines, describe_location, file_line, format_duration,
+    plural, verdict_name, Command, Report, Status,
 };
 use super::timeline::{self, Bar, Mark, Phase};
 use super::visible::escape_html as escape;
+use crate::machine::flaky::{self, Call};
 use crate::results::{CaseStatus, Verdict};
 use std::fmt::Write;
 use std::path::{Component, Path};
@@ -508,23 +509,24 @@ fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "<h2>Pass counts over {} attempts</h2>\n<table>\n<thead><tr><th>Test</th><th>Passed</th><th>Runs</th></tr></thead>\n<tbody>",
+        "<h2>Pass counts over {} attempts</h2>\n<p>Rates with their Wilson 95% interval; a test is flaky when the interval excludes both 0 and 1 (it both passed and failed).</p>\n<table>\n<thead><tr><th>Test</th><th>Call</th><th>Passed</th><th>Runs</th><th>Rate [95% interval]</th></tr></thead>\n<tbody>",
         report.attempts.len()
     )?;
     for count in &report.pass_counts {
-        let class = if count.passed == count.runs {
-            "s-pass"
-        } else if count.passed == 0 {
-            "s-fail"
-        } else {
-            "s-ignore"
+        let class = match count.call {
+            Some(Call::Pass) => "s-pass",
+            Some(Call::Fail) => "s-fail",
+            Some(Call::Flaky) => "s-ignore",
+            None => "s-missing",
         };
         writeln!(
             out,
-            "<tr><td><code>{}</code></td><td><span class=\"badge {class}\">{}</span></td><td>{}</td></tr>",
+            "<tr><td><code>{}</code></td><td><span class=\"badge {class}\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&count.name),
+            call_name(count.call),
             count.passed,
-            count.runs
+            count.runs,
+            escape(&flaky::describe(count.passed, count.runs))
         )?;
     }
     writeln!(out, "</tbody>\n</table>")
