@@ -14,6 +14,7 @@ use super::model::{
 use super::timeline::{self, Bar, Mark, Phase};
 use super::visible::escape_html as escape;
 use crate::machine::flaky::{self, Call};
+use crate::machine::State;
 use crate::results::{CaseStatus, Verdict};
 use std::fmt::Write;
 use std::path::{Component, Path};
@@ -33,6 +34,7 @@ table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
 td.message{white-space:pre-wrap;word-break:break-word}
+div.scroll{overflow-x:auto}
 table.grid td.cell{text-align:center;padding:.2rem}
 table.grid th.col{writing-mode:horizontal-tb;white-space:nowrap}
 .legend span{display:inline-block;margin-right:1rem}
@@ -280,10 +282,18 @@ fn write_timeline(out: &mut String, report: &Report, history: &History) -> std::
         };
         let mut traced = timeline::phase_bars(&trace.lines, &label);
         // A test run that reached a verdict other than PASS is a failure too, though the machine
-        // went on normally: mark its test bars with the verdict of their column.
+        // went on normally: mark its test bars with the verdict of their column (in a `test`
+        // run, the attempt: each TEST_RUN starts the next one).
+        let mut attempt = 0usize;
         for bar in traced.iter_mut().filter(|b| b.lane == Phase::Test.index()) {
+            if bar.state == Some(State::TestRun) {
+                attempt += 1;
+            }
             let verdict = match report.command {
-                Command::Test => report.verdict,
+                Command::Test => history
+                    .columns
+                    .get(attempt.saturating_sub(1))
+                    .and_then(|c| c.verdict),
                 Command::Run => usize::try_from(bar.iteration)
                     .ok()
                     .and_then(|i| history.columns.get(i))
@@ -348,7 +358,7 @@ fn write_grid(out: &mut String, report: &Report, history: &History) -> std::fmt:
     }
     writeln!(
         out,
-        "<h2>Tests by {}</h2>\n<table class=\"grid\">\n<thead><tr><th>Test</th>",
+        "<h2>Tests by {}</h2>\n<div class=\"scroll\"><table class=\"grid\">\n<thead><tr><th>Test</th>",
         column_noun(report)
     )?;
     for column in columns {
@@ -376,7 +386,7 @@ fn write_grid(out: &mut String, report: &Report, history: &History) -> std::fmt:
         let verdict = column.verdict.map(verdict_name).unwrap_or("—");
         write!(out, "<th class=\"col\">{}</th>", escape(verdict))?;
     }
-    writeln!(out, "</tr>\n</tbody>\n</table>")
+    writeln!(out, "</tr>\n</tbody>\n</table></div>")
 }
 
 fn write_columns(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {

@@ -180,6 +180,7 @@ fn write_timeline(out: &mut String, report: &MatrixReport) -> std::fmt::Result {
             Some(Bar {
                 lane: first_lane.get(board)? + slot,
                 iteration: 0,
+                state: None,
                 start: run.started_at,
                 end: run.finished_at.max(run.started_at),
                 class,
@@ -231,7 +232,7 @@ fn write_grid(out: &mut String, report: &MatrixReport) -> std::fmt::Result {
     let boards = boards(report);
     writeln!(
         out,
-        "<h2>Tests by board</h2>\n<table class=\"grid\">\n<thead><tr><th>Profile</th><th>Test</th>"
+        "<h2>Tests by board</h2>\n<div class=\"scroll\"><table class=\"grid\">\n<thead><tr><th>Profile</th><th>Test</th>"
     )?;
     for board in &boards {
         write!(out, "<th class=\"col\">{}</th>", escape(board))?;
@@ -271,7 +272,7 @@ fn write_grid(out: &mut String, report: &MatrixReport) -> std::fmt::Result {
         }
         writeln!(out, "</tr>")?;
     }
-    writeln!(out, "</tbody>\n</table>")
+    writeln!(out, "</tbody>\n</table></div>")
 }
 
 fn write_pairs(out: &mut String, report: &MatrixReport, matrix_dir: &Path) -> std::fmt::Result {

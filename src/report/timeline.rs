@@ -85,6 +85,9 @@ pub struct Bar {
     pub lane: usize,
     /// The iteration of the trace line that entered the state.
     pub iteration: u32,
+    /// The state the bar is time spent in (None for a bar that is not a state, e.g. a matrix
+    /// pair's whole run).
+    pub state: Option<State>,
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
     /// CSS class of the bar's fill.
@@ -142,6 +145,7 @@ pub fn phase_bars(lines: &[TraceLine], label: &dyn Fn(u32) -> String) -> Vec<Bar
         bars.push(Bar {
             lane: phase.index(),
             iteration: enter.iteration,
+            state: Some(enter.to),
             start,
             end: end.max(start),
             class: phase.class(),
@@ -414,6 +418,7 @@ mod tests {
         let bar = Bar {
             lane: 0,
             iteration: 0,
+            state: None,
             start,
             end: start + chrono::Duration::milliseconds(2500),
             class: "p-build",
