@@ -175,3 +175,52 @@ fn a_matrix_page_renders_in_chromium_with_a_lane_per_board_and_links_to_each_run
         .unwrap()
         .starts_with(b"\x89PNG\r\n\x1a\n"));
 }
+
+#[test]
+fn a_bisect_page_renders_in_chromium_with_a_column_and_a_mark_per_step() {
+    let repo = FixtureRepo::new();
+    // good (the fix) → an unrelated change → the bug comes back → another unrelated change.
+    repo.apply_fixture_patch("04-fixes-crc16.diff");
+    repo.git(&["commit", "-qam", "crc16 fixed"]);
+    repo.write("src/ringbuf.c", &{
+        let text = std::fs::read_to_string(repo.path().join("src/ringbuf.c")).unwrap();
+        format!("{text}/* tidy */\n")
+    });
+    repo.git(&["commit", "-qam", "ringbuf tidy"]);
+    repo.git(&["revert", "--no-edit", "HEAD~1"]);
+    let out = fwfix(
+        &[
+            "bisect",
+            "--json",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            "crc",
+            "--good",
+            "HEAD~2",
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let page = dir.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    for href in html.split("href=\"").skip(1) {
+        let target = &href[..href.find('"').unwrap()];
+        assert!(dir.join(target).is_file(), "broken link {target}");
+    }
+    let dom = headless(&page, &["--dump-dom"]);
+    assert!(dom.contains("<svg class=\"timeline\""), "{dom}");
+    assert!(dom.contains("<h2>Tests by step</h2>"), "{dom}");
+    let steps = report(&dir)["steps"].as_array().unwrap().len();
+    assert!(steps >= 1);
+    assert_eq!(
+        dom.matches("<th class=\"col\">step ").count(),
+        steps,
+        "a column per step"
+    );
+    assert!(
+        dom.contains("class=\"bar failed\""),
+        "the failing step is marked"
+    );
+}
