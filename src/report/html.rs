@@ -829,6 +829,64 @@ mod tests {
         assert!(render_html(&passed, &History::default()).contains("<header class=\"banner ok\">"));
     }
 
+    /// A fix run's history with hostile names everywhere a run can put them.
+    fn hostile_history() -> History {
+        use crate::machine::Outcome;
+        use crate::report::history::{Column, Trace};
+        let line = |seq: u64, ms: u32, from: State, to: State| crate::rundir::TraceLine {
+            seq,
+            ts: format!("2026-01-01T00:00:00.{ms:03}Z"),
+            from,
+            to,
+            outcome: Outcome::TaskReceived,
+            reason: EVIL.into(),
+            iteration: 0,
+            error_class: None,
+            evidence: vec![],
+            evidence_sha256: vec![],
+        };
+        let mut case = crate::report::test_support::case(EVIL, CaseStatus::Fail, Some(EVIL), None);
+        case.file = Some(EVIL.into());
+        History {
+            traces: vec![Trace {
+                label: None,
+                lines: vec![
+                    line(1, 0, State::BuildSetup, State::BuildRun),
+                    line(2, 300, State::BuildRun, State::TestSetup),
+                    line(3, 400, State::TestSetup, State::TestRun),
+                    line(4, 600, State::TestRun, State::ResultCollection),
+                ],
+            }],
+            columns: vec![Column {
+                label: EVIL.into(),
+                verdict: Some(Verdict::Fail),
+                cases: vec![case],
+                crash: None,
+                patch: Some(EVIL.into()),
+                patch_origin: Some(EVIL.into()),
+                logs: vec![(EVIL.into(), EVIL.into())],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_history_sections_escape_everything_the_run_wrote() {
+        let mut report = report();
+        report.command = Command::Run;
+        report.status = Status::Failure;
+        let html = render_html(&report, &hostile_history());
+        assert!(html.contains("<h2>Timeline</h2>") && html.contains("<svg class=\"timeline\""));
+        assert!(html.contains("<h2>Tests by iteration</h2>"));
+        assert!(html.contains("<h2>Iterations</h2>"));
+        assert!(
+            html.contains("class=\"bar failed\""),
+            "the failed test run is marked"
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("href=\"<"), "{html}");
+    }
+
     #[test]
     fn run_and_bisect_outcomes() {
         let mut report = report();
