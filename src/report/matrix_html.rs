@@ -1,5 +1,6 @@
 //! `report.html` of a whole `fwfix matrix`: a timeline with a lane per board (each pair's run a
-//! bar, failures marked), the per-test grid across boards (a row per profile's test), every pair
+//! bar, failures marked), the per-test grid across boards (a row per profile's test; FLAKY where
+//! the manifest's `repeat` runs disagreed, with the rate and interval on hover), every pair
 //! with a link to its own run's report.html, and what was left out. Same rules as a run's page:
 //! one self-contained file, inline SVG and CSS, no script, every string escaped. Pure rendering
 //! from a [`MatrixReport`].
@@ -9,6 +10,7 @@ use super::matrix::{MatrixPair, MatrixReport};
 use super::model::{case_status_name, format_duration};
 use super::timeline::{self, Bar};
 use super::visible::escape_html as escape;
+use crate::machine::flaky::Call;
 use std::fmt::Write;
 use std::path::{Component, Path, PathBuf};
 
@@ -253,7 +255,16 @@ fn write_grid(out: &mut String, report: &MatrixReport) -> std::fmt::Result {
             let case = pair
                 .and_then(|p| p.report.as_ref())
                 .and_then(|r| r.cases.iter().find(|c| c.name == name));
+            let flaky = pair
+                .and_then(|p| p.report.as_ref())
+                .and_then(|r| r.pass_counts.iter().find(|c| c.name == name))
+                .filter(|c| c.call == Some(Call::Flaky));
             match (pair, case) {
+                (_, Some(_)) if flaky.is_some() => write!(
+                    out,
+                    "<td class=\"cell\"><span class=\"badge s-ignore\" title=\"{}\">FLAKY</span></td>",
+                    escape(&flaky.map(|c| c.describe()).unwrap_or_default())
+                )?,
                 (_, Some(case)) => write!(
                     out,
                     "<td class=\"cell\"><span class=\"badge {}\" title=\"{}\">{}</span></td>",
@@ -453,6 +464,16 @@ mod tests {
         ));
         assert!(html.contains("<tr><td>crc</td><td><code>t_a</code></td><td class=\"cell\"><span class=\"badge s-pass\""));
         assert!(html.contains(">SKIPPED</td>"));
+
+        let mut repeated = pair("q1", "crc", "PASSED", &[("t_a", CaseStatus::Pass)]);
+        if let Some(run) = &mut repeated.report {
+            run.pass_counts = vec![crate::report::PassCount::new("t_a", 3, 4)];
+        }
+        let flaky = render_matrix_html(&matrix(vec![repeated]), Path::new("/fw/.fwfix/matrix/m1"));
+        assert!(
+            flaky.contains("title=\"3/4 passed, 0.75 [0.30, 0.95], FLAKY\">FLAKY</span>"),
+            "{flaky}"
+        );
         assert!(html.contains("<a href=\"../../runs/q1-crc/report.html\">"));
         assert!(html.contains("<svg class=\"timeline\""));
         assert!(html.contains("class=\"bar failed\""));
