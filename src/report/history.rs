@@ -36,6 +36,8 @@ pub struct History {
     /// the column it belongs to and the prefix of its paths.
     pub traces: Vec<Trace>,
     pub columns: Vec<Column>,
+    /// `fix.patch`, when the run directory has one (report.json names it by its absolute path).
+    pub fix_patch: Option<String>,
 }
 
 /// One trace file's lines.
@@ -55,6 +57,7 @@ pub fn load(run_dir: &Path, report: &Report) -> History {
                 lines: read_trace(run_dir),
             }],
             columns: attempt_columns(run_dir, ""),
+            fix_patch: None,
         },
         Command::Run => {
             let mut columns = iteration_columns(run_dir);
@@ -70,6 +73,10 @@ pub fn load(run_dir: &Path, report: &Report) -> History {
                     lines: read_trace(run_dir),
                 }],
                 columns,
+                fix_patch: run_dir
+                    .join("fix.patch")
+                    .is_file()
+                    .then(|| "fix.patch".to_string()),
             }
         }
         Command::Bisect => {
@@ -256,6 +263,7 @@ mod tests {
         write(d, "iter-001/results.json", RESULTS_FAIL);
         write(d, "iter-001/console-2.log", "");
         write(d, "iter-001/results-2.json", RESULTS_PASS);
+        write(d, "fix.patch", "diff");
         let report = crate::report::test_support::report(
             "r",
             Command::Run,
@@ -265,6 +273,7 @@ mod tests {
         );
         let history = load(d, &report);
         assert!(history.traces[0].lines.is_empty());
+        assert_eq!(history.fix_patch.as_deref(), Some("fix.patch"));
         let [base, one] = history.columns.as_slice() else {
             panic!("{history:?}");
         };

@@ -90,7 +90,7 @@ fn write_page(out: &mut String, report: &Report, history: &History) -> std::fmt:
     write_banner(out, report, &title)?;
     writeln!(out, "<main>")?;
     write_facts(out, report)?;
-    write_outcome(out, report)?;
+    write_outcome(out, report, history)?;
     write_timeline(out, report, history)?;
     write_cases(out, report)?;
     write_grid(out, report, history)?;
@@ -177,7 +177,7 @@ fn write_facts(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "</dl>")
 }
 
-fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
+fn write_outcome(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
     match report.command {
         Command::Test => Ok(()),
         Command::Run => {
@@ -191,7 +191,13 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
                 Some(_) | None => "none of the targets".to_string(),
             };
             writeln!(out, "<dt>Now passing</dt><dd>{fixed}</dd>")?;
-            let patch = report.patch.as_deref().map(link).unwrap_or("none".into());
+            // report.json names the fix by its absolute path; the page links it inside the run.
+            let patch = history
+                .fix_patch
+                .as_deref()
+                .or(report.patch.as_deref())
+                .map(link)
+                .unwrap_or("none".into());
             writeln!(out, "<dt>Patch</dt><dd>{patch}</dd>")?;
             let branch = report
                 .branch
@@ -866,6 +872,7 @@ mod tests {
                 patch_origin: Some(EVIL.into()),
                 logs: vec![(EVIL.into(), EVIL.into())],
             }],
+            fix_patch: Some(EVIL.into()),
         }
     }
 
