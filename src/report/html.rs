@@ -56,7 +56,7 @@ figure{margin:0}
 ";
 
 /// Renders `report.html` from the report and the run's history (its trace and per-column
-/// results, read by [`super::history::load`]).
+/// results, read from the run directory by `history::load`).
 pub fn render_html(report: &Report, history: &History) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail; the results are discarded for that reason only.
