@@ -14,6 +14,7 @@ have ser2net || need+=(ser2net)
 have make || need+=(make)
 have git || need+=(git)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+have chromium || need+=(chromium)   # report.html is checked in a real headless browser
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

@@ -518,7 +518,7 @@ impl<'a> Job<'a> {
             max_iterations: max_iterations.unwrap_or(profile.limits.max_iterations),
             no_progress_limit: profile.limits.no_progress_limit,
             confirm_runs: profile.goal.confirm_runs,
-            flaky_reruns: 2,
+            flaky_reruns: machine::convergence::MAX_FLAKY_RERUNS,
         };
         let ctx = RunContext {
             format: CONTEXT_FORMAT,

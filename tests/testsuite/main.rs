@@ -25,6 +25,7 @@ mod power_nonce;
 mod probe_hw;
 mod qemu_backend;
 mod repo_safety;
+mod report_html;
 mod resume_cmd;
 mod rtos_crash;
 mod rtos_fixture;
