@@ -182,8 +182,8 @@ fn manifest_mistakes_are_named_at_their_line_before_anything_runs() {
 
 /// The manifest's `repeat` runs each pair that many times: the fixture's really flaky image
 /// (its verdict follows the random run nonce) gets the flaky call in the pair's report, Surefire's
-/// `<flakyFailure>`s in the matrix's one junit.xml, and FLAKY in the page's grid. (All 16 runs
-/// agreeing by chance: 1 in 32768.)
+/// `<flakyFailure>`s in the matrix's one junit.xml, and FLAKY in the page's grid. (All 24 runs
+/// agreeing by chance: 1 in 8 million.)
 #[test]
 fn a_repeated_matrix_calls_a_really_flaky_test_flaky_everywhere() {
     let repo = FixtureRepo::new();
