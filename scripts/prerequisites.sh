@@ -10,8 +10,11 @@ have qemu-system-arm || need+=(qemu-system-arm)
 have arm-none-eabi-gcc || need+=(gcc-arm-none-eabi)
 have gdb-multiarch || need+=(gdb-multiarch)
 have socat || need+=(socat)
+have ser2net || need+=(ser2net)
 have make || need+=(make)
 have git || need+=(git)
+python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
+have chromium || need+=(chromium)   # report.html is checked in a real headless browser
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0

@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/prerequisites.sh
+bash scripts/labgrid-venv.sh
 cargo test --locked --all-targets
 cargo test --locked --doc

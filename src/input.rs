@@ -1,8 +1,10 @@
 //! Reading a file a person named (a board or profile file, a patch, a log to triage) so that any
-//! path gets a bounded answer: only a regular file is read, and never more than a cap. A FIFO is
-//! refused before it is opened (opening one for reading blocks until a writer comes, where no
-//! signal handler can end the wait), and so is a device (`/dev/zero` never ends) or a directory.
-//! It must not interpret what it reads.
+//! path gets a bounded answer. A configuration file or a patch must be a regular file, read up to
+//! a cap: a FIFO is refused before it is opened (opening one for reading blocks until a writer
+//! comes, where no signal handler can end the wait), and so is a device (`/dev/zero` never ends)
+//! or a directory. A log to triage may also be a stream (`fwfix triage /dev/stdin`, a FIFO, a
+//! device), opened so that it never waits for a writer; its reader bounds how much it takes. It
+//! must not interpret what it reads.
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read};
@@ -97,6 +99,33 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, InputError> {
         });
     }
     Ok(bytes)
+}
+
+/// A log to read as a stream: a regular file, a pipe or FIFO, or a device, but not a directory.
+/// The open never waits for a FIFO's writer (a FIFO nobody writes to reads as empty); once open,
+/// reads wait for data as usual.
+pub fn open_stream(path: &Path) -> Result<File, InputError> {
+    let io_error = |source| InputError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK | nix::libc::O_NOCTTY)
+        .open(path)
+        .map_err(io_error)?;
+    let meta = file.metadata().map_err(io_error)?;
+    if meta.is_dir() {
+        return Err(InputError::NotRegular {
+            path: path.to_path_buf(),
+            kind: "a directory",
+        });
+    }
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    let flags = fcntl(&file, FcntlArg::F_GETFL).map_err(|e| io_error(e.into()))?;
+    let blocking = OFlag::from_bits_truncate(flags) - OFlag::O_NONBLOCK;
+    fcntl(&file, FcntlArg::F_SETFL(blocking)).map_err(|e| io_error(e.into()))?;
+    Ok(file)
 }
 
 /// [`read_regular`] as UTF-8 text.

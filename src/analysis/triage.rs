@@ -371,13 +371,17 @@ pub enum ReadError {
 
 const ELF_MAGIC: &[u8] = b"\x7fELF";
 
-/// Classifies the log in `file`, streaming it from disk.
+/// Classifies the log in `file`, streaming it: a file, or a pipe, FIFO or device (`/dev/stdin`),
+/// read only as far as the reader's caps allow.
 pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadError> {
     let read_error = |source| ReadError::Io {
         file: file.to_path_buf(),
         source,
     };
-    let handle = std::fs::File::open(file).map_err(read_error)?;
+    let handle = crate::input::open_stream(file).map_err(|e| match e {
+        crate::input::InputError::Io { source, .. } => read_error(source),
+        other => read_error(io::Error::other(other.to_string())),
+    })?;
     let mut reader = io::BufReader::with_capacity(256 * 1024, handle);
     if reader
         .fill_buf()

@@ -1,7 +1,8 @@
 //! `fwfix boards`: the boards of this host. `list` shows each one's backend, health and lease
 //! holder; `check [BOARD]` runs a board's `[health]` profile and records the verdict; `set`
 //! lets an operator mark a board good, bad or in maintenance; `probes` lists the debug probes
-//! connected now, with the `[probe] selector` that picks each one. Each subcommand is one
+//! connected now, with the `[probe] selector` that picks each one; `reclaim` frees the labgrid
+//! places killed fwfix runs left acquired. Each subcommand is one
 //! variant of [`Sub`].
 
 use super::{fail_early, print_out, Exit, GlobalArgs, StateArgs};
@@ -29,6 +30,15 @@ enum Sub {
     Set(SetArgs),
     /// List the debug probes connected to this host (probe-rs), with their selectors.
     Probes,
+    /// Release (and cancel the reservations of) the labgrid places that fwfix runs killed on this
+    /// host left acquired; places of runs still alive are left alone.
+    Reclaim(ReclaimArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ReclaimArgs {
+    #[command(flatten)]
+    state: StateArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -81,6 +91,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         Sub::Check(args) => check(args, global),
         Sub::Set(args) => set(args, global),
         Sub::Probes => probes(global),
+        Sub::Reclaim(args) => reclaim(args, global),
     }
 }
 
@@ -198,6 +209,47 @@ fn set(args: SetArgs, global: &GlobalArgs) -> Exit {
             Exit::Success
         }
         Err(e) => fail_early(global, Exit::of_health(&e), &e.to_string()),
+    }
+}
+
+fn reclaim(args: ReclaimArgs, global: &GlobalArgs) -> Exit {
+    let state_dir = match args.state.dir() {
+        Ok(dir) => dir,
+        Err(e) => return fail_early(global, Exit::Usage, &e),
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail_early(global, Exit::Infrastructure, &e.to_string()),
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let rows = runtime.block_on(crate::dut::labgrid::place::reclaim(&state_dir, &cancel));
+    let mut text = String::new();
+    for row in &rows {
+        if global.json {
+            let _ = writeln!(text, "{}", serde_json::to_string(row).unwrap_or_default());
+        } else {
+            let _ = writeln!(
+                text,
+                "board {} place {} ({}, {}): {}",
+                row.board,
+                row.place.as_deref().unwrap_or("not yet allocated"),
+                row.owner,
+                row.holder,
+                row.outcome
+            );
+        }
+    }
+    if rows.is_empty() && !global.json {
+        text.push_str("no labgrid places recorded\n");
+    }
+    print_out(&text);
+    if rows.iter().any(|r| r.outcome.starts_with("failed")) {
+        Exit::Infrastructure
+    } else {
+        Exit::Success
     }
 }
 

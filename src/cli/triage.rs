@@ -21,9 +21,12 @@ ASSERT, CRASH, INFRA_ERROR, BUILD_ERROR, LINK_ERROR, HANG, TEST_FAILURE, PASS, t
 PASS needs a passing verdict in the log; an empty or binary input, or a log showing nothing \
 triage recognises, is UNKNOWN.
 
+A FILE may be a pipe or a device (`make 2>&1 | fwfix triage /dev/stdin`): reading stops after \
+1 MiB of binary input and at 4 GiB, and a FIFO nobody writes to reads as empty.
+
 Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read, is \
-not a regular file (a device, a FIFO, a directory) or is an ELF image rather than a log (the \
-file is named, and the other files are still classified).")]
+a directory or is an ELF image rather than a log (the file is named, and the other files are \
+still classified).")]
 pub struct Args {
     /// Log files: build output, flasher or debugger output, console captures (console.log).
     #[arg(required = true, value_name = "FILE")]
@@ -39,11 +42,9 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
     };
     let mut exit = Exit::Success;
     for file in &args.files {
-        // Only a regular file is a log: a device (`/dev/zero`) never ends, and a FIFO's open
-        // waits for a writer that may never come.
-        let classified = crate::input::regular(file)
-            .map_err(|e| e.to_string())
-            .and_then(|_| triage::classify_file(file, &ctx).map_err(|e| e.to_string()));
+        // A stream is a log too (`make 2>&1 | fwfix triage /dev/stdin`); the reader stops on
+        // binary input and at its size cap, so `/dev/zero` ends as UNKNOWN.
+        let classified = triage::classify_file(file, &ctx).map_err(|e| e.to_string());
         let written = match classified {
             Ok(triage) if global.json => print_json(file, &triage),
             Ok(triage) => print_text(file, &triage),

@@ -1,6 +1,6 @@
 //! What fwfix takes from the host's environment beyond the profile: where board leases and
-//! health live, where tool facts are cached, the editor a person chose, and the directories
-//! programs are looked up in. With
+//! health live, where tool facts are cached, the editor a person chose, the labgrid coordinator,
+//! and the directories programs are looked up in. With
 //! `llm` (the model endpoint), the only place fwfix reads environment variables, so that what a
 //! run depends on is found here. `NO_COLOR` is the exception: a display convention `ui/` reads.
 
@@ -53,6 +53,15 @@ fn cache_dir_from(lookup: impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
     non_empty("XDG_CACHE_HOME")
         .map(|dir| PathBuf::from(dir).join("fwfix"))
         .or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".cache/fwfix")))
+}
+
+/// The labgrid coordinator `LG_COORDINATOR` names (`HOST:PORT`), as labgrid's own tools read it;
+/// it overrides a board file's `[labgrid] coordinator`, so one CI job can point every board at
+/// its farm.
+pub fn labgrid_coordinator() -> Option<String> {
+    std::env::var("LG_COORDINATOR")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// The directories of `PATH`, in order.

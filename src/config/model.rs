@@ -229,6 +229,20 @@ pub struct LabgridSpec {
     pub place: Option<String>,
     /// `KEY=VALUE` each, as `labgrid-client reserve` takes them.
     pub tags: Vec<String>,
+    /// `[labgrid] coordinator` (`HOST:PORT`); `LG_COORDINATOR` overrides it, and without either
+    /// labgrid's own default applies.
+    pub coordinator: Option<String>,
+    /// `[flash] method = "command"`: how the image gets onto the place's board. None: the
+    /// place needs no flashing (its power switch boots what it finds).
+    pub flash: Option<LabgridFlash>,
+}
+
+/// A labgrid board's flash command: `{elf}`, `{bin}`, `{hex}`, `{place}` and the place's
+/// resource values (see `dut::labgrid::resources`) expanded when the place is known.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabgridFlash {
+    pub command: String,
+    pub timeout: Duration,
 }
 
 /// `[power]`: commands run with `sh -c`, `{board}` (see [`POWER_PLACEHOLDERS`]) expanded; at

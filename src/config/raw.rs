@@ -118,6 +118,7 @@ pub struct RawProbe {
 pub struct RawLabgrid {
     pub place: Option<Str>,
     pub tags: Option<StrList>,
+    pub coordinator: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -296,7 +297,7 @@ const PROBE: &[(&str, Node)] = &[
     ("nonce", V),
     ("connect_under_reset", V),
 ];
-const LABGRID: &[(&str, Node)] = &[("place", V), ("tags", V)];
+const LABGRID: &[(&str, Node)] = &[("place", V), ("tags", V), ("coordinator", V)];
 const POWER: &[(&str, Node)] = &[
     ("on", V),
     ("off", V),

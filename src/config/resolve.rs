@@ -5,10 +5,10 @@
 use super::error::{ConfigError, KeyPath};
 use super::model::{
     Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
-    GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec,
-    Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
-    SnapshotSpec, StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
-    POWER_PLACEHOLDERS,
+    GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridFlash, LabgridSpec,
+    LlmSpec, LoopSpec, Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode,
+    RegexSpec, SerialPort, SnapshotSpec, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
+    FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
 };
 use super::model::{FlowControl, Parity, SerialLine, SerialReset};
 use super::names;
@@ -84,7 +84,8 @@ impl Backend {
         match self {
             Backend::Qemu => &["qemu", "health"],
             Backend::Board => &["flash", "gdb", "serial", "probe", "power", "health"],
-            Backend::Labgrid => &["labgrid", "power", "health"],
+            // A place is powered through its coordinator (`labgrid-client power`).
+            Backend::Labgrid => &["labgrid", "flash", "health"],
         }
     }
 }
@@ -159,7 +160,7 @@ pub fn board(src: Source<'_>, raw: RawBoard) -> Result<Board, ConfigError> {
         Backend::Board => BoardBackend::Hardware(
             c.hardware(raw.flash, raw.gdb, raw.serial, raw.probe, backend_at)?,
         ),
-        Backend::Labgrid => BoardBackend::Labgrid(c.labgrid(raw.labgrid, backend_at)?),
+        Backend::Labgrid => BoardBackend::Labgrid(c.labgrid(raw.labgrid, raw.flash, backend_at)?),
     };
     Ok(Board {
         name,
@@ -907,6 +908,7 @@ impl Checker<'_> {
     fn labgrid(
         &self,
         raw: Option<Spanned<RawLabgrid>>,
+        flash: Option<Spanned<RawFlash>>,
         needed_at: usize,
     ) -> Result<LabgridSpec, ConfigError> {
         let table = KeyPath::new(&["labgrid"]);
@@ -942,7 +944,60 @@ impl Checker<'_> {
                 "[labgrid] needs `place` or `tags` to know which place to reserve",
             ));
         }
-        Ok(LabgridSpec { place, tags })
+        let coordinator =
+            self.optional_non_empty(l.coordinator.as_ref(), &table.child("coordinator"))?;
+        let flash = flash.map(|f| self.labgrid_flash(f)).transpose()?;
+        Ok(LabgridSpec {
+            place,
+            tags,
+            coordinator,
+            flash,
+        })
+    }
+
+    /// `[flash]` of a labgrid board: a command only, whose placeholders are the place's resource
+    /// values as well as the image's, known only once the place is acquired.
+    fn labgrid_flash(&self, flash: Spanned<RawFlash>) -> Result<LabgridFlash, ConfigError> {
+        let table = KeyPath::new(&["flash"]);
+        let f = flash.get_ref();
+        let method_key = table.child("method");
+        let method = self.required(
+            f.method.as_ref(),
+            flash.span().start,
+            &method_key,
+            "a labgrid board flashes with method = \"command\"",
+        )?;
+        if method.get_ref() != "command" {
+            return Err(self.invalid(
+                method.span(),
+                &method_key,
+                "a labgrid board flashes with method = \"command\" (the place's resource values \
+                 such as {host} and {port} are its placeholders)",
+            ));
+        }
+        if let Some(reset) = &f.reset_command {
+            return Err(self.invalid(
+                reset.span(),
+                &table.child("reset_command"),
+                "a labgrid board is reset through its place's power switch",
+            ));
+        }
+        let key = table.child("command");
+        let command = self.required(
+            f.command.as_ref(),
+            flash.span().start,
+            &key,
+            "method = \"command\" needs the flasher's command line",
+        )?;
+        let timeout = self.seconds(
+            f.timeout_s.as_ref(),
+            &table.child("timeout_s"),
+            DEFAULT_FLASH_TIMEOUT,
+        )?;
+        Ok(LabgridFlash {
+            command: self.non_empty(command, &key)?,
+            timeout,
+        })
     }
 
     fn power(&self, raw: Spanned<RawPower>) -> Result<PowerSpec, ConfigError> {

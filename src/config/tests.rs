@@ -473,9 +473,6 @@ backend = "labgrid"
 [labgrid]
 place = "rpi-3"
 tags = ["board=rpi3", "rack=2"]
-[power]
-on = "labgrid-client -p rpi-3 power on"
-off = "labgrid-client -p rpi-3 power off"
 "#,
     )
     .unwrap();
@@ -484,7 +481,40 @@ off = "labgrid-client -p rpi-3 power off"
         BoardBackend::Labgrid(LabgridSpec {
             place: Some("rpi-3".into()),
             tags: vec!["board=rpi3".into(), "rack=2".into()],
+            coordinator: None,
+            flash: None,
         })
+    );
+    let flashed = board(
+        r#"
+name = "farm-an385"
+backend = "labgrid"
+[labgrid]
+tags = ["board=mps2-an385"]
+coordinator = "lab.example:20408"
+[flash]
+method = "command"
+command = "scp {elf} {host}:/srv/{place}.elf"
+timeout_s = 30
+"#,
+    )
+    .unwrap();
+    let BoardBackend::Labgrid(spec) = flashed.backend else {
+        panic!("not labgrid")
+    };
+    assert_eq!(spec.coordinator.as_deref(), Some("lab.example:20408"));
+    assert_eq!(
+        spec.flash,
+        Some(LabgridFlash {
+            command: "scp {elf} {host}:/srv/{place}.elf".into(),
+            timeout: std::time::Duration::from_secs(30),
+        })
+    );
+    assert_error(
+        board("name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[flash]\nmethod = \"gdb\"\n"),
+        6,
+        10,
+        "invalid value for `method` in [flash]: a labgrid board flashes with method = \"command\"",
     );
 }
 
@@ -1284,19 +1314,12 @@ fn labgrid_power_and_health_rules() {
         20,
         "invalid value for `tags` in [labgrid]: `rpi` is not KEY=VALUE",
     );
+    // The place's power port is the board's power.
     assert_error(
-        board("name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[power]\n"),
+        board("name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[power]\non = \"relay\"\n"),
         5,
         1,
-        "[power] needs at least one of `on`, `off`, `cycle`",
-    );
-    assert_error(
-        board(
-            "name = \"x\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n[power]\noff = \" \"\n",
-        ),
-        6,
-        7,
-        "invalid value for `off` in [power]: must not be empty",
+        "table [power] is not allowed here: backend = \"labgrid\" uses only [labgrid], [flash], [health]",
     );
     assert_error(
         board("name = \"x\"\nbackend = \"qemu\"\n[qemu]\nmachine = \"m\"\n[health]\n"),
@@ -1645,7 +1668,7 @@ flash = { method = "gdb", command = "c", timeout_s = 1, reset_command = "r" }
 gdb = { remote = "h:1", gdb = "g", init = [], start = "monitor-reset", reset = "monitor r" }
 serial = { port = "/dev/x", baud = 1, data_bits = 8, parity = "none", stop_bits = 1, flow_control = "none", reset = "dtr", reset_ms = 5, reconnect = 1, nonce = true }
 probe = { chip = "c", selector = "1:2", protocol = "swd", speed_khz = 1, rtt = true, rtt_channels = [0], nonce = true, connect_under_reset = true }
-labgrid = { place = "p", tags = [] }
+labgrid = { place = "p", tags = [], coordinator = "c:1" }
 power = { on = "a", off = "b", cycle = "c", off_s = 1, timeout_s = 1, retry_on_hang = true }
 health = { profile = "p" }
 "#;

@@ -1,6 +1,6 @@
 //! Devices under test behind one trait: QEMU (`qemu/`) and real boards (`board/`: flashed through a
 //! GDB server, a flasher command, or a debug probe with probe-rs in `probe/`, which has its own
-//! driver trait and a fake); labgrid places are refused as not supported yet. The orchestrator
+//! driver trait and a fake) and labgrid places (`labgrid/`, the place acquired by the command). The orchestrator
 //! opens a backend with [`open`] and only ever talks to `dyn Dut`. This module owns the trait, the
 //! factory and the DUT error type; it runs nothing itself. A board's host-wide state lives beside
 //! it: who holds it (`lease`), whether it is fit to run (`health`), and its power (`power`).
@@ -8,6 +8,7 @@
 pub mod board;
 pub mod cortex_m;
 pub mod health;
+pub mod labgrid;
 pub mod lease;
 pub mod power;
 pub mod probe;
@@ -154,10 +155,7 @@ pub fn open(board: &Board) -> Result<Box<dyn Dut>, DutError> {
                 .with_cache(crate::config::host::cache_dir()),
         )),
         BoardBackend::Hardware(spec) => Ok(Box::new(board::BoardDut::new(board, spec.clone())?)),
-        BoardBackend::Labgrid(_) => Err(DutError::Unsupported {
-            board: board.name.clone(),
-            backend: "labgrid".to_string(),
-        }),
+        BoardBackend::Labgrid(spec) => Ok(Box::new(labgrid::LabgridDut::new(board, spec.clone())?)),
     }
 }
 
@@ -249,26 +247,26 @@ mod tests {
         let dut = open(&board(hw(serial))).unwrap();
         assert!(dut.describe().starts_with("board b1 (gdb 127.0.0.1:3333"));
         let lg = BoardBackend::Labgrid(LabgridSpec {
-            place: None,
+            place: Some("p".into()),
             tags: vec![],
+            coordinator: None,
+            flash: None,
         });
-        for (backend, name) in [
-            (
-                hw(ConsoleSpec::Rtt {
-                    channels: None,
-                    nonce: false,
-                }),
-                "board",
-            ),
-            (lg, "labgrid"),
-        ] {
-            let err = open(&board(backend)).err().unwrap();
-            assert!(
-                matches!(err, DutError::Unsupported { ref backend, .. } if backend.starts_with(name)),
-                "{err}"
-            );
-            assert!(err.to_string().contains("not supported yet"));
-        }
+        let unheld = open(&board(lg)).err().unwrap();
+        assert!(
+            unheld.to_string().contains("no labgrid place is acquired"),
+            "{unheld}"
+        );
+        let rtt = hw(ConsoleSpec::Rtt {
+            channels: None,
+            nonce: false,
+        });
+        let err = open(&board(rtt)).err().unwrap();
+        assert!(
+            matches!(err, DutError::Unsupported { ref backend, .. } if backend.starts_with("board")),
+            "{err}"
+        );
+        assert!(err.to_string().contains("not supported yet"));
     }
 
     #[test]

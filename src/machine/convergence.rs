@@ -1,10 +1,16 @@
 //! CONVERGENCE_CHECK's rules: given the verdicts so far, stop, run again, or go round again.
 //!
 //! Pure. `fwfix test` has no patches to try: it runs the image `repeat` times and succeeds only
-//! when every attempt passed.
+//! when every attempt passed. A fix run re-runs an image whose runs disagree until the sequential
+//! rule of [`super::flaky`] decides which way it leans, at most [`MAX_FLAKY_RERUNS`] more times.
 
+use super::flaky::{self, Sequential};
 use super::recovery::Decision;
 use super::transition::Outcome;
+
+/// The most extra runs of one image whose runs disagree (the sequential rule usually stops
+/// sooner: 7 fixes in 8 runs, or 1 in 8, decide it).
+pub const MAX_FLAKY_RERUNS: u32 = 8;
 
 /// A verdict as convergence sees it (the result model's verdict, without depending on it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +53,10 @@ pub fn test_mode(verdicts: &[AttemptVerdict], repeat: u32) -> Decision {
             AttemptVerdict::Fail | AttemptVerdict::Pass => "tests failed".to_string(),
         }
     } else if passed > 0 {
-        format!("flaky: passed on {passed} of {done} attempts")
+        format!(
+            "flaky: passed on {passed} of {done} attempts, rate {}",
+            flaky::describe(passed as u32, done as u32)
+        )
     } else {
         format!("tests failed on all {done} attempts")
     };
@@ -78,7 +87,10 @@ mod tests {
         );
         let d = test_mode(&[Pass, Fail, Pass], 3);
         assert_eq!(d.outcome, Outcome::GiveUp);
-        assert_eq!(d.reason, "flaky: passed on 2 of 3 attempts");
+        assert_eq!(
+            d.reason,
+            "flaky: passed on 2 of 3 attempts, rate 0.67 [0.21, 0.94]"
+        );
         assert_eq!(test_mode(&[Fail], 1).reason, "tests failed");
         assert_eq!(
             test_mode(&[Inconclusive], 1).reason,
@@ -288,23 +300,34 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
         };
     }
     let runs_on_image = input.earlier_on_image.len() as u32 + 1;
+    let fixes_on_image = input
+        .earlier_on_image
+        .iter()
+        .chain(std::iter::once(j))
+        .filter(|e| e.is_fix())
+        .count() as u32;
     let disagrees = input
         .earlier_on_image
         .iter()
         .any(|e| e.is_fix() != j.is_fix());
+    // Runs of one image that disagree: run it again until the Wilson interval of its fix rate
+    // leaves one half (it clearly fixes more often than not, or less), or the cap is reached.
+    let max_runs = input.confirm_runs.max(1) + input.flaky_reruns;
+    let settled = flaky::sequential(fixes_on_image, runs_on_image, 0.5, max_runs);
+    if disagrees && settled == Sequential::Continue {
+        return decide(
+            Outcome::Rerun,
+            format!(
+                "flaky: fixed on {fixes_on_image} of {runs_on_image} runs of the same image, rate {}; run {} of at most {max_runs}",
+                flaky::describe(fixes_on_image, runs_on_image),
+                runs_on_image + 1
+            ),
+            None,
+            input.no_progress,
+        );
+    }
     if disagrees {
-        let extra = runs_on_image.saturating_sub(input.confirm_runs.max(1));
-        if extra < input.flaky_reruns {
-            return decide(
-                Outcome::Rerun,
-                format!(
-                    "flaky: verdicts differ between runs of the same image (run {})",
-                    runs_on_image + 1
-                ),
-                None,
-                input.no_progress,
-            );
-        }
+        // Decided (or out of runs): flaky either way, said with which way it leans.
     } else if j.is_fix() {
         if runs_on_image < input.confirm_runs {
             return decide(
@@ -335,9 +358,17 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
     }
     // Not a fix. Say why, then decide whether another iteration can happen.
     let (verdict, why) = if disagrees {
+        let lean = match settled {
+            Sequential::Above => "fixes more often than not",
+            Sequential::Below => "fails more often than not",
+            Sequential::Continue | Sequential::Undecided => "undecided",
+        };
         (
             IterationVerdict::Flaky,
-            format!("flaky after {runs_on_image} runs of the same image"),
+            format!(
+                "flaky: fixed on {fixes_on_image} of {runs_on_image} runs of the same image, rate {} ({lean})",
+                flaky::describe(fixes_on_image, runs_on_image)
+            ),
         )
     } else if !j.regressed.is_empty() {
         (
@@ -491,7 +522,7 @@ mod fix_tests {
     }
 
     #[test]
-    fn disagreeing_runs_of_one_image_are_flaky_and_rerun_within_budget() {
+    fn disagreeing_runs_of_one_image_rerun_until_the_sequential_rule_decides() {
         let t = baseline();
         let good = t.judge(&results(&[
             ("crc8", true),
@@ -506,12 +537,42 @@ mod fix_tests {
         let earlier = [good.clone()];
         let mut i = input(2, &bad, &earlier);
         i.confirm_runs = 2;
-        assert_eq!(fix_mode(&i).decision.outcome, Outcome::Rerun);
-        let earlier = [good.clone(), bad.clone(), good.clone(), bad.clone()];
-        i.earlier_on_image = &earlier;
+        i.flaky_reruns = MAX_FLAKY_RERUNS;
+        let d = fix_mode(&i);
+        assert_eq!(d.decision.outcome, Outcome::Rerun);
+        assert_eq!(
+            d.decision.reason,
+            "flaky: fixed on 1 of 2 runs of the same image, rate 0.50 [0.09, 0.91]; run 3 of at most 10"
+        );
+        // One failure among fixes: decided after 8 runs (7 of 8, [0.53, 0.98]), not at the cap.
+        let mut seven = vec![good.clone(); 5];
+        seven.push(bad.clone());
+        i.earlier_on_image = &seven[..];
+        i.judgement = &good;
+        assert_eq!(fix_mode(&i).decision.outcome, Outcome::Rerun, "7 runs");
+        let mut eight = seven.clone();
+        eight.push(good.clone());
+        i.earlier_on_image = &eight;
         let d = fix_mode(&i);
         assert_eq!(d.verdict, Some(IterationVerdict::Flaky));
         assert_eq!(d.decision.outcome, Outcome::NextIteration);
+        assert!(
+            d.decision.reason.contains("fixes more often than not"),
+            "{}",
+            d.decision.reason
+        );
+        // Evenly split: runs up to the cap, then undecided.
+        i.flaky_reruns = 2;
+        let split = [good.clone(), bad.clone(), good.clone()];
+        i.earlier_on_image = &split;
+        i.judgement = &bad;
+        let d = fix_mode(&i);
+        assert_eq!(d.verdict, Some(IterationVerdict::Flaky));
+        assert!(
+            d.decision.reason.contains("(undecided)"),
+            "{}",
+            d.decision.reason
+        );
     }
 
     #[test]

@@ -10,8 +10,12 @@
 //!    round again (CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY → BUILD_SETUP).
 //! 5. Any working step can fail into ERROR_RECOVERY, which either recovers to the nearest state that
 //!    can go on or gives up ([`recovery`]); any non-terminal state can be ABORTED.
+//!
+//! Repeated runs of one image are judged by [`flaky`]: each test's pass rate with its Wilson 95%
+//! interval, and the sequential rule CONVERGENCE_CHECK re-runs a disagreeing image by.
 
 pub mod convergence;
+pub mod flaky;
 mod graph;
 pub mod ledger;
 pub mod recovery;

@@ -42,10 +42,12 @@ pub enum HealthGate {
     Check,
 }
 
-/// A claimed board: the lease (None for a board that needs none) and what the report should say.
+/// A claimed board: the lease (None for a board that needs none), the labgrid place acquired
+/// for a labgrid board, and what the report should say.
 #[derive(Debug, Default)]
 pub(super) struct Claim {
     pub lease: Option<Lease>,
+    pub place: Option<std::sync::Arc<crate::dut::labgrid::place::Acquired>>,
     pub notes: Vec<String>,
 }
 
@@ -56,16 +58,19 @@ pub(super) enum ClaimError {
     Lease(#[from] LeaseError),
     #[error(transparent)]
     Health(#[from] HealthError),
+    /// The labgrid place could not be acquired (busy past the deadline, coordinator away).
+    #[error("{0}")]
+    Place(crate::dut::DutError),
     #[error("{0}")]
     Refused(String),
 }
 
 /// Whether runs on `board` take its lease: hardware is one at a time; every QEMU run has a QEMU
-/// of its own.
+/// of its own; a labgrid place is locked by its coordinator, across hosts, instead.
 pub(super) fn needs_lease(board: &Board) -> bool {
     match board.backend {
-        BoardBackend::Hardware(_) | BoardBackend::Labgrid(_) => true,
-        BoardBackend::Qemu(_) => false,
+        BoardBackend::Hardware(_) => true,
+        BoardBackend::Qemu(_) | BoardBackend::Labgrid(_) => false,
     }
 }
 
@@ -93,6 +98,21 @@ pub(super) async fn claim(
         .await?;
         claim.notes.push(lease.info().note());
         claim.lease = Some(lease);
+    }
+    if let BoardBackend::Labgrid(spec) = &board.backend {
+        let (place, waited) = crate::dut::labgrid::place::acquire(
+            spec,
+            &board.name,
+            &access.state_dir,
+            Holder::this_process(run_id, command),
+            access.lock_timeout,
+            cancel,
+            events,
+        )
+        .await
+        .map_err(ClaimError::Place)?;
+        claim.notes.push(place.note(waited));
+        claim.place = Some(place);
     }
     gate(board, access, events, &mut claim.notes)?;
     Ok(claim)
@@ -229,6 +249,7 @@ impl Job<'_> {
             Ok(claim) => {
                 self.board_claimed = true;
                 self.lease = claim.lease;
+                self.place = claim.place;
                 self.board_notes.extend(claim.notes);
                 Ok(())
             }
@@ -439,5 +460,12 @@ mod tests {
         )
         .unwrap();
         assert!(needs_lease(&hw));
+        let place = crate::config::parse_board(
+            "name = \"l\"\nbackend = \"labgrid\"\n[labgrid]\nplace = \"p\"\n",
+            std::path::Path::new("l.toml"),
+        )
+        .unwrap();
+        // The coordinator locks a place, across hosts.
+        assert!(!needs_lease(&place));
     }
 }

@@ -470,6 +470,8 @@ pub(super) struct Job<'a> {
     pub board_claimed: bool,
     /// The board's lease, released when the job is dropped (after its report is written).
     pub lease: Option<crate::dut::lease::Lease>,
+    /// The labgrid place acquired for a labgrid board, released when the job is dropped.
+    pub place: Option<std::sync::Arc<crate::dut::labgrid::place::Acquired>>,
     /// What claiming the board did, for the report.
     pub board_notes: Vec<String>,
     /// The owner's working-tree lock (exclusive for a run that patches the checkout, shared for
@@ -522,7 +524,7 @@ impl<'a> Job<'a> {
             max_iterations: max_iterations.unwrap_or(profile.limits.max_iterations),
             no_progress_limit: profile.limits.no_progress_limit,
             confirm_runs: profile.goal.confirm_runs,
-            flaky_reruns: 2,
+            flaky_reruns: machine::convergence::MAX_FLAKY_RERUNS,
         };
         let ctx = RunContext {
             format: CONTEXT_FORMAT,
@@ -681,6 +683,7 @@ impl<'a> Job<'a> {
             access: None,
             board_claimed: false,
             lease: None,
+            place: None,
             board_notes: Vec::new(),
             tree_lock: None,
         })
@@ -831,7 +834,11 @@ impl<'a> Job<'a> {
     fn flash_timeout(&self) -> Duration {
         match &self.board.backend {
             config::BoardBackend::Hardware(hw) => hw.flash_timeout,
-            config::BoardBackend::Qemu(_) | config::BoardBackend::Labgrid(_) => Duration::ZERO,
+            config::BoardBackend::Labgrid(lg) => {
+                lg.flash.as_ref().map_or(Duration::ZERO, |f| f.timeout)
+                    + crate::dut::labgrid::ATTEMPT_OVERHEAD
+            }
+            config::BoardBackend::Qemu(_) => Duration::ZERO,
         }
     }
 

@@ -363,7 +363,7 @@ pub struct MatrixRun {
 
 /// `fwfix matrix`: every pair of the manifest's boards and profiles less its exclusions (and,
 /// with a shard, less the other shards' pairs), on the manifest's schedule; then `report.json`,
-/// `junit.xml` and `report.md` for them all in `.fwfix/matrix/<id>/`. The exit status is left to
+/// `junit.xml`, `report.md` and `report.html` for them all in `.fwfix/matrix/<id>/`. The exit status is left to
 /// the caller, which knows the exit-code table.
 pub async fn matrix(
     opts: MatrixOptions,
@@ -539,6 +539,10 @@ pub async fn matrix(
     write(
         "report.md",
         crate::report::render_matrix_markdown(&report).as_bytes(),
+    )?;
+    write(
+        crate::report::REPORT_HTML,
+        crate::report::render_matrix_html(&report, dir.path()).as_bytes(),
     )?;
     Ok(MatrixRun {
         dir: dir.path().to_path_buf(),

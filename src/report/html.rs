@@ -6,18 +6,23 @@
 //! escaped with [`escape`], links are only made from relative paths and percent-encoded, and the
 //! page's Content-Security-Policy forbids scripts and remote loads even if something slipped by.
 
+use super::history::{Column, History};
 use super::model::{
-    case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
-    verdict_name, Command, Report, Status,
+    call_name, case_status_name, crash_lines, describe_location, file_line, format_duration,
+    plural, verdict_name, Command, Report, Status,
 };
-use crate::results::CaseStatus;
+use super::timeline::{self, Bar, Mark, Phase};
+use super::visible::escape_html as escape;
+use crate::machine::flaky::{self, Call};
+use crate::machine::State;
+use crate::results::{CaseStatus, Verdict};
 use std::fmt::Write;
 use std::path::{Component, Path};
 
 /// Build diagnostics listed before pointing at the log.
 const MAX_DIAGNOSTICS: usize = 50;
 
-const STYLE: &str = "
+pub(super) const STYLE: &str = "
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1f2328;background:#fff}
 main{max-width:72rem;margin:0 auto;padding:0 1.25rem 2rem}
 header.banner{padding:1rem 1.25rem;color:#fff}
@@ -29,6 +34,13 @@ table{border-collapse:collapse;width:100%;font-size:14px}
 th,td{border:1px solid #d0d7de;padding:.3rem .5rem;text-align:left;vertical-align:top}
 th{background:#f6f8fa}
 td.message{white-space:pre-wrap;word-break:break-word}
+div.scroll{overflow-x:auto}
+table.grid td.cell{text-align:center;padding:.2rem}
+table.grid th.col{writing-mode:horizontal-tb;white-space:nowrap}
+.legend span{display:inline-block;margin-right:1rem}
+.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
+section.column{border:1px solid #d0d7de;border-radius:4px;padding:.2rem .8rem;margin:.6rem 0}
+section.column h3{font-size:1rem;margin:.4rem 0}
 code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:13px}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto;white-space:pre-wrap}
 dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
@@ -38,17 +50,21 @@ dt{font-weight:600}dd{margin:0}
 .s-hang{background:#bc4c00}.s-missing{background:#6e7781}.s-ignore{background:#9a6700}
 tr.bad-row td{background:#fff5f5}
 footer{color:#6e7781;font-size:13px;margin-top:2rem}
+i.lg.p-build{background:#0969da}i.lg.p-flash{background:#8250df}i.lg.p-test{background:#1a7f37}
+i.lg.p-analysis{background:#9a6700}i.lg.p-patch{background:#bf3989}i.lg.p-recovery{background:#cf222e}
+figure{margin:0}
 ";
 
-/// Renders `report.html`.
-pub fn render_html(report: &Report) -> String {
+/// Renders `report.html` from the report and the run's history (its trace and per-column
+/// results, read from the run directory by `history::load`).
+pub fn render_html(report: &Report, history: &History) -> String {
     let mut out = String::new();
     // Writing into a String cannot fail; the results are discarded for that reason only.
-    let _ = write_page(&mut out, report);
+    let _ = write_page(&mut out, report, history);
     out
 }
 
-fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
+fn write_page(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
     let title = format!("fwfix {}: {}", report.command, report.status);
     writeln!(out, "<!DOCTYPE html>")?;
     writeln!(out, "<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">")?;
@@ -66,12 +82,19 @@ fn write_page(out: &mut String, report: &Report) -> std::fmt::Result {
         escape(&title),
         escape(&report.run_id)
     )?;
-    writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>")?;
+    writeln!(
+        out,
+        "<style>{STYLE}{}</style>\n</head>\n<body>",
+        timeline::STYLE
+    )?;
     write_banner(out, report, &title)?;
     writeln!(out, "<main>")?;
     write_facts(out, report)?;
-    write_outcome(out, report)?;
+    write_outcome(out, report, history)?;
+    write_timeline(out, report, history)?;
     write_cases(out, report)?;
+    write_grid(out, report, history)?;
+    write_columns(out, report, history)?;
     write_crash(out, report)?;
     write_hang(out, report)?;
     write_build(out, report)?;
@@ -154,7 +177,7 @@ fn write_facts(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "</dl>")
 }
 
-fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
+fn write_outcome(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
     match report.command {
         Command::Test => Ok(()),
         Command::Run => {
@@ -168,7 +191,13 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
                 Some(_) | None => "none of the targets".to_string(),
             };
             writeln!(out, "<dt>Now passing</dt><dd>{fixed}</dd>")?;
-            let patch = report.patch.as_deref().map(link).unwrap_or("none".into());
+            // report.json names the fix by its absolute path; the page links it inside the run.
+            let patch = history
+                .fix_patch
+                .as_deref()
+                .or(report.patch.as_deref())
+                .map(link)
+                .unwrap_or("none".into());
             writeln!(out, "<dt>Patch</dt><dd>{patch}</dd>")?;
             let branch = report
                 .branch
@@ -191,7 +220,7 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
     }
 }
 
-fn status_class(status: CaseStatus) -> &'static str {
+pub(super) fn status_class(status: CaseStatus) -> &'static str {
     match status {
         CaseStatus::Pass => "s-pass",
         CaseStatus::Fail => "s-fail",
@@ -237,6 +266,187 @@ fn write_cases(out: &mut String, report: &Report) -> std::fmt::Result {
         )?;
     }
     writeln!(out, "</tbody>\n</table>")
+}
+
+/// What a column of the grid is called in headings.
+fn column_noun(report: &Report) -> &'static str {
+    match report.command {
+        Command::Test => "attempt",
+        Command::Run => "iteration",
+        Command::Bisect => "step",
+    }
+}
+
+fn write_timeline(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
+    let mut bars: Vec<Bar> = Vec::new();
+    let mut marks: Vec<Mark> = Vec::new();
+    for (index, trace) in history.traces.iter().enumerate() {
+        let label = |iteration: u32| match (&trace.label, iteration) {
+            (Some(label), _) => label.clone(),
+            (None, 0) => "baseline".to_string(),
+            (None, n) => format!("iteration {n}"),
+        };
+        let mut traced = timeline::phase_bars(&trace.lines, &label);
+        // A test run that reached a verdict other than PASS is a failure too, though the machine
+        // went on normally: mark its test bars with the verdict of their column (in a `test`
+        // run, the attempt: each TEST_RUN starts the next one).
+        let mut attempt = 0usize;
+        for bar in traced.iter_mut().filter(|b| b.lane == Phase::Test.index()) {
+            if bar.state == Some(State::TestRun) {
+                attempt += 1;
+            }
+            let verdict = match report.command {
+                Command::Test => history
+                    .columns
+                    .get(attempt.saturating_sub(1))
+                    .and_then(|c| c.verdict),
+                Command::Run => usize::try_from(bar.iteration)
+                    .ok()
+                    .and_then(|i| history.columns.get(i))
+                    .and_then(|c| c.verdict),
+                Command::Bisect => history.columns.get(index).and_then(|c| c.verdict),
+            };
+            if let Some(verdict) = verdict.filter(|v| *v != Verdict::Pass) {
+                bar.failed = true;
+                bar.title = format!("{} — verdict {}", bar.title, verdict_name(verdict));
+            }
+        }
+        bars.extend(traced);
+        marks.extend(timeline::iteration_marks(&trace.lines, &label));
+    }
+    // A test run is one iteration: its one mark would only repeat the axis's start.
+    if report.command == Command::Test {
+        marks.clear();
+    }
+    let lanes: Vec<&str> = Phase::ALL.iter().map(|p| p.label()).collect();
+    let svg = timeline::render_svg(&lanes, &bars, &marks);
+    if svg.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "<h2>Timeline</h2>")?;
+    write!(out, "<p class=\"legend\">")?;
+    for phase in Phase::ALL {
+        write!(
+            out,
+            "<span><i class=\"lg {}\"></i>{}</span>",
+            phase.class(),
+            escape(phase.label())
+        )?;
+    }
+    writeln!(
+        out,
+        "<span>✕ ended in an error or a failure (hover a bar for its state and reason)</span></p>"
+    )?;
+    writeln!(out, "<figure>{svg}</figure>")
+}
+
+/// Every test name of the columns, in the order first seen.
+fn grid_rows(columns: &[Column]) -> Vec<&str> {
+    let mut names: Vec<&str> = Vec::new();
+    for column in columns {
+        for case in &column.cases {
+            if !names.contains(&case.name.as_str()) {
+                names.push(&case.name);
+            }
+        }
+    }
+    names
+}
+
+fn write_grid(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
+    let columns = &history.columns;
+    if columns.len() < 2 && report.command == Command::Test {
+        return Ok(());
+    }
+    let rows = grid_rows(columns);
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "<h2>Tests by {}</h2>\n<div class=\"scroll\"><table class=\"grid\">\n<thead><tr><th>Test</th>",
+        column_noun(report)
+    )?;
+    for column in columns {
+        write!(out, "<th class=\"col\">{}</th>", escape(&column.label))?;
+    }
+    writeln!(out, "</tr></thead>\n<tbody>")?;
+    for name in rows {
+        write!(out, "<tr><td><code>{}</code></td>", escape(name))?;
+        for column in columns {
+            match column.cases.iter().find(|c| c.name == name) {
+                Some(case) => write!(
+                    out,
+                    "<td class=\"cell\"><span class=\"badge {}\" title=\"{}\">{}</span></td>",
+                    status_class(case.status),
+                    escape(case.message.as_deref().unwrap_or("")),
+                    case_status_name(case.status)
+                )?,
+                None => write!(out, "<td class=\"cell\">—</td>")?,
+            }
+        }
+        writeln!(out, "</tr>")?;
+    }
+    write!(out, "<tr><th>Verdict</th>")?;
+    for column in columns {
+        let verdict = column.verdict.map(verdict_name).unwrap_or("—");
+        write!(out, "<th class=\"col\">{}</th>", escape(verdict))?;
+    }
+    writeln!(out, "</tr>\n</tbody>\n</table></div>")
+}
+
+fn write_columns(out: &mut String, report: &Report, history: &History) -> std::fmt::Result {
+    if report.command == Command::Test || history.columns.is_empty() {
+        return Ok(());
+    }
+    let heading = match report.command {
+        Command::Test | Command::Run => "Iterations",
+        Command::Bisect => "Steps",
+    };
+    writeln!(out, "<h2>{heading}</h2>")?;
+    for column in &history.columns {
+        let verdict = column.verdict.map(verdict_name).unwrap_or("no verdict");
+        writeln!(
+            out,
+            "<section class=\"column\">\n<h3>{} — {}</h3>",
+            escape(&column.label),
+            escape(verdict)
+        )?;
+        if let Some(patch) = &column.patch {
+            let origin = column
+                .patch_origin
+                .as_deref()
+                .map(|o| format!(" (from <code>{}</code>)", escape(o)))
+                .unwrap_or_default();
+            writeln!(out, "<p>Patch: {}{origin}</p>", link(patch))?;
+        }
+        if let Some(crash) = &column.crash {
+            writeln!(out, "<p>Crash:</p>\n<ul>")?;
+            for line in crash_lines(crash) {
+                writeln!(out, "<li>{}</li>", escape(&line))?;
+            }
+            writeln!(out, "</ul>")?;
+        }
+        let failing: Vec<String> = column
+            .cases
+            .iter()
+            .filter(|c| !matches!(c.status, CaseStatus::Pass | CaseStatus::Ignore))
+            .map(|c| format!("<code>{}</code>", escape(&c.name)))
+            .collect();
+        if !failing.is_empty() {
+            writeln!(out, "<p>Not passing: {}</p>", failing.join(", "))?;
+        }
+        if !column.logs.is_empty() {
+            let logs: Vec<String> = column
+                .logs
+                .iter()
+                .map(|(what, path)| format!("{}: {}", escape(what), link(path)))
+                .collect();
+            writeln!(out, "<p>Logs: {}</p>", logs.join(" · "))?;
+        }
+        writeln!(out, "</section>")?;
+    }
+    Ok(())
 }
 
 fn write_crash(out: &mut String, report: &Report) -> std::fmt::Result {
@@ -315,23 +525,24 @@ fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "<h2>Pass counts over {} attempts</h2>\n<table>\n<thead><tr><th>Test</th><th>Passed</th><th>Runs</th></tr></thead>\n<tbody>",
+        "<h2>Pass counts over {} attempts</h2>\n<p>Rates with their Wilson 95% interval; a test is flaky when the interval excludes both 0 and 1 (it both passed and failed).</p>\n<table>\n<thead><tr><th>Test</th><th>Call</th><th>Passed</th><th>Runs</th><th>Rate [95% interval]</th></tr></thead>\n<tbody>",
         report.attempts.len()
     )?;
     for count in &report.pass_counts {
-        let class = if count.passed == count.runs {
-            "s-pass"
-        } else if count.passed == 0 {
-            "s-fail"
-        } else {
-            "s-ignore"
+        let class = match count.call {
+            Some(Call::Pass) => "s-pass",
+            Some(Call::Fail) => "s-fail",
+            Some(Call::Flaky) => "s-ignore",
+            None => "s-missing",
         };
         writeln!(
             out,
-            "<tr><td><code>{}</code></td><td><span class=\"badge {class}\">{}</span></td><td>{}</td></tr>",
+            "<tr><td><code>{}</code></td><td><span class=\"badge {class}\">{}</span></td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&count.name),
+            call_name(count.call),
             count.passed,
-            count.runs
+            count.runs,
+            escape(&flaky::describe(count.passed, count.runs))
         )?;
     }
     writeln!(out, "</tbody>\n</table>")
@@ -396,31 +607,30 @@ fn write_files(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out, "</ul>")
 }
 
-/// Text safe in HTML content and in quoted attribute values. Control characters other than tab
-/// and newline (a console can print anything) show as what they are ([`super::visible_char`])
-/// instead of vanishing.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(super::visible_char(c).unwrap_or(c)),
-        }
-    }
-    out
-}
-
 /// A link to a file of the run by its relative path, or just the path as code when it is not a
 /// plain relative path (absolute, `..`, empty): a report must not link out of its run directory.
-fn link(path: &str) -> String {
+pub(super) fn link(path: &str) -> String {
+    link_to(path, false)
+}
+
+/// A link by a relative path that may climb out of the page's directory first (`../../runs/r1/`):
+/// the matrix's page links to its pairs' runs beside it. Absolute paths and a `..` after a
+/// normal component are still refused.
+pub(super) fn link_up(path: &str) -> String {
+    link_to(path, true)
+}
+
+fn link_to(path: &str, up: bool) -> String {
+    let mut climbing = up;
     let relative = !path.is_empty()
-        && Path::new(path)
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+        && Path::new(path).components().all(|c| match c {
+            Component::ParentDir => climbing,
+            Component::Normal(_) | Component::CurDir => {
+                climbing = false;
+                true
+            }
+            Component::RootDir | Component::Prefix(_) => false,
+        });
     if relative {
         format!(
             "<a href=\"{}\"><code>{}</code></a>",
@@ -509,17 +719,6 @@ mod tests {
     }
 
     #[test]
-    fn escape_neutralises_markup_quotes_and_control_characters() {
-        assert_eq!(
-            escape("<a href=\"x\" title='y'>&amp;</a>"),
-            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
-        );
-        assert_eq!(escape("line 1\nline\t2"), "line 1\nline\t2");
-        assert_eq!(escape("\u{1b}[31mred\u{0}"), "\u{241B}[31mred\u{2400}");
-        assert_eq!(escape("crc16 → 0x29B1 ✓"), "crc16 → 0x29B1 ✓");
-    }
-
-    #[test]
     fn links_stay_relative_and_cannot_become_a_scheme() {
         assert_eq!(
             link("iter-000/console.log"),
@@ -535,6 +734,12 @@ mod tests {
         );
         assert_eq!(link("/etc/passwd"), "<code>/etc/passwd</code>");
         assert_eq!(link("../../x"), "<code>../../x</code>");
+        assert_eq!(
+            link_up("../../runs/r1/report.html"),
+            "<a href=\"../../runs/r1/report.html\"><code>../../runs/r1/report.html</code></a>"
+        );
+        assert_eq!(link_up("a/../../x"), "<code>a/../../x</code>");
+        assert_eq!(link_up("/etc/passwd"), "<code>/etc/passwd</code>");
         assert_eq!(link(""), "<code></code>");
     }
 
@@ -579,7 +784,7 @@ mod tests {
         }
         report.attempts[0].console_log = EVIL.into();
         report.attempts[0].end = EVIL.into();
-        let html = render_html(&report);
+        let html = render_html(&report, &History::default());
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("<img"), "{html}");
         assert!(!html.contains("alert('x')"), "{html}");
@@ -588,7 +793,8 @@ mod tests {
         let allowed = [
             "!DOCTYPE", "html", "head", "meta", "title", "style", "body", "header", "h1", "h2",
             "p", "main", "dl", "dt", "dd", "code", "table", "thead", "tbody", "tr", "th", "td",
-            "span", "ul", "li", "pre", "a", "footer",
+            "span", "ul", "li", "pre", "a", "footer", "figure", "svg", "g", "rect", "line", "text",
+            "title", "path", "section", "h3", "i",
         ];
         for tag in html.split('<').skip(1) {
             let name: String = tag
@@ -602,7 +808,7 @@ mod tests {
 
     #[test]
     fn the_page_is_self_contained() {
-        let html = render_html(&report());
+        let html = render_html(&report(), &History::default());
         assert!(html.starts_with("<!DOCTYPE html>\n<html lang=\"en\">"));
         assert!(html.trim_end().ends_with("</html>"));
         assert!(html.contains("default-src 'none'"));
@@ -613,7 +819,7 @@ mod tests {
 
     #[test]
     fn banner_cases_logs_and_status_colours() {
-        let html = render_html(&report());
+        let html = render_html(&report(), &History::default());
         assert!(html.contains("<header class=\"banner bad\">\n<h1>fwfix test: FAILED</h1>"));
         assert!(html.contains("1 passed, 1 failed (2 tests) in 3.0 s"));
         assert!(html.contains(
@@ -626,7 +832,66 @@ mod tests {
 
         let mut passed = report();
         passed.status = Status::Passed;
-        assert!(render_html(&passed).contains("<header class=\"banner ok\">"));
+        assert!(render_html(&passed, &History::default()).contains("<header class=\"banner ok\">"));
+    }
+
+    /// A fix run's history with hostile names everywhere a run can put them.
+    fn hostile_history() -> History {
+        use crate::machine::Outcome;
+        use crate::report::history::{Column, Trace};
+        let line = |seq: u64, ms: u32, from: State, to: State| crate::rundir::TraceLine {
+            seq,
+            ts: format!("2026-01-01T00:00:00.{ms:03}Z"),
+            from,
+            to,
+            outcome: Outcome::TaskReceived,
+            reason: EVIL.into(),
+            iteration: 0,
+            error_class: None,
+            evidence: vec![],
+            evidence_sha256: vec![],
+        };
+        let mut case = crate::report::test_support::case(EVIL, CaseStatus::Fail, Some(EVIL), None);
+        case.file = Some(EVIL.into());
+        History {
+            traces: vec![Trace {
+                label: None,
+                lines: vec![
+                    line(1, 0, State::BuildSetup, State::BuildRun),
+                    line(2, 300, State::BuildRun, State::TestSetup),
+                    line(3, 400, State::TestSetup, State::TestRun),
+                    line(4, 600, State::TestRun, State::ResultCollection),
+                ],
+            }],
+            columns: vec![Column {
+                label: EVIL.into(),
+                verdict: Some(Verdict::Fail),
+                cases: vec![case],
+                crash: None,
+                patch: Some(EVIL.into()),
+                patch_origin: Some(EVIL.into()),
+                logs: vec![(EVIL.into(), EVIL.into())],
+            }],
+            fix_patch: Some(EVIL.into()),
+        }
+    }
+
+    #[test]
+    fn the_history_sections_escape_everything_the_run_wrote() {
+        let mut report = report();
+        report.command = Command::Run;
+        report.status = Status::Failure;
+        let html = render_html(&report, &hostile_history());
+        assert!(html.contains("<h2>Timeline</h2>") && html.contains("<svg class=\"timeline\""));
+        assert!(html.contains("<h2>Tests by iteration</h2>"));
+        assert!(html.contains("<h2>Iterations</h2>"));
+        assert!(
+            html.contains("class=\"bar failed\""),
+            "the failed test run is marked"
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("href=\"<"), "{html}");
     }
 
     #[test]
@@ -637,13 +902,13 @@ mod tests {
         report.fixed = Some(vec!["test_bad".into()]);
         report.patch = Some("fix.patch".into());
         report.branch = Some("fwfix/r1".into());
-        let html = render_html(&report);
+        let html = render_html(&report, &History::default());
         assert!(html.contains("<dt>Now passing</dt><dd><code>test_bad</code></dd>"));
         assert!(html.contains("<a href=\"fix.patch\"><code>fix.patch</code></a>"));
         assert!(html.contains("<dt>Iterations</dt>"));
 
         report.command = Command::Bisect;
         report.culprit = None;
-        assert!(render_html(&report).contains("No culprit commit was found."));
+        assert!(render_html(&report, &History::default()).contains("No culprit commit was found."));
     }
 }

@@ -10,6 +10,10 @@
 //!   failed; the text carries the crash (site, registers, fault bits) or where the image hung;
 //! - MISSING → `<error>` "never reported".
 //!
+//! - a test repeated with `--repeat` that failed on some runs and passed on others →
+//!   `<flakyFailure>`s in a passing case; one that failed every run → `<rerunFailure>`s beside
+//!   its failure (Maven Surefire's re-run elements, read by Jenkins and GitLab).
+//!
 //! `file` and `line` are attributes of `<testcase>` (the form GitLab and pytest use). When the
 //! build failed, or the run ended badly before any test reported, a test case named after that
 //! step (classname `fwfix`) carries the error, so CI never shows an empty green run.
@@ -18,8 +22,9 @@ use super::model::{
     crash_headline, crash_lines, describe_location, file_line, plural, verdict_name, Report,
 };
 use crate::analysis::Severity;
+use crate::machine::flaky;
 use crate::results::{CaseStatus, TestCase};
-use quick_junit::{NonSuccessKind, Property, TestCaseStatus, TestSuite};
+use quick_junit::{NonSuccessKind, Property, TestCaseStatus, TestRerun, TestSuite};
 use std::path::Path;
 use std::time::Duration;
 
@@ -189,6 +194,7 @@ fn test_case(report: &Report, case: &TestCase) -> quick_junit::TestCase {
         status.set_description(text.join("\n"));
     }
 
+    let status = with_repeats(report, case, status);
     let mut junit_case = quick_junit::TestCase::new(case.name.as_str(), status);
     junit_case.set_classname(classname(report, case));
     junit_case.set_time(Duration::ZERO);
@@ -201,6 +207,47 @@ fn test_case(report: &Report, case: &TestCase) -> quick_junit::TestCase {
             .insert("line".into(), line.to_string().into());
     }
     junit_case
+}
+
+/// A repeated test as Maven Surefire writes a re-run one (what Jenkins, GitLab and most readers
+/// understand): one that passed on some runs and failed on others is a passing case with a
+/// `<flakyFailure>` per failed run; one that never passed is the failure (or error) of its last
+/// run with a `<rerunFailure>` per earlier run. The counts and the Wilson interval go in each
+/// run's message; a test that passed every run, or ran once, is left as it is.
+fn with_repeats(report: &Report, case: &TestCase, status: TestCaseStatus) -> TestCaseStatus {
+    let Some(count) = report
+        .pass_counts
+        .iter()
+        .find(|c| c.name == case.name && c.runs > 1 && c.passed < c.runs)
+    else {
+        return status;
+    };
+    if case.status == CaseStatus::Ignore {
+        return status;
+    }
+    let summary = format!(
+        "failed on {} of {} runs; pass rate {}",
+        count.runs - count.passed,
+        count.runs,
+        flaky::describe(count.passed, count.runs)
+    );
+    let rerun = |kind| {
+        let mut rerun = TestRerun::new(kind);
+        rerun.set_type("FAIL").set_message(summary.as_str());
+        rerun
+    };
+    if count.passed > 0 {
+        let mut flaky = TestCaseStatus::success();
+        flaky.add_reruns((0..count.runs - count.passed).map(|_| rerun(NonSuccessKind::Failure)));
+        return flaky;
+    }
+    let mut status = status;
+    let kind = match &status {
+        TestCaseStatus::NonSuccess { kind, .. } => *kind,
+        TestCaseStatus::Success { .. } | TestCaseStatus::Skipped { .. } => NonSuccessKind::Failure,
+    };
+    status.add_reruns((1..count.runs).map(|_| rerun(kind)));
+    status
 }
 
 /// The file stem (`test_crc` for `test/test_crc.c`), so CI groups cases by test file; the profile
@@ -379,6 +426,35 @@ mod tests {
             .properties
             .iter()
             .any(|p| p.name.as_str() == "fwfix.status" && p.value.as_str() == "FAILED"));
+    }
+
+    #[test]
+    fn repeated_tests_carry_surefire_flaky_and_rerun_elements() {
+        let mut report = sample();
+        report.pass_counts = vec![
+            crate::report::PassCount::new("test_pass", 19, 20),
+            crate::report::PassCount::new("test_fail", 0, 3),
+            crate::report::PassCount::new("test_ignored", 0, 3),
+        ];
+        let xml = render_junit(&report).unwrap();
+        let flaky = testcase_xml(&xml, "test_pass");
+        assert_eq!(flaky.matches("<flakyFailure").count(), 1, "{flaky}");
+        assert!(
+            flaky.contains("message=\"failed on 1 of 20 runs; pass rate 0.95 [0.76, 0.99]\""),
+            "{flaky}"
+        );
+        assert!(!flaky.contains("<failure"), "a flaky test passed: {flaky}");
+        let never = testcase_xml(&xml, "test_fail");
+        assert!(
+            never.contains("<failure message=\"Expected 1 Was 2\""),
+            "{never}"
+        );
+        assert_eq!(never.matches("<rerunFailure").count(), 2, "{never}");
+        let skipped = testcase_xml(&xml, "test_ignored");
+        assert!(!skipped.contains("rerun"), "{skipped}");
+        // Readers count the flaky test as passed, the one that never passed as failed.
+        let parsed = quick_junit::Report::deserialize_from_str(&xml).unwrap();
+        assert_eq!(parsed.test_suites[0].failures, 1);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! [`Report`]; no I/O and no decisions.
 
 use super::model::{
-    case_status_name, crash_lines, describe_location, file_line, format_duration, plural,
-    verdict_name, Command, Report, Tokens,
+    call_name, case_status_name, crash_lines, describe_location, file_line, format_duration,
+    plural, verdict_name, Command, Report, Tokens,
 };
 use super::visible;
+use crate::machine::flaky;
 use crate::results::CaseStatus;
 use std::fmt::Write;
 
@@ -282,15 +283,17 @@ fn write_pass_counts(out: &mut String, report: &Report) -> std::fmt::Result {
         report.attempts.len()
     )?;
     writeln!(out)?;
-    writeln!(out, "| Test | Passed | Runs |")?;
-    writeln!(out, "|---|---|---|")?;
+    writeln!(out, "| Test | Passed | Runs | Rate [95% interval] | Call |")?;
+    writeln!(out, "|---|---|---|---|---|")?;
     for count in &report.pass_counts {
         writeln!(
             out,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             code(&count.name),
             count.passed,
-            count.runs
+            count.runs,
+            flaky::describe(count.passed, count.runs),
+            call_name(count.call)
         )?;
     }
     writeln!(out)
@@ -601,11 +604,7 @@ mod tests {
             file: Some("src/uart.c".into()),
             line: Some(33),
         });
-        report.pass_counts = vec![PassCount {
-            name: "test_flaky".into(),
-            passed: 2,
-            runs: 3,
-        }];
+        report.pass_counts = vec![PassCount::new("test_flaky", 2, 3)];
         let md = render_markdown(&report);
         assert!(md.contains("No test results were collected."));
         report.repo.clear();
@@ -615,7 +614,7 @@ mod tests {
         assert!(md.contains("- **Board:** `qemu-mps2-an385` — **profile:** none"));
         assert!(!md.contains("## Crash"));
         assert!(md.contains("stuck in `wait_ready (src/uart.c:33) at 0x00000210`"));
-        assert!(md.contains("| `test_flaky` | 2 | 3 |"));
+        assert!(md.contains("| `test_flaky` | 2 | 3 | 0.67 [0.21, 0.94] | FLAKY |"));
     }
 
     #[test]

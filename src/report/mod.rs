@@ -4,26 +4,31 @@
 //! shape and writes them atomically; it must not decide anything about the run — the caller fills
 //! in a [`Report`] and hands it over.
 
+mod history;
 mod html;
 mod junit;
 mod markdown;
 mod matrix;
+mod matrix_html;
 mod model;
 #[cfg(test)]
 pub(crate) mod test_support;
+mod timeline;
 mod visible;
 
+pub use history::History;
 pub use html::render_html;
 pub use junit::render_junit;
 pub use markdown::render_markdown;
 pub use matrix::{render_matrix_junit, render_matrix_markdown, LeftOut, MatrixPair, MatrixReport};
+pub use matrix_html::render_matrix_html;
 pub use model::{
-    case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_location,
-    file_line, format_duration, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,
-    CandidateSummary, CaseCounts, Command, IterationTokens, PassCount, PowerCycle, Report,
-    RevertConflict, Status, Tokens,
+    call_name, case_status_name, crash_headline, crash_lines, describe_diagnostic,
+    describe_location, file_line, format_duration, pass_counts, plural, verdict_name,
+    AttemptSummary, BuildSummary, CandidateSummary, CaseCounts, Command, IterationTokens,
+    PassCount, PowerCycle, Report, RevertConflict, Status, Tokens,
 };
-pub use visible::{visible, visible_char};
+pub use visible::{escape_html, visible, visible_char};
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -109,7 +114,10 @@ pub fn write_renderings(run_dir: &Path, report: &Report) -> Result<Vec<PathBuf>,
     let results = [
         write_atomic(&md_path, render_markdown(report).as_bytes()),
         junit.and_then(|text| write_atomic(&junit_path, text.as_bytes())),
-        write_atomic(&html_path, render_html(report).as_bytes()),
+        write_atomic(
+            &html_path,
+            render_html(report, &history::load(run_dir, report)).as_bytes(),
+        ),
     ];
     results.into_iter().collect::<Result<(), _>>()?;
     Ok(vec![md_path, junit_path, html_path])

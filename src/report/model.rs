@@ -6,6 +6,7 @@ use crate::bisect::{BisectStep, Confidence};
 use crate::capture::nonce::NonceRecord;
 use crate::capture::RunEnd;
 use crate::dut::lease::LeaseInfo;
+use crate::machine::flaky::{self, Call, Interval};
 use crate::machine::{ErrorClass, State};
 use crate::results::{CaseStatus, TestCase, Verdict};
 use chrono::{DateTime, Utc};
@@ -248,39 +249,90 @@ impl CandidateSummary {
     }
 }
 
-/// How often one test passed over the attempts of a `--repeat` run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// How often one test passed over the attempts of a `--repeat` run, with the rate's Wilson 95%
+/// interval and the flaky call ([`crate::machine::flaky`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PassCount {
     pub name: String,
     pub passed: u32,
     /// Attempts that reported this test at all.
     pub runs: u32,
+    /// `passed / runs` (0 without runs).
+    #[serde(default)]
+    pub rate: f64,
+    /// The Wilson 95% interval of the rate (None without runs, and in reports of older fwfix).
+    #[serde(default)]
+    pub interval: Option<Interval>,
+    /// PASS, FAIL or FLAKY (flaky when the interval excludes both 0 and 1).
+    #[serde(default)]
+    pub call: Option<Call>,
+}
+
+// The rate and the interval's ends come from counts and are never NaN, so equality is total.
+impl Eq for PassCount {}
+
+impl PassCount {
+    /// The count of a test that passed `passed` of `runs` times, with its rate, interval and call.
+    pub fn new(name: impl Into<String>, passed: u32, runs: u32) -> PassCount {
+        PassCount {
+            name: name.into(),
+            passed,
+            runs,
+            rate: if runs == 0 {
+                0.0
+            } else {
+                f64::from(passed) / f64::from(runs)
+            },
+            interval: flaky::wilson(passed, runs, flaky::Z95),
+            call: flaky::call(passed, runs),
+        }
+    }
+
+    /// `19/20 passed, 0.95 [0.76, 0.99], FLAKY`.
+    pub fn describe(&self) -> String {
+        let call = call_name(self.call);
+        format!(
+            "{}/{} passed, {}, {call}",
+            self.passed,
+            self.runs,
+            flaky::describe(self.passed, self.runs)
+        )
+    }
+}
+
+/// The interface name of a flaky call, e.g. `FLAKY` (`no runs` without one).
+pub fn call_name(call: Option<Call>) -> &'static str {
+    match call {
+        Some(Call::Pass) => "PASS",
+        Some(Call::Fail) => "FAIL",
+        Some(Call::Flaky) => "FLAKY",
+        None => "no runs",
+    }
 }
 
 /// Per-test pass counts over several attempts, in the order tests were first seen.
 pub fn pass_counts<'a>(attempts: impl IntoIterator<Item = &'a [TestCase]>) -> Vec<PassCount> {
-    let mut counts: Vec<PassCount> = Vec::new();
+    let mut counts: Vec<(String, u32, u32)> = Vec::new();
     for cases in attempts {
         for case in cases {
-            let index = match counts.iter().position(|c| c.name == case.name) {
+            let index = match counts.iter().position(|c| c.0 == case.name) {
                 Some(index) => index,
                 None => {
-                    counts.push(PassCount {
-                        name: case.name.clone(),
-                        passed: 0,
-                        runs: 0,
-                    });
+                    counts.push((case.name.clone(), 0, 0));
                     counts.len() - 1
                 }
             };
             let count = &mut counts[index];
-            count.runs += 1;
+            count.2 += 1;
             if case.status == CaseStatus::Pass {
-                count.passed += 1;
+                count.1 += 1;
             }
         }
     }
     counts
+        .into_iter()
+        .map(|(name, passed, runs)| PassCount::new(name, passed, runs))
+        .collect()
 }
 
 /// Tokens a model strategy spent: report.json's `tokens`. A response that carried no usage adds
@@ -681,6 +733,16 @@ mod tests {
             .map(|c| (c.name.as_str(), c.passed, c.runs))
             .collect();
         assert_eq!(got, vec![("a", 2, 3), ("b", 1, 2), ("c", 1, 1)]);
+        assert_eq!(counts[1].call, Some(Call::Flaky));
+        assert_eq!(counts[2].call, Some(Call::Pass));
+        assert_eq!(counts[0].describe(), "2/3 passed, 0.67 [0.21, 0.94], FLAKY");
+        let json = serde_json::to_value(&counts[1]).unwrap();
+        assert_eq!(json["rate"], 0.5);
+        assert_eq!(json["call"], "FLAKY");
+        assert!(json["interval"]["low"].as_f64().unwrap() > 0.0);
+        // A count from an older fwfix (no rate) still loads.
+        let old: PassCount = serde_json::from_str(r#"{"name":"a","passed":1,"runs":1}"#).unwrap();
+        assert_eq!(old.interval, None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Text from outside fwfix (a firmware's console, a compiler, an agent) made safe to show: a
 //! control character is shown as what it is instead of acting. `ESC[2J` would clear a person's
 //! terminal, an OSC sequence retitle it, a bare `\r` overwrite the line before it. The one
-//! function every rendering uses: the terminal (`ui/`), report.md and report.html.
+//! function every rendering uses: the terminal (`ui/`), report.md and report.html (whose markup
+//! escaping, [`escape_html`], lives here too so the page and its SVG share it).
 
 use std::borrow::Cow;
 
@@ -26,6 +27,24 @@ pub fn visible(text: &str) -> Cow<'_, str> {
     Cow::Owned(text.chars().map(|c| visible_char(c).unwrap_or(c)).collect())
 }
 
+/// Text safe in HTML content and in quoted attribute values (report.html, its SVG). Control
+/// characters other than tab and newline (a console can print anything) show as what they are
+/// ([`visible_char`]) instead of vanishing.
+pub fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(visible_char(c).unwrap_or(c)),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,5 +63,16 @@ mod tests {
             visible("a\tb\nc é ✔"),
             Cow::Borrowed("a\tb\nc é ✔")
         ));
+    }
+
+    #[test]
+    fn escape_neutralises_markup_quotes_and_control_characters() {
+        assert_eq!(
+            escape_html("<a href=\"x\" title='y'>&amp;</a>"),
+            "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;"
+        );
+        assert_eq!(escape_html("line 1\nline\t2"), "line 1\nline\t2");
+        assert_eq!(escape_html("\u{1b}[31mred\u{0}"), "\u{241B}[31mred\u{2400}");
+        assert_eq!(escape_html("crc16 → 0x29B1 ✓"), "crc16 → 0x29B1 ✓");
     }
 }

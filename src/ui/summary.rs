@@ -197,7 +197,7 @@ fn write_summary(
             .unwrap_or(0)
             .min(MAX_NAME_WIDTH);
         for count in &report.pass_counts {
-            let ratio = format!("{}/{}", count.passed, count.runs);
+            let ratio = count.describe();
             let tint = if count.passed == count.runs {
                 Paint::Green
             } else if count.passed == 0 {
@@ -476,16 +476,8 @@ run: .fwfix/runs/r1
         };
         report.attempts = vec![attempt.clone(), attempt];
         report.pass_counts = vec![
-            PassCount {
-                name: "test_crc_basic".into(),
-                passed: 2,
-                runs: 2,
-            },
-            PassCount {
-                name: "test_crc_empty".into(),
-                passed: 1,
-                runs: 2,
-            },
+            PassCount::new("test_crc_basic", 2, 2),
+            PassCount::new("test_crc_empty", 1, 2),
         ];
         report.error_class = Some(ErrorClass::Timeout);
         let text = render_summary(&report, run_dir(), PLAIN);
@@ -503,7 +495,7 @@ run: .fwfix/runs/r1
         );
         assert!(text.contains("  … and 2 more\n"));
         assert!(text.contains(
-            "pass counts over 2 attempts:\n  test_crc_basic  2/2\n  test_crc_empty  1/2\n"
+            "pass counts over 2 attempts:\n  test_crc_basic  2/2 passed, 1.00 [0.34, 1.00], PASS\n  test_crc_empty  1/2 passed, 0.50 [0.09, 0.91], FLAKY\n"
         ));
         assert!(text.contains("(3 tests) in 3.0 s [TIMEOUT]\n"));
     }

@@ -179,3 +179,40 @@ fn manifest_mistakes_are_named_at_their_line_before_anything_runs() {
     let out = matrix(&repo, "missing.toml", &["--shard", "3/2"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// The manifest's `repeat` runs each pair that many times: the fixture's really flaky image
+/// (its verdict follows the random run nonce) gets the flaky call in the pair's report, Surefire's
+/// `<flakyFailure>`s in the matrix's one junit.xml, and FLAKY in the page's grid. (All 24 runs
+/// agreeing by chance: 1 in 8 million.)
+#[test]
+fn a_repeated_matrix_calls_a_really_flaky_test_flaky_everywhere() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "ci/flaky.toml",
+        "name = \"flaky\"\n[build]\ncommand = \"make BOARD={machine} build/{machine}/test_flaky.elf\"\n\
+         artifact = \"build/{machine}/test_flaky.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 20\n",
+    );
+    repo.write(
+        "ci/nightly.toml",
+        "boards = [\"qemu-mps2-an385\"]\nprofiles = [\"flaky.toml\"]\nrepeat = 24\n",
+    );
+    let out = matrix(&repo, "ci/nightly.toml", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (dir, report) = matrix_report(&out);
+    let flaky_pair = pair(&report, "qemu-mps2-an385", "flaky");
+    let run = crate::common::report(Path::new(flaky_pair["run_dir"].as_str().unwrap()));
+    let count = run["pass_counts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "test_flaky_depends_on_the_run")
+        .unwrap()
+        .clone();
+    assert_eq!(count["runs"], 24);
+    assert_eq!(count["call"], "FLAKY", "{count}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let failed = 24 - count["passed"].as_u64().unwrap() as usize;
+    assert_eq!(junit.matches("<flakyFailure").count(), failed, "{junit}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains(">FLAKY</span>"), "{html}");
+}

@@ -898,3 +898,65 @@ fn what_a_qemu_binary_supports_is_asked_once_per_binary() {
     run();
     assert_eq!(help_calls(), 4);
 }
+
+/// The fixture's really flaky image (its verdict follows the random run nonce, about half the
+/// runs fail) run 24 times: the flaky test gets its rate, its Wilson interval clear of 0 and 1 and
+/// the FLAKY call, the steady one PASS with an interval touching 1; junit.xml marks the flaky one
+/// as Surefire does. (Every one of 24 runs agreeing by chance: 1 in 8 million.)
+#[test]
+fn a_really_flaky_test_repeated_gets_a_rate_an_interval_and_the_flaky_call() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/flaky.toml",
+        "name = \"flaky\"\n[build]\ncommand = \"make BOARD={machine} build/{machine}/test_flaky.elf\"\n\
+         artifact = \"build/{machine}/test_flaky.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 20\n",
+    );
+    let out = test_cmd(&repo, "qemu-mps2-an385", "flaky", &["--repeat", "24"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["attempts"].as_array().unwrap().len(), 24);
+    let count = |name: &str| {
+        report["pass_counts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no pass count for {name}: {report:#}"))
+            .clone()
+    };
+    let flaky = count("test_flaky_depends_on_the_run");
+    assert_eq!(flaky["call"], "FLAKY", "{flaky}");
+    let (low, high) = (
+        flaky["interval"]["low"].as_f64().unwrap(),
+        flaky["interval"]["high"].as_f64().unwrap(),
+    );
+    let rate = flaky["rate"].as_f64().unwrap();
+    assert!(
+        0.0 < low && low < rate && rate < high && high < 1.0,
+        "{flaky}"
+    );
+    let steady = count("test_flaky_always_passes");
+    assert_eq!(steady["call"], "PASS");
+    assert_eq!(steady["interval"]["high"], 1.0);
+    assert!(steady["interval"]["low"].as_f64().unwrap() > 0.75);
+    assert!(
+        report["message"]
+            .as_str()
+            .unwrap()
+            .contains("flaky: passed on"),
+        "{report:#}"
+    );
+
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    let case = &junit[junit
+        .find("name=\"test_flaky_depends_on_the_run\"")
+        .unwrap()..];
+    let case = &case[..case.find("</testcase>").unwrap()];
+    let failed_runs = 24 - flaky["passed"].as_u64().unwrap() as usize;
+    assert_eq!(case.matches("<flakyFailure").count(), failed_runs, "{case}");
+    assert!(!case.contains("<failure"), "{case}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Tests by attempt</h2>"));
+    assert!(html.contains("<span class=\"badge s-ignore\">FLAKY</span>"));
+}

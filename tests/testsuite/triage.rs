@@ -413,3 +413,22 @@ fn real_corpus_tuning_accuracy() {
         "tuning accuracy {accuracy:.1}% is below 95%"
     );
 }
+
+#[test]
+fn a_log_piped_in_through_dev_stdin_is_classified() {
+    use std::io::Write;
+    let log = std::fs::read(data_dir().join("gcc_undeclared.log")).unwrap();
+    let mut child = fwfix_command(
+        &["triage", "--json", "/dev/stdin"],
+        &data_dir(),
+        &data_dir(),
+    )
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    child.stdin.take().unwrap().write_all(&log).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
+}

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // not every helper is used by every build of the suite
 
 pub mod dut;
+pub mod labgrid;
 pub mod model_server;
 
 use serde_json::Value;
