@@ -9,8 +9,9 @@ use crate::results::{CaseStatus, Verdict};
 use serde::Serialize;
 
 /// Something that happened, in the order it happened.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum Event {
     RunStarted {
         run_id: String,
@@ -108,8 +109,9 @@ pub enum Event {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum Level {
     Info,
     Warning,

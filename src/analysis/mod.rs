@@ -13,8 +13,9 @@ pub use symbols::{SymbolError, Symbolizer};
 use serde::{Deserialize, Serialize};
 
 /// Severity of a build diagnostic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(schemars::JsonSchema)]
 pub enum Severity {
     Error,
     Warning,

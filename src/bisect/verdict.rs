@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// What a step decided about its commit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum StepVerdict {
     /// The tests pass (on a majority of the runs).
     Good,
@@ -40,8 +41,9 @@ impl fmt::Display for StepVerdict {
 }
 
 /// Why a commit was tested.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum StepRole {
     /// The good ref, which must pass before anything else is believed.
     GoodCheck,
@@ -166,10 +168,9 @@ pub struct BisectStep {
 }
 
 /// How sure an answer is, in [0, 1]. Never NaN, so it can be compared exactly.
-#[derive(
-    Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize, schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
 #[serde(try_from = "f64", into = "f64")]
+#[derive(schemars::JsonSchema)]
 pub struct Confidence(f64);
 
 impl Eq for Confidence {}

@@ -24,8 +24,9 @@ pub const LINE_PREFIX: &str = "fwfix-nonce: ";
 pub const ARG_PREFIX: &str = "fwfix-nonce=";
 
 /// How much an attempt relies on its nonce.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum NonceCheck {
     /// Handed to the image and recorded if echoed; nothing before it is stale.
     Offered,

@@ -56,8 +56,9 @@ pub fn wilson(passed: u32, runs: u32, z: f64) -> Option<Interval> {
 }
 
 /// What repeated runs say about one test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum Call {
     /// Passed every run.
     Pass,

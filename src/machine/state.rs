@@ -5,20 +5,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// A state of the run's state machine.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum State {
     Idle,
     Init,
@@ -114,20 +103,9 @@ impl fmt::Display for State {
 
 /// Why a step could not go on. Each class has a retry budget and a recovery target; the
 /// infrastructure classes never count as a test failure.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum ErrorClass {
     /// The build failed because of the code (a patch, or the baseline itself).
     BuildFailure,

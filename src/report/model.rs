@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Which command produced the report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(schemars::JsonSchema)]
 pub enum Command {
     Test,
     Run,
@@ -41,8 +42,9 @@ impl fmt::Display for Command {
 
 /// How the run ended. `run` and `bisect` end in SUCCESS, FAILURE or ABORTED; `test` ends in
 /// PASSED, FAILED or ERROR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum Status {
     Success,
     Failure,
