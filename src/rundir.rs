@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 
 /// Where runs live, relative to the repository root.
 pub const RUNS_DIR: &str = ".fwfix/runs";
+/// In a run directory: the copies of the large untracked files its snapshots keep aside.
+pub const UNTRACKED_DIR: &str = "untracked";
 
 /// Why `.fwfix` or `.fwfix/runs` of `repo` cannot hold runs: the first of them that exists and
 /// is not a directory. None when both are directories or not there yet (created when needed).
@@ -250,6 +252,18 @@ impl TraceWriter {
         self.next_seq = line.seq + 1;
         Ok(())
     }
+}
+
+/// Whether another process holds the run's trace: it carries the run on now (see
+/// [`TraceWriter`]). Takes the lock for a moment when nobody has it.
+pub fn trace_held(run_dir: &Path) -> bool {
+    let Ok(file) = File::open(run_dir.join("trace.jsonl")) else {
+        return false;
+    };
+    matches!(
+        Flock::lock(file, FlockArg::LockExclusiveNonblock),
+        Err((_, nix::errno::Errno::EWOULDBLOCK))
+    )
 }
 
 /// The last line of a run's trace, if any (for reconciling a resumed run with its checkpoint).

@@ -125,6 +125,154 @@ pub fn site_functions(snap: &FaultSnapshot, symbols: &Symbolizer) -> Vec<String>
     names
 }
 
+const XPSR_THUMB: u32 = 1 << 24;
+const CFSR_IMPRECISERR: u32 = 1 << 10;
+const HFSR_FORCED: u32 = 1 << 30;
+
+/// A call through a function pointer that could not work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BadCall {
+    /// To address 0.
+    Null,
+    /// To an address with bit 0 clear: the core left Thumb state (INVSTATE).
+    NotThumb,
+}
+
+impl BadCall {
+    fn describe(self, pc: u32) -> String {
+        match self {
+            BadCall::Null => "called a null function pointer".to_string(),
+            BadCall::NotThumb => format!(
+                "called a function pointer to {} without the Thumb bit (bit 0 clear: an even \
+                 address, data, or a corrupted pointer)",
+                hex(pc)
+            ),
+        }
+    }
+}
+
+/// A stacked PC of 0, or a stacked xPSR without the Thumb bit, is a call through a bad function
+/// pointer: a `blx`/`bx` to 0 or to an even address. The stacked LR is the caller's return
+/// address.
+fn bad_call(snap: &FaultSnapshot) -> Option<BadCall> {
+    let pc = snap.pc?;
+    // A stacked LR is the caller's return address; an EXC_RETURN there (QEMU's lockup dump, the
+    // live registers) says these are no stacked frame's values.
+    if !snap.lr.is_some_and(is_code_address) {
+        return None;
+    }
+    if pc == 0 {
+        return Some(BadCall::Null);
+    }
+    snap.xpsr
+        .is_some_and(|x| x & XPSR_THUMB == 0)
+        .then_some(BadCall::NotThumb)
+}
+
+/// What an EXC_RETURN value in LR says: `EXC_RETURN: the fault interrupted thread mode on the
+/// main stack`.
+fn exc_return_meaning(lr: u32) -> String {
+    let mode = if lr & 0x8 != 0 {
+        "thread mode"
+    } else {
+        "an exception handler"
+    };
+    let stack = if lr & 0x4 != 0 { "process" } else { "main" };
+    format!("EXC_RETURN: the fault interrupted {mode} on the {stack} stack")
+}
+
+/// Which configurable fault a FORCED HardFault was escalated from, by the CFSR part that is set.
+fn escalated_from(cfsr_names: &[&str]) -> Option<&'static str> {
+    let part = |names: &[&str]| cfsr_names.iter().any(|n| names.contains(n));
+    if part(&[
+        "UNDEFINSTR",
+        "INVSTATE",
+        "INVPC",
+        "NOCP",
+        "STKOF",
+        "UNALIGNED",
+        "DIVBYZERO",
+    ]) {
+        Some("UsageFault")
+    } else if part(&[
+        "IBUSERR",
+        "PRECISERR",
+        "IMPRECISERR",
+        "UNSTKERR",
+        "STKERR",
+        "LSPERR",
+    ]) {
+        Some("BusFault")
+    } else if part(&["IACCVIOL", "DACCVIOL", "MUNSTKERR", "MSTKERR", "MLSPERR"]) {
+        Some("MemManage")
+    } else {
+        None
+    }
+}
+
+/// What the summary says beyond the fault and its site: escalation, the context the fault
+/// interrupted (an RTOS task, an interrupt handler), an imprecise PC, what could not be read,
+/// what could not be named.
+fn context_clauses(
+    snap: &FaultSnapshot,
+    cfsr_names: &[&str],
+    hfsr_names: &[&str],
+    symbols: Option<&Symbolizer>,
+    pc_location: Option<&Location>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if hfsr_names.contains(&"FORCED") {
+        match escalated_from(cfsr_names) {
+            Some(from) => out.push(format!("escalated to HardFault from a {from}")),
+            None if snap.hfsr.is_some_and(|h| h & HFSR_FORCED != 0) => {
+                out.push("escalated to HardFault; CFSR names no sub-fault".to_string())
+            }
+            None => {}
+        }
+    }
+    if let Some(exc) = snap.exc_return {
+        let process_stack = exc & 0x4 != 0;
+        let thread = exc & 0x8 != 0;
+        if !thread {
+            let interrupted = snap.xpsr.map(|x| x & 0x1ff).filter(|&n| n != 0);
+            let isr = pc_location
+                .and_then(|l| l.function.clone())
+                .filter(|_| bad_call(snap).is_none());
+            out.push(match (interrupted.and_then(exception_name), isr) {
+                (Some(name), Some(f)) => {
+                    format!("the fault happened inside an interrupt handler: {name} ({f})")
+                }
+                (Some(name), None) => {
+                    format!("the fault happened inside an interrupt handler ({name})")
+                }
+                (None, _) => "the fault happened inside an exception handler".to_string(),
+            });
+        } else if process_stack {
+            out.push("in thread mode on the process stack (an RTOS task)".to_string());
+        }
+    }
+    if snap.cfsr.is_some_and(|c| c & CFSR_IMPRECISERR != 0) {
+        out.push(
+            "imprecise bus fault: the write was buffered, so PC is only near the faulting store \
+             (look at the stores just before it)"
+                .to_string(),
+        );
+    }
+    out.extend(snap.notes.iter().cloned());
+    match symbols {
+        None => out.push(
+            "no symbols were read for the image that ran: functions and lines cannot be named"
+                .to_string(),
+        ),
+        Some(s) if !s.has_symbols() => out.push(format!(
+            "{} has no symbols (stripped?): functions and lines cannot be named",
+            s.path().display()
+        )),
+        Some(_) => {}
+    }
+    out
+}
+
 /// `sensor_poll (src/sensor.c:42)`, or as much of it as is known.
 fn describe(location: &Location) -> Option<String> {
     let function = location.function.as_deref()?;
@@ -161,7 +309,7 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         },
     });
 
-    let summary = summarise(
+    let mut summary = summarise(
         snap,
         exception.as_deref(),
         (&hfsr_names, &cfsr_names),
@@ -170,13 +318,28 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         symbols.is_some(),
         fault_address,
     );
+    for clause in context_clauses(
+        snap,
+        &cfsr_names,
+        &hfsr_names,
+        symbols,
+        pc_location.as_ref(),
+    ) {
+        summary.push_str("; ");
+        summary.push_str(&clause);
+    }
 
-    // A call through a bad pointer faults at an address in no function: the caller is the code
-    // at fault, so it is what `function`, `file` and `line` name.
-    let site = pc_location
-        .as_ref()
-        .filter(|l| l.function.is_some())
-        .or(caller.as_ref());
+    // A call through a bad pointer faults at an address in no function (or, for a null
+    // pointer, wherever address 0 happens to be): the caller is the code at fault, so it is what
+    // `function`, `file` and `line` name.
+    let site = if bad_call(snap).is_some() {
+        caller.as_ref()
+    } else {
+        pc_location
+            .as_ref()
+            .filter(|l| l.function.is_some())
+            .or(caller.as_ref())
+    };
     CrashReport {
         pc: snap.pc.map(hex),
         lr: snap.lr.map(hex),
@@ -229,6 +392,18 @@ fn summarise(
 
     let pc_described = pc_location.and_then(describe);
     let caller_described = caller.and_then(describe);
+    if let (Some(pc), Some(call)) = (snap.pc, bad_call(snap)) {
+        let who = match (&caller_described, snap.lr) {
+            (Some(from), _) => from.clone(),
+            (None, Some(lr)) => format!("the code at LR {}", hex(lr)),
+            (None, None) => "unknown code".to_string(),
+        };
+        text.push_str(&format!(" at {}: {who} {}", hex(pc), call.describe(pc)));
+        if let Some(address) = fault_address {
+            text.push_str(&format!("; data address {}", hex(address)));
+        }
+        return text;
+    }
     match snap.pc {
         Some(pc) => {
             text.push_str(&format!(" at {}", hex(pc)));
@@ -244,10 +419,7 @@ fn summarise(
             text.push_str(&format!("{sep} called from {from}"));
         }
         (None, Some(lr)) if !is_code_address(lr) => {
-            text.push_str(&format!(
-                " (LR {}: the fault interrupted an exception handler)",
-                hex(lr)
-            ));
+            text.push_str(&format!(" (LR {}: {})", hex(lr), exc_return_meaning(lr)));
         }
         (None, Some(lr)) => text.push_str(&format!(" (LR {})", hex(lr))),
         (None, None) => {}
@@ -400,7 +572,9 @@ mod tests {
         assert!(!report.lockup);
         assert_eq!(
             report.summary,
-            "HardFault (FORCED; IACCVIOL) at 0x00000000 (LR 0x000001a5)"
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: the code at LR 0x000001a5 called a null \
+             function pointer; escalated to HardFault from a MemManage; no symbols were \
+             read for the image that ran: functions and lines cannot be named"
         );
     }
 
@@ -419,7 +593,8 @@ mod tests {
         assert_eq!(report.fault_bits, vec!["PRECISERR", "BFARVALID"]);
         assert_eq!(
             report.summary,
-            "BusFault (PRECISERR) at 0x00000210 (LR 0x00000301); data address 0x40010000"
+            "BusFault (PRECISERR) at 0x00000210 (LR 0x00000301); data address 0x40010000; no \
+             symbols were read for the image that ran: functions and lines cannot be named"
         );
     }
 
@@ -437,8 +612,9 @@ mod tests {
         assert_eq!(report.fault_bits, Vec::<String>::new());
         assert_eq!(
             report.summary,
-            "Lockup (fault while handling a fault): Fault at 0x00000120 (LR 0xfffffff9: the \
-             fault interrupted an exception handler)"
+            "Lockup (fault while handling a fault): Fault at 0x00000120 (LR 0xfffffff9: \
+             EXC_RETURN: the fault interrupted thread mode on the main stack); no symbols were \
+             read for the image that ran: functions and lines cannot be named"
         );
     }
 
@@ -447,7 +623,11 @@ mod tests {
         let report = crash_report(&FaultSnapshot::default(), None);
         assert_eq!(report.pc, None);
         assert_eq!(report.caller, None);
-        assert_eq!(report.summary, "Fault at an unknown PC");
+        assert_eq!(
+            report.summary,
+            "Fault at an unknown PC; no symbols were read for the image that ran: functions and \
+             lines cannot be named"
+        );
     }
 
     #[test]
@@ -476,9 +656,8 @@ mod tests {
                 true,
                 None
             ),
-            "HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll \
-             (src/sensor.c:42); PC is in no function (a call through a bad pointer?): the caller \
-             is where to look"
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_poll (src/sensor.c:42) called a \
+             null function pointer"
         );
         assert_eq!(
             summarise(
@@ -490,8 +669,28 @@ mod tests {
                 true,
                 None
             ),
-            "HardFault (FORCED; IACCVIOL) at 0x00000000 (LR 0x000001a5); PC is in no function \
-             and the caller is unknown"
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: the code at LR 0x000001a5 called a null \
+             function pointer"
+        );
+        // An erased hook (0xFFFFFFFF: Thumb bit set) faults on the fetch: PC in no function.
+        let erased = FaultSnapshot {
+            pc: Some(0xffff_fffe),
+            xpsr: Some(0x6100_0000),
+            ..snap.clone()
+        };
+        assert_eq!(
+            summarise(
+                &erased,
+                Some("HardFault"),
+                bits,
+                Some(&nowhere),
+                Some(&caller),
+                true,
+                None
+            ),
+            "HardFault (FORCED; IACCVIOL) at 0xfffffffe called from sensor_poll \
+             (src/sensor.c:42); PC is in no function (a call through a bad pointer?): the caller \
+             is where to look"
         );
         let inside = Location {
             function: Some("sensor_read".to_string()),
@@ -500,6 +699,7 @@ mod tests {
         };
         let snap = FaultSnapshot {
             pc: Some(0x1a4),
+            xpsr: Some(0x0100_0000),
             ..snap
         };
         assert_eq!(
@@ -538,5 +738,62 @@ mod tests {
         assert_eq!(describe(&location).as_deref(), Some("sensor_poll"));
         location.function = None;
         assert_eq!(describe(&location), None);
+    }
+
+    #[test]
+    fn task_isr_imprecise_and_escalation_are_said() {
+        let task = FaultSnapshot {
+            exception: Some(3),
+            pc: Some(0),
+            lr: Some(0x1a9),
+            xpsr: Some(0x2000_0000),
+            cfsr: Some(0x0002_0000),
+            hfsr: Some(0x4000_0000),
+            exc_return: Some(0xFFFF_FFFD),
+            ..FaultSnapshot::default()
+        };
+        let r = crash_report(&task, None);
+        assert!(
+            r.summary.contains("called a null function pointer"),
+            "{}",
+            r.summary
+        );
+        assert!(
+            r.summary
+                .contains("escalated to HardFault from a UsageFault"),
+            "{}",
+            r.summary
+        );
+        assert!(r.summary.contains("an RTOS task"), "{}", r.summary);
+
+        let isr = FaultSnapshot {
+            exception: Some(5),
+            pc: Some(0x300),
+            lr: Some(0x2a1),
+            xpsr: Some(0x0100_0015),
+            cfsr: Some(0x0000_0400),
+            exc_return: Some(0xFFFF_FFF1),
+            ..FaultSnapshot::default()
+        };
+        let r = crash_report(&isr, None);
+        assert!(
+            r.summary.contains("inside an interrupt handler (IRQ5)"),
+            "{}",
+            r.summary
+        );
+        assert!(r.summary.contains("PC is only near"), "{}", r.summary);
+
+        let unread = FaultSnapshot {
+            exception: Some(4),
+            notes: vec!["the exception frame at PSP=0x20000ff0 could not be read".into()],
+            ..FaultSnapshot::default()
+        };
+        let r = crash_report(&unread, None);
+        assert!(
+            r.summary
+                .starts_with("MemManage at an unknown PC; the exception frame"),
+            "{}",
+            r.summary
+        );
     }
 }

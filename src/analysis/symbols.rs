@@ -48,6 +48,8 @@ pub struct Symbolizer {
     loader: addr2line::Loader,
     /// Sorted by start address.
     functions: Vec<FunctionSymbol>,
+    /// The image has DWARF line information.
+    has_lines: bool,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -102,6 +104,7 @@ impl Symbolizer {
         functions.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.name.cmp(&b.name)));
         functions.dedup_by(|a, b| a.start == b.start && a.name == b.name);
 
+        let has_lines = file.section_by_name(".debug_line").is_some();
         let loader = addr2line::Loader::new(elf).map_err(|e| SymbolError::Debug {
             path: elf.to_path_buf(),
             message: e.to_string(),
@@ -110,7 +113,14 @@ impl Symbolizer {
             path: elf.to_path_buf(),
             loader,
             functions,
+            has_lines,
         })
+    }
+
+    /// Whether the image has anything to name code with: function symbols or line information.
+    /// A stripped image has neither.
+    pub fn has_symbols(&self) -> bool {
+        !self.functions.is_empty() || self.has_lines
     }
 
     /// The image this symbolizer reads.

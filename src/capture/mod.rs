@@ -2,12 +2,14 @@
 //! core when it crashed. Backends fill these in; parsers and analysis read them.
 //!
 //! The pieces every backend shares live here too: [`framing`] turns bytes into lines, [`store`]
-//! keeps a bounded part of them in memory, [`log`] writes console.log, [`pump`] reads a byte
-//! stream into lines, [`nonce`] tells this attempt's lines from stale ones. None of them knows
+//! keeps a bounded part of them in memory (host lines never pushing out UART lines), [`noise`]
+//! limits floods of host lines, [`log`] writes console.log, [`pump`] reads a byte stream into
+//! lines, [`nonce`] tells this attempt's lines from stale ones. None of them knows
 //! which backend the bytes came from or what they mean.
 
 pub mod framing;
 pub mod log;
+pub mod noise;
 pub mod nonce;
 pub mod pump;
 pub mod store;
@@ -78,6 +80,15 @@ pub struct FaultSnapshot {
     pub bfar: Option<u32>,
     /// A lockup (fault inside the fault handler) rather than a handled fault.
     pub lockup: bool,
+    /// The EXC_RETURN value the core put in LR on entering the fault handler, when it was read
+    /// there: bit 2 says which stack holds the frame (PSP: an RTOS task), bit 3 whether the fault
+    /// interrupted thread mode or another handler.
+    #[serde(default)]
+    pub exc_return: Option<u32>,
+    /// What could not be read or trusted, and why (a frame that could not be read, a vector
+    /// table without fault handlers), in words a person can act on.
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// The emulator's or debugger's raw text the values came from.
     pub raw: String,
 }

@@ -1,13 +1,17 @@
-//! Bounded in-memory keeping of console lines: the first lines and the last lines of an attempt,
-//! each part capped by a line count and a byte count, so a firmware that floods its console cannot
-//! exhaust memory. The full text always goes to console.log; this module does no I/O.
+//! Bounded in-memory keeping of console lines: the first lines and the last lines of an attempt's
+//! UART, each part capped by a line count and a byte count, so a firmware that floods its console
+//! cannot exhaust memory. Host lines (the emulator's or flasher's own) have a budget of their own
+//! and never count against the UART's: however much the host logs, no UART line is dropped for
+//! it. The full text always goes to console.log; this module does no I/O.
 
-use super::ConsoleLine;
+use super::{ConsoleLine, Stream};
 use std::collections::VecDeque;
 
 /// How much of a console is kept in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StoreLimits {
+    /// Host lines kept at most (the first ones); the rest are only in console.log.
+    pub host_lines: usize,
     pub head_lines: usize,
     pub head_bytes: usize,
     pub tail_lines: usize,
@@ -19,6 +23,7 @@ impl Default for StoreLimits {
     /// survive a flood in between.
     fn default() -> Self {
         Self {
+            host_lines: 2_000,
             head_lines: 20_000,
             head_bytes: 4 << 20,
             tail_lines: 20_000,
@@ -33,10 +38,15 @@ pub struct LineStore {
     limits: StoreLimits,
     head: Vec<ConsoleLine>,
     head_bytes: usize,
+    /// UART lines in the head and the tail (host lines ride along uncounted).
+    head_lines: usize,
     head_full: bool,
     tail: VecDeque<ConsoleLine>,
     tail_bytes: usize,
+    tail_lines: usize,
     dropped: u64,
+    host_kept: usize,
+    host_dropped: u64,
 }
 
 impl LineStore {
@@ -45,20 +55,45 @@ impl LineStore {
             limits,
             head: Vec::new(),
             head_bytes: 0,
+            head_lines: 0,
             head_full: false,
             tail: VecDeque::new(),
             tail_bytes: 0,
+            tail_lines: 0,
             dropped: 0,
+            host_kept: 0,
+            host_dropped: 0,
         }
     }
 
+    /// The bytes a line counts against the UART limits: a host line counts nothing.
+    fn weight(line: &ConsoleLine) -> usize {
+        match line.stream {
+            Stream::Uart => line.text.len(),
+            Stream::Host => 0,
+        }
+    }
+
+    fn is_uart(line: &ConsoleLine) -> bool {
+        line.stream == Stream::Uart
+    }
+
     pub fn push(&mut self, line: ConsoleLine) {
-        let size = line.text.len();
+        if line.stream == Stream::Host {
+            if self.host_kept >= self.limits.host_lines {
+                self.host_dropped += 1;
+                return;
+            }
+            self.host_kept += 1;
+        }
+        let size = Self::weight(&line);
+        let uart = usize::from(Self::is_uart(&line));
         if !self.head_full {
-            if self.head.len() < self.limits.head_lines
+            if self.head_lines + uart <= self.limits.head_lines
                 && self.head_bytes + size <= self.limits.head_bytes
             {
                 self.head_bytes += size;
+                self.head_lines += uart;
                 self.head.push(line);
                 return;
             }
@@ -66,19 +101,29 @@ impl LineStore {
             self.head_full = true;
         }
         self.tail_bytes += size;
+        self.tail_lines += uart;
         self.tail.push_back(line);
-        while self.tail.len() > self.limits.tail_lines || self.tail_bytes > self.limits.tail_bytes {
+        while self.tail_lines > self.limits.tail_lines || self.tail_bytes > self.limits.tail_bytes {
             match self.tail.pop_front() {
                 Some(old) => {
-                    self.tail_bytes -= old.text.len();
-                    self.dropped += 1;
+                    self.tail_bytes -= Self::weight(&old);
+                    if Self::is_uart(&old) {
+                        self.tail_lines -= 1;
+                        self.dropped += 1;
+                    }
                 }
                 None => break,
             }
         }
     }
 
-    /// Lines dropped from the middle so far.
+    /// Host lines not kept in memory (they are in console.log, as far as its noise filter let
+    /// them).
+    pub fn host_dropped(&self) -> u64 {
+        self.host_dropped
+    }
+
+    /// UART lines dropped from the middle so far.
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
@@ -95,7 +140,6 @@ impl LineStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capture::Stream;
 
     fn line(i: usize) -> ConsoleLine {
         ConsoleLine {
@@ -107,6 +151,7 @@ mod tests {
 
     fn limits(head_lines: usize, tail_lines: usize) -> StoreLimits {
         StoreLimits {
+            host_lines: 10,
             head_lines,
             head_bytes: usize::MAX,
             tail_lines,
@@ -137,6 +182,7 @@ mod tests {
     #[test]
     fn byte_caps_bound_memory() {
         let mut s = LineStore::new(StoreLimits {
+            host_lines: 10,
             head_lines: 1000,
             head_bytes: 20,
             tail_lines: 1000,
@@ -153,6 +199,7 @@ mod tests {
     #[test]
     fn order_is_kept_after_the_head_closes() {
         let mut s = LineStore::new(StoreLimits {
+            host_lines: 10,
             head_lines: 10,
             head_bytes: 12,
             tail_lines: 10,
@@ -168,5 +215,31 @@ mod tests {
         let (lines, _) = s.into_lines();
         let times: Vec<u64> = lines.iter().map(|l| l.t_ms).collect();
         assert_eq!(times, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn host_floods_never_push_out_uart_lines() {
+        let mut s = LineStore::new(limits(3, 3));
+        let host = |i: u64| ConsoleLine {
+            t_ms: i,
+            stream: Stream::Host,
+            text: format!("Taking exception {i}"),
+        };
+        s.push(line(0));
+        for i in 0..100_000 {
+            s.push(host(i));
+        }
+        s.push(line(1));
+        s.push(line(2));
+        assert_eq!(s.host_dropped(), 100_000 - 10);
+        let (lines, truncated) = s.into_lines();
+        assert!(!truncated);
+        let uart: Vec<&str> = lines
+            .iter()
+            .filter(|l| l.stream == Stream::Uart)
+            .map(|l| l.text.as_str())
+            .collect();
+        assert_eq!(uart, vec!["line 0000", "line 0001", "line 0002"]);
+        assert_eq!(lines.len(), 13);
     }
 }

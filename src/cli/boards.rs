@@ -112,7 +112,11 @@ fn check(args: CheckArgs, global: &GlobalArgs) -> Exit {
         Err(e) => return fail_early(global, Exit::Usage, &e),
     };
     let boards = match args.board {
-        Some(board) => vec![board],
+        // A board named as leases and health name it is checked from its file.
+        Some(board) => match crate::inspect::find_board(&board, &args.repo, &state_dir) {
+            Ok((_, Some(file))) => vec![file.display().to_string()],
+            Ok((_, None)) | Err(_) => vec![board],
+        },
         None => match orchestrator::boards_to_check(&args.repo, &state_dir) {
             Ok((check, skipped)) => {
                 let sink = super::sink(global);
@@ -173,14 +177,14 @@ fn set(args: SetArgs, global: &GlobalArgs) -> Exit {
         Ok(dir) => dir,
         Err(e) => return fail_early(global, Exit::Usage, &e),
     };
-    let board = match crate::config::resolve_board(&args.board, &args.repo) {
-        Ok(board) => board,
+    let name = match crate::inspect::find_board(&args.board, &args.repo, &state_dir) {
+        Ok((name, _)) => name,
         Err(e) => return fail_early(global, Exit::Usage, &e.to_string()),
     };
     let reason = args
         .reason
         .unwrap_or_else(|| format!("set to {} with fwfix boards set", args.health));
-    match health::set(&state_dir, &board.name, args.health, &reason) {
+    match health::set(&state_dir, &name, args.health, &reason) {
         Ok(record) => {
             if global.json {
                 super::sink(global).emit(&Event::BoardHealth {

@@ -144,6 +144,18 @@ mod tests {
     }
 
     #[test]
+    fn no_usable_candidate_is_not_converged_and_a_broken_model_is_infrastructure() {
+        assert_eq!(
+            Exit::of_run(State::Failure, Some(ErrorClass::NoCandidate)),
+            Exit::Failed
+        );
+        assert_eq!(
+            Exit::of_run(State::Failure, Some(ErrorClass::ModelFailure)),
+            Exit::Infrastructure
+        );
+    }
+
+    #[test]
     fn several_checks_exit_with_the_most_serious_outcome() {
         assert_eq!(Exit::worst([]), Exit::Success);
         assert_eq!(Exit::worst([Exit::Success, Exit::Failed]), Exit::Failed);

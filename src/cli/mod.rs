@@ -87,7 +87,7 @@ enum Command {
     Graph(graph::Args),
     /// Replay a run's trace through the state machine and check its evidence files.
     Audit(audit::Args),
-    /// List the runs of a repository, newest first.
+    /// List the runs of a repository, newest first; `runs prune` removes finished ones.
     Runs(runs::Args),
     /// Show a run's timeline: every transition with its time, reason and evidence.
     Show(show::Args),
@@ -462,7 +462,7 @@ pub(crate) fn print_out(text: &str) {
         .and_then(|()| stdout.flush());
 }
 
-/// Parses `90s`, `30m`, `2h`, or plain seconds.
+/// Parses `90s`, `30m`, `2h`, `7d`, or plain seconds.
 pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let text = text.trim();
     let (number, unit) = text
@@ -476,7 +476,8 @@ pub(crate) fn parse_duration(text: &str) -> Result<std::time::Duration, String> 
         "s" => n,
         "m" => n * 60,
         "h" => n * 3600,
-        _ => return Err(format!("`{text}`: unit must be s, m or h")),
+        "d" => n * 86_400,
+        _ => return Err(format!("`{text}`: unit must be s, m, h or d")),
     };
     if secs == 0 {
         return Err("the duration must be more than 0".to_string());
@@ -540,7 +541,8 @@ mod tests {
         assert_eq!(parse_duration("45").unwrap().as_secs(), 45);
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("5d").is_err());
+        assert_eq!(parse_duration("7d").unwrap().as_secs(), 7 * 86_400);
+        assert!(parse_duration("5w").is_err());
         assert_eq!(
             parse_state("build_run").unwrap(),
             crate::machine::State::BuildRun

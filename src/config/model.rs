@@ -277,6 +277,15 @@ pub struct Profile {
     pub timeouts: BTreeMap<State, Duration>,
     /// `[recovery]`: retry budgets per error class that override the machine's defaults.
     pub recovery: BTreeMap<ErrorClass, u32>,
+    pub snapshot: SnapshotSpec,
+}
+
+/// `[snapshot]`: what a fix run's rollback points keep in git.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotSpec {
+    /// Untracked files larger than this are copied aside into the run directory instead of
+    /// becoming git objects (restored byte-exact all the same).
+    pub max_untracked_bytes: u64,
 }
 
 impl Profile {

@@ -11,7 +11,7 @@ fn timeout_states() -> impl Iterator<Item = State> {
 }
 
 /// Error classes with a retry budget. UNHANDLED is a bug in fwfix and is never retried.
-const RECOVERY_CLASSES: [ErrorClass; 9] = [
+const RECOVERY_CLASSES: [ErrorClass; 10] = [
     ErrorClass::BuildFailure,
     ErrorClass::BuildEnvFailure,
     ErrorClass::TestEnvFailure,
@@ -19,6 +19,7 @@ const RECOVERY_CLASSES: [ErrorClass; 9] = [
     ErrorClass::Timeout,
     ErrorClass::ArtifactMissing,
     ErrorClass::ModelFailure,
+    ErrorClass::NoCandidate,
     ErrorClass::PolicyViolation,
     ErrorClass::PatchApplyFailure,
 ];

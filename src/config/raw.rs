@@ -153,6 +153,13 @@ pub struct RawProfile {
     pub timeouts: Option<Spanned<BTreeMap<Str, Spanned<Seconds>>>>,
     /// Lower-case error class name → retry budget.
     pub recovery: Option<Spanned<BTreeMap<Str, Spanned<u32>>>>,
+    pub snapshot: Option<Spanned<RawSnapshot>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSnapshot {
+    pub max_untracked_mb: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -335,6 +342,7 @@ const TEST: &[(&str, Node)] = &[
 ];
 const GOAL: &[(&str, Node)] = &[("fail_to_pass", V), ("confirm_runs", V)];
 const LOOP: &[(&str, Node)] = &[("max_iterations", V), ("no_progress_limit", V)];
+const SNAPSHOT: &[(&str, Node)] = &[("max_untracked_mb", V)];
 const POLICY: &[(&str, Node)] = &[
     ("allow", V),
     ("deny", V),
@@ -372,4 +380,5 @@ pub const PROFILE: &[(&str, Node)] = &[
     ("strategy", Node::Table(STRATEGY)),
     ("timeouts", Node::Names(super::names::timeout_state_names)),
     ("recovery", Node::Names(super::names::recovery_class_names)),
+    ("snapshot", Node::Table(SNAPSHOT)),
 ];

@@ -7,7 +7,8 @@ use super::model::{
     Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
     GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridSpec, LlmSpec, LoopSpec,
     Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode, RegexSpec, SerialPort,
-    StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
+    SnapshotSpec, StrategySpec, TestSpec, BUILD_PLACEHOLDERS, FLASH_PLACEHOLDERS,
+    POWER_PLACEHOLDERS,
 };
 use super::model::{FlowControl, Parity, SerialLine, SerialReset};
 use super::names;
@@ -16,7 +17,7 @@ use super::placeholder;
 use super::raw::{
     RawBoard, RawBuild, RawCommandStrategy, RawFlash, RawGdb, RawGoal, RawHealth, RawLabgrid,
     RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawRegex, RawSerial,
-    RawStrategy, RawTest, Seconds, Str, StrList,
+    RawSnapshot, RawStrategy, RawTest, Seconds, Str, StrList,
 };
 use serde_spanned::Spanned;
 use std::collections::BTreeMap;
@@ -45,6 +46,7 @@ const DEFAULT_TEST_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_CONFIRM_RUNS: u32 = 1;
 const DEFAULT_MAX_ITERATIONS: u32 = 10;
 const DEFAULT_NO_PROGRESS_LIMIT: u32 = 3;
+const DEFAULT_MAX_UNTRACKED_MB: u32 = 16;
 const DEFAULT_ALLOW: &[&str] = &["src/**"];
 const DEFAULT_MAX_CHANGED_LINES: u32 = 60;
 const DEFAULT_MAX_CHANGED_FILES: u32 = 5;
@@ -202,6 +204,7 @@ pub fn profile(src: Source<'_>, raw: RawProfile) -> Result<Profile, ConfigError>
         strategy: c.strategy(raw.strategy)?,
         timeouts: c.timeouts(raw.timeouts)?,
         recovery: c.recovery(raw.recovery)?,
+        snapshot: c.snapshot(raw.snapshot)?,
     })
 }
 
@@ -1233,6 +1236,20 @@ impl Checker<'_> {
                 1,
                 DEFAULT_CONFIRM_RUNS,
             )?,
+        })
+    }
+
+    fn snapshot(&self, raw: Option<Spanned<RawSnapshot>>) -> Result<SnapshotSpec, ConfigError> {
+        let table = KeyPath::new(&["snapshot"]);
+        let mb = self.at_least(
+            raw.as_ref()
+                .and_then(|s| s.get_ref().max_untracked_mb.as_ref()),
+            &table.child("max_untracked_mb"),
+            1,
+            DEFAULT_MAX_UNTRACKED_MB,
+        )?;
+        Ok(SnapshotSpec {
+            max_untracked_bytes: u64::from(mb) << 20,
         })
     }
 

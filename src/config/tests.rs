@@ -661,7 +661,33 @@ fn profile_defaults() {
             strategy: StrategySpec::default(),
             timeouts: BTreeMap::new(),
             recovery: BTreeMap::new(),
+            snapshot: SnapshotSpec {
+                max_untracked_bytes: 16 << 20,
+            },
         }
+    );
+}
+
+#[test]
+fn snapshot_size_limit_is_read_and_checked_where_it_is_written() {
+    let p = profile(&format!(
+        "{MINIMAL_PROFILE}[snapshot]\nmax_untracked_mb = 2\n"
+    ))
+    .unwrap();
+    assert_eq!(p.snapshot.max_untracked_bytes, 2 << 20);
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[snapshot]\nmax_untracked_mb = 0\n"
+        )),
+        9,
+        20,
+        "max_untracked_mb",
+    );
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[snapshot]\nmax_untracked = 2\n")),
+        9,
+        1,
+        "unknown key `max_untracked`",
     );
 }
 
@@ -894,7 +920,7 @@ fn unknown_state_and_error_class_names() {
         1,
         "unknown key `flash_failures` in [recovery] (expected one of: build_failure, \
          build_env_failure, test_env_failure, flash_failure, timeout, artifact_missing, \
-         model_failure, policy_violation, patch_apply_failure)",
+         model_failure, no_candidate, policy_violation, patch_apply_failure)",
     );
 }
 
@@ -1641,6 +1667,7 @@ loop = {{ max_iterations = 1, no_progress_limit = 1 }}
 policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1, allow_builtin = [] }}
 strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, connect_timeout_s = 1, idle_timeout_s = 1, candidates = 1, parallel = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1, candidates = 1 }}
+snapshot = {{ max_untracked_mb = 1 }}
 [timeouts]
 {timeouts}
 [recovery]

@@ -77,6 +77,8 @@ fn plausible_xpsr(v: u32) -> bool {
 /// How a stacked frame was found, most trustworthy first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FrameFound {
+    /// At the SP EXC_RETURN names, read at the handler's first instruction: certain.
+    AtEntry,
     /// At SP, with EXC_RETURN still in LR.
     AtSp,
     /// Right above the EXC_RETURN the handler pushed.
@@ -111,7 +113,10 @@ impl StackedFrame {
 
     /// Found by an EXC_RETURN and a valid xPSR: no need to read more of the stack.
     pub fn is_certain(&self) -> bool {
-        matches!(self.found, FrameFound::AtSp | FrameFound::AboveExcReturn)
+        matches!(
+            self.found,
+            FrameFound::AtEntry | FrameFound::AtSp | FrameFound::AboveExcReturn
+        )
     }
 
     /// The SP of the code that faulted: above the frame, plus the alignment word the core added
@@ -135,7 +140,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
         if uses_psp(lr) {
             return Err(format!(
                 "LR=0x{lr:08x} (EXC_RETURN) says the frame is on the process stack (PSP), which \
-                 QEMU's monitor cannot read"
+                 was not read"
             ));
         }
         if let Some(frame) = StackedFrame::at(stack, 0, sp, FrameFound::AtSp, String::new()) {
@@ -163,7 +168,7 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
         if uses_psp(stack[k]) {
             return Err(format!(
                 "{tried}the handler saved EXC_RETURN 0x{:08x} at SP+{}: the frame is on the \
-                 process stack (PSP), which QEMU's monitor cannot read",
+                 process stack (PSP), which was not read",
                 stack[k],
                 4 * k
             ));
@@ -210,6 +215,265 @@ pub fn locate_frame(regs: &CoreRegs, stack: &[u32]) -> Result<StackedFrame, Stri
         stack.len()
     ))
 }
+
+/// Exception numbers whose handler entry fwfix watches: NMI, HardFault, MemManage, BusFault,
+/// UsageFault, SecureFault.
+pub const WATCHED_VECTORS: std::ops::RangeInclusive<u32> = 2..=7;
+/// Entries of the vector table read: the initial SP and the 15 system exceptions.
+pub const SYSTEM_VECTORS: usize = 16;
+
+/// Where to stop the core the moment it takes a fault: each distinct handler entry of the watched
+/// vectors, with the vectors that lead there, and what could not be watched and why.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FaultHandlers {
+    /// Entry address (Thumb bit clear) and the watched vectors that use it.
+    pub entries: Vec<(u32, Vec<u32>)>,
+    /// Plain statements: vectors with no handler, entries shared with other exceptions.
+    pub notes: Vec<String>,
+    /// The reset handler's entry (Thumb bit clear): a fault that lands there restarts the image,
+    /// so nothing after the fault is worth waiting for.
+    pub reset: Option<u32>,
+}
+
+impl FaultHandlers {
+    /// The watched vectors whose handler starts at `addr`.
+    pub fn vectors_at(&self, addr: u32) -> Option<&[u32]> {
+        self.entries
+            .iter()
+            .find(|(a, _)| *a == addr & !1)
+            .map(|(_, v)| v.as_slice())
+    }
+}
+
+/// Reads the fault handlers' entries out of a vector table's first words (initial SP, reset,
+/// NMI, HardFault, ...). A vector that is 0, or has no Thumb bit, has no handler to stop at: a
+/// fault through it locks the core up (QEMU says so on stderr), and the notes say it. A vector
+/// that points at the reset handler is watched too: a fault that restarts the image is still a
+/// fault, and the reset at boot (thread mode) is told apart by the exception number.
+pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
+    let reset = table.get(1).copied();
+    let mut out = FaultHandlers {
+        reset: reset.map(|r| r & !1),
+        ..FaultHandlers::default()
+    };
+    let mut missing = Vec::new();
+    for n in WATCHED_VECTORS {
+        let Some(&entry) = table.get(n as usize) else {
+            out.notes.push(format!(
+                "the vector table was read only up to entry {}: {} is not watched",
+                table.len(),
+                exception_name(n)
+            ));
+            continue;
+        };
+        let name = exception_name(n);
+        if entry == 0 {
+            // SecureFault exists only with the Security Extension: an empty entry is normal.
+            if n != 7 {
+                missing.push(name);
+            }
+            continue;
+        }
+        if entry & 1 == 0 {
+            out.notes.push(format!(
+                "the {name} vector 0x{entry:08x} has no Thumb bit: taking it faults again and \
+                 locks the core up"
+            ));
+            continue;
+        }
+        if Some(entry) == reset {
+            out.notes.push(format!(
+                "the {name} vector points at the reset handler: a fault there restarts the image"
+            ));
+        }
+        let addr = entry & !1;
+        match out.entries.iter_mut().find(|(a, _)| *a == addr) {
+            Some((_, vectors)) => vectors.push(n),
+            None => out.entries.push((addr, vec![n])),
+        }
+    }
+    if !missing.is_empty() {
+        out.notes.push(format!(
+            "the vector table has no {} handler (the entry is 0): a fault there locks the core \
+             up instead of entering a handler",
+            missing.join(", ")
+        ));
+    }
+    for (addr, vectors) in &out.entries {
+        let others: Vec<String> = (8..table.len().min(SYSTEM_VECTORS) as u32)
+            .filter(|&k| table[k as usize] & !1 == *addr && table[k as usize] != 0)
+            .map(exception_name)
+            .collect();
+        if !others.is_empty() {
+            out.notes.push(format!(
+                "the handler at 0x{addr:08x} ({}) also serves {}: entries from those are let \
+                 through",
+                vectors
+                    .iter()
+                    .map(|&n| exception_name(n))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                others.join(", ")
+            ));
+        }
+    }
+    out
+}
+
+/// `b .` (Thumb `b.n` to itself), `b.w .`, and `wfi` followed by a branch back to it: a core at
+/// such an instruction stays there. `code` holds the 6 bytes from PC - 2.
+pub fn spins_at(code: &[u8]) -> bool {
+    let half = |i: usize| code.get(i..i + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    const B_SELF: u16 = 0xE7FE;
+    const B_BACK_ONE: u16 = 0xE7FD;
+    const WFI: u16 = 0xBF30;
+    let (prev, at, next) = (half(0), half(2), half(4));
+    at == Some(B_SELF)
+        || (at == Some(0xF7FF) && next == Some(0xBFFE))
+        || (at == Some(WFI) && next == Some(B_BACK_ONE))
+        || (at == Some(B_BACK_ONE) && prev == Some(WFI))
+}
+
+/// Which stack an exception frame went to, from EXC_RETURN bit 2.
+pub fn frame_stack_name(exc_return: u32) -> &'static str {
+    if uses_psp(exc_return) {
+        "PSP"
+    } else {
+        "MSP"
+    }
+}
+
+/// EXC_RETURN bit 3: the exception interrupted thread mode (else another handler).
+pub fn returns_to_thread(exc_return: u32) -> bool {
+    exc_return & 0x8 != 0
+}
+
+/// What was read at the first instruction of a fault handler, where LR still holds the
+/// EXC_RETURN the core wrote and the frame sits exactly at the SP it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryReading {
+    /// The live registers at the handler's first instruction.
+    pub regs: CoreRegs,
+    /// The SP of the stack EXC_RETURN names (MSP is r13 in handler mode; PSP read separately),
+    /// or why it could not be read.
+    pub frame_sp: Result<u32, String>,
+    /// The 8 frame words at `frame_sp`, or why they could not be read.
+    pub frame: Result<[u32; 8], String>,
+    /// CFSR, HFSR, DFSR, MMFAR, BFAR (empty when the read failed).
+    pub scb: Vec<u32>,
+    /// What was read, in a debugger's words, for the snapshot's raw text.
+    pub raw: String,
+}
+
+/// The crash snapshot of a core stopped at a fault handler's entry. Nothing is guessed: a frame
+/// that could not be read leaves PC and LR empty and the notes say why.
+pub fn snapshot_at_entry(reading: &EntryReading) -> FaultSnapshot {
+    let regs = &reading.regs;
+    let exception = regs.exception();
+    let mut snap = FaultSnapshot {
+        exception,
+        exc_return: regs.lr().filter(|&lr| is_exc_return(lr)),
+        ..FaultSnapshot::default()
+    };
+    apply_scb(&mut snap, &reading.scb);
+    let mut raw = String::new();
+    if let Some(n) = exception {
+        let _ = writeln!(
+            raw,
+            "core stopped at the entry of {} (exception {n})",
+            exception_name(n)
+        );
+    }
+    let stacking_failed = snap
+        .cfsr
+        .is_some_and(|c| c & (CFSR_MSTKERR | CFSR_STKERR) != 0);
+    match (snap.exc_return, &reading.frame_sp, &reading.frame) {
+        (None, _, _) => snap.notes.push(format!(
+            "LR at the handler's entry is {} rather than an EXC_RETURN value: the frame cannot be \
+             located",
+            regs.lr()
+                .map_or("unknown".to_string(), |lr| format!("0x{lr:08x}"))
+        )),
+        (Some(exc), Err(why), _) => snap.notes.push(format!(
+            "the exception frame is on the {} but it could not be read: {why}",
+            frame_stack_name(exc)
+        )),
+        (Some(exc), Ok(sp), Err(why)) => {
+            snap.sp = Some(*sp);
+            snap.notes.push(format!(
+                "the exception frame at {}=0x{sp:08x} could not be read ({why}){}",
+                frame_stack_name(exc),
+                if stacking_failed {
+                    ": the core could not stack it either (a stack overflow into a guard region \
+                     or unmapped memory), so PC and LR are unknown"
+                } else {
+                    ""
+                }
+            ));
+        }
+        (Some(exc), Ok(sp), Ok(words)) if stacking_failed => {
+            snap.sp = Some(*sp);
+            snap.notes.push(format!(
+                "the core failed to stack the exception frame (stacking fault on the {} at \
+                 0x{sp:08x}: a stack overflow into a guard region or unmapped memory); the words \
+                 there are not a frame, so PC and LR are unknown (they read lr=0x{:08x} \
+                 pc=0x{:08x})",
+                frame_stack_name(exc),
+                words[5],
+                words[6]
+            ));
+        }
+        (Some(exc), Ok(sp), Ok(words)) => {
+            let frame = StackedFrame {
+                addr: *sp,
+                words: *words,
+                found: FrameFound::AtEntry,
+                note: format!(
+                    "frame at {}=0x{sp:08x} (EXC_RETURN 0x{exc:08x} in LR at the handler's entry)",
+                    frame_stack_name(exc)
+                ),
+            };
+            apply_frame(&mut snap, &frame);
+            let _ = writeln!(raw, "stacked frame at 0x{:08x}: {}", frame.addr, frame.note);
+        }
+    }
+    for note in &snap.notes {
+        let _ = writeln!(raw, "{note}");
+    }
+    if reading.scb.len() < 5 {
+        let _ = writeln!(raw, "the SCB fault status registers could not be read");
+    }
+    raw.push_str(&reading.raw);
+    snap.raw = raw;
+    snap
+}
+
+/// The one console.log line that records a fault read at its handler's entry, in the words log
+/// triage knows: `HardFault at pc=0x... lr=0x... xpsr=0x... CFSR=0x... HFSR=0x..., frame on the
+/// PSP (read by fwfix at the handler's entry)`.
+pub fn fault_line(snap: &FaultSnapshot) -> String {
+    let hex = |v: Option<u32>| v.map_or("?".to_string(), |v| format!("0x{v:08x}"));
+    let mut line = format!(
+        "{} at pc={} lr={} xpsr={} CFSR={} HFSR={}",
+        snap.exception.map_or("Fault".to_string(), exception_name),
+        hex(snap.pc),
+        hex(snap.lr),
+        hex(snap.xpsr),
+        hex(snap.cfsr),
+        hex(snap.hfsr)
+    );
+    if let Some(exc) = snap.exc_return {
+        let _ = write!(line, ", frame on the {}", frame_stack_name(exc));
+    }
+    line.push_str(" (read by fwfix at the handler's entry)");
+    for note in &snap.notes {
+        let _ = write!(line, "; {note}");
+    }
+    line
+}
+
+const CFSR_MSTKERR: u32 = 1 << 4;
+const CFSR_STKERR: u32 = 1 << 12;
 
 /// The name of a Cortex-M exception number.
 pub fn exception_name(n: u32) -> String {
@@ -456,5 +720,139 @@ mod tests {
         assert_eq!(snap.hfsr, Some(0x4000_0000));
         assert_eq!(snap.mmfar, None);
         assert_eq!(snap.bfar, Some(0x20));
+    }
+
+    #[test]
+    fn fault_handlers_come_from_the_vector_table() {
+        // fwtests: one Default_Handler (0x29d) for every fault and for SVC, PendSV, SysTick.
+        let mut table = [0u32; 16];
+        table[0] = 0x2040_0000;
+        table[1] = 0x2a1;
+        for n in [2, 3, 4, 5, 6, 11, 12, 14, 15] {
+            table[n] = 0x29d;
+        }
+        let h = fault_handlers(&table);
+        assert_eq!(h.entries, vec![(0x29c, vec![2, 3, 4, 5, 6])]);
+        assert_eq!(h.vectors_at(0x29d), Some(&[2, 3, 4, 5, 6][..]));
+        assert_eq!(h.vectors_at(0x2a0), None);
+        assert_eq!(h.notes.len(), 1, "{:?}", h.notes);
+        assert!(h.notes[0].contains("also serves SVCall, DebugMonitor, PendSV, SysTick"));
+
+        // Distinct handlers, one vector empty, one without its Thumb bit, one at reset.
+        let table = [0x2001_0000, 0x101, 0x101, 0x201, 0, 0x300, 0x401, 0];
+        let h = fault_handlers(&table);
+        assert_eq!(
+            h.entries,
+            vec![(0x100, vec![2]), (0x200, vec![3]), (0x400, vec![6])]
+        );
+        let notes = h.notes.join("\n");
+        assert!(
+            notes.contains("NMI vector points at the reset handler"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("no MemManage handler (the entry is 0)"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("BusFault vector 0x00000300 has no Thumb bit"),
+            "{notes}"
+        );
+        assert!(!notes.contains("SecureFault"), "{notes}");
+
+        // No fault handlers at all: nothing to stop at, and every vector says why.
+        let h = fault_handlers(&[0x2001_0000, 0x101, 0, 0, 0, 0, 0, 0]);
+        assert!(h.entries.is_empty());
+        assert_eq!(h.notes.len(), 1, "{:?}", h.notes);
+        assert!(h.notes[0].starts_with(
+            "the vector table has no NMI, HardFault, MemManage, BusFault, UsageFault"
+        ));
+        assert!(fault_handlers(&[0x2001_0000]).notes[0].contains("only up to entry 1"));
+    }
+
+    #[test]
+    fn spinning_code_is_recognised() {
+        let le =
+            |halves: [u16; 3]| -> Vec<u8> { halves.iter().flat_map(|h| h.to_le_bytes()).collect() };
+        assert!(spins_at(&le([0, 0xE7FE, 0])));
+        assert!(spins_at(&le([0, 0xF7FF, 0xBFFE])));
+        assert!(spins_at(&le([0, 0xBF30, 0xE7FD])));
+        assert!(spins_at(&le([0xBF30, 0xE7FD, 0])));
+        assert!(!spins_at(&le([0, 0xB508, 0x4B02])));
+        assert!(!spins_at(&[]));
+    }
+
+    fn entry(
+        lr: u32,
+        frame_sp: Result<u32, String>,
+        frame: Result<[u32; 8], String>,
+    ) -> EntryReading {
+        let mut regs = CoreRegs::default();
+        regs.r[13] = Some(0x2000_ffe0);
+        regs.r[14] = Some(lr);
+        regs.r[15] = Some(0x29c);
+        regs.xpsr = Some(0x0100_0003);
+        EntryReading {
+            regs,
+            frame_sp,
+            frame,
+            scb: vec![0x0002_0000, 0x4000_0000, 0, 0, 0],
+            raw: "-- registers --\n".into(),
+        }
+    }
+
+    #[test]
+    fn entry_frame_on_the_process_stack_with_a_null_call() {
+        // A task called a null pointer: PC 0, xPSR without the Thumb bit, LR the caller.
+        let words = [1, 2, 3, 4, 12, 0x1a9, 0, 0x2000_0000];
+        let snap = snapshot_at_entry(&entry(0xFFFF_FFFD, Ok(0x2000_0400), Ok(words)));
+        assert_eq!(snap.pc, Some(0));
+        assert_eq!(snap.lr, Some(0x1a9));
+        assert_eq!(snap.xpsr, Some(0x2000_0000));
+        assert_eq!(snap.sp, Some(0x2000_0420));
+        assert_eq!(snap.exc_return, Some(0xFFFF_FFFD));
+        assert_eq!(snap.cfsr, Some(0x0002_0000));
+        assert_eq!(snap.exception, Some(3));
+        assert!(snap.notes.is_empty(), "{:?}", snap.notes);
+        assert!(snap.raw.contains("frame at PSP=0x20000400"), "{}", snap.raw);
+        assert!(fault_line(&snap).contains("frame on the PSP"));
+    }
+
+    #[test]
+    fn entry_frame_that_cannot_be_read_is_said_not_guessed() {
+        let snap = snapshot_at_entry(&entry(
+            0xFFFF_FFFD,
+            Err("the PSP could not be read: E01".into()),
+            Err("the PSP could not be read: E01".into()),
+        ));
+        assert_eq!((snap.pc, snap.lr), (None, None));
+        assert!(
+            snap.notes[0].contains("on the PSP but it could not be read"),
+            "{:?}",
+            snap.notes
+        );
+
+        let snap = snapshot_at_entry(&entry(0xFFFF_FFF9, Ok(0x2001_0000), Err("E14".into())));
+        assert_eq!(snap.pc, None);
+        assert_eq!(snap.sp, Some(0x2001_0000));
+        assert!(snap.notes[0].contains("MSP=0x20010000 could not be read (E14)"));
+
+        // A stacking fault: the words at SP are no frame, whatever they read.
+        let mut reading = entry(0xFFFF_FFFD, Ok(0x2000_0ff0), Ok([0; 8]));
+        reading.scb = vec![0x0000_0091, 0x4000_0000, 0, 0x2000_0fec, 0];
+        let snap = snapshot_at_entry(&reading);
+        assert_eq!(snap.pc, None);
+        assert!(
+            snap.notes[0].contains("failed to stack"),
+            "{:?}",
+            snap.notes
+        );
+        assert!(snap.notes[0].contains("guard region"), "{:?}", snap.notes);
+        assert_eq!(snap.mmfar, Some(0x2000_0fec));
+
+        // No EXC_RETURN in LR: nothing to locate the frame with.
+        let snap = snapshot_at_entry(&entry(0x1a9, Ok(0), Ok([0; 8])));
+        assert_eq!(snap.pc, None);
+        assert!(snap.notes[0].contains("rather than an EXC_RETURN"));
     }
 }

@@ -126,10 +126,12 @@ impl HealthRecord {
     }
 
     /// Why a run refuses this board, and how to clear it; None when the state lets runs in.
-    pub fn refusal(&self) -> Option<String> {
+    /// `file` is how `fwfix boards check` finds the board's file (its name, or its path when the
+    /// name does not find it); `boards set` takes the name the health state goes by.
+    pub fn refusal(&self, file: &str) -> Option<String> {
         self.state.refuses_runs().then(|| {
             format!(
-                "board {board} is {what}; run `fwfix boards check {board}` to check it again, or \
+                "board {board} is {what}; run `fwfix boards check {file}` to check it again, or \
                  `fwfix boards set {board} good --reason TEXT` to clear it (or pass --force)",
                 board = self.board,
                 what = self.describe(),
@@ -236,7 +238,7 @@ mod tests {
         assert!(Health::Maintenance.refuses_runs());
         assert!(!Health::Good.refuses_runs());
         assert!(!Health::Unknown.refuses_runs());
-        assert_eq!(record(Health::Good, None).refusal(), None);
+        assert_eq!(record(Health::Good, None).refusal("nucleo"), None);
     }
 
     #[test]
@@ -250,7 +252,7 @@ mod tests {
     #[test]
     fn the_refusal_names_state_reason_time_and_the_way_out() {
         let text = record(Health::Bad, Some("20240501-120304-beef"))
-            .refusal()
+            .refusal("nucleo")
             .unwrap();
         assert!(
             text.contains("board nucleo is bad since 2024-05-01T12:03:04Z"),

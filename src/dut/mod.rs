@@ -12,6 +12,7 @@ pub mod lease;
 pub mod power;
 pub mod probe;
 pub mod qemu;
+pub mod rsp;
 mod session;
 
 use crate::capture::nonce::{Nonce, NonceCheck};

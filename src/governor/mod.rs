@@ -90,20 +90,25 @@ impl Stage {
             Stage::Policy => ErrorClass::PolicyViolation,
             Stage::Apply => ErrorClass::PatchApplyFailure,
             Stage::Build => ErrorClass::BuildFailure,
-            // A patch that changes nothing is as good as no patch: the strategy failed.
-            Stage::Generation | Stage::Empty | Stage::Image => ErrorClass::ModelFailure,
+            // The agent could not be run to the end: infrastructure.
+            Stage::Generation => ErrorClass::ModelFailure,
+            // A patch that changes nothing is as good as no patch: no usable candidate.
+            Stage::Empty | Stage::Image => ErrorClass::NoCandidate,
         }
     }
 
     /// How telling a drop is when a whole round is dropped: a policy violation says the most
     /// (the strategy must change course), then the check that got furthest with real feedback.
+    /// An agent that answered (if only with nothing) says more than one that failed: a round
+    /// is an infrastructure failure only when no agent answered at all.
     fn weight(self) -> u8 {
         match self {
-            Stage::Policy => 4,
-            Stage::Build => 3,
-            Stage::Apply => 2,
-            Stage::Image => 1,
-            Stage::Generation | Stage::Empty => 0,
+            Stage::Policy => 5,
+            Stage::Build => 4,
+            Stage::Apply => 3,
+            Stage::Image => 2,
+            Stage::Empty => 1,
+            Stage::Generation => 0,
         }
     }
 }
@@ -397,7 +402,7 @@ mod tests {
             [
                 Verdict::Dropped {
                     stage: Stage::Image,
-                    class: ErrorClass::ModelFailure
+                    class: ErrorClass::NoCandidate
                 },
                 Verdict::Dropped {
                     stage: Stage::Policy,
@@ -493,7 +498,7 @@ mod tests {
         let mut empty = vec![candidate("c1", 0, [ok(), ok(), ok(), ok()])];
         drop_empty(&mut empty[0]);
         rank(&mut empty);
-        assert_eq!(round_failure(&empty), Some(ErrorClass::ModelFailure));
+        assert_eq!(round_failure(&empty), Some(ErrorClass::NoCandidate));
         assert_eq!(summary(&empty), "1 candidate: c1 dropped (empty patch)");
 
         let mut failed = vec![
@@ -506,6 +511,17 @@ mod tests {
         );
         rank(&mut failed);
         assert_eq!(round_failure(&failed), None);
+        // Agents that all failed are the infrastructure's failure; one that answered with
+        // nothing beside them makes the round a round without a candidate.
+        let mut broken = vec![
+            candidate("c1", 0, [ok(), ok(), ok(), ok()]),
+            candidate("c2", 0, [ok(), ok(), ok(), ok()]),
+        ];
+        drop_failed(&mut broken[0], "`agent #1` exited with exit status: 3");
+        drop_failed(&mut broken[1], "`agent #2` exited with exit status: 3");
+        assert_eq!(round_failure(&broken), Some(ErrorClass::ModelFailure));
+        drop_empty(&mut broken[1]);
+        assert_eq!(round_failure(&broken), Some(ErrorClass::NoCandidate));
         assert_eq!(
             summary(&failed),
             "2 candidates: c2 ranked 1st, c1 dropped (MODEL_FAILURE: `agent #1` exited with exit \
@@ -520,7 +536,7 @@ mod tests {
         let json = serde_json::to_value(&round[0]).unwrap();
         assert_eq!(json["verdict"], "dropped");
         assert_eq!(json["stage"], "image");
-        assert_eq!(json["class"], "MODEL_FAILURE");
+        assert_eq!(json["class"], "NO_CANDIDATE");
         assert_eq!(json["checks"]["image"]["result"], "failed");
         let back: CandidateRecord = serde_json::from_value(json).unwrap();
         assert_eq!(back, round[0]);
@@ -536,11 +552,11 @@ mod tests {
             round[0].verdict,
             Verdict::Dropped {
                 stage: Stage::Image,
-                class: ErrorClass::ModelFailure
+                class: ErrorClass::NoCandidate
             }
         );
         assert_eq!(round[0].checks.builds, Check::Passed);
-        assert_eq!(round_failure(&round), Some(ErrorClass::ModelFailure));
+        assert_eq!(round_failure(&round), Some(ErrorClass::NoCandidate));
         assert_eq!(summary(&round), "1 candidate: c1 dropped (no-op image)");
     }
 

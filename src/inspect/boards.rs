@@ -8,7 +8,7 @@ use crate::dut::health::{self, Health, HealthRecord};
 use crate::dut::lease::{self, Holder, LeaseState};
 use serde::Serialize;
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One board's row.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,6 +94,32 @@ pub fn list_boards(repo: &Path, state_dir: &Path) -> Result<Vec<BoardStatus>, Co
         }
     }
     Ok(rows)
+}
+
+/// What `fwfix boards set|check ARG` means by ARG: first the board whose `name` is ARG (as
+/// leases and health call boards) among the listed ones — the repository's `boards/`, fwfix's
+/// own, and boards known only from the state directory — else a board file (a path, or
+/// `NAME.toml` looked up as `--board` does). Returns the name and the board's file, when known.
+pub fn find_board(
+    arg: &str,
+    repo: &Path,
+    state_dir: &Path,
+) -> Result<(String, Option<PathBuf>), ConfigError> {
+    let path_like = arg.contains('/') || arg.ends_with(".toml");
+    if !path_like {
+        let rows = list_boards(repo, state_dir)?;
+        if let Some(row) = rows.iter().find(|r| r.name == arg) {
+            let file = row
+                .source
+                .as_ref()
+                .map(PathBuf::from)
+                .filter(|p| p.is_file());
+            return Ok((row.name.clone(), file));
+        }
+    }
+    let board = config::resolve_board(arg, repo)?;
+    let file = board.source.is_file().then(|| board.source.clone());
+    Ok((board.name, file))
 }
 
 fn row(

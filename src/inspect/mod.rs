@@ -20,7 +20,7 @@ mod show;
 pub use audit::{
     audit, check_trace, AuditReport, EvidenceFile, Finding, FindingKind, ReportFacts, BISECT_JSON,
 };
-pub use boards::{list_boards, render_boards, BoardStatus, LeaseView};
+pub use boards::{find_board, list_boards, render_boards, BoardStatus, LeaseView};
 pub use resolve::resolve_run;
 pub use runs::{killed_with_candidate, list_runs, RunStatus, RunSummary};
 pub use show::{rerender, timeline, Timeline, TimelineEntry};

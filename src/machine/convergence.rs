@@ -182,6 +182,7 @@ impl Judgement {
 pub struct FixInput<'a> {
     /// The unpatched tree is being measured (iteration 0, or a resumed run re-checking it).
     pub baseline: bool,
+    /// Iterations that count against the limit (those a stop cut short do not).
     pub iteration: u32,
     pub max_iterations: u32,
     /// The latest attempt on the current image.
@@ -230,6 +231,30 @@ pub enum IterationVerdict {
     BrokeBuild,
     PolicyDenied,
     Rejected,
+    /// A stop (an abort, a crash, an infrastructure failure) cut the iteration short before its
+    /// verdict; its candidate or round was tried again in a later iteration.
+    Interrupted,
+}
+
+impl IterationVerdict {
+    /// The verdict in plain words, for people (report notes, the terminal); report.json and
+    /// the evidence carry the contract name (`BROKE_BUILD`).
+    pub fn words(self) -> &'static str {
+        match self {
+            IterationVerdict::Reproduced => "reproduced",
+            IterationVerdict::NothingToFix => "nothing to fix",
+            IterationVerdict::Fixed => "fixed",
+            IterationVerdict::Partial => "partial fix",
+            IterationVerdict::Regressed => "regressed",
+            IterationVerdict::NoProgress => "no progress",
+            IterationVerdict::Flaky => "flaky",
+            IterationVerdict::DidNotApply => "did not apply",
+            IterationVerdict::BrokeBuild => "broke the build",
+            IterationVerdict::PolicyDenied => "denied by policy",
+            IterationVerdict::Rejected => "rejected by a person",
+            IterationVerdict::Interrupted => "interrupted",
+        }
+    }
 }
 
 /// `fwfix run`: decides whether the loop converged, needs another run of the same image, goes

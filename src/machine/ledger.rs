@@ -41,6 +41,10 @@ pub struct Ledger {
     pub no_progress: u32,
     /// The fewest targets still failing after any patch so far.
     pub best_still_failing: Option<usize>,
+    /// Iterations a stop (an abort, a crash, an infrastructure failure) cut short before their
+    /// verdict. Their work is done again under a new number, so they count against no limit.
+    #[serde(default)]
+    pub interrupted: u32,
 }
 
 impl Ledger {
@@ -102,11 +106,22 @@ impl Ledger {
         self.iteration
     }
 
+    /// Iterations that count against `max_iterations`: every one begun, but those cut short.
+    pub fn tried(&self) -> u32 {
+        self.iteration.saturating_sub(self.interrupted)
+    }
+
+    /// The iteration under way was cut short before its verdict: its work is done again in a
+    /// later iteration, and it does not count against the limits.
+    pub fn cut_short(&mut self) {
+        self.interrupted += 1;
+    }
+
     /// Whether another candidate may be tried. Candidates that never reached a test (refused,
     /// did not apply, did not build) count as iterations but not against the no-progress
     /// limit: their classes' retry budgets bound them instead.
     pub fn iterations_left(&self, limits: &Limits) -> bool {
-        self.iteration < limits.max_iterations
+        self.tried() < limits.max_iterations
     }
 
     /// CONVERGENCE_CHECK in a fix run: decides and records the judgement.
@@ -119,7 +134,7 @@ impl Ledger {
     ) -> FixDecision {
         let d = convergence::fix_mode(&FixInput {
             baseline,
-            iteration: self.iteration,
+            iteration: self.tried(),
             max_iterations: limits.max_iterations,
             judgement: &judgement,
             earlier_on_image: &self.on_image,
@@ -206,7 +221,7 @@ mod tests {
             }
             state = next(state, outcome).unwrap_or_else(|err| panic!("step {step}: {err}"));
             if state.is_terminal() {
-                assert!(ledger.iteration <= limits.max_iterations);
+                assert!(ledger.tried() <= limits.max_iterations);
                 return;
             }
             let working = |env: Env, ok: Outcome, ledger: &mut Ledger| match env {
@@ -310,6 +325,25 @@ mod tests {
             flaky_reruns: 2,
         };
         simulate(&envs, &results, &limits, None);
+    }
+
+    #[test]
+    fn an_iteration_cut_short_counts_against_no_limit() {
+        let limits = Limits {
+            max_iterations: 2,
+            no_progress_limit: 3,
+            confirm_runs: 1,
+            flaky_reruns: 2,
+        };
+        let mut l = Ledger::default();
+        l.begin_iteration();
+        l.begin_iteration();
+        assert!(!l.iterations_left(&limits));
+        l.cut_short();
+        assert_eq!((l.iteration, l.tried()), (2, 1));
+        assert!(l.iterations_left(&limits));
+        l.begin_iteration();
+        assert!(!l.iterations_left(&limits));
     }
 
     #[test]

@@ -120,6 +120,7 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
         // The code does not build: only a (new) patch can help.
         ErrorClass::BuildFailure
         | ErrorClass::ModelFailure
+        | ErrorClass::NoCandidate
         | ErrorClass::PolicyViolation
         | ErrorClass::PatchApplyFailure => patch_fault,
         ErrorClass::BuildEnvFailure => Some(T::BuildRun),

@@ -113,14 +113,18 @@ pub enum ErrorClass {
     FlashFailure,
     Timeout,
     ArtifactMissing,
+    /// The model endpoint or agent could not be reached, timed out or crashed: infrastructure.
     ModelFailure,
+    /// What came back holds no usable patch: no diff, an empty or no-op patch, a queue or round
+    /// exhausted, every candidate rejected. The loop has not converged; nothing is broken.
+    NoCandidate,
     PolicyViolation,
     PatchApplyFailure,
     Unhandled,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 10] = [
+    pub const ALL: [ErrorClass; 11] = [
         ErrorClass::BuildFailure,
         ErrorClass::BuildEnvFailure,
         ErrorClass::TestEnvFailure,
@@ -128,6 +132,7 @@ impl ErrorClass {
         ErrorClass::Timeout,
         ErrorClass::ArtifactMissing,
         ErrorClass::ModelFailure,
+        ErrorClass::NoCandidate,
         ErrorClass::PolicyViolation,
         ErrorClass::PatchApplyFailure,
         ErrorClass::Unhandled,
@@ -145,6 +150,7 @@ impl ErrorClass {
             | ErrorClass::ModelFailure
             | ErrorClass::Unhandled => true,
             ErrorClass::BuildFailure
+            | ErrorClass::NoCandidate
             | ErrorClass::PolicyViolation
             | ErrorClass::PatchApplyFailure => false,
         }
@@ -160,6 +166,7 @@ impl ErrorClass {
             ErrorClass::Timeout => "timeout",
             ErrorClass::ArtifactMissing => "artifact_missing",
             ErrorClass::ModelFailure => "model_failure",
+            ErrorClass::NoCandidate => "no_candidate",
             ErrorClass::PolicyViolation => "policy_violation",
             ErrorClass::PatchApplyFailure => "patch_apply_failure",
             ErrorClass::Unhandled => "unhandled",
@@ -175,6 +182,7 @@ impl ErrorClass {
             ErrorClass::Timeout => "TIMEOUT",
             ErrorClass::ArtifactMissing => "ARTIFACT_MISSING",
             ErrorClass::ModelFailure => "MODEL_FAILURE",
+            ErrorClass::NoCandidate => "NO_CANDIDATE",
             ErrorClass::PolicyViolation => "POLICY_VIOLATION",
             ErrorClass::PatchApplyFailure => "PATCH_APPLY_FAILURE",
             ErrorClass::Unhandled => "UNHANDLED",

@@ -266,7 +266,14 @@ impl CulpritFinder for EngineFinder<'_> {
                 record: dir,
             }),
             End::Aborted => Err(StrategyError::Cancelled),
-            End::NoCulprit | End::Infrastructure(_) => Err(StrategyError::Failed(format!(
+            // A range without a culprit leaves nothing to revert; a bisect that could not run
+            // is the environment's failure.
+            End::NoCulprit => Err(StrategyError::Exhausted(format!(
+                "bisect ({}): {}",
+                dir.display(),
+                outcome.message
+            ))),
+            End::Infrastructure(_) => Err(StrategyError::Failed(format!(
                 "bisect ({}): {}",
                 dir.display(),
                 outcome.message

@@ -98,6 +98,18 @@ pub(super) async fn claim(
     Ok(claim)
 }
 
+/// How `fwfix boards check` finds `board`'s file: by its name when the file is `NAME.toml` in a
+/// `boards/` directory (the repository's, or fwfix's own), else by its path.
+fn check_arg(board: &Board) -> String {
+    let in_boards = board.source.file_stem().and_then(|s| s.to_str()) == Some(&board.name)
+        && board.source.parent().and_then(|p| p.file_name()) == Some("boards".as_ref());
+    if in_boards || !board.source.is_file() {
+        board.name.clone()
+    } else {
+        crate::dut::board::flash::shell_quote(&board.source.display().to_string())
+    }
+}
+
 /// Applies the health gate to the board's current state.
 fn gate(
     board: &Board,
@@ -106,7 +118,7 @@ fn gate(
     notes: &mut Vec<String>,
 ) -> Result<(), ClaimError> {
     let record = health::load(&access.state_dir, &board.name)?;
-    let Some(refusal) = record.refusal() else {
+    let Some(refusal) = record.refusal(&check_arg(board)) else {
         return Ok(());
     };
     match access.gate {

@@ -6,7 +6,8 @@
 //! the history of iterations, and the records the report is made from.
 
 use crate::analysis::{CrashReport, Location};
-use crate::governor::CandidateRecord;
+use crate::capture::Capture;
+use crate::governor::{CandidateRecord, Verdict};
 use crate::machine::convergence::{IterationVerdict, Judgement, Targets};
 use crate::machine::ledger::{Ledger, Limits};
 use crate::machine::{ErrorClass, State};
@@ -160,6 +161,16 @@ pub struct RunContext {
     /// The board's power across attempts.
     #[serde(default)]
     pub power: PowerState,
+    /// How many times the run was started over after it stopped (ABORTED, or FAILURE resumed
+    /// with more iterations): each start-over measures the unpatched tree again, in a
+    /// directory of its own (`iter-NNN/remeasure-K/`).
+    #[serde(default)]
+    pub restarts: u32,
+    /// The last attempt's capture, from TEST_RUN until RESULT_ANALYSIS has read it: a run killed
+    /// in between analyses what was captured instead of running the attempt again (which would
+    /// write over the console.log the trace names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<Capture>,
 }
 
 /// What the run did to the board's power, and what it must do next.
@@ -206,11 +217,286 @@ impl RunContext {
         Ok(ctx)
     }
 
+    /// A stopped run starts over (IDLE after ABORTED, or after FAILURE given more iterations):
+    /// the unpatched tree is measured again, and the work the stop cut short is done again
+    /// rather than counted as spent — whatever stopped the run, as a run killed outright
+    /// re-runs the step it was in. A candidate that had no verdict yet goes back to the front of
+    /// the pool; a round that was not reviewed yet becomes the next iteration's round (see
+    /// [`RunContext::carried_round`]); the iteration they were in is recorded as INTERRUPTED
+    /// and counts against no limit. Doing it twice changes nothing more.
+    pub fn restart(&mut self) {
+        // A run killed before its first transition has nothing to do again.
+        if self.last_line.is_none() {
+            return;
+        }
+        self.baseline_done = false;
+        self.restarts += 1;
+        self.capture = None;
+        let n = self.ledger.iteration;
+        if n == 0 {
+            return;
+        }
+        let candidate = self.candidate.take();
+        let round: Vec<&CandidateRecord> = self
+            .candidates
+            .iter()
+            .filter(|c| c.iteration == n && c.verdict == Verdict::Pending)
+            .collect();
+        let recorded = self.history.iter().any(|r| r.iteration == n);
+        if candidate.is_none() && round.is_empty() && recorded {
+            return;
+        }
+        let origin = match (&candidate, round.as_slice()) {
+            (Some((origin, _)), _) => origin.clone(),
+            (None, []) => "no candidate yet".to_string(),
+            (None, round) => round
+                .iter()
+                .map(|c| c.origin.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        };
+        let reason = match (&candidate, round.is_empty()) {
+            (Some(_), _) => format!("stopped before its verdict; tried again after iteration {n}"),
+            (None, false) => format!(
+                "stopped while its round was reviewed; reviewed again in iteration {}",
+                n + 1
+            ),
+            (None, true) => "stopped while its candidates were generated".to_string(),
+        };
+        for c in self
+            .candidates
+            .iter_mut()
+            .filter(|c| c.iteration == n && c.verdict == Verdict::Pending)
+        {
+            c.iteration = n + 1;
+        }
+        self.history.push(IterationRecord {
+            iteration: n,
+            origin,
+            patch: candidate
+                .as_ref()
+                .map(|(_, diff)| diff.clone())
+                .unwrap_or_default(),
+            verdict: IterationVerdict::Interrupted,
+            reason,
+            error_class: None,
+            judgement: None,
+        });
+        if let Some((origin, diff)) = candidate {
+            self.pool.insert(
+                0,
+                PoolEntry {
+                    origin,
+                    diff,
+                    ranked: format!("iteration {n}'s candidate, cut short before its verdict"),
+                },
+            );
+        }
+        self.ledger.cut_short();
+    }
+
+    /// The round of the current iteration that an earlier iteration's stop left unreviewed
+    /// (moved here by [`RunContext::restart`]): reviewed now instead of asking the strategy.
+    pub fn carried_round(&self) -> Vec<&CandidateRecord> {
+        let n = self.ledger.iteration;
+        self.candidates
+            .iter()
+            .filter(|c| c.iteration == n && c.verdict == Verdict::Pending)
+            .collect()
+    }
+
+    /// The diff (relative to the run directory) that may be in the work tree: the current
+    /// candidate's, or, once its iteration was judged but before CODE_ANALYSIS rolled it back,
+    /// the last one this iteration applied. None when no candidate may be in the tree.
+    pub fn applied_patch(&self) -> Option<&str> {
+        if !self.patch_applied {
+            return None;
+        }
+        match &self.candidate {
+            Some((_, patch)) => Some(patch),
+            None => self
+                .history
+                .iter()
+                .rev()
+                .find(|r| r.iteration == self.ledger.iteration && !r.patch.is_empty())
+                .map(|r| r.patch.as_str()),
+        }
+    }
+
+    /// Whether candidates already in hand wait for an iteration: a pooled one, or a round
+    /// [`RunContext::restart`] carried over to the next iteration.
+    pub fn candidates_waiting(&self) -> bool {
+        let n = self.ledger.iteration;
+        !self.pool.is_empty()
+            || self
+                .candidates
+                .iter()
+                .any(|c| c.iteration > n && c.verdict == Verdict::Pending)
+    }
+
     /// The best partial patch so far: most targets fixed, nothing regressed.
     pub fn best_partial(&self) -> Option<&IterationRecord> {
         self.history
             .iter()
             .filter(|r| r.verdict == IterationVerdict::Partial)
             .max_by_key(|r| r.judgement.as_ref().map(|j| j.fixed.len()).unwrap_or(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governor::Checks;
+    use crate::machine::Outcome;
+
+    fn stopped_in_iteration(n: u32) -> RunContext {
+        let mut ledger = Ledger::default();
+        for _ in 0..n {
+            ledger.begin_iteration();
+        }
+        RunContext {
+            format: CONTEXT_FORMAT,
+            run_id: "r".into(),
+            command: Command::Run,
+            request: RunRequest {
+                repo: PathBuf::from("repo"),
+                board: "b".into(),
+                profile: "p".into(),
+                repeat: 1,
+                strategy: Some(StrategyChoice::Command),
+                worktree: false,
+                good: None,
+            },
+            pid: 1,
+            host: "h".into(),
+            started_at: DateTime::<Utc>::default(),
+            work_dir: PathBuf::from("repo"),
+            worktree: None,
+            state: State::Aborted,
+            last_line: Some(TraceLine {
+                seq: 9,
+                ts: String::new(),
+                from: State::BuildRun,
+                to: State::Aborted,
+                outcome: Outcome::Abort,
+                reason: "interrupted".into(),
+                iteration: n,
+                error_class: None,
+                evidence: Vec::new(),
+                evidence_sha256: Vec::new(),
+            }),
+            ledger,
+            limits: Limits {
+                max_iterations: 3,
+                no_progress_limit: 3,
+                confirm_runs: 1,
+                flaky_reruns: 2,
+            },
+            baseline_done: true,
+            base: None,
+            patch_applied: false,
+            targets: None,
+            history: Vec::new(),
+            candidate: None,
+            pool: Vec::new(),
+            candidates: Vec::new(),
+            baseline_image: None,
+            strategy_state: serde_json::Value::Null,
+            hints: Vec::new(),
+            build: None,
+            attempts: Vec::new(),
+            final_reason: String::new(),
+            final_class: None,
+            fix: None,
+            power: PowerState::default(),
+            restarts: 0,
+            capture: None,
+        }
+    }
+
+    fn pending(iteration: u32, id: &str) -> CandidateRecord {
+        CandidateRecord {
+            iteration,
+            id: id.into(),
+            origin: format!("{id}.diff"),
+            diff: format!("iter-00{iteration}/candidates/{id}.diff"),
+            changed_lines: 2,
+            checks: Checks::pending(),
+            verdict: Verdict::Pending,
+            reason: String::new(),
+            build_log: None,
+        }
+    }
+
+    #[test]
+    fn a_candidate_cut_short_goes_first_and_its_iteration_counts_against_no_limit() {
+        let mut ctx = stopped_in_iteration(2);
+        ctx.candidate = Some(("fix.diff".into(), "iter-002/patch.diff".into()));
+        ctx.pool.push(PoolEntry {
+            origin: "other.diff".into(),
+            diff: "iter-001/candidates/c2.diff".into(),
+            ranked: "c2 of iteration 1, ranked 2nd".into(),
+        });
+        ctx.restart();
+        assert!(!ctx.baseline_done);
+        assert_eq!(ctx.restarts, 1);
+        assert_eq!(ctx.candidate, None);
+        let first = &ctx.pool[0];
+        assert_eq!(
+            (first.origin.as_str(), first.diff.as_str()),
+            ("fix.diff", "iter-002/patch.diff")
+        );
+        assert_eq!(ctx.pool.len(), 2);
+        assert_eq!(ctx.ledger.tried(), 1);
+        let record = ctx.history.last().unwrap();
+        assert_eq!(
+            (record.iteration, record.verdict),
+            (2, IterationVerdict::Interrupted)
+        );
+        // Starting over again (killed before the next checkpoint, say) cuts nothing more short.
+        ctx.restart();
+        assert_eq!(
+            (ctx.pool.len(), ctx.ledger.tried(), ctx.history.len()),
+            (2, 1, 1)
+        );
+    }
+
+    #[test]
+    fn a_round_cut_short_in_review_becomes_the_next_iterations_round() {
+        let mut ctx = stopped_in_iteration(1);
+        ctx.candidates = vec![pending(1, "c1"), pending(1, "c2")];
+        ctx.restart();
+        assert!(
+            ctx.carried_round().is_empty(),
+            "not before the next iteration begins"
+        );
+        assert!(ctx.candidates_waiting());
+        ctx.ledger.begin_iteration();
+        let carried: Vec<&str> = ctx.carried_round().iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(carried, ["c1", "c2"]);
+        assert_eq!(ctx.ledger.tried(), 1);
+    }
+
+    #[test]
+    fn a_finished_iteration_and_a_run_that_never_started_have_nothing_to_redo() {
+        let mut ctx = stopped_in_iteration(1);
+        ctx.history.push(IterationRecord {
+            iteration: 1,
+            origin: "wrong.diff".into(),
+            patch: "iter-001/patch.diff".into(),
+            verdict: IterationVerdict::NoProgress,
+            reason: "no progress".into(),
+            error_class: None,
+            judgement: None,
+        });
+        ctx.restart();
+        assert_eq!((ctx.ledger.tried(), ctx.history.len()), (1, 1));
+        assert!(ctx.pool.is_empty());
+
+        let mut fresh = stopped_in_iteration(0);
+        fresh.last_line = None;
+        fresh.baseline_done = false;
+        fresh.restart();
+        assert_eq!(fresh.restarts, 0);
     }
 }

@@ -71,11 +71,20 @@ impl Job<'_> {
             .restore(base)
             .map_err(|e| Step::error(ErrorClass::Unhandled, format!("rollback failed: {e}")))?;
         self.ctx.patch_applied = false;
+        // Why: the verdict its iteration closed with (a regression names the tests it broke).
+        let n = self.ctx.ledger.iteration;
+        let why = self
+            .ctx
+            .history
+            .iter()
+            .rev()
+            .find(|r| r.iteration == n && !r.patch.is_empty())
+            .map(|r| format!(" ({}: {})", r.origin, r.reason))
+            .unwrap_or_default();
         self.events.emit(&Event::Message {
             level: Level::Info,
             text: format!(
-                "rolled back iteration {}: {} file(s) restored, {} removed",
-                self.ctx.ledger.iteration,
+                "rolled back iteration {n}{why}: {} file(s) restored, {} removed",
                 report.written.len(),
                 report.removed.len()
             ),
@@ -104,6 +113,8 @@ impl Job<'_> {
             .ctx
             .history
             .iter()
+            // An iteration cut short said nothing about its candidate, which is tried again.
+            .filter(|r| r.verdict != IterationVerdict::Interrupted)
             .map(|r| evidence::Attempt {
                 iteration: r.iteration,
                 origin: r.origin.clone(),
@@ -229,16 +240,44 @@ impl Job<'_> {
             Ok(d) => d,
             Err(step) => return step,
         };
-        // Survivors of an earlier round are tried before the strategy is asked again.
-        if !self.ctx.pool.is_empty() {
+        // A round a stop left unreviewed is reviewed now; survivors of an earlier round are
+        // tried before the strategy is asked again.
+        let carried: Vec<(String, PathBuf)> = self
+            .ctx
+            .carried_round()
+            .iter()
+            .map(|c| {
+                (
+                    format!("{} {}", c.id, c.origin),
+                    self.run_dir.path().join(&c.diff),
+                )
+            })
+            .collect();
+        if carried.is_empty() && !self.ctx.pool.is_empty() {
             return self.take_pooled(&dir);
         }
+        // Where the round's trial builds and agents' workspaces go.
         let trees = dir.join("candidates");
         if let Err(e) = std::fs::create_dir_all(&trees) {
             return Step::error(
                 ErrorClass::ArtifactMissing,
                 format!("cannot create {}: {e}", trees.display()),
             );
+        }
+        if !carried.is_empty() {
+            let listed: Vec<&str> = carried.iter().map(|(what, _)| what.as_str()).collect();
+            let step = Step::ok(
+                Outcome::CandidatesReady,
+                format!(
+                    "iteration {iteration}: {} candidate(s) of the round a stop left unreviewed: {}",
+                    listed.len(),
+                    listed.join(", ")
+                ),
+            );
+            return carried
+                .into_iter()
+                .map(|(_, path)| path)
+                .fold(step, Step::with_evidence);
         }
         let Some(edits_tree) = self.strategy.as_ref().map(|s| s.edits_tree()) else {
             return Step::error(ErrorClass::Unhandled, "no patch strategy");
@@ -287,7 +326,7 @@ impl Job<'_> {
             Err(e) => return Step::error(e.error_class(), format!("{name}: {e}")),
         };
         if candidates.is_empty() {
-            return Step::error(ErrorClass::ModelFailure, format!("{name} proposed nothing"));
+            return Step::error(ErrorClass::NoCandidate, format!("{name} proposed nothing"));
         }
         if !tree_edits.is_empty() {
             let printed = candidates.iter().any(|c| !c.diff.trim().is_empty());
@@ -376,9 +415,12 @@ impl Job<'_> {
                 listed.join(", ")
             )
         };
+        // An empty round fails as its most telling drop: agents that only failed are
+        // MODEL_FAILURE, answers with nothing in them NO_CANDIDATE.
+        let failed = governor::round_failure(&round);
         self.ctx.candidates.extend(round);
-        let step = if all_empty {
-            Step::error(ErrorClass::ModelFailure, what)
+        let step = if let Some(class) = failed {
+            Step::error(class, what)
         } else {
             Step::ok(Outcome::CandidatesReady, what)
         };
@@ -780,6 +822,32 @@ impl Job<'_> {
         repo.restore(base).map_err(|e| e.to_string())?;
         self.ctx.patch_applied = false;
         Ok(())
+    }
+
+    /// Removes the run's rollback points (`refs/fwfix/<run-id>/*`) once it can no longer be
+    /// resumed; a failure to is a warning, and `fwfix runs prune` can finish the job.
+    pub(super) fn remove_snapshots(&mut self) {
+        let removed = crate::repo::Repo::open(&self.ctx.request.repo)
+            .and_then(|owner| owner.remove_snapshots(&self.ctx.run_id));
+        // The large untracked files they kept aside go with them.
+        let aside = self.run_dir.path().join(rundir::UNTRACKED_DIR);
+        if let Err(e) = std::fs::remove_dir_all(&aside) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                self.events.emit(&Event::Message {
+                    level: Level::Warning,
+                    text: format!("could not remove {}: {e}", aside.display()),
+                });
+            }
+        }
+        if let Err(e) = removed {
+            self.events.emit(&Event::Message {
+                level: Level::Warning,
+                text: format!(
+                    "could not remove the snapshots refs/fwfix/{}/: {e} (fwfix runs prune removes them)",
+                    self.ctx.run_id
+                ),
+            });
+        }
     }
 
     /// Removes the run's linked worktree once the run no longer needs it.

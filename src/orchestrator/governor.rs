@@ -395,7 +395,7 @@ impl Job<'_> {
     /// A single candidate is not trial-built (see the outline), so its image is compared once
     /// BUILD_RUN has built it — a pooled one's too, in case its trial could not compare it: an
     /// image that loads the same bytes as the baseline's ends the iteration as the round's image
-    /// check would have dropped it (MODEL_FAILURE, no progress), before any test time. The
+    /// check would have dropped it (NO_CANDIDATE, no progress), before any test time. The
     /// report's record of the candidate says so; the round's candidates.json stays what the
     /// review decided (it is the review's evidence).
     pub(super) fn no_op_image(&mut self, artifact: &Path) -> Option<Step> {

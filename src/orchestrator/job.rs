@@ -4,7 +4,6 @@
 use super::board::BoardAccess;
 use super::context::{RunContext, RunRequest, StrategyChoice, CONTEXT_FORMAT};
 use crate::analysis::symbols::Symbolizer;
-use crate::capture::Capture;
 use crate::config::{self, Board, BuildSpec, ConfigError, Profile};
 use crate::dut::Dut;
 use crate::events::{Event, EventSink, Level};
@@ -22,6 +21,7 @@ use crate::strategy::queue::QueueStrategy;
 use crate::strategy::revert::RevertStrategy;
 use crate::strategy::Strategy;
 use chrono::Utc;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -281,7 +281,8 @@ pub async fn run(
 ///
 /// A run killed in a working state re-runs that state's handler. A run that was ABORTED, or that
 /// ended in FAILURE and is given `--more-iterations`, goes round through IDLE and INIT again:
-/// the unpatched tree is measured once more before the next candidate, as at the start.
+/// the unpatched tree is measured once more, then the work the stop cut short is done again
+/// ([`RunContext::restart`]) before the next candidate.
 pub async fn resume(
     opts: ResumeOptions,
     events: &dyn EventSink,
@@ -295,7 +296,7 @@ pub async fn resume(
     let state = ctx.state;
     let restart = match (state, opts.more_iterations) {
         (State::Failure, Some(n)) => {
-            ctx.limits.max_iterations = ctx.ledger.iteration + n;
+            ctx.limits.max_iterations = ctx.ledger.tried() + n;
             ctx.ledger.no_progress = 0;
             Some(format!("resumed with {n} more iteration(s)"))
         }
@@ -354,14 +355,7 @@ pub async fn resume(
         Err(e) => return Err(OrchestratorError::Board(e.to_string())),
     }
     match restart {
-        Some(reason) => {
-            job.ctx.baseline_done = false;
-            job.drive(state, Step::ok(Outcome::Finalised, reason)).await
-        }
-        None if state == State::Idle => {
-            job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "resumed"))
-                .await
-        }
+        Some(reason) => job.drive(state, Step::ok(Outcome::Finalised, reason)).await,
         None => job.drive_from(state).await,
     }
 }
@@ -460,7 +454,6 @@ pub(super) struct Job<'a> {
     /// How many candidates to ask the strategy for per iteration.
     pub candidates_wanted: u32,
     pub symbolizer: Option<Symbolizer>,
-    pub last_capture: Option<Capture>,
     kill_at: Option<KillAt>,
     /// When PATCH_REVIEW asks a person.
     pub approve: ApproveMode,
@@ -556,6 +549,8 @@ impl<'a> Job<'a> {
             final_class: None,
             fix: None,
             power: Default::default(),
+            restarts: 0,
+            capture: None,
         };
         let io = |source| OrchestratorError::RunDir {
             path: run_dir.path().to_path_buf(),
@@ -673,7 +668,6 @@ impl<'a> Job<'a> {
             strategy,
             candidates_wanted,
             symbolizer: None,
-            last_capture: None,
             kill_at: None,
             approve: ApproveMode::Never,
             deadline_hit: Default::default(),
@@ -704,7 +698,7 @@ impl<'a> Job<'a> {
 
     /// Whether another candidate can be tried.
     pub fn candidates_left(&self) -> bool {
-        (!self.ctx.pool.is_empty() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
+        (self.ctx.candidates_waiting() || self.strategy.as_ref().is_some_and(|s| s.has_more()))
             && self.ctx.ledger.iterations_left(&self.ctx.limits)
     }
 
@@ -849,8 +843,12 @@ impl<'a> Job<'a> {
             State::ResultAnalysis => self.analyse(),
             State::ConvergenceCheck => self.converge(),
             State::ErrorRecovery => self.recover(),
-            // A resumed run comes back through IDLE and starts over from INIT.
-            State::Idle => Step::ok(Outcome::TaskReceived, "the run goes on"),
+            // A stopped run comes back through IDLE and starts over from INIT, with the work
+            // the stop cut short to do again.
+            State::Idle => {
+                self.ctx.restart();
+                Step::ok(Outcome::TaskReceived, "the run goes on")
+            }
             State::Success | State::Failure | State::Aborted => {
                 Step::error(ErrorClass::Unhandled, format!("{state} has no handler"))
             }
@@ -943,6 +941,8 @@ impl<'a> Job<'a> {
             }
             if state == State::Success {
                 self.remove_worktree();
+                // A converged run cannot be resumed: its snapshots go (the fix is on its branch).
+                self.remove_snapshots();
             }
         }
         // The context records the finished run (resume refuses it; `fwfix runs` lists it).
@@ -1009,7 +1009,7 @@ impl<'a> Job<'a> {
             report.notes = last.results.notes.clone();
         }
         // An attempt interrupted mid-run: what it printed so far is the last test run's cases.
-        if let (State::Aborted, Some(capture)) = (final_state, &self.last_capture) {
+        if let (State::Aborted, Some(capture)) = (final_state, &ctx.capture) {
             let partial = self
                 .parser
                 .parse(capture, &crate::results::ParseContext::default());
@@ -1038,8 +1038,11 @@ impl<'a> Job<'a> {
             report.candidates = ctx.candidates.iter().map(candidate_summary).collect();
             for r in &ctx.history {
                 report.notes.push(format!(
-                    "iteration {} ({}): {:?}: {}",
-                    r.iteration, r.origin, r.verdict, r.reason
+                    "iteration {} ({}): {}: {}",
+                    r.iteration,
+                    r.origin,
+                    r.verdict.words(),
+                    r.reason
                 ));
             }
             if let Some(s) = &self.strategy {
@@ -1059,15 +1062,86 @@ impl<'a> Job<'a> {
         report
     }
 
+    /// The repository at `path` (the work tree, or the owner's checkout), its snapshots keeping
+    /// untracked files over the profile's `[snapshot] max_untracked_mb` aside in the run
+    /// directory instead of in git objects.
+    pub(super) fn open_repo(&self, path: &Path) -> Result<Repo, crate::repo::RepoError> {
+        let mut repo = Repo::open(path)?;
+        repo.keep_large_files_aside(crate::repo::LargeFiles {
+            above_bytes: self.profile.snapshot.max_untracked_bytes,
+            store: self.run_dir.path().join(rundir::UNTRACKED_DIR),
+        });
+        Ok(repo)
+    }
+
+    /// Refuses to resume (exit 2, nothing touched) when someone changed the work tree, the
+    /// index or HEAD since the run stopped: reconciling restores the tree the run left, and
+    /// that must never write over a person's work. The run left its base snapshot's tree — with
+    /// its candidate in, when it was killed with one applied.
+    fn check_no_edits_since_stop(
+        &self,
+        repo: &Repo,
+        base: &crate::repo::Snapshot,
+    ) -> Result<(), OrchestratorError> {
+        let candidate = self
+            .ctx
+            .applied_patch()
+            .and_then(|patch| std::fs::read(self.run_dir.path().join(patch)).ok());
+        let run = &self.ctx.run_id;
+        let dir = self.ctx.work_dir.display();
+        let edits = match repo.edits_since(base, candidate.as_deref()) {
+            Ok(edits) => edits,
+            Err(crate::repo::RepoError::HeadMoved {
+                expected, found, ..
+            }) => {
+                return Err(OrchestratorError::Usage(format!(
+                    "HEAD in {dir} moved since run {run} stopped (it was {expected}, it is \
+                     {found}); fwfix will not restore the run's tree over new commits: check out \
+                     {expected} again to resume it, or start a new run"
+                )))
+            }
+            Err(e) => {
+                return Err(OrchestratorError::Internal(format!(
+                    "cannot compare {dir} with the tree run {run} left: {e}"
+                )))
+            }
+        };
+        if edits.is_empty() {
+            return Ok(());
+        }
+        let agent = self.ctx.state == State::PatchGeneration
+            && self.strategy.as_ref().is_some_and(|s| s.edits_tree());
+        let listed: Vec<String> = edits.iter().map(ToString::to_string).collect();
+        let paths: BTreeSet<String> = edits
+            .iter()
+            .map(|e| crate::dut::board::flash::shell_quote(&e.path))
+            .collect();
+        Err(OrchestratorError::Usage(format!(
+            "{dir} changed since run {run} stopped: {}{}. fwfix will not write over work done \
+             since. Keep it and start a new run from this tree; or set it aside (git stash push \
+             --include-untracked -- {}), run fwfix resume {run} again, and take it back when the \
+             run has ended (git stash pop)",
+            listed.join(", "),
+            if agent {
+                " (the run was killed while its agent edited the tree: some may be the agent's)"
+            } else {
+                ""
+            },
+            paths.into_iter().collect::<Vec<_>>().join(" ")
+        )))
+    }
+
     /// Puts a resumed run's repository back in line with its checkpoint: the owner's tree as
     /// snapshotted, plus the current candidate when the checkpoint says it was applied.
     fn reconcile(&mut self) -> Result<(), OrchestratorError> {
         if self.ctx.request.strategy.is_none() {
             return Ok(());
         }
-        let repo = Repo::open(&self.ctx.work_dir)
+        let repo = self
+            .open_repo(&self.ctx.work_dir)
             .map_err(|e| OrchestratorError::Usage(format!("cannot reopen the work tree: {e}")))?;
         if let Some(base) = &self.ctx.base {
+            self.check_no_edits_since_stop(&repo, base)?;
             repo.restore(base).map_err(|e| {
                 OrchestratorError::Internal(format!("rolling back to the checkpoint failed: {e}"))
             })?;

@@ -27,7 +27,13 @@
 //! written, and refuses a board that is bad or in maintenance before building (`board.rs`).
 //!
 //! Every transition is checkpointed to context.json and then appended to trace.jsonl (fsync'd)
-//! before the next handler starts, so a run killed at any point can be resumed.
+//! before the next handler starts, so a run killed at any point can be resumed. A run that was
+//! stopped (ABORTED, or FAILURE given more iterations) starts over through IDLE, where
+//! `RunContext::restart` puts the work the stop cut short back in line; `fwfix resume` first
+//! refuses a tree someone changed since the stop, rather than restore over it.
+//!
+//! `fwfix runs prune` (`prune.rs`) removes what finished runs keep: their directory, worktree
+//! and snapshot refs.
 //!
 //! `fwfix test` over several boards or profiles (`matrix.rs`) runs one test job per pair, `--jobs`
 //! at a time, each its own run.
@@ -44,6 +50,7 @@ mod governor;
 mod job;
 mod matrix;
 mod pipeline;
+mod prune;
 
 pub use bisect::{bisect, BisectOptions};
 pub use board::{boards_to_check, check_board, BoardAccess, CheckOptions, HealthGate};
@@ -55,3 +62,4 @@ pub use matrix::{
     matrix, run_pairs, test_many, MatrixOptions, MatrixRun, PairEnd, PairOutcome, PairSpec,
     Schedule, Shard, TestManyOptions, MATRIX_DIR,
 };
+pub use prune::{prune, PruneEntry, PruneOptions};

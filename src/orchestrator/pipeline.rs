@@ -14,7 +14,6 @@ use crate::dut::{self, DutError, Image, RunSpec};
 use crate::events::{Event, Level};
 use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
 use crate::machine::{ErrorClass, Outcome, State};
-use crate::repo::Repo;
 use crate::report::{self, AttemptSummary, BuildSummary, PowerCycle};
 use crate::results::{crash_dump, CaseStatus, ParseContext, TestResults, Verdict};
 use crate::rundir;
@@ -45,7 +44,8 @@ impl Job<'_> {
     /// Snapshots the owner's tree (once per run) and, with `--worktree`, makes the linked
     /// worktree the loop runs in.
     fn prepare_work_tree(&mut self) -> Result<(), Step> {
-        let owner = Repo::open(&self.ctx.request.repo)
+        let owner = self
+            .open_repo(&self.ctx.request.repo)
             .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?;
         if self.ctx.request.worktree && self.ctx.worktree.is_none() {
             let owner_base = owner
@@ -64,7 +64,7 @@ impl Job<'_> {
         let repo = if self.ctx.work_dir == self.ctx.request.repo {
             owner
         } else {
-            Repo::open(&self.ctx.work_dir)
+            self.open_repo(&self.ctx.work_dir)
                 .map_err(|e| Step::error(ErrorClass::Unhandled, e.to_string()))?
         };
         if self.ctx.base.is_none() {
@@ -94,7 +94,7 @@ impl Job<'_> {
     }
 
     pub(super) async fn build_run(&mut self) -> Step {
-        let iter_dir = match self.iteration_dir() {
+        let iter_dir = match self.measure_dir() {
             Ok(d) => d,
             Err(step) => return step,
         };
@@ -258,7 +258,7 @@ impl Job<'_> {
                 (PowerAction::Cycle, dut::power::power_log_path(&console))
             }
             None if !self.ctx.power.switched_on => {
-                (PowerAction::On, self.iteration_dir()?.join("power-on.log"))
+                (PowerAction::On, self.measure_dir()?.join("power-on.log"))
             }
             None => return Ok(None),
         };
@@ -474,7 +474,7 @@ impl Job<'_> {
         };
         // A runner that broke names why in its own words on the console (QEMU's stderr).
         let step = triaged(step, &console);
-        self.last_capture = Some(capture);
+        self.ctx.capture = Some(capture);
         let step = step.with_evidence(console);
         if flash_log.is_file() {
             step.with_evidence(flash_log)
@@ -489,7 +489,7 @@ impl Job<'_> {
             Ok(p) => p,
             Err(step) => return step,
         };
-        if self.last_capture.is_none() || !console.is_file() {
+        if self.ctx.capture.is_none() || !console.is_file() {
             return Step::error(
                 ErrorClass::ArtifactMissing,
                 format!("console log {} is missing", console.display()),
@@ -500,9 +500,13 @@ impl Job<'_> {
 
     pub(super) fn analyse(&mut self) -> Step {
         let attempt = self.ctx.attempts.len() as u32 + 1;
-        let Some(mut capture) = self.last_capture.take() else {
+        let Some(mut capture) = self.ctx.capture.take() else {
             return Step::error(ErrorClass::ArtifactMissing, "no capture to analyse");
         };
+        // A resumed run reads the image's symbols again.
+        if let (None, Some(build)) = (&self.symbolizer, &self.ctx.build) {
+            self.symbolizer = Symbolizer::open(&build.artifact).ok();
+        }
         // A DUT that could not read the core (a board without a probe) may still have printed a
         // fault dump on its console: symbolise that instead.
         let from_console = capture.fault.is_none();
@@ -706,13 +710,15 @@ impl Job<'_> {
                 ErrorClass::PatchApplyFailure => Some(IterationVerdict::DidNotApply),
                 ErrorClass::BuildFailure => Some(IterationVerdict::BrokeBuild),
                 ErrorClass::PolicyViolation => Some(IterationVerdict::PolicyDenied),
-                // With a candidate in hand, only its no-op image ends in MODEL_FAILURE.
-                ErrorClass::ModelFailure => Some(IterationVerdict::NoProgress),
+                // With a candidate in hand, only its no-op image ends in NO_CANDIDATE.
+                ErrorClass::NoCandidate => Some(IterationVerdict::NoProgress),
                 _ => None,
             };
             if let (true, Some(verdict)) = (self.ctx.candidate.is_some(), verdict) {
                 self.close_iteration(verdict, &f.message, Some(f.class), None);
-            } else if f.class == ErrorClass::ModelFailure && f.state == State::PatchGeneration {
+            } else if matches!(f.class, ErrorClass::ModelFailure | ErrorClass::NoCandidate)
+                && f.state == State::PatchGeneration
+            {
                 // Nothing usable came back (an answer without a diff, an agent that failed):
                 // the next analysis says so, so a model learns why its answer was not taken.
                 self.ctx.history.push(IterationRecord {
@@ -766,9 +772,28 @@ impl Job<'_> {
             .map_err(|e| Step::error(ErrorClass::ArtifactMissing, format!("run directory: {e}")))
     }
 
+    /// Where the current image's build and test files go: the iteration's directory, or, while
+    /// a run that was started over measures the unpatched tree again, a directory of its own
+    /// inside it (`iter-NNN/remeasure-K/`), so the files the trace already names stay as they
+    /// were recorded.
+    fn measure_dir(&self) -> Result<PathBuf, Step> {
+        let dir = self.iteration_dir()?;
+        if self.ctx.baseline_done || self.ctx.restarts == 0 {
+            return Ok(dir);
+        }
+        let dir = dir.join(format!("remeasure-{}", self.ctx.restarts));
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            Step::error(
+                ErrorClass::ArtifactMissing,
+                format!("cannot create {}: {e}", dir.display()),
+            )
+        })?;
+        Ok(dir)
+    }
+
     /// `console.log` for attempt 1, `console-2.log` for attempt 2, ...
     fn attempt_file(&self, attempt: u32, stem: &str, ext: &str) -> Result<PathBuf, Step> {
-        let dir = self.iteration_dir()?;
+        let dir = self.measure_dir()?;
         Ok(if attempt <= 1 {
             dir.join(format!("{stem}.{ext}"))
         } else {

@@ -320,6 +320,15 @@ impl Repo {
         })
     }
 
+    /// `tree` with `diff` applied as [`Repo::apply_patch`] would apply it to a working tree
+    /// holding it, in memory only: what a run's tree held with its candidate in.
+    pub(super) fn patched_tree(&self, tree: &Tree<'_>, diff: &[u8]) -> Result<Oid, RepoError> {
+        let patches = patch::parse(diff)?;
+        let changes = describe_all(&patches)?;
+        self.apply_to_tree(tree, diff, &patches, &changes, MAX_FUZZ)
+            .map(|(id, _)| id)
+    }
+
     /// Applies the patch to `tree` in memory and writes the resulting tree.
     fn apply_to_tree(
         &self,

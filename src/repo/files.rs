@@ -56,6 +56,17 @@ fn mode_of(meta: &fs::Metadata) -> u32 {
 /// Writes `content` at `path` with git `mode`, creating parent directories, via a temporary file
 /// in the same directory and a rename.
 pub(crate) fn write_atomically(path: &Path, content: &[u8], mode: u32) -> Result<(), RepoError> {
+    write_with(path, mode, content, |file| file.write_all(content))
+}
+
+/// Writes the file at `path` through a temporary file and a rename: a symlink to `link` when
+/// `mode` is a link's, else a regular file `fill` writes.
+fn write_with(
+    path: &Path,
+    mode: u32,
+    link: &[u8],
+    fill: impl FnOnce(&mut fs::File) -> std::io::Result<()>,
+) -> Result<(), RepoError> {
     let parent = path
         .parent()
         .ok_or_else(|| RepoError::io("write", path, std::io::ErrorKind::InvalidInput.into()))?;
@@ -68,7 +79,7 @@ pub(crate) fn write_atomically(path: &Path, content: &[u8], mode: u32) -> Result
         Err(e) => return Err(RepoError::io("remove stale temporary file", &tmp, e)),
     }
     if mode == MODE_LINK {
-        std::os::unix::fs::symlink(OsStr::from_bytes(content), &tmp)
+        std::os::unix::fs::symlink(OsStr::from_bytes(link), &tmp)
             .map_err(|e| RepoError::io("create symlink", &tmp, e))?;
     } else {
         // Keep the permissions the file already has when its executable bit does not change.
@@ -82,7 +93,7 @@ pub(crate) fn write_atomically(path: &Path, content: &[u8], mode: u32) -> Result
             .create_new(true)
             .open(&tmp)
             .map_err(|e| RepoError::io("create", &tmp, e))?;
-        file.write_all(content)
+        fill(&mut file)
             .and_then(|()| file.set_permissions(fs::Permissions::from_mode(perms & 0o7777)))
             .and_then(|()| file.sync_all())
             .map_err(|e| RepoError::io("write", &tmp, e))?;
@@ -90,6 +101,15 @@ pub(crate) fn write_atomically(path: &Path, content: &[u8], mode: u32) -> Result
     fs::rename(&tmp, path).map_err(|e| {
         let _ = fs::remove_file(&tmp);
         RepoError::io("replace", path, e)
+    })
+}
+
+/// As [`write_atomically`] for a regular file whose content is copied from `from` (a file too
+/// large to hold in memory).
+pub(crate) fn copy_atomically(from: &Path, path: &Path, mode: u32) -> Result<(), RepoError> {
+    let mut source = fs::File::open(from).map_err(|e| RepoError::io("open", from, e))?;
+    write_with(path, mode, b"", |file| {
+        std::io::copy(&mut source, file).map(|_| ())
     })
 }
 

@@ -22,6 +22,7 @@ mod exclude;
 mod files;
 mod history;
 mod hunks;
+mod large;
 pub(crate) mod patch;
 mod paths;
 mod snapshot;
@@ -34,8 +35,9 @@ pub use apply::{ApplyMethod, ApplyReport, FileApply, FixBase, FixCommit, HunkApp
 pub use error::{Fault, RepoError, UnsafeReason};
 pub use exclude::ensure_excluded;
 pub use history::CommitInfo;
+pub use large::{LargeFile, LargeFiles};
 pub use patch::ChangeKind;
-pub use snapshot::{RestoreReport, Snapshot};
+pub use snapshot::{RestoreReport, Snapshot, TreeEdit};
 pub use tree_lock::{lock_tree, TreeLock, TreeUse};
 
 use git2::{ErrorCode, Oid, Repository, RepositoryState, Signature};
@@ -45,6 +47,8 @@ use std::path::{Path, PathBuf};
 pub struct Repo {
     git: Repository,
     workdir: PathBuf,
+    /// Untracked files this handle's snapshots keep aside instead of in git objects.
+    large: Option<LargeFiles>,
 }
 
 impl std::fmt::Debug for Repo {
@@ -67,9 +71,20 @@ impl Repo {
             Some(dir) if !git.is_bare() => dir.to_path_buf(),
             _ => return Err(RepoError::Bare { path: path.into() }),
         };
-        let repo = Repo { git, workdir };
+        let repo = Repo {
+            git,
+            workdir,
+            large: None,
+        };
         repo.check_state()?;
         Ok(repo)
+    }
+
+    /// From now on this handle's snapshots keep untracked files larger than
+    /// `large.above_bytes` aside in `large.store`, out of git objects, and its rollbacks restore
+    /// them from there.
+    pub fn keep_large_files_aside(&mut self, large: LargeFiles) {
+        self.large = Some(large);
     }
 
     /// The root of the working tree.

@@ -8,6 +8,7 @@
 
 use super::error::RepoError;
 use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
+use super::large::{self, LargeFile, LargeFiles};
 use super::paths;
 use super::{check_name, Repo};
 use git2::{
@@ -39,6 +40,33 @@ pub struct Snapshot {
     /// makes them again.
     #[serde(default)]
     pub empty_dirs: Vec<String>,
+    /// Untracked files too large for git objects, kept aside (see `large.rs`).
+    #[serde(default)]
+    pub large_files: Vec<LargeFile>,
+}
+
+/// A path someone changed since a run left the tree ([`Repo::edits_since`]).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TreeEdit {
+    /// Relative to the work tree's root.
+    pub path: String,
+    /// `modified`, `new`, `deleted` (the working tree) or `staged` (the index).
+    pub what: &'static str,
+}
+
+impl TreeEdit {
+    fn new(path: &Path, what: &'static str) -> TreeEdit {
+        TreeEdit {
+            path: path.to_string_lossy().into_owned(),
+            what,
+        }
+    }
+}
+
+impl std::fmt::Display for TreeEdit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.path, self.what)
+    }
 }
 
 /// What a rollback changed, for the `RolledBack` event and the run's log.
@@ -68,6 +96,8 @@ impl RestoreReport {
 pub(crate) struct Trees {
     pub index: Oid,
     pub worktree: Oid,
+    /// Untracked files left out of `worktree` because they are kept aside instead.
+    pub large: Vec<String>,
 }
 
 /// Parsed ids of a [`Snapshot`].
@@ -142,6 +172,11 @@ impl Snapshot {
                 .filter_map(|l| l.strip_prefix(TRAILER_EMPTY_DIR))
                 .map(str::to_string)
                 .collect(),
+            large_files: message
+                .lines()
+                .filter_map(|l| l.strip_prefix(large::TRAILER))
+                .filter_map(LargeFile::parse)
+                .collect(),
         })
     }
 
@@ -199,6 +234,14 @@ impl Repo {
         let (head, head_ref) = self.head()?;
         let trees = self.capture_trees()?;
         let empty_dirs = self.empty_dirs()?;
+        let large_files = match &self.large {
+            Some(large) => trees
+                .large
+                .iter()
+                .map(|path| large.keep(&self.workdir, path))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => Vec::new(),
+        };
         let sig = self.signature()?;
         let head_commit = self
             .git
@@ -234,6 +277,9 @@ impl Repo {
         for dir in &empty_dirs {
             message.push_str(&format!("{TRAILER_EMPTY_DIR}{dir}\n"));
         }
+        for file in &large_files {
+            message.push_str(&format!("{}\n", file.trailer()));
+        }
         let commit = self
             .git
             .commit(
@@ -264,6 +310,7 @@ impl Repo {
             index_tree: trees.index.to_string(),
             worktree_tree: trees.worktree.to_string(),
             empty_dirs,
+            large_files,
         })
     }
 
@@ -283,26 +330,7 @@ impl Repo {
             .git
             .find_tree(ids.index_tree)
             .map_err(|e| RepoError::git("read snapshot index tree", &snap.refname, e))?;
-        let found = match self.head() {
-            Ok((oid, branch)) if oid == ids.head && branch == snap.head_ref => None,
-            Ok((oid, branch)) => Some(format!(
-                "{oid} on {}",
-                branch.as_deref().unwrap_or(DETACHED)
-            )),
-            Err(RepoError::UnbornHead { .. }) => Some("no commit".to_string()),
-            Err(e) => return Err(e),
-        };
-        if let Some(found) = found {
-            return Err(RepoError::HeadMoved {
-                refname: snap.refname.clone(),
-                expected: format!(
-                    "{} on {}",
-                    snap.head,
-                    snap.head_ref.as_deref().unwrap_or(DETACHED)
-                ),
-                found,
-            });
-        }
+        self.check_head_unmoved(snap, &ids)?;
 
         let current = self.capture_trees()?;
         let mut report = RestoreReport::default();
@@ -371,6 +399,7 @@ impl Repo {
                 report.written.push(text);
             }
         }
+        self.restore_large(snap, &current.large, &target, &keep, &mut report)?;
         for (dir, full) in &empty_dirs {
             if std::fs::symlink_metadata(full).is_err() {
                 std::fs::create_dir_all(full)
@@ -390,6 +419,214 @@ impl Repo {
             report.index_restored = true;
         }
         Ok(report)
+    }
+
+    /// Removes every rollback point of run `run_id` (`refs/fwfix/<run-id>/*`), once the run can
+    /// no longer be resumed: the files they hold (untracked ones included) are no longer kept
+    /// by fwfix, and git's garbage collection can drop them. Returns the refs removed.
+    pub fn remove_snapshots(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
+        let names = self.snapshot_refs(run_id)?;
+        for name in &names {
+            let mut reference = self
+                .git
+                .find_reference(name)
+                .map_err(|e| RepoError::git("read ref", name, e))?;
+            reference
+                .delete()
+                .map_err(|e| RepoError::git("delete ref", name, e))?;
+        }
+        Ok(names)
+    }
+
+    /// The rollback points of run `run_id`: `refs/fwfix/<run-id>/*`.
+    pub fn snapshot_refs(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
+        check_name("run id", run_id)?;
+        self.refs_matching(&format!("refs/fwfix/{run_id}/*"))
+    }
+
+    /// The ids of the runs that have rollback points in this repository.
+    pub fn snapshot_runs(&self) -> Result<Vec<String>, RepoError> {
+        let mut ids: Vec<String> = self
+            .refs_matching("refs/fwfix/*")?
+            .iter()
+            .filter_map(|name| name.strip_prefix("refs/fwfix/")?.split('/').next())
+            .map(str::to_string)
+            .collect();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    fn refs_matching(&self, glob: &str) -> Result<Vec<String>, RepoError> {
+        let mut names: Vec<String> = self
+            .git
+            .references_glob(glob)
+            .map_err(|e| RepoError::git("list refs", glob, e))?
+            .names()
+            .filter_map(|name| name.ok().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
+    /// The large untracked files of a rollback: the snapshot's put back where they changed or
+    /// went, and those made since (nowhere in the snapshot) removed, as for any file.
+    fn restore_large(
+        &self,
+        snap: &Snapshot,
+        now: &[String],
+        target: &git2::Tree<'_>,
+        keep: &BTreeSet<PathBuf>,
+        report: &mut RestoreReport,
+    ) -> Result<(), RepoError> {
+        if snap.large_files.is_empty() && now.is_empty() {
+            return Ok(());
+        }
+        let large = self.large_store(snap)?;
+        for file in &snap.large_files {
+            // Only names a patch could also have used: a hand-edited ref cannot point outside.
+            if paths::check_path(file.path.as_bytes()).is_err()
+                || LargeFiles::intact(&self.workdir, file)?
+            {
+                continue;
+            }
+            paths::check_no_symlink_parent(&self.workdir, &file.path).map_err(|reason| {
+                RepoError::UnsafePath {
+                    path: file.path.clone(),
+                    reason,
+                }
+            })?;
+            large.put_back(&self.workdir, file)?;
+            report.written.push(file.path.clone());
+        }
+        for path in now {
+            let recorded = snap.large_files.iter().any(|f| f.path == *path);
+            if !recorded && target.get_path(Path::new(path)).is_err() {
+                files::remove_and_prune(&self.workdir, &self.workdir.join(path), keep)?;
+                report.removed.push(path.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// Where `snap`'s large untracked files were kept aside: this handle's store.
+    pub(super) fn large_store(&self, snap: &Snapshot) -> Result<&LargeFiles, RepoError> {
+        self.large.as_ref().ok_or_else(|| RepoError::BadSnapshot {
+            refname: snap.refname.clone(),
+            reason: "its large untracked files were kept aside, and this repository was not \
+                     told where"
+                .to_string(),
+        })
+    }
+
+    /// Refuses with [`RepoError::HeadMoved`] when HEAD is not where `snap` recorded it.
+    fn check_head_unmoved(&self, snap: &Snapshot, ids: &SnapshotIds) -> Result<(), RepoError> {
+        let found = match self.head() {
+            Ok((oid, branch)) if oid == ids.head && branch == snap.head_ref => None,
+            Ok((oid, branch)) => Some(format!(
+                "{oid} on {}",
+                branch.as_deref().unwrap_or(DETACHED)
+            )),
+            Err(RepoError::UnbornHead { .. }) => Some("no commit".to_string()),
+            Err(e) => return Err(e),
+        };
+        if let Some(found) = found {
+            return Err(RepoError::HeadMoved {
+                refname: snap.refname.clone(),
+                expected: format!(
+                    "{} on {}",
+                    snap.head,
+                    snap.head_ref.as_deref().unwrap_or(DETACHED)
+                ),
+                found,
+            });
+        }
+        Ok(())
+    }
+
+    /// What someone else changed since a run left the tree as `snap` holds it — with
+    /// `candidate` applied, when the run was killed with its candidate in the tree: every path
+    /// of the working tree whose content is neither the snapshot's nor the candidate's (a kill
+    /// can leave a candidate half applied or half rolled back, file by file), and every path
+    /// whose index entry changed (fwfix never stages anything), in path order. Only reads.
+    /// Refuses when HEAD moved.
+    pub fn edits_since(
+        &self,
+        snap: &Snapshot,
+        candidate: Option<&[u8]>,
+    ) -> Result<Vec<TreeEdit>, RepoError> {
+        let ids = snap.ids()?;
+        self.check_head_unmoved(snap, &ids)?;
+        let current = self.capture_trees()?;
+        let mut edits = BTreeSet::new();
+        if current.worktree != ids.worktree_tree {
+            let tree = |id: Oid| {
+                self.git
+                    .find_tree(id)
+                    .map_err(|e| RepoError::git("read snapshot tree", &snap.refname, e))
+            };
+            let left = tree(ids.worktree_tree)?;
+            let now = tree(current.worktree)?;
+            // A candidate that no longer applies to the snapshot cannot explain anything.
+            let patched = match candidate.map(|diff| self.patched_tree(&left, diff)) {
+                Some(Ok(id)) => Some(tree(id)?),
+                Some(Err(_)) | None => None,
+            };
+            let diff = self
+                .git
+                .diff_tree_to_tree(Some(&left), Some(&now), None)
+                .map_err(|e| self.err("compare working tree with snapshot", e))?;
+            for delta in diff.deltas() {
+                let (file, what) = match delta.status() {
+                    Delta::Added => (delta.new_file(), "new"),
+                    Delta::Deleted => (delta.old_file(), "deleted"),
+                    _ => (delta.new_file(), "modified"),
+                };
+                let Some(path) = file.path() else { continue };
+                let content = (delta.status() != Delta::Deleted)
+                    .then(|| (delta.new_file().id(), u32::from(delta.new_file().mode())));
+                let the_candidates = patched.as_ref().is_some_and(|p| {
+                    let entry = p.get_path(path).ok();
+                    entry.map(|e| (e.id(), u32::try_from(e.filemode()).unwrap_or(0))) == content
+                });
+                if !the_candidates {
+                    edits.insert(TreeEdit::new(path, what));
+                }
+            }
+        }
+        for file in &snap.large_files {
+            if !LargeFiles::intact(&self.workdir, file)? {
+                let gone = std::fs::symlink_metadata(self.workdir.join(&file.path)).is_err();
+                let what = if gone { "deleted" } else { "modified" };
+                edits.insert(TreeEdit::new(Path::new(&file.path), what));
+            }
+        }
+        for path in &current.large {
+            if !snap.large_files.iter().any(|f| f.path == *path) {
+                edits.insert(TreeEdit::new(Path::new(path), "new"));
+            }
+        }
+        if current.index != ids.index_tree {
+            let tree = |id: Oid| {
+                self.git
+                    .find_tree(id)
+                    .map_err(|e| self.err("read index tree", e))
+            };
+            let (left, now) = (tree(ids.index_tree)?, tree(current.index)?);
+            let diff = self
+                .git
+                .diff_tree_to_tree(Some(&left), Some(&now), None)
+                .map_err(|e| self.err("compare index with snapshot", e))?;
+            for delta in diff.deltas() {
+                let file = match delta.status() {
+                    Delta::Deleted => delta.old_file(),
+                    _ => delta.new_file(),
+                };
+                if let Some(path) = file.path() {
+                    edits.insert(TreeEdit::new(path, "staged"));
+                }
+            }
+        }
+        Ok(edits.into_iter().collect())
     }
 
     /// A unified diff (`a/` and `b/` prefixes, binary files included) from the snapshot's working
@@ -457,6 +694,7 @@ impl Repo {
             .statuses(Some(&mut opts))
             .map_err(|e| self.err("read status", e))?;
         let mut changed = Vec::new();
+        let mut large = Vec::new();
         for status in statuses.iter() {
             let path = status.path_bytes();
             // A nested repository shows up as a directory: it is not ours to record.
@@ -467,6 +705,13 @@ impl Repo {
             if st.contains(Status::WT_DELETED) {
                 remove(&mut work, path).map_err(|e| self.err("update in-memory index", e))?;
             } else if st.intersects(Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE) {
+                if let (true, Some(aside)) = (st.contains(Status::WT_NEW), &self.large) {
+                    let full = files::join(&self.workdir, path);
+                    if std::fs::symlink_metadata(&full).is_ok_and(|m| aside.takes(path, &m)) {
+                        large.push(String::from_utf8_lossy(path).into_owned());
+                        continue;
+                    }
+                }
                 changed.push(path.to_vec());
             }
         }
@@ -501,6 +746,7 @@ impl Repo {
             worktree: work
                 .write_tree_to(&self.git)
                 .map_err(|e| self.err("write working tree", e))?,
+            large,
         })
     }
 }

@@ -13,9 +13,21 @@ pub(super) const NAME_PREFIX: &str = "fwfix-";
 impl Repo {
     /// Creates a linked worktree at `path` (which must not exist), checked out detached at the
     /// snapshot's commit: the user's working tree as it was, uncommitted and untracked files
-    /// included. Returns the worktree as a [`Repo`].
+    /// included (the large untracked files the snapshot kept aside are copied in). Returns the
+    /// worktree as a [`Repo`] that keeps large untracked files aside as this one does, so a diff
+    /// of the worktree does not take them for new files.
     pub fn add_worktree(&self, path: &Path, snap: &Snapshot) -> Result<Repo, RepoError> {
-        self.add_worktree_at_oid(path, snap.ids()?.commit, &snap.refname)
+        let mut worktree = self.add_worktree_at_oid(path, snap.ids()?.commit, &snap.refname)?;
+        worktree.large = self.large.clone();
+        if !snap.large_files.is_empty() {
+            let large = self.large_store(snap)?;
+            for file in &snap.large_files {
+                if super::paths::check_path(file.path.as_bytes()).is_ok() {
+                    large.put_back(path, file)?;
+                }
+            }
+        }
+        Ok(worktree)
     }
 
     /// Creates a linked worktree at `path` (which must not exist), checked out detached at

@@ -193,6 +193,7 @@ impl Block {
                 bfar: self.bfar,
                 lockup: false,
                 raw: self.raw.join("\n"),
+                ..FaultSnapshot::default()
             },
         }
     }

@@ -3,10 +3,15 @@
 //! (`fail_patterns`) or a crash (`crash_patterns`). For firmware that prints no test framework's
 //! format at all: a boot banner, a sample's output, a self-test line.
 //!
+//! The first decisive line decides the run, as on firmware that never exits (an RTOS printing a
+//! status line for ever): the line that completes the patterns passes it, a fail line fails it and
+//! a crash line crashes it, even when no pattern matched before; nothing after that line counts, and
+//! the detector ends the attempt there.
+//!
 //! Cases:
 //! - `one_line`: one case, named `case_name`: PASS when the pattern matched, FAIL or CRASH when a
-//!   fail or crash line came, HANG when the timeout came first, MISSING when the run ended without
-//!   it.
+//!   fail or crash line came first (the line itself is the case's message), HANG when the timeout
+//!   came first, MISSING when the run ended without it.
 //! - `multi_line`: one case per pattern, named by the pattern: PASS when it matched (in order,
 //!   when `ordered`), FAIL when it matched only before its turn, MISSING when it never matched;
 //!   plus the run's own case, named `case_name`, that carries what happened to the run as a
@@ -17,7 +22,8 @@
 //! whose turn it is can match a line (Twister's rule); otherwise every pattern not yet matched is
 //! tried. A line any required pattern matches is never a failure or crash line (so `Error count:
 //! 0` can be required while `Error` fails the run). A fault dump on the console (see
-//! [`super::crash_dump`]) is a crash unless a required pattern matched after it.
+//! [`super::crash_dump`]) is a crash unless a required pattern matched after it, or it began after
+//! the decisive line.
 //!
 //! The detector ends the run as soon as every pattern has matched, or a fail or crash line came.
 //! Pure: it reads UART text only, and must not touch files, the clock or the DUT.
@@ -105,6 +111,9 @@ struct Matcher {
     crashed: Option<(Hit, usize)>,
     /// The last line a required pattern matched.
     last_required: Option<usize>,
+    /// The line that decided the run (completed the patterns, or failed or crashed it): no later
+    /// line is read.
+    decided_at: Option<usize>,
     saw_output: bool,
 }
 
@@ -121,11 +130,22 @@ impl Matcher {
             failed: None,
             crashed: None,
             last_required: None,
+            decided_at: None,
             saw_output: false,
         }
     }
 
     fn feed(&mut self, index: usize, raw: &str) {
+        if self.decided_at.is_some() {
+            return;
+        }
+        self.match_line(index, raw);
+        if self.decided() {
+            self.decided_at = Some(index);
+        }
+    }
+
+    fn match_line(&mut self, index: usize, raw: &str) {
         let line = clean(raw);
         if line.is_empty() || is_nonce(line) {
             return;
@@ -163,15 +183,12 @@ impl Matcher {
             }
             return;
         }
-        if self.crashed.is_none() {
-            if let Some(k) = self.crash_patterns.iter().position(|p| p.is_match(line)) {
-                self.crashed = Some((hit(), k));
-            }
+        // Both are checked: a line that matches a crash and a fail pattern is a crash.
+        if let Some(k) = self.crash_patterns.iter().position(|p| p.is_match(line)) {
+            self.crashed = Some((hit(), k));
         }
-        if self.failed.is_none() {
-            if let Some(k) = self.fail_patterns.iter().position(|p| p.is_match(line)) {
-                self.failed = Some((hit(), k));
-            }
+        if let Some(k) = self.fail_patterns.iter().position(|p| p.is_match(line)) {
+            self.failed = Some((hit(), k));
         }
     }
 
@@ -184,11 +201,12 @@ impl Matcher {
     }
 }
 
-/// What happened to the run as a whole.
+/// What happened to the run as a whole: the case message, and for a decisive line the note that
+/// says which pattern matched it where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
-    Crashed(String),
-    Failed(String),
+    Crashed { message: String, why: String },
+    Failed { message: String, why: String },
     Hung(String),
     Finished,
 }
@@ -205,32 +223,44 @@ fn parse_capture(spec: &RegexSpec, capture: &Capture) -> TestResults {
     }
     let mut notes = Vec::new();
     common::truncation_note(capture, &mut notes);
-    let dump =
-        crash_dump::find(&uart).filter(|dump| m.last_required.is_none_or(|last| last < dump.first));
+    let dump = crash_dump::find(&uart).filter(|dump| {
+        m.last_required.is_none_or(|last| last < dump.first)
+            && m.decided_at.is_none_or(|decided| dump.first <= decided)
+    });
     if let Some(dump) = &dump {
         notes.push(attribution::dump_note(dump));
     }
 
-    let crash_pattern = m.crashed.as_ref().and_then(|(hit, k)| {
-        let pattern = spec.crash_patterns.get(*k)?;
-        Some(format!("{} matched {}", quoted(pattern), hit.describe()))
-    });
-    let fail_pattern = m.failed.as_ref().and_then(|(hit, k)| {
-        let pattern = spec.fail_patterns.get(*k)?;
-        Some(format!("{} matched {}", quoted(pattern), hit.describe()))
-    });
+    // The decisive line itself is the case message; which pattern matched it, and where, a note.
+    let decisive = |found: &Option<(Hit, usize)>, patterns: &[Pattern]| {
+        found.as_ref().and_then(|(hit, k)| {
+            let pattern = patterns.get(*k)?;
+            Some((
+                hit.text.clone(),
+                format!("{} matched {}", quoted(pattern), hit.describe()),
+            ))
+        })
+    };
+    let crash_pattern = decisive(&m.crashed, &spec.crash_patterns);
+    let fail_pattern = decisive(&m.failed, &spec.fail_patterns);
     let console_crash = crash_pattern.is_some() || dump.is_some();
     let outcome = match (
         Stop::of(capture.end, console_crash),
         crash_pattern,
         fail_pattern,
     ) {
-        (_, Some(line), _) => Outcome::Crashed(line),
-        (Some(Stop::Crashed), None, _) => Outcome::Crashed(match &dump {
-            Some(dump) => attribution::dump_note(dump),
-            None => "the image crashed (the core faulted)".to_string(),
-        }),
-        (_, None, Some(line)) => Outcome::Failed(line),
+        (_, Some((message, why)), _) => Outcome::Crashed { message, why },
+        (Some(Stop::Crashed), None, _) => {
+            let why = match &dump {
+                Some(dump) => attribution::dump_note(dump),
+                None => "the image crashed (the core faulted)".to_string(),
+            };
+            Outcome::Crashed {
+                message: why.clone(),
+                why,
+            }
+        }
+        (_, None, Some((message, why))) => Outcome::Failed { message, why },
         (Some(Stop::Hung), None, None) if !m.complete() => {
             Outcome::Hung("the test timeout came before every pattern had matched".to_string())
         }
@@ -257,8 +287,8 @@ fn parse_capture(spec: &RegexSpec, capture: &Capture) -> TestResults {
 fn one_line_case(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> TestCase {
     let pattern = spec.patterns.first().map(quoted).unwrap_or_default();
     let (status, message) = match (outcome, m.seen.first().and_then(Option::as_ref)) {
-        (Outcome::Crashed(why), _) => (CaseStatus::Crash, Some(why.clone())),
-        (Outcome::Failed(why), _) => (CaseStatus::Fail, Some(why.clone())),
+        (Outcome::Crashed { message, .. }, _) => (CaseStatus::Crash, Some(message.clone())),
+        (Outcome::Failed { message, .. }, _) => (CaseStatus::Fail, Some(message.clone())),
         (_, Some(_)) => (CaseStatus::Pass, None),
         (Outcome::Hung(_), None) => (
             CaseStatus::Hang,
@@ -280,8 +310,8 @@ fn one_line_case(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> TestCase {
 
 fn multi_line_cases(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> Vec<TestCase> {
     let stopped = match outcome {
-        Outcome::Crashed(_) => " before the image crashed",
-        Outcome::Failed(_) => " before the failure line",
+        Outcome::Crashed { .. } => " before the image crashed",
+        Outcome::Failed { .. } => " before the failure line",
         Outcome::Hung(_) => " before the test timeout",
         Outcome::Finished => "",
     };
@@ -320,8 +350,8 @@ fn multi_line_cases(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> Vec<Tes
 
 fn run_case(name: &str, outcome: &Outcome) -> TestCase {
     let (status, message) = match outcome {
-        Outcome::Crashed(why) => (CaseStatus::Crash, Some(why.clone())),
-        Outcome::Failed(why) => (CaseStatus::Fail, Some(why.clone())),
+        Outcome::Crashed { message, .. } => (CaseStatus::Crash, Some(message.clone())),
+        Outcome::Failed { message, .. } => (CaseStatus::Fail, Some(message.clone())),
         Outcome::Hung(why) => (CaseStatus::Hang, Some(why.clone())),
         Outcome::Finished => (CaseStatus::Pass, None),
     };
@@ -366,12 +396,12 @@ fn decide(
         }
     };
     match outcome {
-        Outcome::Crashed(why) => {
+        Outcome::Crashed { why, .. } => {
             notes.push(format!("the image crashed: {why}"));
             unmatched_note(notes);
             return Verdict::Fail;
         }
-        Outcome::Failed(why) => {
+        Outcome::Failed { why, .. } => {
             notes.push(format!("a failure line came: {why}"));
             unmatched_note(notes);
             return Verdict::Fail;
@@ -429,6 +459,9 @@ mod tests {
     const FAIL: &str = include_str!("../../tests/data/console/regex_fail.log");
     const OUT_OF_ORDER: &str = include_str!("../../tests/data/console/regex_out_of_order.log");
     const HARDFAULT: &str = include_str!("../../tests/data/console/regex_hardfault.log");
+    /// The rtos fixture (`fixtures/rtos`): a status line a second, for ever.
+    const RTOS_OK: &str = include_str!("../../tests/data/console/rtos_ok.log");
+    const RTOS_REGRESS: &str = include_str!("../../tests/data/console/rtos_regress.log");
 
     fn patterns(list: &[&str]) -> Vec<Pattern> {
         list.iter().map(|p| Pattern::new(p).unwrap()).collect()
@@ -524,11 +557,12 @@ mod tests {
         );
         assert_eq!(
             r.cases[2].message.as_deref(),
-            Some(
-                "`ASSERT` matched line 3: ASSERTION FAIL [buf != NULL] @ \
-                 WEST_TOPDIR/app/src/main.c:31"
-            )
+            Some("ASSERTION FAIL [buf != NULL] @ WEST_TOPDIR/app/src/main.c:31")
         );
+        assert!(notes(&r).contains(
+            "a failure line came: `ASSERT` matched line 3: ASSERTION FAIL [buf != NULL] @ \
+             WEST_TOPDIR/app/src/main.c:31"
+        ));
         assert_eq!(
             r.cases[1].message.as_deref(),
             Some("no line matched before the failure line")
@@ -549,10 +583,8 @@ mod tests {
                 ("console", CaseStatus::Crash),
             ]
         );
-        assert_eq!(
-            r.cases[2].message.as_deref(),
-            Some("`HardFault` matched line 3: HardFault!")
-        );
+        assert_eq!(r.cases[2].message.as_deref(), Some("HardFault!"));
+        assert!(notes(&r).contains("the image crashed: `HardFault` matched line 3: HardFault!"));
 
         // Without crash patterns the register dump itself is recognised.
         let mut no_crash_patterns = s.clone();
@@ -569,6 +601,84 @@ mod tests {
         let r = parse(&no_crash_patterns, "Hello\n", RunEnd::Crashed);
         assert_eq!(r.cases[2].status, CaseStatus::Crash);
         assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    fn status_lines() -> RegexSpec {
+        RegexSpec {
+            mode: RegexMode::OneLine,
+            ordered: true,
+            patterns: patterns(&["^status: OK "]),
+            fail_patterns: patterns(&["^status: ERROR "]),
+            crash_patterns: patterns(&["^PANIC"]),
+            case_name: "self_check".to_string(),
+        }
+    }
+
+    #[test]
+    fn firmware_that_never_exits_passes_at_its_first_ok_line() {
+        let s = status_lines();
+        // The banner, then the first status line: the detector ends the attempt there.
+        assert_eq!(fires(&s, RTOS_OK), vec![2]);
+        let r = parse(&s, RTOS_OK, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(statuses(&r), vec![("self_check", CaseStatus::Pass)]);
+        assert_eq!(r.cases[0].message, None);
+    }
+
+    #[test]
+    fn a_fail_line_decides_even_when_no_pattern_matched_and_its_line_is_the_message() {
+        let s = status_lines();
+        assert_eq!(fires(&s, RTOS_REGRESS), vec![2]);
+        for end in [RunEnd::Verdict, RunEnd::Timeout, RunEnd::Exited { code: 0 }] {
+            let r = parse(&s, RTOS_REGRESS, end);
+            assert_eq!(r.verdict, Verdict::Fail, "{end:?}: {}", notes(&r));
+            assert_eq!(statuses(&r), vec![("self_check", CaseStatus::Fail)]);
+            assert_eq!(
+                r.cases[0].message.as_deref(),
+                Some("status: ERROR queue: expected item 5, got 13 ticks=1000"),
+                "{end:?}"
+            );
+            assert!(
+                notes(&r).contains("`^status: ERROR ` matched line 2: status: ERROR queue"),
+                "{}",
+                notes(&r)
+            );
+        }
+    }
+
+    #[test]
+    fn nothing_after_the_first_decisive_line_counts() {
+        let s = status_lines();
+        let ok_then_error = "boot\nstatus: OK ticks=1000\nstatus: ERROR queue: lost ticks=2000\n";
+        let r = parse(&s, ok_then_error, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+
+        let error_then_ok = "boot\nstatus: ERROR regs: r7 ticks=1000\nstatus: OK ticks=2000\n";
+        assert_eq!(fires(&s, error_then_ok), vec![2]);
+        let r = parse(&s, error_then_ok, RunEnd::Exited { code: 0 });
+        assert_eq!(r.cases[0].status, CaseStatus::Fail, "{}", notes(&r));
+        assert_eq!(
+            r.cases[0].message.as_deref(),
+            Some("status: ERROR regs: r7 ticks=1000")
+        );
+
+        let error_then_panic = "status: ERROR regs: r7 ticks=1000\nPANIC: double fault\n";
+        let r = parse(&s, error_then_panic, RunEnd::Verdict);
+        assert_eq!(r.cases[0].status, CaseStatus::Fail, "{}", notes(&r));
+
+        let panic_then_ok = "PANIC: stack smashed\nstatus: OK ticks=1000\n";
+        assert_eq!(fires(&s, panic_then_ok), vec![1]);
+        let r = parse(&s, panic_then_ok, RunEnd::Verdict);
+        assert_eq!(r.cases[0].status, CaseStatus::Crash, "{}", notes(&r));
+        assert_eq!(r.cases[0].message.as_deref(), Some("PANIC: stack smashed"));
+
+        // A fault dump after the decisive line is not this run's verdict; one before it is.
+        let pass_then_dump = format!("status: OK ticks=1000\n{HARDFAULT}");
+        let r = parse(&s, &pass_then_dump, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        let dump_then_error = format!("{HARDFAULT}status: ERROR late ticks=1000\n");
+        let r = parse(&s, &dump_then_error, RunEnd::Verdict);
+        assert_eq!(r.cases[0].status, CaseStatus::Crash, "{}", notes(&r));
     }
 
     #[test]
@@ -673,6 +783,28 @@ mod tests {
     }
 
     proptest! {
+        /// The backend stops reading where the detector fires: the results of what it kept are the
+        /// results of the whole console.
+        #[test]
+        fn results_are_decided_where_the_detector_fires(
+            picks in proptest::collection::vec(0usize..8, 0..14)
+        ) {
+            let pool = [
+                "boot", "status: OK ticks=1", "status: ERROR x ticks=1", "PANIC: y", "Hello",
+                "tick 3", "Error: z", "HardFault!",
+            ];
+            let text: String = picks.iter().map(|&i| format!("{}\n", pool[i])).collect();
+            for s in [status_lines(), multi(true), multi(false)] {
+                if let Some(&n) = fires(&s, &text).first() {
+                    let kept: String = text.lines().take(n).map(|l| format!("{l}\n")).collect();
+                    let whole = parse(&s, &text, RunEnd::Verdict);
+                    let stopped = parse(&s, &kept, RunEnd::Verdict);
+                    prop_assert_eq!(&whole.cases, &stopped.cases);
+                    prop_assert_eq!(whole.verdict, stopped.verdict);
+                }
+            }
+        }
+
         #[test]
         fn arbitrary_text_never_panics(text in "\\PC*") {
             for s in [multi(true), multi(false), spec(RegexMode::OneLine, true, &["x"])] {

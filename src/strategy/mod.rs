@@ -90,14 +90,14 @@ pub enum StrategyError {
 
 impl StrategyError {
     /// The machine's error class: a conflicting candidate is a patch that does not apply
-    /// (PATCH_APPLY_FAILURE); everything else is the model's or agent's failure (MODEL_FAILURE).
+    /// (PATCH_APPLY_FAILURE); an answer with no usable patch in it, or nothing left to propose, is
+    /// NO_CANDIDATE (not converged); an endpoint or agent that failed is MODEL_FAILURE
+    /// (infrastructure).
     pub fn error_class(&self) -> ErrorClass {
         match self {
             StrategyError::Conflict { .. } => ErrorClass::PatchApplyFailure,
-            StrategyError::Exhausted(_)
-            | StrategyError::Unusable { .. }
-            | StrategyError::Failed(_)
-            | StrategyError::Cancelled => ErrorClass::ModelFailure,
+            StrategyError::Exhausted(_) | StrategyError::Unusable { .. } => ErrorClass::NoCandidate,
+            StrategyError::Failed(_) | StrategyError::Cancelled => ErrorClass::ModelFailure,
         }
     }
 }

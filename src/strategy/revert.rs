@@ -153,11 +153,14 @@ impl Strategy for RevertStrategy<'_> {
                 )),
             })?;
         if diff.trim().is_empty() {
-            return Err(StrategyError::Failed(format!(
-                "reverting culprit {} ({}) changes nothing in the current tree",
-                commit.short(),
-                commit.subject
-            )));
+            return Err(StrategyError::Unusable {
+                reason: format!(
+                    "reverting culprit {} ({}) changes nothing in the current tree",
+                    commit.short(),
+                    commit.subject
+                ),
+                raw: String::new(),
+            });
         }
         Ok(vec![Candidate::new(
             format!("revert of {} ({})", commit.short(), commit.subject),

@@ -270,13 +270,9 @@ fn bad_call_crash_points_at_the_caller() {
     let file = caller.file.unwrap();
     assert!(
         report.summary.starts_with(&format!(
-            "HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll ({file}:{call_line})"
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_poll ({file}:{call_line}) called \
+             a null function pointer"
         )),
-        "{}",
-        report.summary
-    );
-    assert!(
-        report.summary.contains("the caller is where to look"),
         "{}",
         report.summary
     );

@@ -735,6 +735,8 @@ timeout_s = 20
     assert_eq!(bisect["culprit"], culprit);
     assert_eq!(worktrees(&repo), 1);
     assert_eq!(owner_state(&repo), before);
+    let audit = fwfix(&["audit", run_dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
 }
 
 #[test]

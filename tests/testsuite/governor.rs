@@ -131,7 +131,7 @@ fn a_no_op_and_a_policy_violation_are_dropped_in_review_before_any_test_runs() {
     assert_eq!(listed.len(), 4, "{listed:#?}");
     let c1 = listed.iter().find(|c| c["id"] == "c1").unwrap();
     assert_eq!(c1["verdict"], "dropped");
-    assert_eq!(c1["error_class"], "MODEL_FAILURE");
+    assert_eq!(c1["error_class"], "NO_CANDIDATE");
     assert!(c1["reason"].as_str().unwrap().contains("no-op image"));
     let c4 = listed.iter().find(|c| c["id"] == "c4").unwrap();
     assert_eq!(

@@ -110,12 +110,14 @@ case_name = "crc console""#,
     let report = report(&run_dir(&out));
     assert_eq!(report["status"], "FAILED");
     assert_eq!(statuses(&report), pairs(&[("crc console", "FAIL")]));
+    // The fail line itself is the message; which pattern matched where is a note.
     let message = case(&report, "crc console")["message"].as_str().unwrap();
-    assert!(message.starts_with("`:FAIL:` matched line "), "{message}");
-    assert!(
-        message.contains("test_crc16_known_vector:FAIL: Expected 0x29B1 Was 0x31C3"),
-        "{message}"
+    assert_eq!(
+        message,
+        "tests/test_crc.c:23:test_crc16_known_vector:FAIL: Expected 0x29B1 Was 0x31C3"
     );
+    let notes = report["notes"].to_string();
+    assert!(notes.contains("`:FAIL:` matched line "), "{notes}");
     assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
 }
 

@@ -521,6 +521,68 @@ fn restore_refuses_when_head_moved_and_touches_nothing() {
     ));
 }
 
+#[test]
+fn edits_since_tells_the_runs_own_changes_from_a_persons() {
+    let f = busy_fixture();
+    let repo = f.open();
+    let snap = repo.snapshot("run-1", "base").unwrap();
+    let none: &[fwfix::repo::TreeEdit] = &[];
+    assert_eq!(repo.edits_since(&snap, None).unwrap(), none);
+    // A run killed with its candidate in: the candidate's changes are the run's own.
+    repo.apply_patch(CRC_PATCH).unwrap();
+    assert_eq!(
+        repo.edits_since(&snap, Some(CRC_PATCH.as_bytes())).unwrap(),
+        none
+    );
+    // Killed half-way through rolling it back: the file back as it was is the run's too.
+    repo.restore(&snap).unwrap();
+    assert_eq!(
+        repo.edits_since(&snap, Some(CRC_PATCH.as_bytes())).unwrap(),
+        none
+    );
+    // A person's edit on top of the candidate, a new file and a staged change are not.
+    repo.apply_patch(CRC_PATCH).unwrap();
+    f.write("src/crc.c", f.read_text("src/crc.c") + "my edit\n");
+    f.write("notes/mine.txt", "mine\n");
+    f.git(&["add", "src/main.c"]);
+    let during = f.state();
+    let edits: Vec<String> = repo
+        .edits_since(&snap, Some(CRC_PATCH.as_bytes()))
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        edits,
+        [
+            "notes/mine.txt (new)",
+            "src/crc.c (modified)",
+            "src/main.c (staged)"
+        ]
+    );
+    assert_eq!(f.state(), during, "only reads");
+    // Without the candidate to explain them, its changes are someone's too.
+    f.git(&["reset", "-q", "--", "src/main.c"]);
+    assert!(repo
+        .edits_since(&snap, None)
+        .unwrap()
+        .iter()
+        .any(|e| e.to_string() == "src/crc.c (modified)"));
+    // A commit since is a change of HEAD, which nothing may be restored over.
+    f.git(&[
+        "commit",
+        "-q",
+        "-m",
+        "someone committed",
+        "--",
+        "src/drv/uart.c",
+    ]);
+    assert!(matches!(
+        repo.edits_since(&snap, None),
+        Err(RepoError::HeadMoved { .. })
+    ));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Patch safety
 

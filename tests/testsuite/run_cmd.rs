@@ -9,7 +9,7 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const MPS2: &str = "qemu-mps2-an385";
+pub(crate) const MPS2: &str = "qemu-mps2-an385";
 
 fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
     let mut args = vec![
@@ -32,7 +32,7 @@ fn run_cmd(repo: &FixtureRepo, patches: &Path, extra: &[&str]) -> Output {
 
 /// The owner's work in progress: a modified tracked file, a staged change that was modified
 /// again, and an untracked file — none of them in files the candidates touch.
-fn make_owner_work(repo: &FixtureRepo) {
+pub(crate) fn make_owner_work(repo: &FixtureRepo) {
     repo.write("README.md", "my local notes about this firmware\n");
     repo.write(
         "src/ringbuf.c",
@@ -48,7 +48,7 @@ fn make_owner_work(repo: &FixtureRepo) {
 }
 
 /// Everything about the owner's tree that must survive a run, byte for byte.
-fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
+pub(crate) fn owner_state(repo: &FixtureRepo) -> BTreeMap<String, String> {
     let mut state = BTreeMap::new();
     for f in ["README.md", "src/ringbuf.c", "notes/todo.txt", "src/crc.c"] {
         state.insert(
@@ -152,6 +152,8 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
         "{message}"
     );
     assert_eq!(owner_state(&repo), before);
+    // A converged run cannot be resumed: its snapshots (the owner's files) are gone from .git.
+    assert_eq!(repo.git(&["for-each-ref", "refs/fwfix/"]), "");
 }
 
 #[test]
@@ -237,13 +239,13 @@ fn unsafe_patches_are_refused_with_nothing_touched() {
 }
 
 /// A profile whose build is slow only when the candidate asks for it, so a signal can be sent
-/// while a patched build runs.
-fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
+/// while a patched build runs — unless FWFIX_TEST_FAST_BUILD is set, as for a resumed run.
+pub(crate) fn slow_when_patched(repo: &FixtureRepo) -> PathBuf {
     repo.write(
         "profiles/crc-slow.toml",
         r#"name = "crc-slow"
 [build]
-command = "make BOARD={machine} build/{machine}/test_crc.elf && if grep -q SLOW_BUILD src/crc.c; then sleep 60 & echo $! >> sleepers.pid; wait; fi"
+command = "make BOARD={machine} build/{machine}/test_crc.elf && if grep -q SLOW_BUILD src/crc.c && [ -z \"$FWFIX_TEST_FAST_BUILD\" ]; then sleep 60 & echo $! >> sleepers.pid; wait; fi"
 artifact = "build/{machine}/test_crc.elf"
 [test]
 harness = "unity"
@@ -269,16 +271,23 @@ timeout_s = 20
 /// Interrupts the run `start_slow_patched_build` started: it must exit 3 with the owner's tree
 /// as it was before the run (but for the slow build's own pid file).
 fn interrupt_and_check_the_tree(
-    mut child: std::process::Child,
+    child: std::process::Child,
     lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
     repo: &FixtureRepo,
     before: &BTreeMap<String, String>,
 ) {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    signal_and_check_the_tree(child, lines, repo, before, nix::sys::signal::Signal::SIGINT);
+}
+
+/// As [`interrupt_and_check_the_tree`], with `signal` (SIGINT or SIGTERM).
+pub(crate) fn signal_and_check_the_tree(
+    mut child: std::process::Child,
+    lines: std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+    repo: &FixtureRepo,
+    before: &BTreeMap<String, String>,
+    signal: nix::sys::signal::Signal,
+) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), signal).unwrap();
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
     let mut after = owner_state(repo);
@@ -313,16 +322,22 @@ fn spawn_fwfix(args: &[&str], cwd: &Path) -> std::process::Child {
         .unwrap()
 }
 
-/// Starts `fwfix run --json` on the slow queue and returns once the patched build is running
-/// (its sleeper has written its pid), with the run directory and the rest of the event stream.
-fn start_slow_patched_build(
-    repo: &FixtureRepo,
-    q: &Path,
-) -> (
+/// The fwfix process, its run directory, and the rest of its event stream.
+pub(crate) type RunningFwfix = (
     std::process::Child,
     PathBuf,
     std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-) {
+);
+
+/// Starts `fwfix run --json` on the slow queue and returns once the patched build is running
+/// (its sleeper has written its pid), with the run directory and the rest of the event stream.
+pub(crate) fn start_slow_patched_build(repo: &FixtureRepo, q: &Path) -> RunningFwfix {
+    start_slow_run(repo, q, "BUILD_RUN")
+}
+
+/// As [`start_slow_patched_build`], returning once the run has entered `state` in iteration 1
+/// (and, for BUILD_RUN, the slow build is running).
+pub(crate) fn start_slow_run(repo: &FixtureRepo, q: &Path, state: &str) -> RunningFwfix {
     let mut child = spawn_fwfix(
         &[
             "run",
@@ -345,20 +360,23 @@ fn start_slow_patched_build(
         let line = line.unwrap();
         seen.push(line.clone());
         if line.contains("\"event\":\"transition\"")
-            && line.contains("\"to\":\"BUILD_RUN\"")
+            && line.contains(&format!("\"to\":\"{state}\""))
             && line.contains("\"iteration\":1")
         {
             break;
         }
     }
     for _ in 0..200 {
+        if state != "BUILD_RUN" {
+            break;
+        }
         if sleepers.is_file() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert!(
-        sleepers.is_file(),
+        state != "BUILD_RUN" || sleepers.is_file(),
         "the patched build never started: {seen:#?}"
     );
     let started: Value = seen
@@ -567,6 +585,8 @@ fn kill_then_resume(kill_at: &str, queue_kind: Queue, status: &str) {
         before,
         "{kill_at}: the tree differs after resume"
     );
+    let audit = fwfix(&["audit", run.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{kill_at}: {}", text(&audit));
     // The trace reads as one legal run: each step starts where the last one ended.
     let lines = trace(&run);
     for pair in lines.windows(2) {
@@ -616,6 +636,10 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
             .contains("no more candidates"),
         "{report1:#}"
     );
+    // A failed run can still be resumed with more iterations: its snapshots stay until then.
+    assert!(repo
+        .git(&["for-each-ref", "--format=%(refname)", "refs/fwfix/"])
+        .contains("/base\n"));
     // A person adds a candidate and a hint, and gives the run more iterations.
     std::fs::copy(
         fixture_dir().join("patches/04-fixes-crc16.diff"),
@@ -648,9 +672,14 @@ fn a_failed_run_resumed_with_more_iterations_and_a_hint_converges() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|l| l["file"] == "iter-001/console.log")
+        .find(|l| l["file"] == "iter-001/remeasure-1/console.log")
         .unwrap_or_else(|| panic!("{analysis:#}"));
     assert_eq!(console["class"], "TEST_FAILURE", "{console}");
+    // Regression: the unpatched tree measured again overwrote iteration 1's console.log and
+    // results.json, and the audit found evidence changed after it was recorded.
+    let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+    assert_eq!(repo.git(&["for-each-ref", "refs/fwfix/"]), "");
     // Resuming a finished run is refused.
     let third = fwfix(&["resume", dir.to_str().unwrap()], repo.path());
     assert_eq!(third.status.code(), Some(2), "{}", text(&third));
@@ -1057,4 +1086,35 @@ fn a_crashing_candidate_is_rolled_back_and_the_next_analysis_has_its_diff_and_cr
         .collect();
     assert_eq!(suspects[0], "sensor_init", "{suspects:?}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+/// Regression: the terminal said an iteration was rolled back, not why; the report's notes
+/// showed Rust's names for verdicts ("Regressed:", "DidNotApply:").
+#[test]
+fn a_rolled_back_iteration_says_why_in_plain_words() {
+    let repo = FixtureRepo::new();
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
+    // As small as the fix and first in name order: tried first, and breaks CRC-32.
+    let breaks = repo.diff_of("src/crc.c", |s| s.replace("0x04C11DB7u", "0x04C11DB6u"));
+    std::fs::write(q.path().join("00-breaks-crc32.diff"), breaks).unwrap();
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let rolled_back = events(&out)
+        .into_iter()
+        .filter_map(|e| e["text"].as_str().map(str::to_string))
+        .find(|t| t.starts_with("rolled back iteration 1"))
+        .unwrap_or_else(|| panic!("{}", text(&out)));
+    assert!(
+        rolled_back.contains("00-breaks-crc32.diff: regression: test_crc32_known_vector"),
+        "{rolled_back}"
+    );
+    let notes = report(&run_dir(&out))["notes"].to_string();
+    assert!(
+        notes.contains("iteration 1 (00-breaks-crc32.diff): regressed: regression:"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("iteration 2 (04-fixes-crc16.diff): fixed:"),
+        "{notes}"
+    );
 }

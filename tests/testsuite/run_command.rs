@@ -106,22 +106,36 @@ fn an_agent_that_prints_a_diff_converges() {
 }
 
 #[test]
-fn an_agent_that_fails_or_hangs_is_a_model_failure() {
-    for (script, expect) in [
-        ("echo 'no idea' >&2; exit 3", "exited with"),
+fn an_agent_that_fails_or_hangs_is_a_model_failure_and_one_that_changes_nothing_did_not_converge() {
+    // An agent that crashed or hung is infrastructure (exit 4); one that answered with nothing
+    // usable left the loop without a candidate: not converged (exit 1).
+    for (script, expect, class, code) in [
+        (
+            "echo 'no idea' >&2; exit 3",
+            "exited with",
+            "MODEL_FAILURE",
+            4,
+        ),
         (
             "echo 'reading src/crc.c'; sleep 30",
             "did not finish within 1 s",
+            "MODEL_FAILURE",
+            4,
         ),
-        ("echo 'I looked but changed nothing'", "is an empty patch"),
+        (
+            "echo 'I looked but changed nothing'",
+            "is an empty patch",
+            "NO_CANDIDATE",
+            1,
+        ),
     ] {
         let repo = FixtureRepo::new();
         agent(&repo, script, 1);
         let out = run(&repo);
-        assert_eq!(out.status.code(), Some(4), "{script}: {}", text(&out));
+        assert_eq!(out.status.code(), Some(code), "{script}: {}", text(&out));
         let dir = run_dir(&out);
         let report = report(&dir);
-        assert_eq!(report["error_class"], "MODEL_FAILURE", "{script}");
+        assert_eq!(report["error_class"], class, "{script}");
         assert!(
             report["message"].as_str().unwrap().contains(expect),
             "{script}: {report:#}"
@@ -310,7 +324,7 @@ fi
         .find(|l| l["from"] == "BUILD_RUN")
         .unwrap();
     assert_eq!(dropped["to"], "ERROR_RECOVERY", "{dropped}");
-    assert_eq!(dropped["error_class"], "MODEL_FAILURE", "{dropped}");
+    assert_eq!(dropped["error_class"], "NO_CANDIDATE", "{dropped}");
     assert!(
         dropped["reason"].as_str().unwrap().contains("is a no-op"),
         "{dropped}"
@@ -321,7 +335,7 @@ fi
     let listed = &report["candidates"][0];
     assert_eq!(
         (listed["verdict"].as_str(), listed["error_class"].as_str()),
-        (Some("dropped"), Some("MODEL_FAILURE")),
+        (Some("dropped"), Some("NO_CANDIDATE")),
         "{listed:#}"
     );
     assert!(

@@ -65,6 +65,19 @@ pub fn segments(elf: &[u8]) -> Result<Vec<Segment>, ImageError> {
     Ok(out)
 }
 
+/// Whether the image can make a semihosting call: some loaded halfword is `bkpt 0xab` (Thumb). An
+/// image without one can never exit by semihosting, so waiting for its exit code is pointless. A
+/// data word that happens to look like one only costs that wait.
+pub fn may_semihost(segments: &[Segment]) -> bool {
+    const BKPT_AB: [u8; 2] = [0xab, 0xbe];
+    segments.iter().any(|s| {
+        let skip = usize::from(s.addr % 2 != 0);
+        s.data
+            .get(skip..)
+            .is_some_and(|d| d.chunks_exact(2).any(|h| h == BKPT_AB))
+    })
+}
+
 /// The 32-bit little-endian word the image puts at `addr`, if it puts one there.
 fn word_at(segments: &[Segment], addr: u32) -> Option<u32> {
     segments.iter().find_map(|s| {
@@ -289,5 +302,18 @@ mod tests {
             vector_table(b"not an elf"),
             Err(ImageError::NotElf(_))
         ));
+    }
+
+    #[test]
+    fn semihosting_calls_are_found_in_the_loaded_code() {
+        let seg = |addr, data: &[u8]| Segment {
+            addr,
+            data: data.to_vec(),
+        };
+        assert!(may_semihost(&[seg(0, &[0x00, 0xbf, 0xab, 0xbe])]));
+        // Only on halfword boundaries of the address space.
+        assert!(!may_semihost(&[seg(0, &[0x00, 0xab, 0xbe, 0x00])]));
+        assert!(may_semihost(&[seg(1, &[0x00, 0xab, 0xbe])]));
+        assert!(!may_semihost(&[seg(0, &[0xfe, 0xe7])]));
     }
 }

@@ -7,13 +7,15 @@ use crate::dut::DutError;
 use std::ffi::OsString;
 use std::path::Path;
 
-/// The argv (without the program) for one attempt. UART0 goes to stdout; QEMU's `-d` log and
-/// semihosting text go to stderr; the QMP socket does not wait for a client, so a firmware that
-/// runs and exits in 30 ms is never held up by it.
+/// The argv (without the program) for one attempt. UART0 goes to stdout; guest errors
+/// (`-d guest_errors`: accesses to unmapped memory, not every exception like `-d int`) and
+/// semihosting text go to stderr. The core starts paused (`-S`) until fwfix has set its fault
+/// breakpoints through the gdbstub; the QMP socket (only used to stop a QEMU whose fwfix was
+/// killed) waits for no client.
 pub fn qemu_args(
     spec: &QemuSpec,
     kernel: &Path,
-    qmp_socket: &Path,
+    sockets: &Sockets,
     append: Option<&str>,
 ) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-M".into(), spec.machine.clone().into()];
@@ -31,15 +33,15 @@ pub fn qemu_args(
         "-semihosting-config",
         "enable=on,target=native",
         "-d",
-        "int,guest_errors",
-        "-qmp",
+        "guest_errors",
+        "-S",
+        "-gdb",
     ] {
         args.push(a.into());
     }
-    let mut qmp = OsString::from("unix:");
-    qmp.push(qmp_socket);
-    qmp.push(",server=on,wait=off");
-    args.push(qmp);
+    args.push(unix_server(&sockets.gdb));
+    args.push("-qmp".into());
+    args.push(unix_server(&sockets.qmp));
     args.push("-kernel".into());
     args.push(kernel.into());
     if let Some(append) = append {
@@ -48,6 +50,42 @@ pub fn qemu_args(
     }
     args.extend(spec.extra_args.iter().map(OsString::from));
     args
+}
+
+/// The attempt's unix sockets, in its scratch directory.
+#[derive(Debug, Clone)]
+pub struct Sockets {
+    pub gdb: std::path::PathBuf,
+    pub qmp: std::path::PathBuf,
+}
+
+fn unix_server(path: &Path) -> OsString {
+    let mut arg = OsString::from("unix:");
+    arg.push(path);
+    arg.push(",server=on,wait=off");
+    arg
+}
+
+/// The error for a board whose `extra_args` take the gdbstub or the paused start away from fwfix.
+pub fn gdbstub_conflict(spec: &QemuSpec, board: &str) -> Option<DutError> {
+    let option = conflicting_option(spec)?;
+    Some(DutError::BadArguments {
+        program: spec.binary.clone(),
+        message: format!(
+            "{option} in board {board}'s extra_args: fwfix starts QEMU paused and uses its one \
+             gdbstub to stop the core at a fault; remove {option} (to debug by hand, run QEMU \
+             yourself)"
+        ),
+    })
+}
+
+/// An option in the board's `extra_args` that would take the gdbstub or the paused start away from
+/// fwfix (`-s`, `-gdb`, `-S`): QEMU has one gdbstub, and fwfix needs it to watch for faults.
+pub fn conflicting_option(spec: &QemuSpec) -> Option<&str> {
+    spec.extra_args
+        .iter()
+        .map(String::as_str)
+        .find(|a| matches!(*a, "-s" | "-S" | "-gdb" | "--gdb") || a.starts_with("-gdb="))
 }
 
 /// Machine names from `-machine help` (the first word of each line after the header).
@@ -101,9 +139,11 @@ pub struct ExitContext {
     /// QEMU said `terminating on signal N` (it exits 0 after SIGTERM/SIGINT/SIGHUP).
     pub terminated_by: Option<i32>,
     pub lockup: bool,
+    /// The core was stopped at a fault handler's entry.
     pub fault_seen: bool,
     pub verdict_seen: bool,
     pub uart_seen: bool,
+    /// The core was let run (fwfix reached the gdbstub and continued it).
     pub guest_ran: bool,
     /// stderr has a `<program>: ...` error line.
     pub qemu_complained: bool,
@@ -148,10 +188,7 @@ pub fn program_prefix(program: &str) -> String {
 
 /// Whether a stderr line is part of QEMU's `-d int,guest_errors` log rather than a message.
 fn is_debug_log(line: &str) -> bool {
-    line.starts_with("Loaded reset SP")
-        || line.starts_with("Taking exception")
-        || line.starts_with("...")
-        || line.starts_with("Invalid ")
+    line.starts_with("Invalid ")
         || line.starts_with("Timer with period zero")
         || line.trim().is_empty()
 }
@@ -229,6 +266,13 @@ mod tests {
         }
     }
 
+    fn sockets() -> Sockets {
+        Sockets {
+            gdb: "/tmp/x/gdb.sock".into(),
+            qmp: "/tmp/x/qmp.sock".into(),
+        }
+    }
+
     fn strings(args: &[OsString]) -> Vec<String> {
         args.iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -240,16 +284,12 @@ mod tests {
         let mut s = spec();
         s.cpu = Some("cortex-m3".into());
         s.extra_args = vec!["-icount".into(), "shift=0".into()];
-        let args = qemu_args(
-            &s,
-            Path::new("/fw/test.elf"),
-            Path::new("/tmp/x/qmp.sock"),
-            Some("seed=7"),
-        );
+        let args = qemu_args(&s, Path::new("/fw/test.elf"), &sockets(), Some("seed=7"));
         assert_eq!(
             strings(&args).join(" "),
             "-M mps2-an385 -cpu cortex-m3 -display none -monitor none -serial stdio \
-             -semihosting-config enable=on,target=native -d int,guest_errors \
+             -semihosting-config enable=on,target=native -d guest_errors -S \
+             -gdb unix:/tmp/x/gdb.sock,server=on,wait=off \
              -qmp unix:/tmp/x/qmp.sock,server=on,wait=off -kernel /fw/test.elf -append seed=7 \
              -icount shift=0"
         );
@@ -257,15 +297,20 @@ mod tests {
 
     #[test]
     fn argv_without_optional_parts() {
-        let args = strings(&qemu_args(
-            &spec(),
-            Path::new("a.elf"),
-            Path::new("q.sock"),
-            None,
-        ));
+        let args = strings(&qemu_args(&spec(), Path::new("a.elf"), &sockets(), None));
         assert!(!args.contains(&"-cpu".to_string()));
         assert!(!args.contains(&"-append".to_string()));
         assert_eq!(args.last().map(String::as_str), Some("a.elf"));
+    }
+
+    #[test]
+    fn a_gdbstub_in_extra_args_is_a_conflict() {
+        assert_eq!(conflicting_option(&spec()), None);
+        for arg in ["-s", "-gdb", "-S"] {
+            let mut s = spec();
+            s.extra_args = vec!["-icount".into(), "shift=0".into(), arg.into()];
+            assert_eq!(conflicting_option(&s), Some(arg));
+        }
     }
 
     #[test]
@@ -310,7 +355,7 @@ mod tests {
             &spec(),
             &PathBuf::from("/x/nothere.elf"),
             &stderr(&[
-                "Loaded reset SP 0x0 PC 0x0 from vector table",
+                "Invalid read at addr 0x0, size 4, region '(null)', reason: rejected",
                 "/x/nothere.elf: No such file or directory",
                 "qemu-system-arm: Could not load kernel '/x/nothere.elf'",
             ]),
@@ -319,7 +364,7 @@ mod tests {
         assert!(matches!(e, DutError::StartFailed { .. }), "{text}");
         assert!(text.contains("-kernel /x/nothere.elf"), "{text}");
         assert!(text.contains("No such file"), "{text}");
-        assert!(!text.contains("Loaded reset"), "{text}");
+        assert!(!text.contains("Invalid read"), "{text}");
     }
 
     #[test]

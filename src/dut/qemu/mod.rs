@@ -1,12 +1,14 @@
 //! The QEMU backend: runs an image on qemu-system-* with semihosting, captures UART and stderr,
-//! detects crashes as they happen and reads the fault state over QMP. This file is the `Dut`
-//! face of it; `session` runs an attempt, `args` knows QEMU's command line, `fault` reads
-//! faults out of QEMU's text, `qmp` talks to its monitor, `process` owns the process plumbing.
-//! No QEMU process outlives the call that started it.
+//! stops the core the moment it enters a fault handler and reads the fault state there through
+//! QEMU's gdbstub. This file is the `Dut` face of it; `session` runs an attempt, `args` knows
+//! QEMU's command line, `gdbstub` watches the core, `fault` reads QEMU's own words (a lockup),
+//! `qmp` talks to its monitor (to stop a QEMU a killed fwfix left), `process` owns the process
+//! plumbing. No QEMU process outlives the call that started it.
 
 pub mod args;
 mod caps;
 pub mod fault;
+pub mod gdbstub;
 pub mod process;
 pub mod qmp;
 mod session;
@@ -111,9 +113,13 @@ impl Dut for QemuDut {
         Some(NonceCheck::Offered)
     }
 
-    /// The binary runs and knows the machine (and the CPU, when one is set).
+    /// The binary runs and knows the machine (and the CPU, when one is set), and the board's
+    /// extra arguments leave fwfix the gdbstub.
     async fn check(&mut self) -> Result<(), DutError> {
         let program = self.spec.binary.clone();
+        if let Some(error) = args::gdbstub_conflict(&self.spec, &self.board) {
+            return Err(error);
+        }
         let machines = self.names("-machine", args::parse_machine_list).await?;
         if !machines.contains(&self.spec.machine) {
             return Err(DutError::BadArguments {
@@ -152,6 +158,9 @@ impl Dut for QemuDut {
     ) -> Result<Capture, DutError> {
         let target = self.describe();
         self.last_pid = None;
+        if let Some(error) = args::gdbstub_conflict(&self.spec, &self.board) {
+            return Err(error);
+        }
         session::run(&self.spec, &target, image, spec, events, &mut self.last_pid).await
     }
 }

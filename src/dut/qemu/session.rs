@@ -1,28 +1,34 @@
 //! One QEMU attempt from launch to a stopped process. Outline:
 //!
-//! 1. Open console.log and a scratch directory, spawn QEMU (the nonce first on its `-append`
-//!    command line) in its own process group behind a guard that kills the group on every exit
-//!    path, start the stdout/stderr pumps and the QMP connection.
-//! 2. Capture: every line is logged, emitted as an event, kept (bounded), and fed to the harness's
-//!    end detector (UART) or the fault watcher (stderr), until the first of: verdict, exit, fault,
-//!    lockup, timeout, cancellation.
-//! 3. Finish that ending: a short grace for the exit code after a verdict; a monitor snapshot
-//!    (stop, registers, stack, SCB) after a fault; the stopped core's registers at a timeout.
+//! 1. Open console.log and a scratch directory, spawn QEMU paused (the nonce first on its
+//!    `-append` command line) in its own process group behind a guard that kills the group on
+//!    every exit path, start the stdout/stderr pumps and the gdbstub watcher, which sets a
+//!    breakpoint on every fault handler's entry and lets the core run.
+//! 2. Capture: every UART line is logged, emitted as an event, kept (bounded) and fed to the
+//!    harness's end detector; every stderr line is read for a lockup and passes a noise filter
+//!    before it is logged; the watcher's reports are taken as they come, until the first of:
+//!    verdict, exit, fault, lockup, timeout, cancellation.
+//! 3. Finish that ending: a short grace for the exit code after a verdict; after a fault, none
+//!    when the handler only spins, else until it settles, exits or the grace ends; the stopped
+//!    core's registers at a timeout.
 //! 4. Kill the group, reap QEMU, drain the pipes, close console.log, build the [`Capture`].
 //!
-//! It owns the timing policy; parsing is in `fault` and `args`, process plumbing in `process`.
+//! It owns the timing policy; the gdbstub conversation is in `gdbstub`, QEMU's own words in
+//! `fault` and `args`, process plumbing in `process`.
 
-use super::args::{self, ExitClass, ExitContext, ExitInfo};
-use super::fault::{self, Alarm, FaultWatcher, MonitorReading};
+use super::args::{self, ExitClass, ExitContext, ExitInfo, Sockets};
+use super::fault::StderrWatcher;
+use super::gdbstub::{self, Command, Report, Watch};
 use super::process::{self, ScratchDir};
-use super::qmp::{QmpClient, QmpError};
 use crate::capture::log::ConsoleLog;
+use crate::capture::noise::HostFilter;
 use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
 use crate::config::QemuSpec;
-use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
+use crate::dut::board::image;
+use crate::dut::cortex_m::{self, snapshot_at_entry, Stop, StopReading};
 use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
@@ -33,26 +39,25 @@ use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::process::Child;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep, sleep_until, timeout, Instant};
 use tokio_util::sync::CancellationToken;
 
-/// After the verdict (or a crash snapshot), how long QEMU gets to exit by semihosting so its exit
-/// code is recorded.
+/// After the verdict, how long QEMU gets to exit by semihosting so its exit code is recorded;
+/// after a fault whose handler does not just spin, how long it may go on (printing a dump,
+/// exiting) before the run ends.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
-/// How long fwfix keeps trying to connect to QMP after launch.
-const QMP_PATIENCE: Duration = Duration::from_secs(2);
-/// The limit on each QMP request.
-const QMP_STEP: Duration = Duration::from_millis(400);
-/// The whole monitor snapshot of a crash, connection wait included: the crash must be reported
-/// within about a second.
-const CRASH_READ_BUDGET: Duration = Duration::from_millis(900);
+/// How long fwfix keeps trying to reach the gdbstub after launch: QEMU makes its socket within
+/// milliseconds, but a host loaded with parallel builds can hold it up.
+const GDB_PATIENCE: Duration = Duration::from_secs(10);
 /// The registers of a hung core.
 const HANG_READ_BUDGET: Duration = Duration::from_millis(1500);
 /// After QEMU's exit (or our kill), how long the pipes may take to deliver what is left.
 const DRAIN_BUDGET: Duration = Duration::from_secs(2);
-/// After a failed snapshot, how long to wait for QEMU to finish aborting on a lockup.
+/// After a lockup line, how long to wait for QEMU to finish printing its dump and abort.
 const LOCKUP_WAIT: Duration = Duration::from_millis(700);
+/// When the gdbstub failed, how long QEMU gets to show it refused to start.
+const START_WAIT: Duration = Duration::from_millis(300);
 /// stderr lines kept to explain a start failure.
 const STDERR_HEAD: usize = 64;
 /// A unix socket path must fit in `sun_path` (108 bytes with the terminator).
@@ -82,26 +87,32 @@ pub(super) async fn run(
         doing: "creating a scratch directory for QEMU".into(),
         source,
     })?;
-    let qmp_socket = scratch.path().join(process::QMP_SOCKET);
-    if qmp_socket.as_os_str().len() > MAX_SOCKET_PATH {
-        return Err(DutError::Other(format!(
-            "the QMP socket path {} is too long for a unix socket; use a shorter temporary \
-             directory",
-            qmp_socket.display()
-        )));
+    let sockets = Sockets {
+        gdb: scratch.path().join(gdbstub::GDB_SOCKET),
+        qmp: scratch.path().join(process::QMP_SOCKET),
+    };
+    for socket in [&sockets.gdb, &sockets.qmp] {
+        if socket.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(DutError::Other(format!(
+                "the socket path {} is too long for a unix socket; use a shorter temporary \
+                 directory",
+                socket.display()
+            )));
+        }
     }
+    // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
+    let may_exit = tokio::fs::read(&kernel)
+        .await
+        .ok()
+        .and_then(|elf| image::segments(&elf).ok())
+        .is_none_or(|segments| image::may_semihost(&segments));
     let log = create_log(&run.console_log).await?;
     let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
 
     let launch = Instant::now();
     let mut command = process::command(program);
     command
-        .args(args::qemu_args(
-            spec,
-            &kernel,
-            &qmp_socket,
-            append.as_deref(),
-        ))
+        .args(args::qemu_args(spec, &kernel, &sockets, append.as_deref()))
         // Anything QEMU leaves in its working directory (a core file) goes away with the scratch.
         .current_dir(scratch.path())
         .stdout(Stdio::piped())
@@ -132,11 +143,11 @@ pub(super) async fn run(
             tx,
         ))));
     }
-    let qmp = AbortOnDrop(tokio::spawn(async move {
-        QmpClient::connect(&qmp_socket, QMP_PATIENCE, QMP_STEP).await
-    }));
+    let watch = gdbstub::spawn(sockets.gdb.clone(), GDB_PATIENCE);
 
     let mut session = Session {
+        launch,
+        may_exit,
         child,
         rx,
         rx_open: true,
@@ -149,13 +160,21 @@ pub(super) async fn run(
         attempt: run.attempt,
         detector: run.detector,
         gate: NonceGate::new(run.nonce),
-        watcher: FaultWatcher::new(),
+        stderr: StderrWatcher::new(),
+        noise: HostFilter::new(),
+        watch,
+        reports_open: true,
+        armed: false,
+        vector_notes: Vec::new(),
+        watch_failed: None,
+        fault: None,
+        fault_seen: false,
+        settled: false,
         verdict: false,
-        alarm: None,
+        lockup_alarm: false,
         uart_seen: false,
         stderr_head: Vec::new(),
         program_prefix: args::program_prefix(program),
-        qmp: Some(qmp),
     };
     let ending = session.capture(launch + run.timeout).await;
 
@@ -172,16 +191,25 @@ pub(super) async fn run(
             session.warn(format!("reading QEMU's output failed: {e}"));
         }
     }
+    session.flush_noise().await;
     let exit = session.status.map(|s| exit_info(&s));
-    let Some((end, fault, stopped_at)) = session.conclude(ending, exit) else {
-        // QEMU's own words stay in console.log as well as in the error.
-        let _ = session.log.finish().await;
-        return Err(args::start_failure(
-            program,
-            spec,
-            &kernel,
-            &session.stderr_head,
-        ));
+    let (end, fault, stopped_at) = match session.conclude(ending, exit) {
+        Ok(concluded) => concluded,
+        Err(not_run) => {
+            // QEMU's own words stay in console.log as well as in the error.
+            let _ = session.log.finish().await;
+            return Err(match not_run {
+                NotRun::Refused => {
+                    args::start_failure(program, spec, &kernel, &session.stderr_head)
+                }
+                NotRun::Unwatched(why) => DutError::StartFailed {
+                    program: program.to_string(),
+                    message: format!(
+                        "fwfix could not reach QEMU's gdbstub to watch the core for faults: {why}"
+                    ),
+                },
+            });
+        }
     };
     // The firmware's exit status: only when QEMU exited by itself, and not when it was told to.
     let exit_code = match end {
@@ -209,6 +237,14 @@ fn exit_info(status: &ExitStatus) -> ExitInfo {
 /// How an attempt ended: the end, the crash snapshot, where a hung core was.
 type Concluded = (RunEnd, Option<FaultSnapshot>, Option<FaultSnapshot>);
 
+/// Why an attempt has no result: the firmware never ran.
+enum NotRun {
+    /// QEMU refused to start (its arguments, the kernel, the machine).
+    Refused,
+    /// The gdbstub never answered, so the paused core was never let run.
+    Unwatched(String),
+}
+
 /// How the capture phase ended, with what that ending needs.
 enum Ending {
     Verdict,
@@ -217,6 +253,8 @@ enum Ending {
     Crashed(FaultSnapshot),
     Timeout(Option<FaultSnapshot>),
     Cancelled,
+    /// The gdbstub could not be reached, so the paused core never ran.
+    WatchFailed(String),
 }
 
 /// What one round of waiting produced.
@@ -228,6 +266,9 @@ enum Step<T> {
 }
 
 struct Session<'a> {
+    launch: Instant,
+    /// The image has a semihosting call, so it may exit with a code worth waiting for.
+    may_exit: bool,
     child: Child,
     rx: mpsc::Receiver<ConsoleLine>,
     rx_open: bool,
@@ -240,14 +281,27 @@ struct Session<'a> {
     attempt: u32,
     detector: Box<dyn EndDetector>,
     gate: NonceGate,
-    watcher: FaultWatcher,
+    stderr: StderrWatcher,
+    noise: HostFilter,
+    watch: Watch,
+    reports_open: bool,
+    /// The watcher set its breakpoints and let the core run.
+    armed: bool,
+    /// What the vector table left unwatched, for a crash the breakpoints could not see.
+    vector_notes: Vec<String>,
+    /// The watcher failed before the core ran.
+    watch_failed: Option<String>,
+    /// The crash read at a fault handler's entry, until the ending takes it.
+    fault: Option<FaultSnapshot>,
+    fault_seen: bool,
+    /// The fault handler only spins: nothing more will come.
+    settled: bool,
     verdict: bool,
-    alarm: Option<Alarm>,
+    lockup_alarm: bool,
     uart_seen: bool,
     stderr_head: Vec<String>,
     /// QEMU's own error lines start with this (`qemu-system-arm: `).
     program_prefix: String,
-    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
 }
 
 impl Session<'_> {
@@ -257,17 +311,30 @@ impl Session<'_> {
         loop {
             match self.step(&mut timer).await {
                 Step::Cancelled => return Ending::Cancelled,
-                Step::Done(()) => return Ending::Timeout(self.read_stopped_core().await),
+                Step::Done(()) => return self.at_timeout().await,
                 Step::Exited => {
                     self.drain().await;
                     return Ending::Exited;
                 }
                 Step::Line => {}
             }
-            match self.alarm.take() {
-                Some(Alarm::Fault { .. }) => return Ending::Crashed(self.read_fault().await),
-                Some(Alarm::Lockup) => return Ending::Crashed(self.await_lockup().await),
-                None => {}
+            if let Some(snapshot) = self.fault.take() {
+                if !self.settled {
+                    self.keep_capturing(EXIT_GRACE, true).await;
+                }
+                return Ending::Crashed(snapshot);
+            }
+            if self.lockup_alarm {
+                return Ending::Crashed(self.await_lockup().await);
+            }
+            if let Some(why) = self.watch_failed.take() {
+                // A QEMU that refused to start is gone in a moment; one that runs without
+                // its watcher would sit paused until the timeout.
+                self.keep_capturing(START_WAIT, false).await;
+                if self.exited() {
+                    return Ending::Exited;
+                }
+                return Ending::WatchFailed(why);
             }
             if self.verdict {
                 self.grace().await;
@@ -276,14 +343,21 @@ impl Session<'_> {
         }
     }
 
-    /// Waits for one of: a line (handled), QEMU's exit, cancellation, or `fut`. `fut` (a timer or
-    /// a snapshot) is polled before the lines, so a firmware flooding its console cannot starve
-    /// the timeout.
+    /// Waits for one of: a line or a watcher report (handled), QEMU's exit, cancellation, or
+    /// `fut`. `fut` (a timer or a reading) is polled before the lines, so a firmware flooding its
+    /// console cannot starve the timeout.
     async fn step<F: Future + Unpin>(&mut self, fut: &mut F) -> Step<F::Output> {
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => Step::Cancelled,
             out = fut => Step::Done(out),
+            report = self.watch.reports.recv(), if self.reports_open => {
+                match report {
+                    Some(report) => self.on_report(report).await,
+                    None => self.reports_open = false,
+                }
+                Step::Line
+            }
             line = self.rx.recv(), if self.rx_open => {
                 match line {
                     Some(line) => self.take(line).await,
@@ -305,39 +379,109 @@ impl Session<'_> {
         self.status.is_some() || self.wait_error.is_some()
     }
 
-    /// One line: to console.log, to the event sink, to memory, to the detector or the watcher.
+    async fn on_report(&mut self, report: Report) {
+        match report {
+            Report::Armed(handlers) => {
+                self.armed = true;
+                self.vector_notes = handlers.notes;
+            }
+            Report::Fault { reading, spinning } => {
+                let mut snapshot = snapshot_at_entry(&reading);
+                let errors: Vec<&str> = self.stderr.guest_errors().collect();
+                if !errors.is_empty() {
+                    snapshot
+                        .raw
+                        .push_str("\n-- QEMU's guest errors before the fault --\n");
+                    snapshot.raw.push_str(&errors.join("\n"));
+                }
+                let t_ms = self.launch.elapsed().as_millis() as u64;
+                self.keep_host(ConsoleLine {
+                    t_ms,
+                    stream: Stream::Host,
+                    text: cortex_m::fault_line(&snapshot),
+                })
+                .await;
+                self.fault = Some(snapshot);
+                self.fault_seen = true;
+                self.settled = spinning;
+            }
+            Report::Settled => self.settled = true,
+            // QEMU's own exit follows, with the same status.
+            Report::Exited(_) => {}
+            Report::Note(text) => self.warn(text),
+            Report::Lost(why) => {
+                if !self.armed {
+                    self.watch_failed = Some(why);
+                }
+                self.reports_open = false;
+            }
+        }
+    }
+
+    /// One line: to console.log, to the event sink, to memory, to the detector (UART) or the
+    /// stderr watcher and the noise filter (host).
     async fn take(&mut self, line: ConsoleLine) {
-        let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         match line.stream {
             Stream::Uart => {
+                let live =
+                    admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
                 self.uart_seen = true;
                 if live && !self.verdict && self.detector.is_final(&line.text) {
                     self.verdict = true;
                 }
+                self.store.push(line);
             }
             Stream::Host => {
                 if self.stderr_head.len() < STDERR_HEAD {
                     self.stderr_head.push(line.text.clone());
                 }
-                if let Some(alarm) = self.watcher.feed(&line.text) {
-                    self.alarm = Some(alarm);
+                if self.stderr.feed(&line.text) {
+                    self.lockup_alarm = true;
+                }
+                for text in self.noise.admit(&line.text, line.t_ms) {
+                    self.keep_host(ConsoleLine {
+                        text,
+                        ..line.clone()
+                    })
+                    .await;
                 }
             }
         }
+    }
+
+    async fn keep_host(&mut self, line: ConsoleLine) {
+        admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         self.store.push(line);
     }
 
-    /// Lets QEMU run for [`EXIT_GRACE`] so a semihosting exit (and its code) can arrive.
-    async fn grace(&mut self) {
-        self.keep_capturing(EXIT_GRACE).await;
+    /// The counts of host lines the noise filter left out at the end, into console.log.
+    async fn flush_noise(&mut self) {
+        let t_ms = self.launch.elapsed().as_millis() as u64;
+        for text in self.noise.finish() {
+            self.keep_host(ConsoleLine {
+                t_ms,
+                stream: Stream::Host,
+                text,
+            })
+            .await;
+        }
     }
 
-    /// Goes on capturing for `pause`, or until QEMU exits (its output then drained) or the
-    /// attempt is cancelled.
-    async fn keep_capturing(&mut self, pause: Duration) {
+    /// Lets QEMU run for [`EXIT_GRACE`] so a semihosting exit (and its code) can arrive, when the
+    /// image can exit at all.
+    async fn grace(&mut self) {
+        if self.may_exit {
+            self.keep_capturing(EXIT_GRACE, false).await;
+        }
+    }
+
+    /// Goes on capturing for `pause`, or until QEMU exits (its output then drained), the attempt
+    /// is cancelled or, with `until_settled`, the fault handler settles in a loop.
+    async fn keep_capturing(&mut self, pause: Duration, until_settled: bool) {
         let mut timer = pin!(sleep(pause));
         loop {
             match self.step(&mut timer).await {
+                Step::Line if until_settled && self.settled => return,
                 Step::Line => {}
                 Step::Exited => return self.drain().await,
                 Step::Done(()) | Step::Cancelled => return,
@@ -345,88 +489,74 @@ impl Session<'_> {
         }
     }
 
-    /// The fault just happened: stop the core over QMP and read where it faulted, while still
-    /// capturing (a lockup may end QEMU meanwhile). Then let the handler run for the grace, so
-    /// whatever it prints, and a semihosting exit, are captured too.
-    async fn read_fault(&mut self) -> FaultSnapshot {
-        let qmp = self.qmp.take();
-        let mut reading = pin!(timeout(CRASH_READ_BUDGET, monitor_reading(qmp)));
-        let result = loop {
+    /// QEMU announced a lockup and is aborting: wait for it and read its register dump.
+    async fn await_lockup(&mut self) -> FaultSnapshot {
+        self.keep_capturing(LOCKUP_WAIT, false).await;
+        let mut snap = self
+            .stderr
+            .snapshot_from_log("QEMU aborted on the lockup; no fault handler entry was stopped at");
+        snap.notes.extend(self.vector_notes.iter().cloned());
+        snap
+    }
+
+    /// The timeout: stop the core and read where it is, so a hang can be located. A core found
+    /// in a fault handler crashed where the breakpoints could not see it.
+    async fn at_timeout(&mut self) -> Ending {
+        if !self.armed {
+            // The core was never let run: no hang of the firmware's.
+            return Ending::WatchFailed(format!(
+                "its gdbstub had not answered when the test timeout ran out ({} ms after launch)",
+                self.launch.elapsed().as_millis()
+            ));
+        }
+        if !self.reports_open {
+            self.warn("could not read where the firmware hung: the gdbstub is gone".into());
+            return Ending::Timeout(None);
+        }
+        let (tx, rx) = oneshot::channel();
+        if self.watch.commands.send(Command::Halt(tx)).await.is_err() {
+            self.warn("could not read where the firmware hung: the gdbstub is gone".into());
+            return Ending::Timeout(None);
+        }
+        let mut reading = pin!(timeout(HANG_READ_BUDGET, rx));
+        loop {
             match self.step(&mut reading).await {
                 Step::Line => {}
-                Step::Done(Ok(result)) => break result,
+                Step::Done(Ok(Ok(Ok(stop)))) => return self.stopped(&stop),
+                Step::Done(Ok(Ok(Err(why)))) => {
+                    self.warn(format!("could not read where the firmware hung: {why}"));
+                    return Ending::Timeout(None);
+                }
+                Step::Done(Ok(Err(_))) => {
+                    self.warn("could not read where the firmware hung: the gdbstub is gone".into());
+                    return Ending::Timeout(None);
+                }
                 Step::Done(Err(_)) => {
-                    break Err(format!(
-                        "no monitor answer within {} ms",
-                        CRASH_READ_BUDGET.as_millis()
-                    ))
+                    self.warn(format!(
+                        "could not read where the firmware hung: no gdbstub answer within {} ms",
+                        HANG_READ_BUDGET.as_millis()
+                    ));
+                    return Ending::Timeout(None);
                 }
-                Step::Exited => {
-                    self.drain().await;
-                    return self
-                        .watcher
-                        .snapshot_from_log("QEMU ended before its monitor could be read");
-                }
-                Step::Cancelled => {
-                    return self
-                        .watcher
-                        .snapshot_from_log("the attempt was cancelled before the monitor answered")
-                }
-            }
-        };
-        match result {
-            Ok(reading) => {
-                let snapshot = fault::snapshot_from_monitor(&reading, &self.watcher);
-                self.grace().await;
-                snapshot
-            }
-            Err(why) => {
-                self.warn(format!("could not read the crashed core over QMP: {why}"));
-                // A lockup abort is the usual reason: give QEMU a moment to print its dump.
-                self.keep_capturing(LOCKUP_WAIT).await;
-                self.watcher
-                    .snapshot_from_log(&format!("the monitor could not be read: {why}"))
+                Step::Exited | Step::Cancelled => return Ending::Timeout(None),
             }
         }
     }
 
-    /// QEMU announced a lockup and is aborting: wait for it and read its register dump.
-    async fn await_lockup(&mut self) -> FaultSnapshot {
-        self.keep_capturing(LOCKUP_WAIT).await;
-        self.watcher
-            .snapshot_from_log("QEMU aborted on the lockup; its monitor was not read")
-    }
-
-    /// The timeout: stop the core and read where it is, so a hang can be located.
-    async fn read_stopped_core(&mut self) -> Option<FaultSnapshot> {
-        let qmp = self.qmp.take();
-        let mut reading = pin!(timeout(HANG_READ_BUDGET, stopped_registers(qmp)));
-        loop {
-            match self.step(&mut reading).await {
-                Step::Line => {}
-                Step::Done(Ok(Ok(text))) => {
-                    let snapshot = fault::snapshot_from_registers(&text);
-                    if snapshot.is_none() {
-                        self.warn(format!(
-                            "the monitor's register dump could not be parsed: {}",
-                            text.trim()
-                        ));
-                    }
-                    return snapshot;
-                }
-                Step::Done(Ok(Err(why))) => {
-                    self.warn(format!("could not read where the firmware hung: {why}"));
-                    return None;
-                }
-                Step::Done(Err(_)) => {
-                    self.warn(format!(
-                        "could not read where the firmware hung: no monitor answer within {} ms",
-                        HANG_READ_BUDGET.as_millis()
-                    ));
-                    return None;
-                }
-                Step::Exited | Step::Cancelled => return None,
+    fn stopped(&mut self, stop: &StopReading) -> Ending {
+        match cortex_m::conclude(stop) {
+            Some(Stop::Faulted(mut snap)) => {
+                snap.notes.push(
+                    "the core was found in a fault handler at the timeout: the fault was not \
+                     stopped at a handler's entry, so the frame was searched for on the stack"
+                        .into(),
+                );
+                snap.notes.extend(self.vector_notes.iter().cloned());
+                self.fault_seen = true;
+                Ending::Crashed(snap)
             }
+            Some(Stop::Running(snap)) => Ending::Timeout(Some(snap)),
+            None => Ending::Timeout(None),
         }
     }
 
@@ -454,34 +584,37 @@ impl Session<'_> {
         }
     }
 
-    /// The attempt's end with its fault and stopped-at snapshots; None when QEMU refused to start.
-    fn conclude(&self, ending: Ending, exit: Option<ExitInfo>) -> Option<Concluded> {
-        Some(match ending {
+    /// The attempt's end with its fault and stopped-at snapshots, or why the firmware never ran.
+    fn conclude(&self, ending: Ending, exit: Option<ExitInfo>) -> Result<Concluded, NotRun> {
+        Ok(match ending {
             Ending::Verdict => (RunEnd::Verdict, None, None),
             Ending::Cancelled => (RunEnd::Cancelled, None, None),
+            Ending::WatchFailed(why) => return Err(NotRun::Unwatched(why)),
             Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
             Ending::Crashed(mut snapshot) => {
-                if self.watcher.lockup() && !snapshot.lockup {
+                if self.stderr.lockup() && !snapshot.lockup {
                     snapshot.lockup = true;
+                    snapshot.notes.push(
+                        "the fault handler then faulted itself and the core locked up".into(),
+                    );
                     snapshot
                         .raw
                         .push_str("\n-- the fault handler then locked up --\n");
-                    snapshot.raw.push_str(&self.watcher.log_text());
+                    snapshot.raw.push_str(&self.stderr.log_text());
                 }
                 (RunEnd::Crashed, Some(snapshot), None)
             }
             Ending::Exited => match self.classify(exit) {
-                ExitClass::StartFailure => return None,
+                ExitClass::StartFailure => return Err(NotRun::Refused),
                 ExitClass::RunnerDied { signal, code } => {
                     (RunEnd::RunnerDied { signal, code }, None, None)
                 }
                 ExitClass::Crashed => {
-                    let why = "QEMU ended before its monitor could be read";
-                    (
-                        RunEnd::Crashed,
-                        Some(self.watcher.snapshot_from_log(why)),
-                        None,
-                    )
+                    let mut snap = self
+                        .stderr
+                        .snapshot_from_log("QEMU ended before the fault could be read");
+                    snap.notes.extend(self.vector_notes.iter().cloned());
+                    (RunEnd::Crashed, Some(snap), None)
                 }
                 ExitClass::Verdict { .. } => (RunEnd::Verdict, None, None),
                 ExitClass::Exited { code } => (RunEnd::Exited { code }, None, None),
@@ -499,12 +632,12 @@ impl Session<'_> {
                 code: None,
                 signal: None,
             }),
-            terminated_by: self.watcher.terminated_by(),
-            lockup: self.watcher.lockup(),
-            fault_seen: self.watcher.fault_vector().is_some(),
+            terminated_by: self.stderr.terminated_by(),
+            lockup: self.stderr.lockup(),
+            fault_seen: self.fault_seen,
             verdict_seen: self.verdict,
             uart_seen: self.uart_seen,
-            guest_ran: self.watcher.guest_ran(),
+            guest_ran: self.armed,
             qemu_complained,
         })
     }
@@ -519,88 +652,4 @@ impl Session<'_> {
 
 async fn timeout_at_instant<F: Future>(deadline: Instant, fut: F) -> Option<F::Output> {
     tokio::time::timeout_at(deadline, fut).await.ok()
-}
-
-/// Waits for the QMP connection made at launch.
-async fn connected(
-    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
-) -> Result<QmpClient, String> {
-    let Some(mut handle) = qmp else {
-        return Err("the QMP connection was already used".into());
-    };
-    match (&mut handle.0).await {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(e) => Err(format!("the QMP task failed: {e}")),
-    }
-}
-
-/// stop, info registers, the stack at SP, the SCB fault registers, then cont.
-async fn monitor_reading(
-    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
-) -> Result<MonitorReading, String> {
-    let mut client = connected(qmp).await?;
-    client
-        .execute("stop", None)
-        .await
-        .map_err(|e| e.to_string())?;
-    let registers = client
-        .hmp("info registers")
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut reading = MonitorReading {
-        registers,
-        ..MonitorReading::default()
-    };
-    let mut problems = Vec::new();
-    let regs = CoreRegs::parse(&reading.registers);
-    if let Some(sp) = regs.sp() {
-        // A short read first; more only when it shows no certain frame.
-        for words in [cortex_m::STACK_WORDS_FIRST, cortex_m::STACK_WORDS_MORE] {
-            match client.hmp(&format!("xp /{words}wx 0x{sp:08x}")).await {
-                Ok(text) => {
-                    let parsed = fault::parse_words(&text, sp);
-                    let certain = cortex_m::locate_frame(&regs, &parsed)
-                        .is_ok_and(|frame| frame.is_certain());
-                    reading.stack = Some((text, parsed));
-                    if certain {
-                        break;
-                    }
-                }
-                Err(e) => {
-                    problems.push(e.to_string());
-                    break;
-                }
-            }
-        }
-    }
-    match client.hmp(&format!("xp /5wx 0x{SCB_CFSR:08x}")).await {
-        Ok(text) => {
-            let words = fault::parse_words(&text, SCB_CFSR);
-            reading.scb = Some((text, words));
-        }
-        Err(e) => problems.push(e.to_string()),
-    }
-    if let Err(e) = client.execute("cont", None).await {
-        problems.push(e.to_string());
-    }
-    if !problems.is_empty() {
-        reading.problem = Some(problems.join("; "));
-    }
-    Ok(reading)
-}
-
-/// stop, then info registers: where a hung core is.
-async fn stopped_registers(
-    qmp: Option<AbortOnDrop<Result<QmpClient, QmpError>>>,
-) -> Result<String, String> {
-    let mut client = connected(qmp).await?;
-    client
-        .execute("stop", None)
-        .await
-        .map_err(|e| e.to_string())?;
-    client
-        .hmp("info registers")
-        .await
-        .map_err(|e| e.to_string())
 }

@@ -36,6 +36,11 @@ pub fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
 }
 
+/// The RTOS-shaped fixture: a scheduler that prints a status line a second and never exits.
+pub fn rtos_fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/rtos")
+}
+
 /// The fixture's real CRC-16 fix, as a model or an agent would propose it.
 pub fn crc_fix() -> String {
     std::fs::read_to_string(fixture_dir().join("patches/04-fixes-crc16.diff")).unwrap()
@@ -68,19 +73,55 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// A git repository holding a copy of the fixture firmware, committed, in a temp dir.
+/// The RTOS fixture's shipped profile built as another variant (`make VARIANT=...`), written as
+/// `rtos-<variant>.toml` into `dir` (outside the repository, so the tree stays as committed).
+pub fn rtos_variant_profile(dir: &Path, variant: &str) -> PathBuf {
+    let shipped = std::fs::read_to_string(rtos_fixture_dir().join("profiles/rtos.toml")).unwrap();
+    let text = shipped
+        .replace("name = \"rtos\"", &format!("name = \"rtos-{variant}\""))
+        .replace("VARIANT=ok", &format!("VARIANT={variant}"))
+        .replace("/ok/", &format!("/{variant}/"));
+    assert_ne!(
+        text, shipped,
+        "profiles/rtos.toml no longer names its variant"
+    );
+    let path = dir.join(format!("rtos-{variant}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The UART lines of an attempt's console.log (`[   0.056] uart  text`), without the prefix.
+pub fn uart_lines(console_log: &Path) -> Vec<String> {
+    std::fs::read_to_string(console_log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once("] uart  ").map(|(_, text)| text.to_string()))
+        .collect()
+}
+
+/// A git repository holding a copy of a fixture firmware, committed, in a temp dir.
 pub struct FixtureRepo {
     pub dir: tempfile::TempDir,
 }
 
 impl FixtureRepo {
+    /// The Unity fixture (fixtures/fwtests).
     pub fn new() -> FixtureRepo {
+        FixtureRepo::of(&fixture_dir())
+    }
+
+    /// The RTOS fixture (fixtures/rtos).
+    pub fn rtos() -> FixtureRepo {
+        FixtureRepo::of(&rtos_fixture_dir())
+    }
+
+    fn of(fixture: &Path) -> FixtureRepo {
         require_tools();
         let dir = tempfile::Builder::new()
             .prefix("fwfix-test-")
             .tempdir()
             .unwrap();
-        copy_tree(&fixture_dir(), dir.path());
+        copy_tree(fixture, dir.path());
         let repo = FixtureRepo { dir };
         repo.git(&["init", "-q", "-b", "main"]);
         repo.git(&["add", "-A"]);

@@ -1,0 +1,547 @@
+//! Watching a QEMU core for faults through its gdbstub, at a cost that does not grow with the
+//! interrupt rate: QEMU starts paused (`-S`), fwfix reads the vector table the core will use
+//! (VTOR, then its first 16 entries), puts a breakpoint on each fault handler's first instruction
+//! (NMI, HardFault, MemManage, BusFault, UsageFault, SecureFault; a handler shared by several
+//! vectors once) and lets the core run. Interrupts, context switches and semihosting calls cost
+//! nothing; the first fault stops the core on its handler's entry, where LR still holds the
+//! EXC_RETURN the core wrote and the frame sits exactly at the SP it names, whatever the handler
+//! would have pushed. There the watcher reads the registers, the PSP when the frame is on it, the
+//! 8 frame words (exactly those: a stack at the end of RAM has nothing above it), and the SCB
+//! fault registers, then checks whether the handler only spins (`b .`): if so nothing more can
+//! come and the run can end at once; otherwise the core runs on (the handler may print a dump or
+//! exit by semihosting) and is sampled every few ms until it settles in a loop.
+//!
+//! QEMU 7.2 describes no M-profile system registers to gdb: the PSP is read by executing one
+//! `mrs r0, psp` in place of the handler's first instruction (single-stepped with interrupts
+//! masked, then the instruction, r0 and PC are put back). A QEMU whose target description names
+//! `psp` is asked for it directly.
+//!
+//! Measured on QEMU 7.2, a debug build of fwfix, 2 shared cores (medians of 21 runs): launch to
+//! verdict of the passing fwtests math image 40 ms (a bare `qemu-system-arm -kernel` run of it
+//! 60 ms in the same session); launch to a read crash of a `for(;;)` HardFault (test_sensor)
+//! 55 ms on mps2-an385, 58 ms on lm3s6965evb (fwfix measured about 500 ms before: monitor reads
+//! plus a 300 ms grace). A 10 s run of a scheduler image with SysTick at 10 kHz and three tasks
+//! on the PSP: fwfix itself used 0.05 s of CPU and console.log held 5.8 KB, all UART; the same
+//! image under `-d int` writes 92,000 lines (4 MB) a second for fwfix to read.
+//!
+//! The watcher is a task that owns the connection: it sends [`Report`]s and takes [`Command`]s.
+//! It does not decide how an attempt ends; the session does.
+
+use super::super::rsp::{self, Client, RspError, StopReply};
+use crate::dut::cortex_m::{
+    self, fault_handlers, is_exc_return, spins_at, CoreRegs, EntryReading, FaultHandlers,
+    StopReading, SCB_CFSR, SYSTEM_VECTORS, WATCHED_VECTORS,
+};
+use crate::process::AbortOnDrop;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{sleep_until, Instant};
+
+/// The gdbstub's socket in the attempt's scratch directory.
+pub const GDB_SOCKET: &str = "gdb.sock";
+/// The limit on each request to the gdbstub.
+const STEP: Duration = Duration::from_millis(500);
+/// How often a core that left its fault handler's entry running is sampled.
+const SAMPLE_EVERY: Duration = Duration::from_millis(10);
+/// Pause between connection attempts while QEMU creates the socket.
+const RETRY_EVERY: Duration = Duration::from_millis(2);
+/// Entries of a non-fault exception into a shared fault handler before its breakpoint is given up.
+const OTHER_ENTRIES_MAX: u32 = 64;
+/// The vector table offset register.
+const VTOR: u32 = 0xE000_ED08;
+/// `mrs r0, psp` (Thumb-2, as little-endian halfwords).
+const MRS_R0_PSP: [u8; 4] = [0xef, 0xf3, 0x09, 0x80];
+/// Register numbers when the target description does not say: Arm's r0-r15, xPSR 25.
+const DEFAULT_XPSR: u32 = 25;
+const PC: u32 = 15;
+/// Words read at SP when a stopped core is not at a fault handler's entry (a hang, or a fault the
+/// breakpoints did not see): enough to find a frame above a handler's pushes.
+const STACK_WORDS_STOPPED: [usize; 3] = [cortex_m::STACK_WORDS_MORE, 16, 8];
+
+/// What the watcher tells the session.
+#[derive(Debug)]
+pub enum Report {
+    /// Breakpoints are set and the core runs.
+    Armed(FaultHandlers),
+    /// The core entered a fault handler and was read at its first instruction. `spinning`: the
+    /// handler is a `b .` loop, so the core stays stopped and nothing more will come.
+    Fault {
+        reading: Box<EntryReading>,
+        spinning: bool,
+    },
+    /// After a fault, the handler settled into a loop it never leaves; the core is stopped.
+    Settled,
+    /// The image exited (semihosting) with this status.
+    Exited(u8),
+    /// Something a person should know that does not stop the watch.
+    Note(String),
+    /// The gdbstub could not be reached or stopped answering: no more reports.
+    Lost(String),
+}
+
+/// What the session asks of the watcher.
+#[derive(Debug)]
+pub enum Command {
+    /// Stop the core (if it runs) and read where it is.
+    Halt(oneshot::Sender<Result<StopReading, String>>),
+}
+
+/// A running watcher; dropping it ends the task (QEMU is killed by the session anyway).
+pub struct Watch {
+    pub reports: mpsc::Receiver<Report>,
+    pub commands: mpsc::Sender<Command>,
+    _task: AbortOnDrop<()>,
+}
+
+/// Starts watching the QEMU whose gdbstub listens (or soon will) on `socket`.
+pub fn spawn(socket: PathBuf, patience: Duration) -> Watch {
+    let (report_tx, reports) = mpsc::channel(16);
+    let (commands, command_rx) = mpsc::channel(4);
+    let task = tokio::spawn(async move {
+        let stream = match connect(&socket, patience).await {
+            Ok(stream) => stream,
+            Err(why) => {
+                let _ = report_tx.send(Report::Lost(why)).await;
+                return;
+            }
+        };
+        let mut watcher = Watcher {
+            client: Client::new(stream, STEP),
+            reports: report_tx,
+            xpsr: DEFAULT_XPSR,
+            psp: None,
+            handlers: FaultHandlers::default(),
+            state: State::Halted,
+            faulted: false,
+            settled: false,
+            others: HashMap::new(),
+            sample_at: None,
+        };
+        if let Err(why) = watcher.watch(command_rx).await {
+            let _ = watcher.reports.send(Report::Lost(why)).await;
+        }
+    });
+    Watch {
+        reports,
+        commands,
+        _task: AbortOnDrop(task),
+    }
+}
+
+async fn connect(socket: &std::path::Path, patience: Duration) -> Result<UnixStream, String> {
+    let started = Instant::now();
+    loop {
+        match UnixStream::connect(socket).await {
+            Ok(stream) => return Ok(stream),
+            Err(_) if started.elapsed() < patience => tokio::time::sleep(RETRY_EVERY).await,
+            Err(e) => {
+                return Err(format!(
+                    "could not connect to QEMU's gdbstub at {} within {} ms: {e}",
+                    socket.display(),
+                    patience.as_millis()
+                ))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Running,
+    /// Interrupted to sample the core; its stop reply is awaited.
+    Sampling,
+    Halted,
+}
+
+struct Watcher {
+    client: Client<UnixStream>,
+    reports: mpsc::Sender<Report>,
+    xpsr: u32,
+    psp: Option<u32>,
+    handlers: FaultHandlers,
+    state: State,
+    /// The first fault was reported: later entries are let through.
+    faulted: bool,
+    /// The handler was found spinning: the core stays stopped.
+    settled: bool,
+    /// Entries of non-fault exceptions into a shared handler, by address.
+    others: HashMap<u32, u32>,
+    sample_at: Option<Instant>,
+}
+
+fn text(e: RspError) -> String {
+    e.to_string()
+}
+
+impl Watcher {
+    async fn report(&self, report: Report) {
+        let _ = self.reports.send(report).await;
+    }
+
+    /// Arms the breakpoints, runs the core, and serves stops and commands until the image exits,
+    /// the connection fails or the session goes away.
+    async fn watch(&mut self, mut commands: mpsc::Receiver<Command>) -> Result<(), String> {
+        self.arm().await?;
+        loop {
+            let waiting = matches!(self.state, State::Running | State::Sampling);
+            let sample_at = self.sample_at.filter(|_| self.state == State::Running);
+            tokio::select! {
+                command = commands.recv() => match command {
+                    None => return Ok(()),
+                    Some(Command::Halt(reply)) => {
+                        let reading = self.halt().await;
+                        let _ = reply.send(reading);
+                    }
+                },
+                packet = self.client.next_packet("c"), if waiting => {
+                    let packet = packet.map_err(text)?;
+                    if !self.on_stop(&packet).await? {
+                        return Ok(());
+                    }
+                }
+                () = sleep_until(sample_at.unwrap_or_else(Instant::now)), if sample_at.is_some() => {
+                    self.sample_at = None;
+                    self.client.interrupt().await.map_err(text)?;
+                    self.state = State::Sampling;
+                }
+            }
+        }
+    }
+
+    async fn arm(&mut self) -> Result<(), String> {
+        // Which register is which: a server without a description keeps Arm's numbering.
+        if let Ok(map) = self.client.register_map().await {
+            self.xpsr = map.get("xpsr").copied().unwrap_or(DEFAULT_XPSR);
+            self.psp = map.get("psp").copied();
+        }
+        let vtor = self
+            .client
+            .read_words(VTOR, 1)
+            .await
+            .ok()
+            .and_then(|w| w.first().copied())
+            .unwrap_or(0);
+        self.handlers = match self.client.read_words(vtor, SYSTEM_VECTORS).await {
+            Ok(table) => fault_handlers(&table),
+            Err(e) => FaultHandlers {
+                entries: Vec::new(),
+                reset: None,
+                notes: vec![format!(
+                    "the vector table at 0x{vtor:08x} could not be read ({e}): faults are not \
+                     watched"
+                )],
+            },
+        };
+        for (addr, _) in self.handlers.entries.clone() {
+            self.client.set_breakpoint(addr).await.map_err(text)?;
+        }
+        self.report(Report::Armed(self.handlers.clone())).await;
+        self.client.send("c").await.map_err(text)?;
+        self.state = State::Running;
+        Ok(())
+    }
+
+    /// A stop reply arrived. False when the watch is over (the image exited).
+    async fn on_stop(&mut self, packet: &[u8]) -> Result<bool, String> {
+        match rsp::parse_stop(packet) {
+            Some(StopReply::Exited(code)) => {
+                self.report(Report::Exited(code)).await;
+                return Ok(false);
+            }
+            Some(StopReply::Terminated(signal)) => {
+                return Err(format!("the gdbstub says QEMU ended on signal {signal}"));
+            }
+            Some(StopReply::Signal(_)) => {}
+            // Console output (`O...`) and anything else that is no stop: keep waiting.
+            None => return Ok(true),
+        }
+        let sampling = self.state == State::Sampling;
+        self.state = State::Halted;
+        let regs = self.core_registers().await?;
+        let (Some(pc), Some(exception)) = (regs.pc(), regs.exception()) else {
+            return Err("the stopped core's PC or xPSR could not be read".into());
+        };
+        let watched = WATCHED_VECTORS.contains(&exception);
+        if sampling {
+            if watched && self.spins(pc).await {
+                self.settled = true;
+                self.report(Report::Settled).await;
+                return Ok(true);
+            }
+            return self.resume(pc).await;
+        }
+        let at_handler = self
+            .handlers
+            .vectors_at(pc)
+            .is_some_and(|v| v.contains(&exception));
+        if !at_handler {
+            return self.other_entry(pc).await;
+        }
+        if self.faulted {
+            return self.resume(pc).await;
+        }
+        // A fault that lands in the reset handler restarts the image: nothing more will come.
+        let spinning = self.handlers.reset == Some(pc) || self.spins(pc).await;
+        // An NMI whose handler returns is the firmware's business, not a crash.
+        if exception == 2 && !spinning {
+            return self.resume(pc).await;
+        }
+        let reading = self.read_entry(regs).await;
+        self.faulted = true;
+        self.report(Report::Fault {
+            reading: Box::new(reading),
+            spinning,
+        })
+        .await;
+        if spinning {
+            self.settled = true;
+            Ok(true)
+        } else {
+            self.resume(pc).await
+        }
+    }
+
+    /// A non-fault exception (or thread-mode code) reached a watched address: let it through; a
+    /// handler it spins in, or one entered again and again, loses its breakpoint.
+    async fn other_entry(&mut self, pc: u32) -> Result<bool, String> {
+        if self.handlers.vectors_at(pc).is_some() {
+            let count = self.others.entry(pc).or_insert(0);
+            *count += 1;
+            let count = *count;
+            if count >= OTHER_ENTRIES_MAX || self.spins(pc).await {
+                self.client.clear_breakpoint(pc).await.map_err(text)?;
+                self.handlers.entries.retain(|(a, _)| *a != pc);
+                self.report(Report::Note(format!(
+                    "the fault handler at 0x{pc:08x} also runs for other exceptions ({count} \
+                     entries so far): faults through it are no longer stopped at its entry"
+                )))
+                .await;
+            }
+        }
+        self.resume(pc).await
+    }
+
+    /// Lets the core go on from a stop at `pc`: one step first (QEMU would stop again at a
+    /// breakpoint on the instruction it resumes at), then continue. False when the image exited
+    /// during the step.
+    async fn resume(&mut self, pc: u32) -> Result<bool, String> {
+        if self.handlers.vectors_at(pc).is_some() {
+            self.client.send("s").await.map_err(text)?;
+            let reply = self.client.reply("s", STEP).await.map_err(text)?;
+            if let Some(StopReply::Exited(code)) = rsp::parse_stop(&reply) {
+                self.report(Report::Exited(code)).await;
+                return Ok(false);
+            }
+        }
+        self.client.send("c").await.map_err(text)?;
+        self.state = State::Running;
+        if self.faulted && !self.settled {
+            self.sample_at = Some(Instant::now() + SAMPLE_EVERY);
+        }
+        Ok(true)
+    }
+
+    /// Whether the code at `pc` is a loop the core never leaves.
+    async fn spins(&mut self, pc: u32) -> bool {
+        let from = pc.saturating_sub(2);
+        match self.client.read_memory(from, 6).await {
+            Ok(code) if from == pc => spins_at(&[&[0, 0][..], &code[..4]].concat()),
+            Ok(code) => spins_at(&code),
+            Err(_) => false,
+        }
+    }
+
+    /// r0-r15 from `g`, xPSR by number.
+    async fn core_registers(&mut self) -> Result<CoreRegs, String> {
+        let words = self.client.read_registers().await.map_err(text)?;
+        let mut regs = CoreRegs::default();
+        for (i, w) in words.iter().take(16).enumerate() {
+            regs.r[i] = Some(*w);
+        }
+        regs.xpsr = Some(self.client.read_register(self.xpsr).await.map_err(text)?);
+        Ok(regs)
+    }
+
+    /// Everything a crash report needs, read at the handler's first instruction.
+    async fn read_entry(&mut self, regs: CoreRegs) -> EntryReading {
+        let mut raw = String::from("-- registers at the handler's entry --\n");
+        raw.push_str(&dump(&regs));
+        let exc_return = regs.lr().filter(|&lr| is_exc_return(lr));
+        let frame_sp = match exc_return {
+            None => Err("LR holds no EXC_RETURN".to_string()),
+            Some(exc) if exc & 0x4 != 0 => match self.read_psp(&regs).await {
+                Ok((psp, how)) => {
+                    let _ = writeln!(raw, "PSP=0x{psp:08x} ({how})");
+                    Ok(psp)
+                }
+                Err(why) => Err(format!("the PSP could not be read: {why}")),
+            },
+            Some(_) => regs.sp().ok_or_else(|| "SP was not read".to_string()),
+        };
+        let frame = match &frame_sp {
+            Ok(sp) => match self.client.read_words(*sp, 8).await {
+                Ok(w) => {
+                    let _ = writeln!(raw, "-- frame at 0x{sp:08x} --\n{}", words_text(&w));
+                    w.try_into()
+                        .map_err(|_| "the frame read came back short".to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+            Err(why) => Err(why.clone()),
+        };
+        let scb = match self.client.read_words(SCB_CFSR, 5).await {
+            Ok(w) => {
+                let _ = writeln!(
+                    raw,
+                    "-- SCB (CFSR HFSR DFSR MMFAR BFAR) --\n{}",
+                    words_text(&w)
+                );
+                w
+            }
+            Err(e) => {
+                let _ = writeln!(raw, "the SCB could not be read: {e}");
+                Vec::new()
+            }
+        };
+        EntryReading {
+            regs,
+            frame_sp,
+            frame,
+            scb,
+            raw,
+        }
+    }
+
+    /// The PSP: by number when the target describes it, else by running `mrs r0, psp` in place
+    /// of the instruction at PC and putting everything back.
+    async fn read_psp(&mut self, regs: &CoreRegs) -> Result<(u32, &'static str), String> {
+        if let Some(n) = self.psp {
+            let psp = self.client.read_register(n).await.map_err(text)?;
+            return Ok((psp, "read as a register"));
+        }
+        let (Some(pc), Some(r0)) = (regs.pc(), regs.r[0]) else {
+            return Err("PC or r0 was not read".into());
+        };
+        let saved = self.client.read_memory(pc, 4).await.map_err(text)?;
+        let breakpoint = self.handlers.vectors_at(pc).is_some();
+        if breakpoint {
+            self.client.clear_breakpoint(pc).await.map_err(text)?;
+        }
+        let stepped = self.step_mrs(pc).await;
+        // Put back the instruction, r0, PC and the breakpoint whatever the step did.
+        let mut restored = self.client.write_memory(pc, &saved).await.map_err(text);
+        for (n, v) in [(0, r0), (PC, pc)] {
+            if restored.is_ok() {
+                restored = self.client.write_register(n, v).await.map_err(text);
+            }
+        }
+        if breakpoint && restored.is_ok() {
+            restored = self.client.set_breakpoint(pc).await.map_err(text);
+        }
+        let psp = stepped?;
+        restored.map_err(|e| format!("the core could not be restored after reading PSP: {e}"))?;
+        Ok((psp, "read by executing mrs r0, psp at the handler's entry"))
+    }
+
+    async fn step_mrs(&mut self, pc: u32) -> Result<u32, String> {
+        self.client
+            .write_memory(pc, &MRS_R0_PSP)
+            .await
+            .map_err(text)?;
+        self.client.send("s").await.map_err(text)?;
+        let reply = self.client.reply("s", STEP).await.map_err(text)?;
+        if !matches!(rsp::parse_stop(&reply), Some(StopReply::Signal(_))) {
+            return Err(format!(
+                "the step ended with {:?}",
+                String::from_utf8_lossy(&reply)
+            ));
+        }
+        self.client.read_register(0).await.map_err(text)
+    }
+
+    /// Stops a running core and reads where it is: registers, the stack at SP (as much as can
+    /// be read, most first), the SCB fault registers.
+    async fn halt(&mut self) -> Result<StopReading, String> {
+        if self.state == State::Running {
+            self.client.interrupt().await.map_err(text)?;
+            self.state = State::Sampling;
+        }
+        if self.state == State::Sampling {
+            self.client.reply("interrupt", STEP).await.map_err(text)?;
+            self.state = State::Halted;
+        }
+        let regs = self.core_registers().await?;
+        let mut raw = String::from("-- registers of the stopped core --\n");
+        raw.push_str(&dump(&regs));
+        let mut stack = Vec::new();
+        if let Some(sp) = regs.sp() {
+            for words in STACK_WORDS_STOPPED {
+                if let Ok(w) = self.client.read_words(sp, words).await {
+                    let _ = writeln!(raw, "-- stack at 0x{sp:08x} --\n{}", words_text(&w));
+                    stack = w;
+                    break;
+                }
+            }
+        }
+        let scb = self
+            .client
+            .read_words(SCB_CFSR, 5)
+            .await
+            .unwrap_or_default();
+        Ok(StopReading {
+            regs,
+            scb,
+            stack,
+            raw,
+        })
+    }
+}
+
+/// `r0=0x... r1=0x...` four to a line, then xPSR.
+fn dump(regs: &CoreRegs) -> String {
+    let mut out = String::new();
+    for (i, r) in regs.r.iter().enumerate() {
+        let value = r.map_or("????????".to_string(), |v| format!("{v:08x}"));
+        let _ = write!(out, "r{i}=0x{value}{}", if i % 4 == 3 { "\n" } else { " " });
+    }
+    if let Some(x) = regs.xpsr {
+        let _ = writeln!(out, "xpsr=0x{x:08x}");
+    }
+    out
+}
+
+fn words_text(words: &[u32]) -> String {
+    words
+        .chunks(4)
+        .map(|c| {
+            c.iter()
+                .map(|w| format!("0x{w:08x}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dumps_read_like_a_debugger() {
+        let mut regs = CoreRegs::default();
+        regs.r[0] = Some(1);
+        regs.xpsr = Some(0x6100_0003);
+        let text = dump(&regs);
+        assert!(text.starts_with("r0=0x00000001 r1=0x????????"), "{text}");
+        assert!(text.ends_with("xpsr=0x61000003\n"), "{text}");
+        assert_eq!(
+            words_text(&[1, 2, 3, 4, 5]),
+            "0x00000001 0x00000002 0x00000003 0x00000004\n0x00000005"
+        );
+    }
+}

@@ -1,0 +1,266 @@
+//! Crashes inside a preemptive scheduler, as the QEMU backend catches them: every crash variant of
+//! the RTOS fixture (fixtures/rtos) on both machines is stopped at its fault handler's entry, its
+//! frame read from the PSP (a task) or the MSP at the top of RAM (an interrupt), decoded and
+//! symbolised on the image that ran, and must name the function, file and line the fixture marks
+//! with `/* FAULT-LINE: <variant> */`. A run of the passing image under its 1 kHz tick keeps
+//! console.log's host lines to a few bytes, where QEMU's `-d int` log wrote thousands of lines a
+//! second. Real builds, real QEMU; fails loudly without them.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers too should stop the test loudly on anything unexpected"
+)]
+
+use crate::common::dut::{uart, NeverFinal, Recorder};
+use crate::common::{require_tools, rtos_fixture_dir};
+use fwfix::analysis::fault::crash_report;
+use fwfix::analysis::{CrashReport, Symbolizer};
+use fwfix::capture::{Capture, RunEnd, Stream};
+use fwfix::config::QemuSpec;
+use fwfix::dut::qemu::QemuDut;
+use fwfix::dut::{Dut, Image, RunSpec};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+const MPS2: &str = "mps2-an385";
+const LM3S: &str = "lm3s6965evb";
+const CRASHES: [&str; 5] = [
+    "null_call",
+    "bad_read",
+    "undef",
+    "stack_overflow",
+    "isr_fault",
+];
+
+/// A copy of the fixture with every variant built for `board`.
+fn built(board: &str) -> tempfile::TempDir {
+    require_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("cp")
+        .arg("-r")
+        .arg(rtos_fixture_dir())
+        .arg(dir.path().join("rtos"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let _ = std::fs::remove_dir_all(dir.path().join("rtos/build"));
+    let out = Command::new("make")
+        .args(["-s", &format!("BOARD={board}"), "variants"])
+        .current_dir(dir.path().join("rtos"))
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "building the rtos variants for {board} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+fn image(dir: &Path, board: &str, variant: &str) -> PathBuf {
+    dir.join(format!("rtos/build/{board}/{variant}/rtos.elf"))
+}
+
+/// The file (relative to the fixture) and line the fixture marks for `variant`.
+fn fault_line(dir: &Path, variant: &str) -> (String, u32) {
+    let marker = format!("/* FAULT-LINE: {variant} */");
+    let src = dir.join("rtos/src");
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        if let Some(i) = text.lines().position(|l| l.contains(&marker)) {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            return (format!("src/{name}"), u32::try_from(i + 1).unwrap());
+        }
+    }
+    panic!("no {marker} in {}", src.display());
+}
+
+async fn run(machine: &str, elf: &Path, timeout: Duration) -> (Capture, String) {
+    let mut dut = QemuDut::new(
+        format!("test-{machine}"),
+        QemuSpec {
+            binary: "qemu-system-arm".into(),
+            machine: machine.into(),
+            cpu: None,
+            extra_args: vec![],
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let console = dir.path().join("console.log");
+    let spec = RunSpec {
+        timeout,
+        detector: Box::new(NeverFinal),
+        console_log: console.clone(),
+        append: None,
+        nonce: None,
+        cancel: CancellationToken::new(),
+        attempt: 1,
+    };
+    let capture = dut
+        .run(
+            &Image {
+                elf: elf.to_path_buf(),
+            },
+            spec,
+            &Recorder::default(),
+        )
+        .await
+        .unwrap();
+    let log = std::fs::read_to_string(&console).unwrap();
+    (capture, log)
+}
+
+fn report_of(capture: &Capture, elf: &Path) -> CrashReport {
+    let fault = capture.fault.as_ref().expect("a fault snapshot");
+    let symbols = Symbolizer::open(elf).unwrap();
+    crash_report(fault, Some(&symbols))
+}
+
+async fn every_crash_names_its_fault_line(board: &str) {
+    let dir = built(board);
+    for variant in CRASHES {
+        let elf = image(dir.path(), board, variant);
+        let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
+        assert_eq!(capture.end, RunEnd::Crashed, "{board} {variant}: {log}");
+        let fault = capture.fault.as_ref().unwrap();
+        let report = report_of(&capture, &elf);
+        let what = format!("{board} {variant}: {}\n{}", report.summary, fault.raw);
+        let (file, line) = fault_line(dir.path(), variant);
+        assert!(
+            report.file.as_deref().is_some_and(|f| f.ends_with(&file)),
+            "{what}"
+        );
+        assert_eq!(report.line, Some(line), "{what}");
+        assert!(report.pc.is_some() && report.lr.is_some(), "{what}");
+        // The fault is recorded in console.log, in one host line.
+        assert!(
+            log.contains("(read by fwfix at the handler's entry)"),
+            "{what}\n{log}"
+        );
+        match variant {
+            "isr_fault" => {
+                assert_eq!(fault.exc_return, Some(0xFFFF_FFF1), "{what}");
+                assert_eq!(report.function.as_deref(), Some("watchdog_kick"), "{what}");
+                assert!(
+                    report
+                        .summary
+                        .contains("inside an interrupt handler: SysTick"),
+                    "{what}"
+                );
+            }
+            _ => {
+                // Every task faults in thread mode with its frame on the PSP.
+                assert_eq!(fault.exc_return, Some(0xFFFF_FFFD), "{what}");
+                assert!(report.summary.contains("an RTOS task"), "{what}");
+            }
+        }
+        match variant {
+            "null_call" => {
+                assert_eq!(report.pc.as_deref(), Some("0x00000000"), "{what}");
+                assert_eq!(report.function.as_deref(), Some("events_post"), "{what}");
+                assert!(
+                    report.summary.contains(&format!(
+                        "events_post ({file}:{line}) called a null function pointer"
+                    )) || report.summary.contains("called a null function pointer"),
+                    "{what}"
+                );
+                assert!(
+                    report.fault_bits.contains(&"INVSTATE".to_string()),
+                    "{what}"
+                );
+            }
+            "bad_read" => {
+                assert_eq!(report.function.as_deref(), Some("sensor_read"), "{what}");
+                assert_eq!(
+                    report.fault_address.as_deref(),
+                    Some("0x60000100"),
+                    "{what}"
+                );
+            }
+            "undef" => {
+                assert_eq!(report.function.as_deref(), Some("checksum_add"), "{what}");
+                assert!(
+                    report.fault_bits.contains(&"UNDEFINSTR".to_string()),
+                    "{what}"
+                );
+                assert!(report.summary.contains("from a UsageFault"), "{what}");
+            }
+            "stack_overflow" => {
+                assert_eq!(report.function.as_deref(), Some("record_history"), "{what}");
+                assert!(
+                    report.fault_bits.contains(&"DACCVIOL".to_string()),
+                    "{what}"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_rtos_crash_names_its_fault_line_on_mps2_an385() {
+    every_crash_names_its_fault_line(MPS2).await;
+}
+
+#[tokio::test]
+async fn every_rtos_crash_names_its_fault_line_on_lm3s6965evb() {
+    every_crash_names_its_fault_line(LM3S).await;
+}
+
+/// A minute of the scheduler under its 1 kHz tick writes a few hundred bytes of host lines (one
+/// per board quirk), where `-d int` wrote some 150,000 lines a second; every status line is kept.
+/// Three seconds stand for the minute here.
+#[tokio::test]
+async fn a_busy_scheduler_keeps_host_lines_small_and_every_uart_line() {
+    for board in [MPS2, LM3S] {
+        let dir = built_ok(board);
+        let elf = dir.path().join(format!("rtos/build/{board}/ok/rtos.elf"));
+        let (capture, log) = run(board, &elf, Duration::from_secs(3)).await;
+        assert_eq!(capture.end, RunEnd::Timeout, "{board}: {log}");
+        let host: usize = capture
+            .lines
+            .iter()
+            .filter(|l| l.stream == Stream::Host)
+            .map(|l| l.text.len() + 1)
+            .sum();
+        assert!(host < 200, "{board}: {host} bytes of host lines\n{log}");
+        let status: Vec<&str> = uart(&capture)
+            .into_iter()
+            .filter(|l| l.starts_with("status: "))
+            .collect();
+        assert!(!status.is_empty(), "{board}: {log}");
+        assert!(status.iter().all(|l| l.starts_with("status: OK ")), "{log}");
+        assert!(!capture.truncated);
+        // Where the core was at the timeout: a task or the idle loop, never a fault handler.
+        let stopped = capture.stopped_at.as_ref().expect("where the core was");
+        assert!(stopped.pc.is_some(), "{board}: {stopped:?}");
+        assert!(capture.fault.is_none());
+    }
+}
+
+fn built_ok(board: &str) -> tempfile::TempDir {
+    require_tools();
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new("cp")
+        .arg("-r")
+        .arg(rtos_fixture_dir())
+        .arg(dir.path().join("rtos"))
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let _ = std::fs::remove_dir_all(dir.path().join("rtos/build"));
+    let out = Command::new("make")
+        .args(["-s", &format!("BOARD={board}"), "VARIANT=ok"])
+        .current_dir(dir.path().join("rtos"))
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}

@@ -1,0 +1,338 @@
+//! The RTOS fixture (fixtures/rtos) end to end through the `fwfix` binary on both QEMU machines:
+//! firmware that never exits, decided by the regex harness at its first status line; a regression
+//! in its git history found by `fwfix bisect` and undone by `fwfix run --strategy revert`; and each
+//! crash variant under `fwfix test`, whose report.json must name the function and file:line the
+//! fixture marks `/* FAULT-LINE: <variant> */` (found by scanning its sources, so the tests follow
+//! them when lines move). Real builds, real QEMU; a verdict comes a second after boot, and the
+//! attempt ends there instead of at the test timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // panics are how tests fail
+
+use crate::common::*;
+use std::path::Path;
+use std::process::Output;
+
+const MPS2: &str = "qemu-mps2-an385";
+const LM3S: &str = "qemu-lm3s6965evb";
+
+fn test_cmd(repo: &Path, board: &str, profile: &str) -> Output {
+    fwfix(
+        &[
+            "test",
+            "--json",
+            "--repo",
+            repo.to_str().unwrap(),
+            "--board",
+            board,
+            "--profile",
+            profile,
+        ],
+        repo,
+    )
+}
+
+/// The firmware's status lines in the run's only attempt.
+fn status_lines(run_dir: &Path) -> Vec<String> {
+    uart_lines(&run_dir.join("iter-000/console.log"))
+        .into_iter()
+        .filter(|l| l.starts_with("status: "))
+        .collect()
+}
+
+fn the_first_status_line_decides(board: &str) {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+
+    let out = test_cmd(repo.path(), board, "rtos");
+    assert_eq!(out.status.code(), Some(0), "{board}: {}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "PASSED");
+    assert_eq!(case(&report, "self_check")["status"], "PASS");
+    // Ended by the harness at the first OK line, not by the timeout.
+    assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
+    assert_eq!(
+        status_lines(&dir).first().map(String::as_str),
+        Some("status: OK ticks=1000")
+    );
+
+    let regress = rtos_variant_profile(scratch.path(), "regress");
+    let out = test_cmd(repo.path(), board, regress.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+    let dir = run_dir(&out);
+    let report = crate::common::report(&dir);
+    assert_eq!(report["status"], "FAILED");
+    let self_check = case(&report, "self_check");
+    assert_eq!(self_check["status"], "FAIL");
+    // The ERROR line itself is the message, though no pass pattern ever matched.
+    let message = self_check["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("status: ERROR queue: expected item ")
+            && message.ends_with(" ticks=1000"),
+        "{message}"
+    );
+    assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
+    assert_eq!(
+        status_lines(&dir).first().map(String::as_str),
+        Some(message)
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn the_first_status_line_decides_and_ends_the_attempt_on_mps2_an385() {
+    the_first_status_line_decides(MPS2);
+}
+
+#[test]
+fn the_first_status_line_decides_and_ends_the_attempt_on_lm3s6965evb() {
+    the_first_status_line_decides(LM3S);
+}
+
+/// The history: the fixture as shipped (good), harmless work, the culprit (the queue's room check
+/// made `<=`, so a full queue overwrites its oldest item), and more harmless work up to HEAD.
+const LEN: usize = 8;
+const CULPRIT: usize = 4;
+
+fn commit(repo: &FixtureRepo, message: &str) -> String {
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-q", "-m", message]);
+    repo.git(&["rev-parse", "HEAD"]).trim().to_string()
+}
+
+fn edit(repo: &FixtureRepo, rel: &str, edit: impl Fn(&str) -> String) {
+    let old = std::fs::read_to_string(repo.path().join(rel)).unwrap();
+    let new = edit(&old);
+    assert_ne!(new, old, "the edit changed nothing in {rel}");
+    repo.write(rel, &new);
+}
+
+fn history() -> (FixtureRepo, Vec<String>) {
+    let repo = FixtureRepo::rtos();
+    let mut line = vec![repo.git(&["rev-parse", "HEAD"]).trim().to_string()];
+    for i in 1..LEN {
+        let id = if i == CULPRIT {
+            edit(&repo, "src/queue.c", |text| {
+                text.replace(
+                    "return q->count < QUEUE_LEN;",
+                    "return q->count <= QUEUE_LEN;",
+                )
+            });
+            commit(&repo, "queue: let a full queue take its last slot")
+        } else if i % 2 == 0 {
+            edit(&repo, "src/watchdog.c", |text| {
+                format!("{text}/* reviewed {i} */\n")
+            });
+            commit(&repo, &format!("watchdog: review {i}"))
+        } else {
+            edit(&repo, "README.md", |text| format!("{text}\n- change {i}\n"));
+            commit(&repo, &format!("docs: change {i}"))
+        };
+        line.push(id);
+    }
+    (repo, line)
+}
+
+fn bisect_and_revert(board: &str) {
+    let (repo, line) = history();
+
+    let out = fwfix(
+        &[
+            "bisect",
+            "--json",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            board,
+            "--profile",
+            "rtos",
+            "--good",
+            &line[0],
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{board}: {}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["culprit"], line[CULPRIT], "{:#}", report["steps"]);
+    // The culprit's cases: its first status line, the ERROR one.
+    let self_check = case(&report, "self_check");
+    assert_eq!(self_check["status"], "FAIL");
+    assert!(self_check["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("status: ERROR queue: "));
+    for step in report["steps"].as_array().unwrap() {
+        assert!(
+            step["verdict"] == "GOOD" || step["verdict"] == "BAD",
+            "{board}: {step:#}"
+        );
+    }
+
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--board",
+            board,
+            "--profile",
+            "rtos",
+            "--strategy",
+            "revert",
+            "--good",
+            &line[0],
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{board}: {}", text(&out));
+    let report = crate::common::report(&run_dir(&out));
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["fixed"], serde_json::json!(["self_check"]));
+    let fix = std::fs::read_to_string(report["patch"].as_str().unwrap()).unwrap();
+    assert!(
+        fix.contains("-    return q->count <= QUEUE_LEN;\n+    return q->count < QUEUE_LEN;"),
+        "{fix}"
+    );
+    let branch = report["branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{branch}^")]).trim(),
+        line[LEN - 1]
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn a_regression_in_the_rtos_history_is_bisected_and_reverted_on_mps2_an385() {
+    bisect_and_revert(MPS2);
+}
+
+#[test]
+fn a_regression_in_the_rtos_history_is_bisected_and_reverted_on_lm3s6965evb() {
+    bisect_and_revert(LM3S);
+}
+
+// Crashes: in a task, frame on its PSP (a null function pointer called, an unmapped read, an
+// undefined instruction, a stack overflow into an MPU guard); inside the SysTick interrupt, frame
+// on the main stack at the top of RAM; and with no fault handlers at all (a lockup). Every fault
+// handler is a `for (;;)` that pushes nothing and prints nothing.
+
+/// Each crash variant and the function whose line faulted (for `null_call`, the caller of the null
+/// function pointer: the line of the call).
+const VARIANTS: [(&str, &str); 5] = [
+    ("null_call", "events_post"),
+    ("bad_read", "sensor_read"),
+    ("undef", "checksum_add"),
+    ("stack_overflow", "record_history"),
+    ("isr_fault", "watchdog_kick"),
+];
+
+/// Where the fixture's sources mark the line `variant` faults on: (file, 1-based line).
+fn fault_line(variant: &str) -> (String, u64) {
+    let marker = format!("FAULT-LINE: {variant} ");
+    let src = rtos_fixture_dir().join("src");
+    let mut found = Vec::new();
+    for path in files_under(&src) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            if line.contains(&marker) {
+                let rel = path.strip_prefix(rtos_fixture_dir()).unwrap();
+                found.push((rel.to_string_lossy().into_owned(), i as u64 + 1));
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "`{marker}` marks {found:?}");
+    found.remove(0)
+}
+
+/// Runs one variant and returns what is wrong with its report, if anything.
+fn check_variant(
+    repo: &Path,
+    scratch: &Path,
+    board: &str,
+    variant: &str,
+    function: &str,
+) -> Vec<String> {
+    let profile = rtos_variant_profile(scratch, variant);
+    let out = test_cmd(repo, board, profile.to_str().unwrap());
+    if out.status.code() != Some(1) {
+        return vec![format!("{variant}: expected exit 1: {}", text(&out))];
+    }
+    let report = report(&run_dir(&out));
+    let crash = &report["crash"];
+    let (file, line) = fault_line(variant);
+    let mut wrong = Vec::new();
+    if case(&report, "self_check")["status"] != "CRASH" {
+        wrong.push(format!(
+            "{variant}: self_check is {:#}",
+            case(&report, "self_check")
+        ));
+    }
+    if report["attempts"][0]["end"] != "crash" {
+        wrong.push(format!(
+            "{variant}: the attempt ended by {}",
+            report["attempts"][0]["end"]
+        ));
+    }
+    let got = (
+        crash["function"].as_str(),
+        crash["file"].as_str(),
+        crash["line"].as_u64(),
+    );
+    if got != (Some(function), Some(file.as_str()), Some(line)) {
+        wrong.push(format!(
+            "{variant}: expected {function} at {file}:{line}, the report says {crash:#}"
+        ));
+    }
+    wrong
+}
+
+fn crash_variants_name_their_line(board: &str) {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let wrong: Vec<String> = VARIANTS
+        .iter()
+        .flat_map(|(variant, function)| {
+            check_variant(repo.path(), scratch.path(), board, variant, function)
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{board}:\n{}", wrong.join("\n"));
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn each_rtos_crash_is_reported_at_its_function_and_line_on_mps2_an385() {
+    crash_variants_name_their_line(MPS2);
+}
+
+#[test]
+fn each_rtos_crash_is_reported_at_its_function_and_line_on_lm3s6965evb() {
+    crash_variants_name_their_line(LM3S);
+}
+
+/// The null call again, but the vector table's fault entries are empty: the HardFault has nowhere
+/// to go, the core locks up and QEMU aborts with the frame unread. The report says lockup, and
+/// names no function rather than a wrong one.
+#[test]
+fn a_vector_table_without_fault_handlers_is_a_lockup_that_names_no_wrong_function() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "no_fault_handlers");
+    for board in [MPS2, LM3S] {
+        let out = test_cmd(repo.path(), board, profile.to_str().unwrap());
+        assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+        let report = report(&run_dir(&out));
+        assert_eq!(case(&report, "self_check")["status"], "CRASH");
+        let crash = &report["crash"];
+        assert_eq!(crash["lockup"], true, "{board}: {crash:#}");
+        let (file, line) = fault_line("null_call");
+        assert!(
+            crash["function"].is_null()
+                || (crash["function"] == "events_post"
+                    && crash["file"] == file.as_str()
+                    && crash["line"] == line),
+            "{board}: {crash:#}"
+        );
+    }
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
