@@ -31,6 +31,8 @@ struct Effort {
     rounds: usize,
     runs: usize,
     triage_bytes: u64,
+    /// How long the RTOS capture figure runs the scheduler fixture.
+    rtos_seconds: u64,
     quick: bool,
 }
 
@@ -51,6 +53,10 @@ impl Timing {
     }
     fn max(&self) -> f64 {
         self.times.iter().copied().fold(0.0, f64::max)
+    }
+    /// Median CPU time (user + system, children included) of one run.
+    fn cpu(&self) -> f64 {
+        median(&self.user) + median(&self.system)
     }
 }
 
@@ -372,6 +378,35 @@ fn figure_hang(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row>)
     });
 }
 
+/// Four QEMU tests (two boards × two profiles, images up to date) with `--jobs 2` against the
+/// same four one at a time.
+fn figure_jobs(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
+    sh(repo, "make -s BOARD=lm3s6965evb");
+    let four = |jobs: u32| {
+        format!(
+            "{} test --repo {} --board qemu-mps2-an385 --board qemu-lm3s6965evb \
+             --profile ringbuf --profile math --jobs {jobs} --quiet >/dev/null 2>&1",
+            quote(Path::new(FWFIX)),
+            quote(repo)
+        )
+    };
+    let t = measure(
+        &[("--jobs 2", four(2)), ("--jobs 1", four(1))],
+        effort,
+        scratch,
+    );
+    let speedup = t[1].median() / t[0].median();
+    rows.push(Row {
+        figure: "4 QEMU tests at once on this machine".into(),
+        fwfix: format!("`--jobs 2` {}", spread(&t[0])),
+        reference: format!("`--jobs 1` {}", spread(&t[1])),
+        ratio: format!("{speedup:.2}× throughput"),
+        target: "`--jobs 2` ≥ 1.8× one job's throughput".into(),
+        met: verdict(speedup >= 1.8),
+        command: "fwfix test --board qemu-mps2-an385 --board qemu-lm3s6965evb --profile ringbuf --profile math --jobs 2".into(),
+    });
+}
+
 /// A log of `bytes` made of the recorded triage logs, repeated.
 fn triage_log(scratch: &Path, bytes: u64) -> PathBuf {
     let path = scratch.join("big.log");
@@ -475,6 +510,7 @@ fn figure_snapshot(effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
         "for d in $(seq -w 0 199); do mkdir -p src/m$d; for f in $(seq -w 0 99); do \
            echo \"int f$f;\" > src/m$d/f$f.c; done; done && git init -q && git add -A && \
          git -c user.name=bench -c user.email=bench@example.invalid commit -q -m 20k && \
+         sleep 1.1 && git update-index -q --refresh && \
          for i in $(seq -w 0 99); do echo modified > src/m0$i/f0$i.c 2>/dev/null || \
            echo modified > src/m1$((i % 99))/f0$i.c; done && \
          for i in $(seq -w 0 19); do echo staged > src/m150/f0$i.c; git add src/m150/f0$i.c; done && \
@@ -507,6 +543,79 @@ fn figure_snapshot(effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
         target: "≤ 0.5× the stash round trip".into(),
         met,
         command: "cargo bench --bench kernels -- repo/snapshot_and_rollback_20k".into(),
+    });
+}
+
+/// The scheduler fixture (fixtures/rtos: 1 kHz SysTick, PendSV, five tasks, a status line a
+/// second, never exits) for `effort.rtos_seconds` under fwfix — a pass pattern that never comes,
+/// so the run lasts until its timeout — against bare QEMU for as long: CPU time, and the host
+/// lines fwfix keeps in console.log per minute of run.
+fn figure_rtos(effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
+    let repo = scratch.join("rtos");
+    std::fs::create_dir_all(&repo).unwrap();
+    sh(
+        scratch,
+        &format!(
+            "cp -a {}/. {} && cd {} && rm -rf build && git init -q && git add -A && \
+             git -c user.name=bench -c user.email=bench@example.invalid commit -q -m rtos && \
+             make -s BOARD=mps2-an385 VARIANT=ok",
+            quote(&root().join("fixtures/rtos")),
+            quote(&repo),
+            quote(&repo)
+        ),
+    );
+    let secs = effort.rtos_seconds;
+    let profile = repo.join("minute.toml");
+    std::fs::write(
+        &profile,
+        format!(
+            "name = \"minute\"\n[build]\ncommand = \"make BOARD={{machine}} VARIANT=ok\"\n\
+             artifact = \"build/{{machine}}/ok/rtos.elf\"\n[test]\nharness = \"regex\"\n\
+             timeout_s = {secs}\n[test.regex]\ntype = \"one_line\"\npatterns = [\"^never printed$\"]\n"
+        ),
+    )
+    .unwrap();
+    let elf = repo.join("build/mps2-an385/ok/rtos.elf");
+    let once = Effort {
+        rounds: 1,
+        runs: if effort.quick { 1 } else { 2 },
+        ..effort
+    };
+    let cmds = [
+        (
+            "fwfix rtos",
+            fwfix_test(&repo, &profile.display().to_string(), ""),
+        ),
+        (
+            "bare qemu",
+            format!("timeout {secs} {}", qemu_raw(&elf, "")),
+        ),
+    ];
+    let t = measure(&cmds, once, scratch);
+    // The newest run's console: every UART byte plus the host lines fwfix kept.
+    let runs = repo.join(".fwfix/runs");
+    let console = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("iter-000/console.log"))
+        .filter(|p| p.is_file())
+        .max_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    let bytes = console
+        .and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len());
+    let per_minute = bytes as f64 * 60.0 / secs as f64;
+    rows.push(Row {
+        figure: format!("RTOS capture cost, {secs} s of the scheduler fixture"),
+        fwfix: format!(
+            "CPU {:.2} s; console.log {:.0} KiB/min",
+            t[0].cpu(),
+            per_minute / 1024.0
+        ),
+        reference: format!("bare QEMU CPU {:.2} s", t[1].cpu()),
+        ratio: format!("{:.2}× CPU", t[0].cpu() / t[1].cpu()),
+        target: "host lines < 1 MB per minute".into(),
+        met: verdict(per_minute < 1e6),
+        command: format!("fwfix test on fixtures/rtos, timeout_s = {secs}"),
     });
 }
 
@@ -571,6 +680,7 @@ fn main() {
             rounds: 2,
             runs: 3,
             triage_bytes: 100 << 20,
+            rtos_seconds: 10,
             quick,
         }
     } else {
@@ -578,6 +688,7 @@ fn main() {
             rounds: 4,
             runs: 5,
             triage_bytes: 1 << 30,
+            rtos_seconds: 60,
             quick,
         }
     };
@@ -590,7 +701,9 @@ fn main() {
     figure_repeat(&repo, effort, scratch.path(), &mut rows);
     figure_crash(&repo, effort, scratch.path(), &mut rows);
     figure_hang(&repo, effort, scratch.path(), &mut rows);
+    figure_jobs(&repo, effort, scratch.path(), &mut rows);
     figure_snapshot(effort, scratch.path(), &mut rows);
+    figure_rtos(effort, scratch.path(), &mut rows);
     let md = render(&rows, effort);
     std::fs::write(&out, &md).unwrap();
     print!("{md}");

@@ -662,19 +662,28 @@ impl Repo {
     /// copied into an in-memory one, and the working tree is that copy updated with what
     /// `git status` reports changed, new (untracked, not ignored) or deleted.
     pub(crate) fn capture_trees(&self) -> Result<Trees, RepoError> {
-        let index = self.open_index()?;
+        let mut index = self.open_index()?;
         self.check_no_conflicts(&index)?;
-        let mut staged = Index::new().map_err(|e| self.err("create in-memory index", e))?;
-        let mut work = Index::new().map_err(|e| self.err("create in-memory index", e))?;
-        for entry in index.iter() {
-            if entry.flags_extended & INTENT_TO_ADD != 0 {
-                continue;
+        // The index's tree: git keeps its subtrees' ids cached in the index (the cache-tree
+        // extension), so this rewrites only what was staged since. Entries added with
+        // `git add -N` hold no content yet and are left out, as `git stash` leaves them.
+        let index_tree = if index
+            .iter()
+            .any(|entry| entry.flags_extended & INTENT_TO_ADD != 0)
+        {
+            let mut staged = Index::new().map_err(|e| self.err("create in-memory index", e))?;
+            for entry in index.iter() {
+                if entry.flags_extended & INTENT_TO_ADD == 0 {
+                    staged
+                        .add(&entry)
+                        .map_err(|e| self.err("copy index entry", e))?;
+                }
             }
-            staged
-                .add(&entry)
-                .and_then(|()| work.add(&entry))
-                .map_err(|e| self.err("copy index entry", e))?;
+            staged.write_tree_to(&self.git)
+        } else {
+            index.write_tree()
         }
+        .map_err(|e| self.err("write index tree", e))?;
 
         let filemode = self
             .git
@@ -693,6 +702,22 @@ impl Repo {
             .git
             .statuses(Some(&mut opts))
             .map_err(|e| self.err("read status", e))?;
+        let base = self
+            .git
+            .find_tree(index_tree)
+            .map_err(|e| self.err("read index tree", e))?;
+        // The working tree's tree is the index's with only the paths status names as dirty
+        // rewritten: the subtrees nobody touched keep their ids, whatever the tree's size.
+        // Removals and writes go in two passes: libgit2 refuses a file and a directory of one
+        // name in one update (a file the person turned into a directory, or back).
+        let mut removals = git2::build::TreeUpdateBuilder::new();
+        let mut updates = git2::build::TreeUpdateBuilder::new();
+        let remove_from = |removals: &mut git2::build::TreeUpdateBuilder, path: &[u8]| {
+            let path = Path::new(OsStr::from_bytes(path));
+            if base.get_path(path).is_ok() {
+                removals.remove(path);
+            }
+        };
         let mut changed = Vec::new();
         let mut large = Vec::new();
         for status in statuses.iter() {
@@ -703,7 +728,7 @@ impl Repo {
             }
             let st = status.status();
             if st.contains(Status::WT_DELETED) {
-                remove(&mut work, path).map_err(|e| self.err("update in-memory index", e))?;
+                remove_from(&mut removals, path);
             } else if st.intersects(Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE) {
                 if let (true, Some(aside)) = (st.contains(Status::WT_NEW), &self.large) {
                     let full = files::join(&self.workdir, path);
@@ -730,22 +755,24 @@ impl Repo {
                         .git
                         .blob(&content)
                         .map_err(|e| self.err("store file content", e))?;
-                    let size = u32::try_from(content.len()).unwrap_or(u32::MAX);
-                    work.add(&entry(path, id, mode, size))
-                        .map_err(|e| self.err("update in-memory index", e))?;
+                    let mode = match mode {
+                        MODE_EXEC => git2::FileMode::BlobExecutable,
+                        MODE_LINK => git2::FileMode::Link,
+                        _ => git2::FileMode::Blob,
+                    };
+                    updates.upsert(Path::new(OsStr::from_bytes(&path)), id, mode);
                 }
-                None => {
-                    remove(&mut work, &path).map_err(|e| self.err("update in-memory index", e))?
-                }
+                None => remove_from(&mut removals, &path),
             }
         }
+        let worktree = removals
+            .create_updated(&self.git, &base)
+            .and_then(|id| self.git.find_tree(id))
+            .and_then(|removed| updates.create_updated(&self.git, &removed))
+            .map_err(|e| self.err("write working tree", e))?;
         Ok(Trees {
-            index: staged
-                .write_tree_to(&self.git)
-                .map_err(|e| self.err("write index tree", e))?,
-            worktree: work
-                .write_tree_to(&self.git)
-                .map_err(|e| self.err("write working tree", e))?,
+            index: index_tree,
+            worktree,
             large,
         })
     }
@@ -793,10 +820,6 @@ impl Repo {
         found.sort();
         Ok(found)
     }
-}
-
-fn remove(index: &mut Index, path: &[u8]) -> Result<(), git2::Error> {
-    index.remove(Path::new(OsStr::from_bytes(path)), 0)
 }
 
 /// An index entry for content that exists only as a blob: no stat data, which is fine for an
