@@ -11,6 +11,7 @@ use serde::Serialize;
 /// Something that happened, in the order it happened.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum Event {
     RunStarted {
         run_id: String,
@@ -110,6 +111,7 @@ pub enum Event {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum Level {
     Info,
     Warning,

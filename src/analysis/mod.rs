@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 /// Severity of a build diagnostic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(schemars::JsonSchema)]
 pub enum Severity {
     Error,
     Warning,
@@ -22,7 +23,7 @@ pub enum Severity {
 }
 
 /// One compiler or linker diagnostic, e.g. `src/crc.c:12:5: error: expected ';'`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Diagnostic {
     pub severity: Severity,
     /// `compiler`, `assembler`, `linker`, or `make` (its "no rule to make target").
@@ -39,7 +40,7 @@ pub struct Diagnostic {
 }
 
 /// A decoded, symbolised crash: what report.json's `crash` holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CrashReport {
     /// Hex strings (`0x000001a4`) so they read like a debugger's output.
     pub pc: Option<String>,
@@ -65,7 +66,7 @@ pub struct CrashReport {
 }
 
 /// A source location of a code address.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Location {
     pub address: String,
     pub function: Option<String>,

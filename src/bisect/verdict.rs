@@ -8,6 +8,7 @@ use std::fmt;
 /// What a step decided about its commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum StepVerdict {
     /// The tests pass (on a majority of the runs).
     Good,
@@ -42,6 +43,7 @@ impl fmt::Display for StepVerdict {
 /// Why a commit was tested.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum StepRole {
     /// The good ref, which must pass before anything else is believed.
     GoodCheck,
@@ -143,7 +145,7 @@ pub fn judge(tally: Tally, runs: u32) -> Judged {
 }
 
 /// One tested commit, as report.json lists it under `steps`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BisectStep {
     /// 1-based, in the order the steps ran.
     pub step: u32,
@@ -168,6 +170,7 @@ pub struct BisectStep {
 /// How sure an answer is, in [0, 1]. Never NaN, so it can be compared exactly.
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
 #[serde(try_from = "f64", into = "f64")]
+#[derive(schemars::JsonSchema)]
 pub struct Confidence(f64);
 
 impl Eq for Confidence {}

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 /// Where a console line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum Stream {
     /// The target's UART (or RTT) console: what the firmware printed.
     Uart,

@@ -26,6 +26,7 @@ pub const ARG_PREFIX: &str = "fwfix-nonce=";
 /// How much an attempt relies on its nonce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[derive(schemars::JsonSchema)]
 pub enum NonceCheck {
     /// Handed to the image and recorded if echoed; nothing before it is stale.
     Offered,
@@ -80,7 +81,7 @@ impl Nonce {
 }
 
 /// What became of an attempt's nonce, kept with its capture and in the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NonceRecord {
     pub value: String,
     pub check: NonceCheck,

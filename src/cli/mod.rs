@@ -6,10 +6,12 @@
 mod audit;
 mod bisect;
 mod boards;
+mod completions;
 mod doctor;
 mod exit;
 mod graph;
 mod matrix;
+mod mcp;
 mod report;
 mod resume;
 mod run;
@@ -93,6 +95,13 @@ enum Command {
     Show(show::Args),
     /// Render report.md, junit.xml and report.html again from a run's report.json.
     Report(report::Args),
+    /// Serve fwfix's tools to a coding agent over the Model Context Protocol on stdin/stdout
+    /// (test, run, bisect, triage, runs, show, audit, report, boards, doctor, validate).
+    Mcp(mcp::Args),
+    /// Print a shell completion script: bash, zsh, fish or powershell.
+    Completions(completions::Args),
+    /// Print fwfix's man page (roff).
+    Man(completions::ManArgs),
     /// Classify logs: build error, link error, missing tool, flash error, infrastructure, crash,
     /// assertion, test failure, hang or pass, with the lines that decided it.
     Triage(triage::Args),
@@ -132,6 +141,9 @@ pub fn main() -> ExitCode {
         Command::Show(args) => show::run(args, &cli.global),
         Command::Report(args) => report::run(args, &cli.global),
         Command::Triage(args) => triage::run(args, &cli.global),
+        Command::Mcp(args) => mcp::run(args),
+        Command::Completions(args) => completions::run(args),
+        Command::Man(args) => completions::man(args, &cli.global),
     };
     exit.into()
 }
@@ -199,7 +211,7 @@ pub(crate) fn parse_wait(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// A multi-threaded runtime for commands that do I/O, with Ctrl+C and SIGTERM wired to `cancel`.
-fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -210,21 +222,24 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// is already stopping its children and writing its report, and must not be cut off half-way.
 fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
     tokio::spawn(async move {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = tokio::signal::ctrl_c().await;
-                    cancel.cancel();
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
+        wait_for_signal().await;
         cancel.cancel();
     });
+}
+
+/// Returns on the first Ctrl+C or SIGTERM.
+pub(crate) async fn wait_for_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
 
 /// A future borrowing the event sink for its lifetime.

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 /// A board's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(schemars::JsonSchema)]
 pub enum Health {
     /// Its last health check passed, or an operator said so.
     Good,

@@ -28,7 +28,7 @@ const FIRST_POLL: Duration = Duration::from_millis(100);
 const MAX_POLL: Duration = Duration::from_secs(2);
 
 /// Who holds (or held) a lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Holder {
     pub run_id: String,
     pub pid: u32,
@@ -73,7 +73,7 @@ impl Holder {
 }
 
 /// How a lease was taken, for the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LeaseInfo {
     pub board: String,
     pub holder: Holder,

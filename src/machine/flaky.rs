@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 pub const Z95: f64 = 1.959_963_984_540_054;
 
 /// A confidence interval of a proportion, both ends in [0, 1].
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     pub low: f64,
     pub high: f64,
@@ -58,6 +58,7 @@ pub fn wilson(passed: u32, runs: u32, z: f64) -> Option<Interval> {
 /// What repeated runs say about one test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum Call {
     /// Passed every run.
     Pass,

@@ -7,6 +7,7 @@ use std::fmt;
 /// A state of the run's state machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum State {
     Idle,
     Init,
@@ -104,6 +105,7 @@ impl fmt::Display for State {
 /// infrastructure classes never count as a test failure.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum ErrorClass {
     /// The build failed because of the code (a patch, or the baseline itself).
     BuildFailure,

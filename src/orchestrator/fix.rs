@@ -554,6 +554,7 @@ impl Job<'_> {
             &review,
             &origin,
             self.ctx.ledger.iteration,
+            self.approver.clone(),
             self.cancel.clone(),
         );
         // The terminal's progress drawing stays down while the person reads and answers.
@@ -633,7 +634,8 @@ impl Job<'_> {
         }
     }
 
-    /// Asks a person on the terminal, on a blocking thread; an abort does not wait for the answer.
+    /// Asks a person through `remote` when there is one (an MCP client), otherwise on the
+    /// terminal on a blocking thread; an abort does not wait for the answer.
     /// It takes no `&Job`, so the engine's future stays `Send` (the revert strategy runs bisect
     /// steps, whole engine runs, from inside a strategy's future).
     async fn ask_a_person(
@@ -641,8 +643,24 @@ impl Job<'_> {
         review: &policy::Review,
         origin: &str,
         iteration: u32,
+        remote: Option<std::sync::Arc<dyn policy::RemoteApprover>>,
         cancel: tokio_util::sync::CancellationToken,
     ) -> Result<Decision, Step> {
+        let asked_remotely = |e: policy::ApprovalError| {
+            Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))
+        };
+        if let Some(remote) = remote {
+            let request = policy::ApprovalRequest {
+                diff,
+                review,
+                iteration,
+                origin,
+            };
+            return tokio::select! {
+                answer = remote.ask(request) => answer.map_err(asked_remotely),
+                _ = cancel.cancelled() => Err(Step::ok(Outcome::Abort, "interrupted while waiting for approval")),
+            };
+        }
         let (diff, review, origin) = (diff.to_string(), review.clone(), origin.to_string());
         let color = crate::ui::ColorChoice::Auto.for_stderr();
         let asking = tokio::task::spawn_blocking(move || {

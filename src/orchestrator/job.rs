@@ -57,6 +57,9 @@ pub struct RunOptions {
     pub deadline: Option<Duration>,
     /// When a person must approve a candidate before it is applied.
     pub approve: ApproveMode,
+    /// Who asks that person when they are not at this terminal (an MCP client); None asks on
+    /// the terminal.
+    pub approver: Option<std::sync::Arc<dyn crate::policy::RemoteApprover>>,
     /// Test hook: SIGKILL this process right after entering the named state.
     pub kill_at: Option<KillAt>,
     pub access: BoardAccess,
@@ -271,6 +274,7 @@ pub async fn run(
     job.tree_lock = tree_lock;
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
+    job.approver = opts.approver;
     job.access = Some(opts.access);
     job.arm_deadline(opts.deadline);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
@@ -457,6 +461,8 @@ pub(super) struct Job<'a> {
     kill_at: Option<KillAt>,
     /// When PATCH_REVIEW asks a person.
     pub approve: ApproveMode,
+    /// Who asks them when they are not at this terminal.
+    pub approver: Option<std::sync::Arc<dyn crate::policy::RemoteApprover>>,
     deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// How the job uses its board; None for a step of a command that holds the board itself.
     pub access: Option<BoardAccess>,
@@ -672,6 +678,7 @@ impl<'a> Job<'a> {
             symbolizer: None,
             kill_at: None,
             approve: ApproveMode::Never,
+            approver: None,
             deadline_hit: Default::default(),
             access: None,
             board_claimed: false,

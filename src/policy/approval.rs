@@ -187,8 +187,21 @@ impl Approver for NonInteractive {
     }
 }
 
+/// Asks a person who is not at this process's terminal — an agent's user through an MCP client —
+/// and waits for the answer. A run with one asks it instead of the terminal.
+pub trait RemoteApprover: Send + Sync + fmt::Debug {
+    fn ask<'a>(
+        &'a self,
+        request: ApprovalRequest<'a>,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Decision, ApprovalError>> + Send + 'a>,
+    >;
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {
+    #[error("cannot ask through {via}: {message}")]
+    Remote { via: String, message: String },
     #[error("cannot {op} on the terminal: {source}")]
     Terminal {
         op: &'static str,

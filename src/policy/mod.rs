@@ -25,7 +25,7 @@ mod terminal;
 
 pub use approval::{
     needs_human, ApprovalError, ApprovalRequest, ApproveMode, Approver, Choice, DecidedBy,
-    Decision, DecisionKind, NonInteractive, ReviewRecord, UnknownApproveMode,
+    Decision, DecisionKind, NonInteractive, RemoteApprover, ReviewRecord, UnknownApproveMode,
     DEFAULT_RISK_THRESHOLD,
 };
 pub use risk::Risk;

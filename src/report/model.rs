@@ -16,6 +16,7 @@ use std::fmt;
 /// Which command produced the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[derive(schemars::JsonSchema)]
 pub enum Command {
     Test,
     Run,
@@ -43,6 +44,7 @@ impl fmt::Display for Command {
 /// PASSED, FAILED or ERROR.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum Status {
     Success,
     Failure,
@@ -93,7 +95,7 @@ impl fmt::Display for Status {
 }
 
 /// The build step of the last iteration.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BuildSummary {
     pub command: String,
     pub success: bool,
@@ -136,7 +138,7 @@ impl BuildSummary {
 }
 
 /// One boot of the image in the last test run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptSummary {
     /// 1-based.
     pub attempt: u32,
@@ -213,7 +215,7 @@ impl AttemptSummary {
 }
 
 /// One candidate patch of a fix run's round, and what the governor made of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CandidateSummary {
     pub iteration: u32,
     /// `c1`, `c2`, ... within the iteration.
@@ -251,7 +253,7 @@ impl CandidateSummary {
 
 /// How often one test passed over the attempts of a `--repeat` run, with the rate's Wilson 95%
 /// interval and the flaky call ([`crate::machine::flaky`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PassCount {
     pub name: String,
     pub passed: u32,
@@ -337,7 +339,7 @@ pub fn pass_counts<'a>(attempts: impl IntoIterator<Item = &'a [TestCase]>) -> Ve
 
 /// Tokens a model strategy spent: report.json's `tokens`. A response that carried no usage adds
 /// nothing to the counts and one to `unknown_responses`, so an unknown is never read as zero.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Tokens {
     pub prompt: u64,
     pub completion: u64,
@@ -351,7 +353,7 @@ pub struct Tokens {
 }
 
 /// One iteration's share of [`Tokens`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IterationTokens {
     pub iteration: u32,
     pub prompt: u64,
@@ -361,7 +363,7 @@ pub struct IterationTokens {
 }
 
 /// A culprit's revert that later work conflicts with: report.json's `revert_conflict`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RevertConflict {
     /// The culprit (short id) and its subject.
     pub commit: String,
@@ -373,7 +375,7 @@ pub struct RevertConflict {
 /// Everything a run leaves for people and scripts. `report.json` is this struct; the field names
 /// are part of the interface. The optional outcome fields (`fixed`, `patch`, `branch`, `culprit`)
 /// are written as `null` when absent, never left out, so scripts can rely on the keys.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     /// The fwfix version that wrote the report.
     pub version: String,
@@ -442,7 +444,7 @@ pub struct Report {
 }
 
 /// One power cycle of the board.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PowerCycle {
     pub iteration: u32,
     /// The attempt run again after it.

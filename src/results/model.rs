@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 /// How one test case ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum CaseStatus {
     Pass,
     Fail,
@@ -18,7 +19,7 @@ pub enum CaseStatus {
 }
 
 /// One test case as the harness reported it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestCase {
     pub name: String,
     pub status: CaseStatus,
@@ -40,6 +41,7 @@ pub struct Summary {
 /// What an attempt's results mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[derive(schemars::JsonSchema)]
 pub enum Verdict {
     Pass,
     Fail,
