@@ -662,26 +662,32 @@ impl Repo {
     /// copied into an in-memory one, and the working tree is that copy updated with what
     /// `git status` reports changed, new (untracked, not ignored) or deleted.
     pub(crate) fn capture_trees(&self) -> Result<Trees, RepoError> {
-        let mut index = self.open_index()?;
+        let index = self.open_index()?;
         self.check_no_conflicts(&index)?;
-        // The index's tree: git keeps its subtrees' ids cached in the index (the cache-tree
-        // extension), so this rewrites only what was staged since. Entries added with
-        // `git add -N` hold no content yet and are left out, as `git stash` leaves them.
-        let index_tree = if index
+        // The index's tree: git keeps its subtrees' ids cached in the index file (the
+        // cache-tree extension), so this rewrites only what was staged since. It is read from a
+        // copy of the index of its own: the repository's index object must not take the cache
+        // in, or the next write of the index would not give the person's bytes back. Entries
+        // added with `git add -N` hold no content yet and are left out, as `git stash` does.
+        let has_intent_to_add = index
             .iter()
-            .any(|entry| entry.flags_extended & INTENT_TO_ADD != 0)
-        {
-            let mut staged = Index::new().map_err(|e| self.err("create in-memory index", e))?;
-            for entry in index.iter() {
-                if entry.flags_extended & INTENT_TO_ADD == 0 {
-                    staged
-                        .add(&entry)
-                        .map_err(|e| self.err("copy index entry", e))?;
+            .any(|entry| entry.flags_extended & INTENT_TO_ADD != 0);
+        let own_copy = Index::open(&self.git.path().join("index"))
+            .ok()
+            .filter(|copy| !has_intent_to_add && copy.len() == index.len());
+        let index_tree = match own_copy {
+            Some(mut copy) => copy.write_tree_to(&self.git),
+            None => {
+                let mut staged = Index::new().map_err(|e| self.err("create in-memory index", e))?;
+                for entry in index.iter() {
+                    if entry.flags_extended & INTENT_TO_ADD == 0 {
+                        staged
+                            .add(&entry)
+                            .map_err(|e| self.err("copy index entry", e))?;
+                    }
                 }
+                staged.write_tree_to(&self.git)
             }
-            staged.write_tree_to(&self.git)
-        } else {
-            index.write_tree()
         }
         .map_err(|e| self.err("write index tree", e))?;
 
