@@ -1022,6 +1022,12 @@ impl<'a> Job<'a> {
             report.hang_site = last.hang_site.clone();
             report.notes = last.results.notes.clone();
         }
+        // Attempts of one image that passed and failed: the image's verdict is flaky, whatever
+        // the last attempt said.
+        let seen = |v: results::Verdict| ctx.attempts.iter().any(|a| a.results.verdict == v);
+        if seen(results::Verdict::Pass) && seen(results::Verdict::Fail) {
+            report.verdict = Some(results::Verdict::Flaky);
+        }
         // An attempt interrupted mid-run: what it printed so far is the last test run's cases.
         if let (State::Aborted, Some(capture)) = (final_state, &ctx.capture) {
             let partial = self

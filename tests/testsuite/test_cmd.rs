@@ -916,6 +916,9 @@ fn a_really_flaky_test_repeated_gets_a_rate_an_interval_and_the_flaky_call() {
     let dir = run_dir(&out);
     let report = report(&dir);
     assert_eq!(report["attempts"].as_array().unwrap().len(), 24);
+    // The image passed on some attempts and failed on others: its verdict is FLAKY, not the
+    // last attempt's.
+    assert_eq!(report["verdict"], "FLAKY", "{report:#}");
     let count = |name: &str| {
         report["pass_counts"]
             .as_array()
