@@ -172,22 +172,7 @@ fn sigkill_of_fwfix_run_mid_trial_builds_takes_every_trial_build_along() {
         ),
     )
     .unwrap();
-    repo.write(
-        "profiles/crc-slow-trials.toml",
-        &format!(
-            r#"name = "crc-slow-trials"
-[build]
-command = "sh {} {{machine}}"
-artifact = "build/{{machine}}/test_crc.elf"
-[test]
-harness = "unity"
-timeout_s = 20
-"#,
-            script.display()
-        ),
-    );
-    repo.git(&["add", "profiles/crc-slow-trials.toml"]);
-    repo.git(&["commit", "-q", "-m", "profile"]);
+    commit_script_profile(&repo, "crc-slow-trials", &script);
     let queue = fixture_queue(&["02-breaks-build.diff", "04-fixes-crc16.diff"]);
     let fwfix = spawn_fwfix(
         &[
@@ -268,22 +253,7 @@ fn a_fresh_run_refuses_a_tree_a_killed_run_left_its_candidate_in() {
         ),
     )
     .unwrap();
-    repo.write(
-        "profiles/crc-slow-candidate.toml",
-        &format!(
-            r#"name = "crc-slow-candidate"
-[build]
-command = "sh {} {{machine}}"
-artifact = "build/{{machine}}/test_crc.elf"
-[test]
-harness = "unity"
-timeout_s = 20
-"#,
-            script.display()
-        ),
-    );
-    repo.git(&["add", "profiles/crc-slow-candidate.toml"]);
-    repo.git(&["commit", "-q", "-m", "profile"]);
+    commit_script_profile(&repo, "crc-slow-candidate", &script);
     let queue = fixture_queue(&["04-fixes-crc16.diff"]);
     let args = [
         "run",
@@ -334,4 +304,18 @@ timeout_s = 20
     // Nothing killed is left: a fresh run starts.
     let again = fwfix(&args, repo.path());
     assert_ne!(again.status.code(), Some(2), "{}", text(&again));
+}
+
+/// Commits `profiles/<name>.toml`, whose build runs `script` with the board's machine.
+fn commit_script_profile(repo: &FixtureRepo, name: &str, script: &Path) {
+    repo.write(
+        &format!("profiles/{name}.toml"),
+        &format!(
+            "name = \"{name}\"\n[build]\ncommand = \"sh {} {{machine}}\"\n\
+             artifact = \"build/{{machine}}/test_crc.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 20\n",
+            script.display()
+        ),
+    );
+    repo.git(&["add", &format!("profiles/{name}.toml")]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
 }

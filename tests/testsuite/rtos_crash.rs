@@ -36,6 +36,11 @@ const CRASHES: [&str; 5] = [
 
 /// A copy of the fixture with every variant built for `board`.
 fn built(board: &str) -> tempfile::TempDir {
+    built_with(board, "variants")
+}
+
+/// A copy of the fixture with `make BOARD=<board> <target>` run in it.
+fn built_with(board: &str, target: &str) -> tempfile::TempDir {
     require_tools();
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new("cp")
@@ -47,13 +52,13 @@ fn built(board: &str) -> tempfile::TempDir {
     assert!(out.status.success());
     let _ = std::fs::remove_dir_all(dir.path().join("rtos/build"));
     let out = Command::new("make")
-        .args(["-s", &format!("BOARD={board}"), "variants"])
+        .args(["-s", &format!("BOARD={board}"), target])
         .current_dir(dir.path().join("rtos"))
         .output()
         .expect("make runs");
     assert!(
         out.status.success(),
-        "building the rtos variants for {board} failed:\n{}",
+        "building the rtos fixture ({target}) for {board} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     dir
@@ -242,25 +247,5 @@ async fn a_busy_scheduler_keeps_host_lines_small_and_every_uart_line() {
 }
 
 fn built_ok(board: &str) -> tempfile::TempDir {
-    require_tools();
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new("cp")
-        .arg("-r")
-        .arg(rtos_fixture_dir())
-        .arg(dir.path().join("rtos"))
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let _ = std::fs::remove_dir_all(dir.path().join("rtos/build"));
-    let out = Command::new("make")
-        .args(["-s", &format!("BOARD={board}"), "VARIANT=ok"])
-        .current_dir(dir.path().join("rtos"))
-        .output()
-        .expect("make runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    dir
+    built_with(board, "VARIANT=ok")
 }
