@@ -15,6 +15,8 @@ have make || need+=(make)
 have git || need+=(git)
 python3 -c "import venv, ensurepip" >/dev/null 2>&1 || need+=(python3-venv)
 have chromium || need+=(chromium)   # report.html is checked in a real headless browser
+have cppcheck || need+=(cppcheck)   # the lint stage's tests run real analysers
+have clang-tidy || need+=(clang-tidy)
 
 if [ ${#need[@]} -eq 0 ]; then
     exit 0
