@@ -526,6 +526,12 @@ pub(crate) fn approve_mode(
     })
 }
 
+/// Who asks for approval in `run` and `resume`: the person at this terminal, in the colours the
+/// global options allow.
+pub(crate) fn console_approver(global: &GlobalArgs) -> std::sync::Arc<dyn crate::policy::Approver> {
+    std::sync::Arc::new(crate::ui::Console::new(global.color.for_stderr()))
+}
+
 /// Parses the test hook `STATE[@ITERATION]`, e.g. `BUILD_RUN@1`.
 pub(crate) fn parse_kill_at(text: &str) -> Result<crate::orchestrator::KillAt, String> {
     let (state, iteration) = match text.split_once('@') {

@@ -48,6 +48,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         hint: args.hint,
         deadline: args.deadline,
         approve: super::approve_mode(args.approve),
+        approver: Some(super::console_approver(global)),
         kill_at: args.test_kill_at,
         access,
     };

@@ -98,7 +98,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         good: args.good,
         deadline: args.deadline,
         approve: super::approve_mode(args.approve),
-        approver: None,
+        approver: Some(super::console_approver(global)),
         kill_at: args.test_kill_at,
         access,
     };

@@ -3,7 +3,7 @@
 //! risk — and applied only on their explicit yes. Declining, dismissing, or a client that stops
 //! answering rejects it; nothing is ever approved for want of an answer.
 
-use crate::policy::{ApprovalError, ApprovalRequest, Choice, DecidedBy, Decision, RemoteApprover};
+use crate::policy::{ApprovalError, ApprovalRequest, Approver, Choice, DecidedBy, Decision};
 use rmcp::service::ElicitationError;
 use rmcp::{Peer, RoleServer};
 use schemars::JsonSchema;
@@ -43,7 +43,7 @@ impl Eliciting {
     }
 }
 
-impl RemoteApprover for Eliciting {
+impl Approver for Eliciting {
     fn ask<'a>(
         &'a self,
         request: ApprovalRequest<'a>,

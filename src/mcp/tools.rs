@@ -353,7 +353,7 @@ impl Server {
             Approve::Always => ApproveMode::Always,
         };
         // The gate is never opened for want of a person: one who cannot be asked means no run.
-        let approver: Option<Arc<dyn crate::policy::RemoteApprover>> = match approve {
+        let approver: Option<Arc<dyn crate::policy::Approver>> = match approve {
             ApproveMode::Never => None,
             ApproveMode::Risky | ApproveMode::Always => {
                 if !can_elicit(&ctx) {

@@ -13,7 +13,7 @@ use crate::events::{Event, Level};
 use crate::governor::{self, CandidateRecord};
 use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
-use crate::policy::{self, Approver, Choice, Decision, ReviewRecord};
+use crate::policy::{self, Choice, Decision, ReviewRecord};
 use crate::repo::Repo;
 use crate::report::AttemptSummary;
 use crate::rundir;
@@ -634,8 +634,8 @@ impl Job<'_> {
         }
     }
 
-    /// Asks a person through `remote` when there is one (an MCP client), otherwise on the
-    /// terminal on a blocking thread; an abort does not wait for the answer.
+    /// Asks the approver the run was given (nobody to ask is [`policy::NonInteractive`]); an
+    /// abort does not wait for the answer.
     /// It takes no `&Job`, so the engine's future stays `Send` (the revert strategy runs bisect
     /// steps, whole engine runs, from inside a strategy's future).
     async fn ask_a_person(
@@ -643,47 +643,20 @@ impl Job<'_> {
         review: &policy::Review,
         origin: &str,
         iteration: u32,
-        remote: Option<std::sync::Arc<dyn policy::RemoteApprover>>,
+        approver: Option<std::sync::Arc<dyn policy::Approver>>,
         cancel: tokio_util::sync::CancellationToken,
     ) -> Result<Decision, Step> {
-        let asked_remotely = |e: policy::ApprovalError| {
-            Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))
+        let request = policy::ApprovalRequest {
+            diff,
+            review,
+            iteration,
+            origin,
         };
-        if let Some(remote) = remote {
-            let request = policy::ApprovalRequest {
-                diff,
-                review,
-                iteration,
-                origin,
-            };
-            return tokio::select! {
-                answer = remote.ask(request) => answer.map_err(asked_remotely),
-                _ = cancel.cancelled() => Err(Step::ok(Outcome::Abort, "interrupted while waiting for approval")),
-            };
-        }
-        let (diff, review, origin) = (diff.to_string(), review.clone(), origin.to_string());
-        let color = crate::ui::ColorChoice::Auto.for_stderr();
-        let asking = tokio::task::spawn_blocking(move || {
-            let request = policy::ApprovalRequest {
-                diff: &diff,
-                review: &review,
-                iteration,
-                origin: &origin,
-            };
-            use std::io::IsTerminal;
-            if !std::io::stdin().is_terminal() {
-                return policy::NonInteractive.ask(&request);
-            }
-            let mut approver =
-                policy::TerminalApprover::new(std::io::stdin().lock(), std::io::stderr(), color);
-            approver.ask(&request)
-        });
+        let approver = approver.unwrap_or_else(|| std::sync::Arc::new(policy::NonInteractive));
         tokio::select! {
-            answer = asking => match answer {
-                Ok(Ok(decision)) => Ok(decision),
-                Ok(Err(e)) => Err(Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))),
-                Err(e) => Err(Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))),
-            },
+            answer = approver.ask(request) => answer.map_err(|e| {
+                Step::error(ErrorClass::Unhandled, format!("asking for approval: {e}"))
+            }),
             _ = cancel.cancelled() => Err(Step::ok(Outcome::Abort, "interrupted while waiting for approval")),
         }
     }

@@ -57,9 +57,9 @@ pub struct RunOptions {
     pub deadline: Option<Duration>,
     /// When a person must approve a candidate before it is applied.
     pub approve: ApproveMode,
-    /// Who asks that person when they are not at this terminal (an MCP client); None asks on
-    /// the terminal.
-    pub approver: Option<std::sync::Arc<dyn crate::policy::RemoteApprover>>,
+    /// Who asks that person (the terminal, an MCP client); None: nobody can be asked, so a
+    /// candidate that needs a person is rejected.
+    pub approver: Option<std::sync::Arc<dyn crate::policy::Approver>>,
     /// Test hook: SIGKILL this process right after entering the named state.
     pub kill_at: Option<KillAt>,
     pub access: BoardAccess,
@@ -84,6 +84,8 @@ pub struct ResumeOptions {
     pub hint: Option<String>,
     pub deadline: Option<Duration>,
     pub approve: ApproveMode,
+    /// As [`RunOptions::approver`].
+    pub approver: Option<std::sync::Arc<dyn crate::policy::Approver>>,
     pub kill_at: Option<KillAt>,
     pub access: BoardAccess,
 }
@@ -340,6 +342,7 @@ pub async fn resume(
     job.ctx.host = crate::process::host_name();
     job.kill_at = opts.kill_at;
     job.approve = opts.approve;
+    job.approver = opts.approver;
     job.access = Some(opts.access);
     job.arm_deadline(opts.deadline);
     job.reconcile()?;
@@ -462,7 +465,7 @@ pub(super) struct Job<'a> {
     /// When PATCH_REVIEW asks a person.
     pub approve: ApproveMode,
     /// Who asks them when they are not at this terminal.
-    pub approver: Option<std::sync::Arc<dyn crate::policy::RemoteApprover>>,
+    pub approver: Option<std::sync::Arc<dyn crate::policy::Approver>>,
     deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// How the job uses its board; None for a step of a command that holds the board itself.
     pub access: Option<BoardAccess>,

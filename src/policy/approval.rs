@@ -1,7 +1,8 @@
 //! The approval gate: whether a person must look at a patch the policy allows (`--approve
 //! never|risky|always`), the [`Approver`] that asks them, the decision and who made it, and the
 //! record of it all that the loop writes as `review.json`. It must not evaluate rules (that is
-//! `evaluate`'s) nor write files; the terminal approver lives in `terminal`.
+//! `evaluate`'s) nor talk to anyone: the approvers that ask a person live with the ways to reach
+//! them (`ui::approve` on the terminal, `mcp::approval` through an MCP client).
 
 use super::{Finding, Review, Risk, Severity, Stats, Verdict};
 use chrono::{DateTime, Utc};
@@ -167,29 +168,37 @@ fn denial_summary(review: &Review) -> String {
     format!("denied by policy: {}", parts.join("; "))
 }
 
-/// Something that decides about a patch the policy allows. Object-safe, so the loop can hold a
-/// `Box<dyn Approver + Send>` chosen at start-up.
-pub trait Approver {
-    fn ask(&mut self, request: &ApprovalRequest<'_>) -> Result<Decision, ApprovalError>;
-}
-
 /// The approver without a terminal: it never asks, and rejects, because a patch that needed a
 /// person must not be applied because nobody was there.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NonInteractive;
 
-impl Approver for NonInteractive {
-    fn ask(&mut self, _request: &ApprovalRequest<'_>) -> Result<Decision, ApprovalError> {
-        Ok(Decision::rejected_by_policy(
+impl NonInteractive {
+    pub fn decision(&self) -> Decision {
+        Decision::rejected_by_policy(
             "approval required but there is no terminal to ask on; run fwfix in a terminal, \
              or pass --approve never to apply what the policy allows",
-        ))
+        )
     }
 }
 
-/// Asks a person who is not at this process's terminal — an agent's user through an MCP client —
-/// and waits for the answer. A run with one asks it instead of the terminal.
-pub trait RemoteApprover: Send + Sync + fmt::Debug {
+impl Approver for NonInteractive {
+    fn ask<'a>(
+        &'a self,
+        _request: ApprovalRequest<'a>,
+    ) -> std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Decision, ApprovalError>> + Send + 'a>,
+    > {
+        let decision = self.decision();
+        Box::pin(async move { Ok(decision) })
+    }
+}
+
+/// Something that decides about a patch the policy allows: a person on the terminal (`ui`), an
+/// agent's user through an MCP client (`mcp`), or [`NonInteractive`]. The orchestrator is given
+/// one and never talks to a person itself; asking is async so an abort need not wait for the
+/// answer.
+pub trait Approver: Send + Sync + fmt::Debug {
     fn ask<'a>(
         &'a self,
         request: ApprovalRequest<'a>,
@@ -356,8 +365,11 @@ mod tests {
             iteration: 1,
             origin: "queue: a.diff",
         };
-        let mut boxed: Box<dyn Approver + Send> = Box::new(NonInteractive);
-        let d = boxed.ask(&req).unwrap();
+        let approver: Box<dyn Approver> = Box::new(NonInteractive);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let d = runtime.block_on(approver.ask(req)).unwrap();
         assert_eq!(d.decided_by, DecidedBy::Policy);
         assert!(matches!(d.choice, Choice::Rejected { reason } if reason.contains("no terminal")));
     }

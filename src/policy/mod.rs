@@ -7,30 +7,29 @@
 //!    reasons, and the size of the patch. It is pure: text in, review out, no I/O, no clock.
 //! 2. A denied patch is never put to a person: it is a POLICY_VIOLATION, and
 //!    [`Decision::by_policy`] records why.
-//! 3. [`needs_human`] decides from the `--approve` mode and the review whether to ask; an
-//!    [`Approver`] asks ([`TerminalApprover`] on a terminal, [`NonInteractive`] without one).
+//! 3. [`needs_human`] decides from the `--approve` mode and the review whether to ask;
+//!    the [`Approver`] the orchestrator was given asks (a person on the terminal through `ui`,
+//!    an agent's user through `mcp`, [`NonInteractive`] without anyone).
 //!    An edited patch comes back as text: the caller evaluates it again.
 //! 4. The caller writes a [`ReviewRecord`] as `review.json` in the iteration's directory.
 //!
 //! Rules are data ([`RULES`], [`builtin_globs`], [`risk::CATEGORIES`]); the patch model is the
-//! repository's (`repo::patch`), never a second parser. Only the approval gate does I/O (the
-//! terminal and the editor); nothing here prints on its own or decides what the loop does next.
+//! repository's (`repo::patch`), never a second parser. Nothing here does I/O, prints, or decides
+//! what the loop does next.
 
 mod approval;
 mod assertions;
 mod clike;
 pub mod risk;
 mod rules;
-mod terminal;
 
 pub use approval::{
     needs_human, ApprovalError, ApprovalRequest, ApproveMode, Approver, Choice, DecidedBy,
-    Decision, DecisionKind, NonInteractive, RemoteApprover, ReviewRecord, UnknownApproveMode,
+    Decision, DecisionKind, NonInteractive, ReviewRecord, UnknownApproveMode,
     DEFAULT_RISK_THRESHOLD,
 };
 pub use risk::Risk;
 pub use rules::{builtin_globs, builtin_rule, Rule, RULES};
-pub use terminal::TerminalApprover;
 
 use crate::config::PolicySpec;
 use crate::repo::patch::{self, FilePatch, HunkLine};

@@ -1,15 +1,18 @@
 //! Renders what the library reports: progress on a terminal ([`TerminalSink`]), one JSON object
-//! per line with `--json` ([`JsonSink`]), and the final summary table ([`print_summary`]). This is
+//! per line with `--json` ([`JsonSink`]), and the final summary table ([`print_summary`]); and
+//! asks a person to approve a patch ([`Console`]). This is
 //! one of the two places (with `cli/`) allowed to print. It must not decide anything about a run:
 //! it only shows events and reports it is given.
 //!
 //! Streams: progress, warnings and errors go to stderr; stdout is kept for the summary and the
 //! `--json` stream, so scripts can read stdout while a person watches stderr.
 
+mod approve;
 mod json;
 mod summary;
 mod terminal;
 
+pub use approve::{Console, TerminalApprover};
 pub use json::JsonSink;
 pub use summary::{
     print_pairs_summary, print_summary, render_pairs_summary, render_summary, PairRow, SummaryStyle,

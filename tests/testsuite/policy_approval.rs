@@ -1,4 +1,4 @@
-//! The approval gate on a real terminal: `TerminalApprover` reads and writes the slave side of a
+//! The approval gate on a real terminal: `ui::TerminalApprover` reads and writes the slave side of a
 //! pty, the test answers on the master side as a person at the keyboard would, and `e` runs a
 //! real editor through `$EDITOR`. Then the same through the real `fwfix run --approve always`
 //! binary with the pty as its terminal, on real builds and QEMU: a no with a reason, an edit, and
@@ -8,10 +8,8 @@
 
 use crate::common::*;
 use fwfix::config::{BuiltinDeny, PolicySpec};
-use fwfix::policy::{
-    evaluate, ApprovalRequest, Approver, Choice, DecidedBy, Decision, Review, TerminalApprover,
-    Verdict,
-};
+use fwfix::policy::{evaluate, ApprovalRequest, Choice, DecidedBy, Decision, Review, Verdict};
+use fwfix::ui::TerminalApprover;
 use std::fs::{self, File};
 use std::io::{BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -151,10 +149,9 @@ impl Session {
             if let Some(editor) = editor {
                 terminal = terminal.with_editor(editor);
             }
-            let mut approver: Box<dyn Approver> = Box::new(terminal);
-            let result = approver.ask(&request).map_err(|e| e.to_string());
+            let result = terminal.ask(&request).map_err(|e| e.to_string());
             // The pty's slave closes here, which ends the drain thread.
-            drop(approver);
+            drop(terminal);
             let _ = tx.send(result);
         });
         Session {

@@ -1,16 +1,22 @@
-//! The terminal approver: shows a person the patch, the policy's findings and the risk reasons,
-//! and asks `y`/`n`/`e`. It talks over any `BufRead` + `Write` pair (the process's terminal, or a
+//! The approval prompt on a terminal: shows a person the patch, the policy's findings and the
+//! risk reasons, and asks `y`/`n`/`e`. [`Console`] is the [`Approver`] `fwfix run` and `fwfix
+//! resume` give the orchestrator: it asks on this process's terminal, or rejects through
+//! [`NonInteractive`] when there is none. It talks over any `BufRead` + `Write` pair (the process's terminal, or a
 //! pty in tests) and runs the person's editor for `e`. It must never wait on input that cannot
 //! come: end of input, or a terminal that hung up, is a rejection with "no answer". What it shows
 //! comes from a patch nobody has vetted yet, so control characters are made visible rather than
 //! sent to the terminal, where they could hide lines.
 
-use super::approval::{ApprovalError, ApprovalRequest, Approver, Choice, DecidedBy, Decision};
-use super::{Finding, Severity, Verdict};
+use crate::policy::{
+    ApprovalError, ApprovalRequest, Approver, Choice, DecidedBy, Decision, Finding, NonInteractive,
+    Severity, Verdict,
+};
 use std::fs::{self, File, OpenOptions};
+use std::future::Future;
 use std::io::{self, BufRead, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -175,14 +181,63 @@ impl<R: BufRead, W: Write> TerminalApprover<R, W> {
     }
 }
 
-impl<R: BufRead, W: Write> Approver for TerminalApprover<R, W> {
-    fn ask(&mut self, request: &ApprovalRequest<'_>) -> Result<Decision, ApprovalError> {
+impl<R: BufRead, W: Write> TerminalApprover<R, W> {
+    /// Shows the request and waits for the person's answer (blocking).
+    pub fn ask(&mut self, request: &ApprovalRequest<'_>) -> Result<Decision, ApprovalError> {
         match self.converse(request) {
             Err(ApprovalError::Terminal { source, .. }) if hung_up(&source) => {
                 Ok(Decision::rejected_by_policy(NO_ANSWER))
             }
             other => other,
         }
+    }
+}
+
+/// Asks on this process's terminal (stdin, with the prompt on stderr) on a blocking thread, or
+/// rejects as [`NonInteractive`] when stdin is not a terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Console {
+    color: bool,
+}
+
+impl Console {
+    /// `color`: whether the prompt may carry ANSI colours on stderr.
+    pub fn new(color: bool) -> Console {
+        Console { color }
+    }
+}
+
+impl Approver for Console {
+    fn ask<'a>(
+        &'a self,
+        request: ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Result<Decision, ApprovalError>> + Send + 'a>> {
+        let (diff, review, origin) = (
+            request.diff.to_string(),
+            request.review.clone(),
+            request.origin.to_string(),
+        );
+        let (iteration, color) = (request.iteration, self.color);
+        Box::pin(async move {
+            let asking = tokio::task::spawn_blocking(move || {
+                use std::io::IsTerminal;
+                if !std::io::stdin().is_terminal() {
+                    return Ok(NonInteractive.decision());
+                }
+                let request = ApprovalRequest {
+                    diff: &diff,
+                    review: &review,
+                    iteration,
+                    origin: &origin,
+                };
+                TerminalApprover::new(std::io::stdin().lock(), std::io::stderr(), color)
+                    .ask(&request)
+            });
+            asking.await.map_err(|e| ApprovalError::Terminal {
+                op: "ask",
+                source: io::Error::other(e),
+            })?
+        })
     }
 }
 
@@ -379,9 +434,9 @@ fn visible(text: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use super::super::testing::*;
-    use super::super::{evaluate, Review};
     use super::*;
+    use crate::policy::testing::*;
+    use crate::policy::{evaluate, Review};
 
     fn request<'a>(diff: &'a str, review: &'a Review) -> ApprovalRequest<'a> {
         ApprovalRequest {
