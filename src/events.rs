@@ -2,8 +2,8 @@
 //! terminal, or as one JSON object per line with `--json`.
 
 use crate::capture::Stream;
+use crate::dut::boards_state::Holder;
 use crate::dut::health::Health;
-use crate::dut::lease::Holder;
 use crate::machine::{ErrorClass, State};
 use crate::results::{CaseStatus, Verdict};
 use serde::Serialize;

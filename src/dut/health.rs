@@ -159,7 +159,7 @@ pub enum HealthError {
 
 /// Where `board`'s health state is kept.
 pub fn record_path(state_dir: &Path, board: &str) -> PathBuf {
-    super::lease::boards_dir(state_dir).join(format!("{board}.json"))
+    super::boards_state::boards_dir(state_dir).join(format!("{board}.json"))
 }
 
 /// `board`'s health; unknown when it has no state file.
@@ -192,7 +192,7 @@ pub fn store(state_dir: &Path, record: &HealthRecord) -> Result<(), HealthError>
         path: path.clone(),
         source,
     };
-    std::fs::create_dir_all(super::lease::boards_dir(state_dir)).map_err(io)?;
+    std::fs::create_dir_all(super::boards_state::boards_dir(state_dir)).map_err(io)?;
     let bytes = serde_json::to_vec_pretty(record).map_err(|e| io(std::io::Error::other(e)))?;
     crate::rundir::write_atomic(&path, &bytes).map_err(io)
 }

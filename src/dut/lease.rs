@@ -11,8 +11,9 @@
 //! QEMU boards need no lease: each run starts its own QEMU. The orchestrator decides who takes a
 //! lease and for how long; this module only takes, describes and releases it.
 
+use super::boards_state::{boards_dir, Holder};
 use crate::events::{Event, EventSink};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::Utc;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use serde::{Deserialize, Serialize};
@@ -26,51 +27,6 @@ use tokio_util::sync::CancellationToken;
 /// The first pause between two tries; it doubles up to [`MAX_POLL`].
 const FIRST_POLL: Duration = Duration::from_millis(100);
 const MAX_POLL: Duration = Duration::from_secs(2);
-
-/// Who holds (or held) a lease.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Holder {
-    pub run_id: String,
-    pub pid: u32,
-    pub host: String,
-    pub user: String,
-    /// `test`, `run`, `bisect`, `boards check`.
-    pub command: String,
-    pub started_at: DateTime<Utc>,
-}
-
-impl Holder {
-    /// This process, for the run `run_id` of `command`.
-    pub fn this_process(run_id: &str, command: &str) -> Holder {
-        Holder {
-            run_id: run_id.to_string(),
-            pid: std::process::id(),
-            host: crate::process::host_name(),
-            user: crate::process::login_name(),
-            command: command.to_string(),
-            started_at: Utc::now(),
-        }
-    }
-
-    /// `run R (fwfix test, pid N on host H, user U, since T)`.
-    pub fn describe(&self) -> String {
-        format!(
-            "run {} (fwfix {}, pid {} on host {}, user {}, since {})",
-            self.run_id,
-            self.command,
-            self.pid,
-            self.host,
-            self.user,
-            self.started_at.to_rfc3339_opts(SecondsFormat::Secs, true)
-        )
-    }
-
-    /// Whether the holder's process is known to be gone: only a process on this host can be
-    /// looked at.
-    pub fn known_gone(&self) -> bool {
-        self.host == crate::process::host_name() && !crate::process::alive(self.pid)
-    }
-}
 
 /// How a lease was taken, for the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -156,11 +112,6 @@ pub enum LeaseState {
     Held(Option<Holder>),
     /// Free, but a killed holder's record is still in the file: the next run takes it over.
     Stale(Holder),
-}
-
-/// `<state>/boards`: lease files and health records.
-pub fn boards_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join("boards")
 }
 
 /// Where `board`'s lease is kept.

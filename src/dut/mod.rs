@@ -6,6 +6,7 @@
 //! it: who holds it (`lease`), whether it is fit to run (`health`), and its power (`power`).
 
 pub mod board;
+pub mod boards_state;
 pub mod cortex_m;
 pub mod health;
 pub mod labgrid;

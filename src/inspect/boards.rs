@@ -4,8 +4,9 @@
 //! as such on the board's row rather than failing the whole listing.
 
 use crate::config::{self, BoardBackend, ConfigError};
+use crate::dut::boards_state::{boards_dir, Holder};
 use crate::dut::health::{self, Health, HealthRecord};
-use crate::dut::lease::{self, Holder, LeaseState};
+use crate::dut::lease::{self, LeaseState};
 use serde::Serialize;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -144,7 +145,7 @@ fn row(
 
 /// Board names with a `.lock` or `.json` file in `<state>/boards`, in name order.
 fn state_file_boards(state_dir: &Path) -> BTreeSet<String> {
-    let Ok(entries) = std::fs::read_dir(lease::boards_dir(state_dir)) else {
+    let Ok(entries) = std::fs::read_dir(boards_dir(state_dir)) else {
         return BTreeSet::new();
     };
     entries

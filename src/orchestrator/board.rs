@@ -10,8 +10,9 @@
 
 use super::job::{Job, OrchestratorError, Step, TestOptions};
 use crate::config::{Board, BoardBackend};
+use crate::dut::boards_state::Holder;
 use crate::dut::health::{self, Health, HealthError, HealthRecord};
-use crate::dut::lease::{self, Holder, Lease, LeaseError};
+use crate::dut::lease::{self, Lease, LeaseError};
 use crate::events::{Event, EventSink, Level};
 use crate::machine::{ErrorClass, State};
 use crate::report::{Report, Status};

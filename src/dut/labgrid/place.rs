@@ -21,7 +21,7 @@
 use super::client::{self, Client, Identity};
 use super::resources::{self, PlaceResources};
 use crate::config::LabgridSpec;
-use crate::dut::lease::Holder;
+use crate::dut::boards_state::Holder;
 use crate::dut::DutError;
 use crate::events::{Event, EventSink, Level};
 use std::path::{Path, PathBuf};
