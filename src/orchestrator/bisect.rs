@@ -17,7 +17,9 @@
 //! 6. Remove the worktree and write report.json (with every step and a confidence), report.md and
 //!    junit.xml. Each step's own run directory stays under `steps/`.
 
-use super::job::{self, canonical_repo, Finished, OrchestratorError, StepOptions};
+use super::error::OrchestratorError;
+use super::job::{self, canonical_repo, Finished, StepOptions};
+use super::worktree::Worktree;
 use crate::bisect::{
     confidence, judge, Answer, BisectStep, Bisector, StepRole, StepVerdict, Tally,
 };
@@ -783,31 +785,6 @@ impl Engine<'_> {
         }
         report.notes.extend(outcome.notes.iter().cloned());
         report
-    }
-}
-
-/// A linked worktree fwfix made for a bisect or a candidate's trial build: removed when its
-/// work ends, or when it is dropped half-way (a state timeout cancels the future), so none is ever
-/// left behind.
-pub(super) struct Worktree {
-    pub owner: PathBuf,
-    pub path: PathBuf,
-    pub repo: Repo,
-    pub removed: bool,
-}
-
-impl Worktree {
-    pub fn remove(mut self) -> Result<(), crate::repo::RepoError> {
-        self.removed = true;
-        Repo::open(&self.owner)?.remove_worktree(&self.path)
-    }
-}
-
-impl Drop for Worktree {
-    fn drop(&mut self) {
-        if !self.removed {
-            let _ = Repo::open(&self.owner).and_then(|o| o.remove_worktree(&self.path));
-        }
     }
 }
 

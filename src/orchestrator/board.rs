@@ -1,23 +1,22 @@
 //! A command's hold on its board, from before the first step to after the report: the lease of a
 //! hardware board (one run per board on a host), the health gate (a bad board or one in
 //! maintenance is refused before anything is built, unless forced), and for `fwfix boards
-//! check`, the check's verdict written back as the board's health.
+//! check`, the check's verdict as the board's health (the job writes it back).
 //!
 //! A job claims its board once, before the first handler that runs (INIT, or wherever a resumed
 //! run starts), and keeps the lease until it is dropped, after its report is written. A bisect
 //! claims it for all its steps; the steps (and the steps of a `revert` strategy's bisect, inside
 //! a fix run that holds the lease) claim nothing.
 
-use super::job::{Job, OrchestratorError, Step, TestOptions};
+use super::error::OrchestratorError;
 use crate::config::{Board, BoardBackend};
 use crate::dut::boards_state::Holder;
-use crate::dut::health::{self, Health, HealthError, HealthRecord};
+use crate::dut::health::{self, Health, HealthError};
 use crate::dut::lease::{self, Lease, LeaseError};
 use crate::events::{Event, EventSink, Level};
-use crate::machine::{ErrorClass, State};
+use crate::machine::State;
 use crate::report::{Report, Status};
 use crate::results::CaseStatus;
-use chrono::Utc;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -210,139 +209,6 @@ fn failing(status: CaseStatus) -> Option<&'static str> {
     }
 }
 
-impl Job<'_> {
-    /// Claims the board before the first step that runs, unless it is claimed already or the
-    /// job runs under a command that holds it (a bisect step). IDLE and ERROR_RECOVERY have no
-    /// error outcome, so the next working state claims it.
-    pub(super) async fn claim_board(&mut self, state: State) -> Result<(), Step> {
-        if matches!(state, State::Idle | State::ErrorRecovery) {
-            return Ok(());
-        }
-        self.claim_board_now()
-            .await
-            .map_err(|e| Step::error(ErrorClass::TestEnvFailure, e.to_string()))
-    }
-
-    /// Claims the board unless it is claimed already or the job runs under a command that
-    /// holds it. `fwfix resume` claims it before going on, so that a busy or refused board
-    /// ends the resume at once and leaves the run as it was, to be resumed again.
-    pub(super) async fn claim_board_now(&mut self) -> Result<(), ClaimError> {
-        if self.board_claimed {
-            return Ok(());
-        }
-        let Some(access) = self.access.clone() else {
-            return Ok(());
-        };
-        let command = match access.gate {
-            HealthGate::Check => "boards check",
-            HealthGate::Enforce | HealthGate::Force => self.ctx.command.name(),
-        };
-        match claim(
-            &self.board,
-            &access,
-            &self.ctx.run_id,
-            command,
-            &self.cancel,
-            self.events,
-        )
-        .await
-        {
-            Ok(claim) => {
-                self.board_claimed = true;
-                self.lease = claim.lease;
-                self.place = claim.place;
-                self.board_notes.extend(claim.notes);
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
-    }
-
-    /// For a health check that got hold of its board: records the verdict as the board's health
-    /// (still under the lease, so the next run sees it) and notes it in the report.
-    pub(super) fn record_check(&mut self, report: &mut Report) {
-        let checking = self
-            .access
-            .as_ref()
-            .is_some_and(|a| a.gate == HealthGate::Check);
-        if !checking || !self.board_claimed {
-            return;
-        }
-        let Some((state, reason)) = check_verdict(report) else {
-            return;
-        };
-        let record = HealthRecord {
-            board: self.board.name.clone(),
-            state,
-            reason: reason.clone(),
-            checked_at: Utc::now(),
-            run_id: Some(self.ctx.run_id.clone()),
-            by: crate::process::login_name(),
-        };
-        let Some(access) = &self.access else { return };
-        match health::store(&access.state_dir, &record) {
-            Ok(()) => {
-                report
-                    .notes
-                    .push(format!("board {} marked {state}: {reason}", record.board));
-                self.events.emit(&Event::BoardHealth {
-                    board: record.board,
-                    state,
-                    reason,
-                });
-            }
-            Err(e) => {
-                let text = format!("the health check's verdict could not be recorded: {e}");
-                self.events.emit(&Event::Message {
-                    level: Level::Error,
-                    text: text.clone(),
-                });
-                report.notes.push(text);
-            }
-        }
-    }
-}
-
-/// Options of `fwfix boards check BOARD`.
-#[derive(Debug, Clone)]
-pub struct CheckOptions {
-    pub repo: PathBuf,
-    /// A board file path or name; its `[health] profile` is the check.
-    pub board: String,
-    pub state_dir: PathBuf,
-    pub lock_timeout: Duration,
-}
-
-/// `fwfix boards check BOARD`: runs the board's `[health]` profile as `fwfix test` does, under
-/// the board's lease and whatever its current health, and records the verdict as its health.
-pub async fn check_board(
-    opts: CheckOptions,
-    events: &dyn EventSink,
-    cancel: CancellationToken,
-) -> Result<super::Finished, OrchestratorError> {
-    let repo = super::job::canonical_repo(&opts.repo)?;
-    let board = crate::config::resolve_board(&opts.board, &repo)?;
-    let Some(spec) = &board.health else {
-        return Err(OrchestratorError::Usage(format!(
-            "board {} ({}) has no [health] table naming the profile that checks it",
-            board.name,
-            board.source.display()
-        )));
-    };
-    let test = TestOptions {
-        repo,
-        board: opts.board.clone(),
-        profile: spec.profile.clone(),
-        repeat: 1,
-        access: BoardAccess {
-            state_dir: opts.state_dir,
-            lock_timeout: opts.lock_timeout,
-            gate: HealthGate::Check,
-        },
-    };
-    super::test(test, events, cancel).await
-}
-
 /// The boards `fwfix boards check` without a board checks: those of `repo`'s `boards/` and the
 /// shipped ones that have a `[health]` table, by name, and any whose file does not load (its check
 /// then fails naming the file, line and column, rather than the board silently going unchecked);
@@ -378,8 +244,10 @@ pub fn boards_to_check(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::machine::ErrorClass;
     use crate::report::Command;
     use crate::results::TestCase;
+    use chrono::Utc;
 
     fn report(status: Status) -> Report {
         Report::new(

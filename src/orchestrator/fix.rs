@@ -2,10 +2,10 @@
 //! back), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
 //! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
 
-use super::bisect::Worktree;
 use super::context::FixRecord;
-use super::governor::Round;
 use super::job::{Job, Step};
+use super::trials::Round;
+use super::worktree::Worktree;
 use crate::analysis::{evidence, triage};
 use crate::capture::RunEnd;
 use crate::config::PolicySpec;
@@ -503,7 +503,7 @@ impl Job<'_> {
         }
     }
 
-    /// A fresh round is checked and ranked first (`governor.rs`); then the iteration's
+    /// A fresh round is checked and ranked first (`trials.rs`); then the iteration's
     /// candidate — the round's best, or one taken from the pool — goes through the policy and
     /// the approval gate.
     pub(super) async fn patch_review(&mut self) -> Step {

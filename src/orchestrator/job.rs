@@ -1,10 +1,12 @@
 //! One run of the engine: the entry points (`test`, `run`, `resume`), the drive loop, how a
 //! transition is recorded, per-state timeouts, and finalisation (fix branch, rollback, report).
 
-use super::board::BoardAccess;
+use super::board::{check_verdict, claim, BoardAccess, ClaimError, HealthGate};
 use super::context::{RunContext, RunRequest, StrategyChoice, CONTEXT_FORMAT};
+use super::error::OrchestratorError;
 use crate::analysis::symbols::Symbolizer;
-use crate::config::{self, Board, BuildSpec, ConfigError, Profile};
+use crate::config::{self, Board, BuildSpec, Profile};
+use crate::dut::health::{self, HealthRecord};
 use crate::dut::Dut;
 use crate::events::{Event, EventSink, Level};
 use crate::machine::ledger::{Ledger, Limits};
@@ -15,10 +17,6 @@ use crate::repo::Repo;
 use crate::report::{self, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
-use crate::strategy::command::CommandStrategy;
-use crate::strategy::llm::LlmStrategy;
-use crate::strategy::queue::QueueStrategy;
-use crate::strategy::revert::RevertStrategy;
 use crate::strategy::Strategy;
 use chrono::Utc;
 use std::collections::BTreeSet;
@@ -118,30 +116,6 @@ pub struct Finished {
     pub report: Report,
 }
 
-/// Errors that stop a command before its state machine starts, or break its records.
-#[derive(Debug, thiserror::Error)]
-pub enum OrchestratorError {
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    #[error("{0}")]
-    Usage(String),
-    #[error("cannot write the run directory {}: {source}", path.display())]
-    RunDir {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("internal error: {0}")]
-    Internal(String),
-    /// The board could not be claimed (busy past --lock-timeout, bad or in maintenance) before
-    /// a resumed run went on; the run is left as it was.
-    #[error("{0}; the run is left as it was: resume it once the board is free")]
-    Board(String),
-    /// Interrupted before the resumed run went on; the run is left as it was.
-    #[error("{0}")]
-    Interrupted(String),
-}
-
 /// `fwfix test`: build the image once and run it `repeat` times.
 pub async fn test(
     opts: TestOptions,
@@ -163,6 +137,7 @@ pub async fn test(
         Command::Test,
         request,
         config,
+        (None, 1),
         Placement::Runs,
         None,
         events,
@@ -172,6 +147,46 @@ pub async fn test(
     job.access = Some(opts.access);
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
         .await
+}
+
+/// Options of `fwfix boards check BOARD`.
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
+    pub repo: PathBuf,
+    /// A board file path or name; its `[health] profile` is the check.
+    pub board: String,
+    pub state_dir: PathBuf,
+    pub lock_timeout: Duration,
+}
+
+/// `fwfix boards check BOARD`: runs the board's `[health]` profile as `fwfix test` does, under
+/// the board's lease and whatever its current health, and records the verdict as its health.
+pub async fn check_board(
+    opts: CheckOptions,
+    events: &dyn EventSink,
+    cancel: CancellationToken,
+) -> Result<Finished, OrchestratorError> {
+    let repo = canonical_repo(&opts.repo)?;
+    let board = crate::config::resolve_board(&opts.board, &repo)?;
+    let Some(spec) = &board.health else {
+        return Err(OrchestratorError::Usage(format!(
+            "board {} ({}) has no [health] table naming the profile that checks it",
+            board.name,
+            board.source.display()
+        )));
+    };
+    let options = TestOptions {
+        repo,
+        board: opts.board.clone(),
+        profile: spec.profile.clone(),
+        repeat: 1,
+        access: BoardAccess {
+            state_dir: opts.state_dir,
+            lock_timeout: opts.lock_timeout,
+            gate: HealthGate::Check,
+        },
+    };
+    test(options, events, cancel).await
 }
 
 /// One step of a bisect: `fwfix test` of `opts.work_dir`, recorded in `opts.run_dir`.
@@ -193,6 +208,7 @@ pub(super) async fn test_step(
         Command::Test,
         request,
         (opts.board, opts.profile),
+        (None, 1),
         Placement::At(opts.run_dir),
         None,
         events,
@@ -202,174 +218,9 @@ pub(super) async fn test_step(
         .await
 }
 
-/// `fwfix run`: the fix loop.
-pub async fn run(
-    opts: RunOptions,
-    events: &dyn EventSink,
-    cancel: CancellationToken,
-) -> Result<Finished, OrchestratorError> {
-    let repo = canonical_repo(&opts.repo)?;
-    // Refuse a repository fwfix cannot protect before anything is created in it. The known-good
-    // commit is resolved now, so a resumed run compares against the same commit.
-    let good = {
-        let owner = Repo::open(&repo)
-            .and_then(|owner| owner.check_snapshot_ready().map(|()| owner))
-            .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-        match &opts.good {
-            Some(spec) => Some(
-                owner
-                    .resolve_commit(spec)
-                    .map_err(|e| OrchestratorError::Usage(format!("--good: {e}")))?
-                    .id,
-            ),
-            None => None,
-        }
-    };
-    let strategy = match opts.strategy {
-        StrategyChoice::Queue { patches } => {
-            QueueStrategy::open(&patches).map_err(|e| OrchestratorError::Usage(e.to_string()))?;
-            StrategyChoice::Queue { patches }
-        }
-        // The refs are resolved now, so a resumed run bisects the same commits.
-        StrategyChoice::Revert { good, bad } => {
-            let line = super::bisect::resolve_range(&repo, &good, &bad)?;
-            match (line.first(), line.last()) {
-                (Some(good), Some(bad)) => StrategyChoice::Revert {
-                    good: good.id.clone(),
-                    bad: bad.id.clone(),
-                },
-                _ => return Err(OrchestratorError::Usage("no commits to bisect".to_string())),
-            }
-        }
-        other => other,
-    };
-    let request = RunRequest {
-        repo,
-        board: opts.board,
-        profile: opts.profile,
-        repeat: 1,
-        strategy: Some(strategy),
-        worktree: opts.worktree,
-        good,
-    };
-    let config = load_config(&request)?;
-    let tree_lock = lock_owner_tree(&request, "fwfix run")?;
-    // With the tree locked, no live run can be mid-way; a killed one's patch is not the owner's.
-    if let Some(killed) = crate::inspect::killed_with_candidate(&request.repo) {
-        return Err(OrchestratorError::Usage(format!(
-            "run {id} was killed with one of its candidate patches applied to {repo}: the tree \
-             holds that patch, not your work. `fwfix resume {id}` carries the run on (Ctrl+C \
-             during it puts your own tree back)",
-            id = killed.id,
-            repo = request.repo.display()
-        )));
-    }
-    let mut job = Job::start(
-        Command::Run,
-        request,
-        config,
-        Placement::Runs,
-        opts.max_iterations,
-        events,
-        cancel,
-    )?;
-    job.tree_lock = tree_lock;
-    job.kill_at = opts.kill_at;
-    job.approve = opts.approve;
-    job.approver = opts.approver;
-    job.access = Some(opts.access);
-    job.arm_deadline(opts.deadline);
-    job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix run"))
-        .await
-}
-
-/// `fwfix resume`: reconcile the repository with the last checkpoint and carry on.
-///
-/// A run killed in a working state re-runs that state's handler. A run that was ABORTED, or that
-/// ended in FAILURE and is given `--more-iterations`, goes round through IDLE and INIT again:
-/// the unpatched tree is measured once more, then the work the stop cut short is done again
-/// ([`RunContext::restart`]) before the next candidate.
-pub async fn resume(
-    opts: ResumeOptions,
-    events: &dyn EventSink,
-    cancel: CancellationToken,
-) -> Result<Finished, OrchestratorError> {
-    let mut ctx = RunContext::load(&opts.run_dir).map_err(OrchestratorError::Usage)?;
-    let run_dir = RunDir::open(&opts.run_dir).map_err(|source| OrchestratorError::RunDir {
-        path: opts.run_dir.clone(),
-        source,
-    })?;
-    let state = ctx.state;
-    let restart = match (state, opts.more_iterations) {
-        (State::Failure, Some(n)) => {
-            ctx.limits.max_iterations = ctx.ledger.tried() + n;
-            ctx.ledger.no_progress = 0;
-            Some(format!("resumed with {n} more iteration(s)"))
-        }
-        (_, Some(_)) => {
-            return Err(OrchestratorError::Usage(format!(
-                "--more-iterations applies to a run that ended in FAILURE; run {} is in {state}",
-                ctx.run_id
-            )))
-        }
-        // Killed after its last transition but before finalising: finalise now.
-        (State::Success | State::Failure, None) if !opts.run_dir.join("report.json").is_file() => {
-            None
-        }
-        (State::Success | State::Failure, None) => {
-            return Err(OrchestratorError::Usage(format!(
-                "run {} already ended in {state}{}",
-                ctx.run_id,
-                if state == State::Failure {
-                    "; add --more-iterations N to try again"
-                } else {
-                    ""
-                }
-            )))
-        }
-        (State::Aborted, None) => Some("resumed after being aborted".to_string()),
-        (_, None) => None,
-    };
-    if let Some(hint) = &opts.hint {
-        ctx.hints.push(hint.clone());
-    }
-    let mut job = Job::reopen(ctx, run_dir, events, cancel)?;
-    // Before reconciling, which may roll the owner's tree back.
-    let holder = format!("fwfix resume {}", job.ctx.run_id);
-    job.tree_lock = lock_owner_tree(&job.ctx.request, &holder)?;
-    // This process carries the run on now (`fwfix runs` tells running from killed by it).
-    job.ctx.pid = std::process::id();
-    job.ctx.host = crate::process::host_name();
-    job.kill_at = opts.kill_at;
-    job.approve = opts.approve;
-    job.approver = opts.approver;
-    job.access = Some(opts.access);
-    job.arm_deadline(opts.deadline);
-    job.reconcile()?;
-    // A run that goes on needs its board: claimed now, so a busy or refused board ends this
-    // resume with the run where the kill left it. Finalising a run needs no board.
-    let finalising = matches!(state, State::Success | State::Failure) && restart.is_none();
-    let claimed = if finalising {
-        Ok(())
-    } else {
-        job.claim_board_now().await
-    };
-    match claimed {
-        Ok(()) => {}
-        Err(
-            e @ super::board::ClaimError::Lease(crate::dut::lease::LeaseError::Cancelled { .. }),
-        ) => return Err(OrchestratorError::Interrupted(e.to_string())),
-        Err(e) => return Err(OrchestratorError::Board(e.to_string())),
-    }
-    match restart {
-        Some(reason) => job.drive(state, Step::ok(Outcome::Finalised, reason)).await,
-        None => job.drive_from(state).await,
-    }
-}
-
 /// The owner's checkout for the whole job: patched in place (exclusive), or only read — built
 /// by `fwfix test`, snapshotted by a `--worktree` run (shared).
-fn lock_owner_tree(
+pub(super) fn lock_owner_tree(
     request: &RunRequest,
     command: &str,
 ) -> Result<Option<crate::repo::TreeLock>, OrchestratorError> {
@@ -409,7 +260,7 @@ pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> 
 }
 
 /// Where a job's run directory goes.
-enum Placement {
+pub(super) enum Placement {
     /// A new `<repo>/.fwfix/runs/<run-id>/`.
     Runs,
     /// Exactly this directory, inside another run's (a bisect step).
@@ -443,10 +294,14 @@ impl Step {
 }
 
 /// One run in progress.
+/// A run's patch strategy (None for `fwfix test`) and how many candidates to ask it for. The
+/// engine is given it: the revert strategy's bisect steps are engine runs themselves.
+pub(super) type PickedStrategy<'a> = (Option<Box<dyn Strategy + 'a>>, u32);
+
 pub(super) struct Job<'a> {
     pub ctx: RunContext,
     pub run_dir: RunDir,
-    trace: TraceWriter,
+    pub(super) trace: TraceWriter,
     pub events: &'a dyn EventSink,
     pub cancel: CancellationToken,
     pub board: Board,
@@ -461,12 +316,12 @@ pub(super) struct Job<'a> {
     /// How many candidates to ask the strategy for per iteration.
     pub candidates_wanted: u32,
     pub symbolizer: Option<Symbolizer>,
-    kill_at: Option<KillAt>,
+    pub(super) kill_at: Option<KillAt>,
     /// When PATCH_REVIEW asks a person.
     pub approve: ApproveMode,
-    /// Who asks them when they are not at this terminal.
+    /// Who asks them; None: nobody can be asked.
     pub approver: Option<std::sync::Arc<dyn crate::policy::Approver>>,
-    deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    pub(super) deadline_hit: std::sync::Arc<std::sync::atomic::AtomicBool>,
     /// How the job uses its board; None for a step of a command that holds the board itself.
     pub access: Option<BoardAccess>,
     /// Whether the board was claimed (leased when it needs it, health gate passed).
@@ -480,23 +335,24 @@ pub(super) struct Job<'a> {
     /// The owner's working-tree lock (exclusive for a run that patches the checkout, shared for
     /// `fwfix test` and a `--worktree` run), held until the job is dropped, after the tree is
     /// restored.
-    tree_lock: Option<crate::repo::TreeLock>,
+    pub(super) tree_lock: Option<crate::repo::TreeLock>,
 }
 
 impl<'a> Job<'a> {
     /// Resolves the configuration, creates the run directory and the context.
     #[allow(clippy::too_many_arguments)]
-    fn start(
+    pub(super) fn start(
         command: Command,
         request: RunRequest,
         (board, profile): (Board, Profile),
+        strategy: PickedStrategy<'a>,
         placement: Placement,
         max_iterations: Option<u32>,
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
-        // Everything that can be refused is checked before the run directory exists.
-        let strategy = make_strategy(&request, &board, &profile, &serde_json::Value::Null, events)?;
+        // Everything that can be refused (the strategy too) is checked before the run directory
+        // exists.
         let started = Utc::now();
         let run_dir = match placement {
             Placement::Runs => {
@@ -594,14 +450,14 @@ impl<'a> Job<'a> {
     }
 
     /// Rebuilds a job from a checkpointed context.
-    fn reopen(
+    pub(super) fn reopen(
         ctx: RunContext,
         run_dir: RunDir,
+        (board, profile): (Board, Profile),
+        strategy: PickedStrategy<'a>,
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
-        let (board, profile) = load_config(&ctx.request)?;
-        let strategy = make_strategy(&ctx.request, &board, &profile, &ctx.strategy_state, events)?;
         let last_seq = rundir::last_trace_line(&run_dir)
             .map_err(|source| OrchestratorError::RunDir {
                 path: run_dir.path().to_path_buf(),
@@ -653,7 +509,7 @@ impl<'a> Job<'a> {
         trace: TraceWriter,
         board: Board,
         profile: Profile,
-        (strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32),
+        (strategy, candidates_wanted): PickedStrategy<'a>,
         events: &'a dyn EventSink,
         cancel: CancellationToken,
     ) -> Result<Job<'a>, OrchestratorError> {
@@ -693,7 +549,7 @@ impl<'a> Job<'a> {
     }
 
     /// Cancels the run when `deadline` passes, remembering that the deadline (not a signal) did.
-    fn arm_deadline(&mut self, deadline: Option<Duration>) {
+    pub(super) fn arm_deadline(&mut self, deadline: Option<Duration>) {
         let Some(deadline) = deadline else { return };
         let cancel = self.cancel.clone();
         let hit = self.deadline_hit.clone();
@@ -716,7 +572,11 @@ impl<'a> Job<'a> {
     }
 
     /// Runs the machine from `from`, first taking the transition `step` describes.
-    async fn drive(&mut self, from: State, step: Step) -> Result<Finished, OrchestratorError> {
+    pub(super) async fn drive(
+        &mut self,
+        from: State,
+        step: Step,
+    ) -> Result<Finished, OrchestratorError> {
         let mut state = from;
         let mut step = step;
         loop {
@@ -747,7 +607,7 @@ impl<'a> Job<'a> {
 
     /// Runs the machine from `state` without a transition first (a resumed run re-runs the
     /// handler of the state it was in).
-    async fn drive_from(&mut self, state: State) -> Result<Finished, OrchestratorError> {
+    pub(super) async fn drive_from(&mut self, state: State) -> Result<Finished, OrchestratorError> {
         if state.is_terminal() {
             return self.finalise(state).await;
         }
@@ -1156,7 +1016,7 @@ impl<'a> Job<'a> {
 
     /// Puts a resumed run's repository back in line with its checkpoint: the owner's tree as
     /// snapshotted, plus the current candidate when the checkpoint says it was applied.
-    fn reconcile(&mut self) -> Result<(), OrchestratorError> {
+    pub(super) fn reconcile(&mut self) -> Result<(), OrchestratorError> {
         if self.ctx.request.strategy.is_none() {
             return Ok(());
         }
@@ -1204,83 +1064,97 @@ impl<'a> Job<'a> {
     }
 }
 
-/// The run's patch strategy (None for `fwfix test`) and how many candidates to ask it for, with
-/// its saved position restored.
-fn make_strategy<'a>(
-    request: &RunRequest,
-    board: &Board,
-    profile: &Profile,
-    saved: &serde_json::Value,
-    events: &'a dyn EventSink,
-) -> Result<(Option<Box<dyn Strategy + 'a>>, u32), OrchestratorError> {
-    let usage = |e: crate::strategy::StrategyError| OrchestratorError::Usage(e.to_string());
-    let (mut strategy, candidates_wanted): (Option<Box<dyn Strategy + 'a>>, u32) = match &request
-        .strategy
-    {
-        // Every remaining entry is one round: the governor ranks them all at once.
-        Some(StrategyChoice::Queue { patches }) => (
-            Some(Box::new(QueueStrategy::open(patches).map_err(usage)?)),
-            u32::MAX,
-        ),
-        Some(StrategyChoice::Llm) => {
-            let settings = config::llm_settings_from_env(profile.strategy.llm.as_ref())?;
-            let candidates = settings.candidates;
-            (
-                Some(Box::new(LlmStrategy::new(settings).map_err(usage)?)),
-                candidates,
-            )
+impl Job<'_> {
+    /// Claims the board before the first step that runs, unless it is claimed already or the
+    /// job runs under a command that holds it (a bisect step). IDLE and ERROR_RECOVERY have no
+    /// error outcome, so the next working state claims it.
+    pub(super) async fn claim_board(&mut self, state: State) -> Result<(), Step> {
+        if matches!(state, State::Idle | State::ErrorRecovery) {
+            return Ok(());
         }
-        Some(StrategyChoice::Command) => {
-            let spec = profile.strategy.command.clone().ok_or_else(|| {
-                OrchestratorError::Usage(format!(
-                    "{}: --strategy command needs a [strategy.command] table with argv",
-                    profile.source.display()
-                ))
-            })?;
-            // A program that cannot start would cost a baseline run and every retry first.
-            if let Some(program) = spec.argv.first() {
-                let found = if program.contains('/') {
-                    // Relative to the repository, where the agent runs.
-                    crate::doctor::find_program(&request.repo.join(program).to_string_lossy(), &[])
-                } else {
-                    crate::doctor::find_program(program, &crate::config::host::program_dirs())
-                };
-                if found.is_none() {
-                    return Err(OrchestratorError::Usage(format!(
-                        "{}: [strategy.command] argv runs `{program}`, which is not an \
-                             executable {}",
-                        profile.source.display(),
-                        if program.contains('/') {
-                            "file (a path with a / is taken from the repository's root)"
-                        } else {
-                            "on PATH"
-                        }
-                    )));
-                }
-            }
-            let candidates = spec.candidates;
-            (Some(Box::new(CommandStrategy::new(spec))), candidates)
-        }
-        Some(StrategyChoice::Revert { good, bad }) => {
-            // The bisect tests each commit as many times as a fix must pass to count.
-            let finder = super::bisect::EngineFinder {
-                owner: request.repo.clone(),
-                board_arg: request.board.clone(),
-                profile_arg: request.profile.clone(),
-                board: board.clone(),
-                profile: profile.clone(),
-                runs: profile.goal.confirm_runs.max(1),
-                events,
-            };
-            let revert = RevertStrategy::new(good.clone(), bad.clone(), Box::new(finder));
-            (Some(Box::new(revert)), 1)
-        }
-        None => (None, 1),
-    };
-    if let Some(s) = strategy.as_mut() {
-        s.load(saved);
+        self.claim_board_now()
+            .await
+            .map_err(|e| Step::error(ErrorClass::TestEnvFailure, e.to_string()))
     }
-    Ok((strategy, candidates_wanted))
+
+    /// Claims the board unless it is claimed already or the job runs under a command that
+    /// holds it. `fwfix resume` claims it before going on, so that a busy or refused board
+    /// ends the resume at once and leaves the run as it was, to be resumed again.
+    pub(super) async fn claim_board_now(&mut self) -> Result<(), ClaimError> {
+        if self.board_claimed {
+            return Ok(());
+        }
+        let Some(access) = self.access.clone() else {
+            return Ok(());
+        };
+        let command = match access.gate {
+            HealthGate::Check => "boards check",
+            HealthGate::Enforce | HealthGate::Force => self.ctx.command.name(),
+        };
+        match claim(
+            &self.board,
+            &access,
+            &self.ctx.run_id,
+            command,
+            &self.cancel,
+            self.events,
+        )
+        .await
+        {
+            Ok(claim) => {
+                self.board_claimed = true;
+                self.lease = claim.lease;
+                self.place = claim.place;
+                self.board_notes.extend(claim.notes);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// For a health check that got hold of its board: records the verdict as the board's health
+    /// (still under the lease, so the next run sees it) and notes it in the report.
+    pub(super) fn record_check(&mut self, report: &mut Report) {
+        let checking = self
+            .access
+            .as_ref()
+            .is_some_and(|a| a.gate == HealthGate::Check);
+        if !checking || !self.board_claimed {
+            return;
+        }
+        let Some((state, reason)) = check_verdict(report) else {
+            return;
+        };
+        let record = HealthRecord {
+            board: self.board.name.clone(),
+            state,
+            reason: reason.clone(),
+            checked_at: Utc::now(),
+            run_id: Some(self.ctx.run_id.clone()),
+            by: crate::process::login_name(),
+        };
+        let Some(access) = &self.access else { return };
+        match health::store(&access.state_dir, &record) {
+            Ok(()) => {
+                report
+                    .notes
+                    .push(format!("board {} marked {state}: {reason}", record.board));
+                self.events.emit(&Event::BoardHealth {
+                    board: record.board,
+                    state,
+                    reason,
+                });
+            }
+            Err(e) => {
+                let text = format!("the health check's verdict could not be recorded: {e}");
+                self.events.emit(&Event::Message {
+                    level: Level::Error,
+                    text: text.clone(),
+                });
+                report.notes.push(text);
+            }
+        }
+    }
 }
 
 /// A candidate as report.json lists it.
@@ -1303,7 +1177,7 @@ fn candidate_summary(c: &crate::governor::CandidateRecord) -> report::CandidateS
     }
 }
 
-fn load_config(request: &RunRequest) -> Result<(Board, Profile), OrchestratorError> {
+pub(super) fn load_config(request: &RunRequest) -> Result<(Board, Profile), OrchestratorError> {
     let board = config::resolve_board(&request.board, &request.repo)?;
     let profile = config::resolve_profile(&request.profile, &request.repo)?;
     Ok((board, profile))

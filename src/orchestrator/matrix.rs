@@ -19,7 +19,8 @@
 //! Every board and profile is loaded before the first pair starts: a bad file is a configuration
 //! error with nothing run.
 
-use super::job::{canonical_repo, test, Finished, OrchestratorError, TestOptions};
+use super::error::OrchestratorError;
+use super::job::{canonical_repo, test, Finished, TestOptions};
 use super::BoardAccess;
 use crate::config::{self, Board, BoardBackend, Profile};
 use crate::events::{Event, EventSink, JobSink, Level};

@@ -15,7 +15,7 @@
 //!    PASS_TO_PASS). Then SUCCESS, run the same image again, go round again, or FAILURE.
 //! 5. CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY: gather evidence (from the
 //!    tree the last image was built from), roll the last candidate back, take the next ranked
-//!    candidate or ask the strategy for a round, check and rank a fresh round (`governor.rs`:
+//!    candidate or ask the strategy for a round, check and rank a fresh round (`trials.rs`:
 //!    policy, trial apply and build, no-op image), put the best through the approval gate, apply
 //!    it on a fresh rollback point; BUILD_RUN drops a single candidate's no-op image.
 //! 6. ERROR_RECOVERY: retry the failed step within its class's budget, back to analysis for a
@@ -41,22 +41,34 @@
 //! `fwfix bisect` (`bisect.rs`) is a driver above the engine: each of its steps is a `fwfix test`
 //! of one commit in a worktree of its own, with its run directory under the bisect's. The
 //! `revert` strategy runs the same bisect from inside a fix run's PATCH_GENERATION.
+//!
+//! Layers, each using only those below it: `error.rs`, `context.rs`, `board.rs` (claiming a
+//! board) and `worktree.rs`; `job.rs`, the engine (with its handlers in `pipeline.rs`,
+//! `fix.rs` and `trials.rs`), and `fwfix test` and `fwfix boards check` over it; `bisect.rs`,
+//! whose steps are engine runs; `command.rs`, `fwfix run` and `fwfix resume`, which give the
+//! engine its strategy — the `revert` strategy's bisect included, so the engine never reaches up
+//! to bisect; `matrix.rs` and `prune.rs`.
 
 mod bisect;
 mod board;
+mod command;
 mod context;
+mod error;
 mod fix;
-mod governor;
 mod job;
 mod matrix;
 mod pipeline;
 mod prune;
+mod trials;
+mod worktree;
 
 pub use bisect::{bisect, BisectOptions};
-pub use board::{boards_to_check, check_board, BoardAccess, CheckOptions, HealthGate};
+pub use board::{boards_to_check, BoardAccess, HealthGate};
+pub use command::{resume, run};
 pub use context::{RunContext, StrategyChoice};
+pub use error::OrchestratorError;
 pub use job::{
-    resume, run, test, Finished, KillAt, OrchestratorError, ResumeOptions, RunOptions, TestOptions,
+    check_board, test, CheckOptions, Finished, KillAt, ResumeOptions, RunOptions, TestOptions,
 };
 pub use matrix::{
     matrix, run_pairs, test_many, MatrixOptions, MatrixRun, PairEnd, PairOutcome, PairSpec,

@@ -6,7 +6,7 @@
 //! that can still be resumed (ABORTED, FAILURE, killed) is kept unless asked (`--resumable`): once
 //! pruned it cannot be resumed. `--dry-run` only says what would go.
 
-use super::job::OrchestratorError;
+use super::error::OrchestratorError;
 use crate::inspect::{self, RunStatus, RunSummary};
 use crate::repo::Repo;
 use crate::report::Status;

@@ -1,6 +1,7 @@
-//! PATCH_REVIEW's first half when a round brings fresh candidates: the checks behind the
-//! governor's ranking (`crate::governor`), done for every candidate before any of them costs a
-//! test run.
+//! The governor's trials: PATCH_REVIEW's first half when a round brings fresh candidates, the
+//! checks behind the governor's ranking, done for every candidate before any of them costs a
+//! test run. The governor's decisions are pure and live in `crate::governor`; this module is
+//! the I/O they are made from (worktrees, builds, digests), so it lives with the engine.
 //!
 //! 1. Policy: the repository's path checks and the profile's `[policy]`.
 //! 2. With more than one candidate, each one the policy allows gets a linked worktree off the
@@ -16,9 +17,9 @@
 //! BUILD_RUN builds it anyway, so it is ranked by policy alone and goes on as before; BUILD_RUN
 //! then compares its image with the baseline's ([`Job::no_op_image`]) and drops a no-op there.
 
-use super::bisect::Worktree;
 use super::context::PoolEntry;
 use super::job::{Job, Step};
+use super::worktree::Worktree;
 use crate::analysis::triage::{self, Stage as TriageStage, TriageContext};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::events::{Event, Level, NullSink};
