@@ -36,5 +36,6 @@ mod run_llm;
 mod runs_prune;
 mod schemas;
 mod strategy_llm;
+mod structure;
 mod test_cmd;
 mod triage;
