@@ -235,10 +235,7 @@ fn located(output: &str, tool: &str) -> Vec<Finding> {
                 line: Some(number),
                 column: c.name("col").and_then(|m| m.as_str().parse().ok()),
                 severity: severity.to_string(),
-                id: c
-                    .name("id")
-                    .map_or(severity, |m| m.as_str())
-                    .to_string(),
+                id: c.name("id").map_or(severity, |m| m.as_str()).to_string(),
                 message: c.name("msg")?.as_str().to_string(),
                 text: String::new(),
             })
@@ -253,7 +250,12 @@ fn cppcheck_xml(output: &str) -> Vec<Finding> {
     let attrs = |tag: &str| -> BTreeMap<String, String> {
         p.attribute
             .captures_iter(tag)
-            .filter_map(|c| Some((c.name("name")?.as_str().into(), unescape(c.name("value")?.as_str()))))
+            .filter_map(|c| {
+                Some((
+                    c.name("name")?.as_str().into(),
+                    unescape(c.name("value")?.as_str()),
+                ))
+            })
             .collect()
     };
     let mut out = Vec::new();
@@ -313,7 +315,9 @@ fn unescape(value: &str) -> String {
             "gt" => Some('>'),
             "quot" => Some('"'),
             "apos" => Some('\''),
-            e if e.starts_with("#x") => u32::from_str_radix(&e[2..], 16).ok().and_then(char::from_u32),
+            e if e.starts_with("#x") => u32::from_str_radix(&e[2..], 16)
+                .ok()
+                .and_then(char::from_u32),
             e if e.starts_with('#') => e[1..].parse().ok().and_then(char::from_u32),
             _ => None,
         };
@@ -559,8 +563,10 @@ Use -header-filter=.* to display errors from all non-system headers.
 
     #[test]
     fn a_regex_with_named_groups() {
-        let pattern = Regex::new(r"^(?P<file>[^ ]+) line (?P<line>\d+) \((?P<id>R[\d.]+)\): (?P<message>.*)$")
-            .unwrap();
+        let pattern = Regex::new(
+            r"^(?P<file>[^ ]+) line (?P<line>\d+) \((?P<id>R[\d.]+)\): (?P<message>.*)$",
+        )
+        .unwrap();
         let out = "MISRA report\nsrc/crc.c line 12 (R10.4): operands of different type\n";
         let found = read(Reader::Regex(&pattern), out, root());
         assert_eq!(found.len(), 1);

@@ -122,12 +122,13 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
         | ErrorClass::ModelFailure
         | ErrorClass::NoCandidate
         | ErrorClass::PolicyViolation
-        | ErrorClass::PatchApplyFailure => patch_fault,
+        | ErrorClass::PatchApplyFailure
+        | ErrorClass::LintFailure => patch_fault,
         ErrorClass::BuildEnvFailure => Some(T::BuildRun),
         ErrorClass::TestEnvFailure | ErrorClass::FlashFailure => Some(T::TestSetup),
         // A missing image means building again; missing console output means running again.
         ErrorClass::ArtifactMissing => match failure.failed_in {
-            State::BuildRun | State::TestSetup => Some(T::BuildRun),
+            State::BuildRun | State::Lint | State::TestSetup => Some(T::BuildRun),
             State::TestRun | State::ResultCollection | State::ResultAnalysis => Some(T::TestSetup),
             other => step_target(other, failure.patching),
         },
@@ -155,10 +156,11 @@ fn pipeline_position(state: State) -> Option<u8> {
         State::PatchApply => Some(3),
         State::BuildSetup => Some(4),
         State::BuildRun => Some(5),
-        State::TestSetup => Some(6),
-        State::TestRun => Some(7),
-        State::ResultCollection => Some(8),
-        State::ResultAnalysis => Some(9),
+        State::Lint => Some(6),
+        State::TestSetup => Some(7),
+        State::TestRun => Some(8),
+        State::ResultCollection => Some(9),
+        State::ResultAnalysis => Some(10),
         State::Idle
         | State::Init
         | State::ConvergenceCheck
@@ -180,7 +182,8 @@ fn step_target(state: State, patching: bool) -> Option<RecoveryTarget> {
                 None
             }
         }
-        State::BuildSetup | State::BuildRun => Some(T::BuildRun),
+        // The lint stage is re-entered through the build, which it judges.
+        State::BuildSetup | State::BuildRun | State::Lint => Some(T::BuildRun),
         State::TestSetup | State::TestRun => Some(T::TestSetup),
         State::ResultCollection | State::ResultAnalysis => Some(T::ResultCollection),
         State::Idle
