@@ -2294,12 +2294,17 @@ fn lint_table_defaults_and_errors() {
     assert_eq!(lint.new_findings, crate::config::NewFindings::Reject);
     assert_eq!(lint.timeout, Duration::from_secs(300));
     // Only the build's warnings: no command, no format needed.
-    let p = profile(&format!("{MINIMAL_PROFILE}[lint]\nnew_findings = \"warn\"\n")).unwrap();
+    let p = profile(&format!(
+        "{MINIMAL_PROFILE}[lint]\nnew_findings = \"warn\"\n"
+    ))
+    .unwrap();
     assert_eq!(p.lint.unwrap().command, None);
     assert!(profile(MINIMAL_PROFILE).unwrap().lint.is_none());
 
     assert_error(
-        profile(&format!("{MINIMAL_PROFILE}[lint]\ncommand = \"x\"\nformat = \"pylint\"\n")),
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\ncommand = \"x\"\nformat = \"pylint\"\n"
+        )),
         10,
         10,
         "unknown format `pylint` (expected one of: gcc, cppcheck, clang-tidy, regex)",
@@ -2327,13 +2332,17 @@ fn lint_table_defaults_and_errors() {
         "only read with format = \"regex\"",
     );
     assert_error(
-        profile(&format!("{MINIMAL_PROFILE}[lint]\nbuild_warnings = false\n")),
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\nbuild_warnings = false\n"
+        )),
         8,
         1,
         "nothing to check",
     );
     assert_error(
-        profile(&format!("{MINIMAL_PROFILE}[lint]\nnew_findings = \"block\"\n")),
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\nnew_findings = \"block\"\n"
+        )),
         9,
         16,
         "unknown new_findings `block` (expected one of: reject, warn)",
