@@ -17,7 +17,7 @@ pub enum State {
     PatchApply,
     BuildSetup,
     BuildRun,
-    /// Judges the built image's source: findings the baseline did not have reject a candidate.
+    // Judges the built image's source: findings the baseline did not have reject a candidate.
     Lint,
     TestSetup,
     TestRun,
