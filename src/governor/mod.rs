@@ -164,10 +164,14 @@ pub struct CandidateRecord {
     pub new_findings: Vec<Finding>,
 }
 
+/// How a survivor ranks, lowest first: build not known to pass, new lint findings, image not
+/// known to change, changed lines, the strategy's order.
+type RankKey = (u8, u8, u8, usize, usize);
+
 /// Decides every pending candidate of `round`: dropped at its first failed check, or ranked.
 /// Candidates already decided (dropped as empty when generated) keep their verdict.
 pub fn rank(round: &mut [CandidateRecord]) {
-    let mut survivors: Vec<(usize, (u8, u8, u8, usize, usize))> = Vec::new();
+    let mut survivors: Vec<(usize, RankKey)> = Vec::new();
     for (index, c) in round.iter_mut().enumerate() {
         if c.verdict != Verdict::Pending {
             continue;
