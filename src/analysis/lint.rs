@@ -9,12 +9,14 @@
 //! another worktree) compare. [`with_source_text`] records the text of each finding's line, and
 //! [`new_findings`] keeps what the baseline did not have: findings are matched by file, rule id
 //! and that text, as a multiset — a finding that only moved (lines inserted above it) is not new,
-//! a second identical one is.
+//! a second identical one is. The build's own warnings need one more rule ([`answerable`]): a
+//! compiler only warns about the files it compiles, and an incremental baseline build may have
+//! compiled none, so a build warning is new only on a line the candidate's patch added.
 
 use super::{Diagnostic, Severity};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -383,9 +385,30 @@ pub fn with_source_text(findings: &mut [Finding], read: &dyn Fn(&str) -> Option<
             .as_deref()
             .and_then(|c| c.lines().nth(line as usize - 1))
         {
-            f.text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            f.text = normalise_line(text);
         }
     }
+}
+
+/// Collapses a source line's whitespace, as [`Finding::text`] holds it.
+pub fn normalise_line(line: &str) -> String {
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The new findings a candidate answers for: every one from the lint command, and a build
+/// warning only when its line is one the candidate's patch added (`added`: file → the added
+/// lines, normalised). A warning the baseline build did not show because it compiled nothing
+/// (an up-to-date incremental build) is not the candidate's doing when the candidate did not
+/// write that line; a warning a header change causes in an untouched file goes unseen.
+pub fn answerable(new: Vec<Finding>, added: &BTreeMap<String, BTreeSet<String>>) -> Vec<Finding> {
+    new.into_iter()
+        .filter(|f| {
+            f.tool != BUILD_TOOL
+                || added
+                    .get(&f.file)
+                    .is_some_and(|lines| !f.text.is_empty() && lines.contains(&f.text))
+        })
+        .collect()
 }
 
 /// The findings of `current` the baseline does not account for, in `current`'s order. Each
@@ -619,6 +642,38 @@ Use -header-filter=.* to display errors from all non-system headers.
         ];
         assert_eq!(new_findings(&baseline, &other).len(), 2);
         assert!(new_findings(&current, &baseline).is_empty());
+    }
+
+    #[test]
+    fn a_build_warning_is_the_candidates_only_on_a_line_it_added() {
+        let warning = |text: &str| Finding {
+            tool: BUILD_TOOL.into(),
+            text: text.into(),
+            id: "-Wsign-compare".into(),
+            ..finding("src/a.c", 4, "x")
+        };
+        let lint = Finding {
+            text: "return *p;".into(),
+            ..finding("src/a.c", 9, "nullPointer")
+        };
+        let added: BTreeMap<String, BTreeSet<String>> = [(
+            "src/a.c".to_string(),
+            [normalise_line("    if (u  < n) {")].into_iter().collect(),
+        )]
+        .into_iter()
+        .collect();
+        let kept = answerable(
+            vec![
+                warning("if (u < n) {"),
+                warning("for (i = 0; i < n; i++) {"),
+                lint.clone(),
+            ],
+            &added,
+        );
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[0].text, "if (u < n) {");
+        assert_eq!(kept[1], lint);
+        assert!(answerable(vec![warning("")], &added).is_empty());
     }
 
     #[test]

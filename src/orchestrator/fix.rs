@@ -224,6 +224,9 @@ impl Job<'_> {
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "log"))
+            // The lint stage's output is read by its own reader; its findings are in the
+            // diagnostics, and triage would take them for compiler errors.
+            .filter(|p| p.file_name().is_none_or(|n| n != "lint.log"))
             .collect();
         logs.sort();
         logs.into_iter()

@@ -381,7 +381,10 @@ impl Job<'_> {
                     .await;
                     match (linted, &self.ctx.lint_baseline) {
                         (Ok(findings), Some(baseline)) => {
-                            let new = crate::analysis::lint::new_findings(baseline, &findings);
+                            let new = crate::analysis::lint::answerable(
+                                crate::analysis::lint::new_findings(baseline, &findings),
+                                &super::lint::added_lines(diffs[trial.index].as_bytes()),
+                            );
                             (c.checks.lint, c.new_findings) = super::lint::lint_check(&new);
                         }
                         (Ok(_), None) => {

@@ -7,8 +7,9 @@
 //!    `lint.json`. A command that cannot run, is killed, or fails without a finding fwfix can
 //!    read is the environment's failure (BUILD_ENV_FAILURE, or TIMEOUT), never a clean bill.
 //! 2. In a fix run the unpatched tree's findings are the baseline. A candidate's findings are
-//!    compared with them (`analysis::lint::new_findings`): new ones are a LINT_FAILURE — the
-//!    candidate is rolled back and its findings are the next analysis's evidence — or, with
+//!    compared with them (`analysis::lint::new_findings`; a build warning counts only on a line
+//!    the candidate's patch added, `analysis::lint::answerable`): new ones are a LINT_FAILURE —
+//!    the candidate is rolled back and its findings are the next analysis's evidence — or, with
 //!    `new_findings = "warn"`, reported only.
 //! 3. `fwfix test` patches nothing and has no baseline: its findings are reported, never a
 //!    failure. So are a candidate's when the unpatched tree did not build (it was never linted).
@@ -22,6 +23,7 @@ use crate::governor::{Check, Verdict};
 use crate::machine::{ErrorClass, Outcome};
 use crate::report::{self, LintSummary, LintVerdict};
 use crate::rundir;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use tokio_util::sync::CancellationToken;
 
@@ -145,7 +147,13 @@ impl Job<'_> {
                 ),
             );
         };
-        let new = lint::new_findings(baseline, findings);
+        let diff = self
+            .ctx
+            .candidate
+            .as_ref()
+            .and_then(|(_, patch)| std::fs::read(self.run_dir.path().join(patch)).ok())
+            .unwrap_or_default();
+        let new = lint::answerable(lint::new_findings(baseline, findings), &added_lines(&diff));
         if new.is_empty() {
             return (
                 LintVerdict::Clean,
@@ -275,6 +283,25 @@ pub(super) async fn lint_tree(
     };
     lint::with_source_text(&mut findings, &read);
     Ok(findings)
+}
+
+/// The lines `diff` adds, per file (its path after the patch), normalised as a finding's text.
+pub(super) fn added_lines(diff: &[u8]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut added: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in crate::repo::patch::parse(diff).unwrap_or_default() {
+        let Some(path) = &file.new_path else { continue };
+        let lines = added
+            .entry(String::from_utf8_lossy(path).into_owned())
+            .or_default();
+        for hunk in &file.hunks {
+            for line in &hunk.lines {
+                if let crate::repo::patch::HunkLine::Add(bytes) = line {
+                    lines.insert(lint::normalise_line(&String::from_utf8_lossy(bytes)));
+                }
+            }
+        }
+    }
+    added
 }
 
 /// The governor's lint check for a candidate with these new findings.

@@ -390,6 +390,75 @@ fn a_fix_that_only_moves_existing_findings_is_not_penalised() {
 }
 
 #[test]
+fn a_new_sign_compare_warning_ends_the_run_as_lint_failure_and_old_ones_an_incremental_build_shows_do_not_count(
+) {
+    require_lint_tools();
+    let repo = repo_with_legacy_findings();
+    let scratch = tempfile::tempdir().unwrap();
+    let queue = tempfile::tempdir().unwrap();
+    let warns = repo.diff_of("src/crc.c", |c| {
+        c.replace(
+            "    uint16_t crc = 0x0000u;",
+            "    uint16_t crc = 0xFFFFu;\n    int wanted = 1;\n\n    if (len < wanted) {\n        return crc;\n    }",
+        )
+    });
+    std::fs::write(queue.path().join("01-fix-with-warning.diff"), warns).unwrap();
+    // Built before the run: the baseline build compiles nothing and shows no warning, and the
+    // candidate's build recompiles src/crc.c, legacy warning and all.
+    let built = Command::new("make")
+        .args(["BOARD=mps2-an385", "build/mps2-an385/test_crc.elf"])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    // The build's warnings alone.
+    let profile = profile(scratch.path(), "build_warnings = true\n", "");
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            &profile,
+            "--strategy",
+            "queue",
+            "--patches",
+            queue.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "FAILURE");
+    assert_eq!(report["error_class"], "LINT_FAILURE", "{report:#}");
+    let lint = &report["lint"];
+    assert_eq!(lint["verdict"], "rejected", "{lint:#}");
+    assert_eq!(lint["command"], Value::Null);
+    assert_eq!(lint["baseline_findings"], 0, "{lint:#}");
+    assert_eq!(lint["findings"], 2, "{lint:#}");
+    let new = lint["new_findings"].as_array().unwrap();
+    assert_eq!(new.len(), 1, "{new:#?}");
+    assert_eq!(new[0]["id"], "-Wsign-compare");
+    assert_eq!(new[0]["tool"], "build");
+    assert_eq!(new[0]["text"], "if (len < wanted) {");
+    let lines = trace(&dir);
+    let failed = lines.last().unwrap();
+    assert_eq!(failed["to"], "FAILURE");
+    assert_eq!(failed["error_class"], "LINT_FAILURE", "{failed:#}");
+    assert!(!lines
+        .iter()
+        .any(|l| l["to"] == "TEST_RUN" && l["iteration"] == 1));
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    audit_passes(&dir, repo.path());
+}
+
+#[test]
 fn fwfix_test_reports_clang_tidy_findings_without_judging_them() {
     require_lint_tools();
     let repo = repo_with_legacy_findings();
