@@ -246,6 +246,34 @@ mod tests {
     }
 
     #[test]
+    fn new_lint_findings_go_back_to_analysis_and_a_broken_lint_step_rebuilds() {
+        let b = Budgets::default();
+        let d = decide(failure(ErrorClass::LintFailure, State::Lint, 0, true), &b);
+        assert_eq!(d.outcome, Outcome::Recovered(RecoveryTarget::CodeAnalysis));
+        assert_eq!(
+            d.reason,
+            "LINT_FAILURE in LINT: retry 1 of 3 from CODE_ANALYSIS"
+        );
+        let d = decide(failure(ErrorClass::LintFailure, State::Lint, 0, false), &b);
+        assert_eq!(d.outcome, Outcome::Unrecoverable);
+        // LINT is re-entered through the build it judges.
+        for (class, patching) in [
+            (ErrorClass::Timeout, false),
+            (ErrorClass::BuildEnvFailure, true),
+            (ErrorClass::ArtifactMissing, true),
+        ] {
+            let d = decide(failure(class, State::Lint, 0, patching), &b);
+            assert_eq!(
+                d.outcome,
+                Outcome::Recovered(RecoveryTarget::BuildRun),
+                "{class}"
+            );
+        }
+        let d = decide(failure(ErrorClass::LintFailure, State::Lint, 3, true), &b);
+        assert_eq!(d.reason, "LINT_FAILURE: retry budget of 3 spent");
+    }
+
+    #[test]
     fn environment_failures_retry_their_step() {
         let b = Budgets::default();
         let cases = [

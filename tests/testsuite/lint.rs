@@ -594,3 +594,106 @@ fn the_clang_tidy_reader_on_real_clang_tidy_output() {
     );
     assert_eq!(f.text, "return *p;");
 }
+
+#[test]
+fn new_findings_warn_reports_them_and_lets_the_fix_through() {
+    require_lint_tools();
+    let repo = FixtureRepo::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let queue = tempfile::tempdir().unwrap();
+    let dirty = repo.diff_of("src/crc.c", |c| {
+        c.replace(
+            "    uint16_t crc = 0x0000u;",
+            "    uint16_t crc = 0xFFFFu; const uint8_t *none = 0; if (len == 0) { return *none; }",
+        )
+    });
+    std::fs::write(queue.path().join("01-dirty.diff"), dirty).unwrap();
+    let profile = profile(
+        scratch.path(),
+        &format!(
+            "{}new_findings = \"warn\"\n",
+            lint_toml(CPPCHECK, "cppcheck")
+        ),
+        "",
+    );
+    let out = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            &profile,
+            "--strategy",
+            "queue",
+            "--patches",
+            queue.path().to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["lint"]["verdict"], "warned", "{:#}", report["lint"]);
+    assert_eq!(report["lint"]["new_findings"][0]["id"], "nullPointer");
+    let lines = trace(&dir);
+    let linted = step(&lines, "LINT", "TEST_SETUP", 1).unwrap();
+    assert!(
+        linted["reason"]
+            .as_str()
+            .unwrap()
+            .contains("reported only: new_findings = \"warn\""),
+        "{linted:#}"
+    );
+    // The person watching the run was told.
+    assert!(events(&out).iter().any(|e| e["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("new lint finding: src/crc.c:"))));
+}
+
+#[test]
+fn a_run_killed_in_lint_resumes_there_with_its_candidate_back_in_the_tree() {
+    require_lint_tools();
+    let repo = FixtureRepo::new();
+    let scratch = tempfile::tempdir().unwrap();
+    let queue = fixture_queue(&["04-fixes-crc16.diff"]);
+    let profile = profile(scratch.path(), &lint_toml(CPPCHECK, "cppcheck"), "");
+    let killed = fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            &profile,
+            "--strategy",
+            "queue",
+            "--patches",
+            queue.path().to_str().unwrap(),
+            "--test-kill-at",
+            "LINT@1",
+        ],
+        repo.path(),
+    );
+    assert_eq!(killed.status.code(), None, "{}", text(&killed));
+    let dir = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let out = fwfix(&["resume", "--json", dir.to_str().unwrap()], repo.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&dir);
+    assert_eq!(report["status"], "SUCCESS");
+    assert_eq!(report["lint"]["verdict"], "clean", "{:#}", report["lint"]);
+    let lines = trace(&dir);
+    assert!(step(&lines, "BUILD_RUN", "LINT", 1).is_some());
+    assert!(
+        step(&lines, "LINT", "TEST_SETUP", 1).is_some(),
+        "{lines:#?}"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    audit_passes(&dir, repo.path());
+}
