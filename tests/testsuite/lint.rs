@@ -212,6 +212,8 @@ fi
     assert!(!fix.contains("first"), "{fix}");
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("## Lint"), "{md}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Lint</h2>"), "{html}");
     // The owner's tree is as it was.
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     audit_passes(&dir, repo.path());
