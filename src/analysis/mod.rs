@@ -1,8 +1,10 @@
-//! Log triage, compiler and linker diagnostics, and crash (fault) decoding and symbolisation.
+//! Log triage, compiler and linker diagnostics, lint findings, and crash (fault) decoding and
+//! symbolisation.
 
 pub mod diagnostics;
 pub mod evidence;
 pub mod fault;
+pub mod lint;
 pub mod symbols;
 pub mod triage;
 

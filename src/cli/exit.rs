@@ -40,6 +40,7 @@ impl Exit {
             | State::PatchApply
             | State::BuildSetup
             | State::BuildRun
+            | State::Lint
             | State::TestSetup
             | State::TestRun
             | State::ResultCollection

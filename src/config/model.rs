@@ -292,6 +292,34 @@ pub struct Profile {
     /// `[recovery]`: retry budgets per error class that override the machine's defaults.
     pub recovery: BTreeMap<ErrorClass, u32>,
     pub snapshot: SnapshotSpec,
+    /// `[lint]`: the lint stage; None when the profile has no `[lint]` table.
+    pub lint: Option<LintSpec>,
+}
+
+/// `[lint]`: what judges a built candidate's source before it is tested.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LintSpec {
+    /// Run with `sh -c` at the root of the work tree; None when only the build's own warnings
+    /// are judged.
+    pub command: Option<String>,
+    /// How the command's output is read.
+    pub format: crate::analysis::lint::Format,
+    /// `format = "regex"`: the pattern, with named groups `file` and `message` (and optionally
+    /// `line`, `column`, `id`, `severity`).
+    pub pattern: Option<Pattern>,
+    pub timeout: Duration,
+    /// Whether the build's own compiler warnings count as findings.
+    pub build_warnings: bool,
+    pub new_findings: NewFindings,
+}
+
+/// `[lint] new_findings`: what a candidate's new findings do to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NewFindings {
+    /// A LINT_FAILURE: the candidate is rolled back and the findings become evidence.
+    Reject,
+    /// Reported, never a reason to reject.
+    Warn,
 }
 
 /// `[snapshot]`: what a fix run's rollback points keep in git.
@@ -418,6 +446,10 @@ impl Pattern {
 
     pub fn is_match(&self, line: &str) -> bool {
         self.0.is_match(line)
+    }
+
+    pub fn regex(&self) -> &regex::Regex {
+        &self.0
     }
 }
 

@@ -11,7 +11,7 @@ fn timeout_states() -> impl Iterator<Item = State> {
 }
 
 /// Error classes with a retry budget. UNHANDLED is a bug in fwfix and is never retried.
-const RECOVERY_CLASSES: [ErrorClass; 10] = [
+const RECOVERY_CLASSES: [ErrorClass; 11] = [
     ErrorClass::BuildFailure,
     ErrorClass::BuildEnvFailure,
     ErrorClass::TestEnvFailure,
@@ -22,6 +22,7 @@ const RECOVERY_CLASSES: [ErrorClass; 10] = [
     ErrorClass::NoCandidate,
     ErrorClass::PolicyViolation,
     ErrorClass::PatchApplyFailure,
+    ErrorClass::LintFailure,
 ];
 
 /// `build_run` for BUILD_RUN.

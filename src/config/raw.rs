@@ -155,6 +155,18 @@ pub struct RawProfile {
     /// Lower-case error class name → retry budget.
     pub recovery: Option<Spanned<BTreeMap<Str, Spanned<u32>>>>,
     pub snapshot: Option<Spanned<RawSnapshot>>,
+    pub lint: Option<Spanned<RawLint>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLint {
+    pub command: Option<Str>,
+    pub format: Option<Str>,
+    pub pattern: Option<Str>,
+    pub timeout_s: Option<Spanned<Seconds>>,
+    pub build_warnings: Option<Spanned<bool>>,
+    pub new_findings: Option<Str>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -344,6 +356,14 @@ const TEST: &[(&str, Node)] = &[
 const GOAL: &[(&str, Node)] = &[("fail_to_pass", V), ("confirm_runs", V)];
 const LOOP: &[(&str, Node)] = &[("max_iterations", V), ("no_progress_limit", V)];
 const SNAPSHOT: &[(&str, Node)] = &[("max_untracked_mb", V)];
+const LINT: &[(&str, Node)] = &[
+    ("command", V),
+    ("format", V),
+    ("pattern", V),
+    ("timeout_s", V),
+    ("build_warnings", V),
+    ("new_findings", V),
+];
 const POLICY: &[(&str, Node)] = &[
     ("allow", V),
     ("deny", V),
@@ -382,4 +402,5 @@ pub const PROFILE: &[(&str, Node)] = &[
     ("timeouts", Node::Names(super::names::timeout_state_names)),
     ("recovery", Node::Names(super::names::recovery_class_names)),
     ("snapshot", Node::Table(SNAPSHOT)),
+    ("lint", Node::Table(LINT)),
 ];

@@ -10,15 +10,16 @@ use super::model::{
     RegexSpec, SerialPort, SnapshotSpec, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
     FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
 };
-use super::model::{FlowControl, Parity, SerialLine, SerialReset};
+use super::model::{FlowControl, LintSpec, NewFindings, Parity, SerialLine, SerialReset};
 use super::names;
 use super::parse::Source;
 use super::placeholder;
 use super::raw::{
     RawBoard, RawBuild, RawCommandStrategy, RawFlash, RawGdb, RawGoal, RawHealth, RawLabgrid,
-    RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawRegex, RawSerial,
-    RawSnapshot, RawStrategy, RawTest, Seconds, Str, StrList,
+    RawLint, RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawRegex,
+    RawSerial, RawSnapshot, RawStrategy, RawTest, Seconds, Str, StrList,
 };
+use crate::analysis::lint::Format;
 use serde_spanned::Spanned;
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -42,6 +43,7 @@ const SERIAL_RESET_NAMES: &[&str] = &["none", "dtr", "rts"];
 const DEFAULT_FLASH_TIMEOUT: Duration = Duration::from_secs(120);
 const DEFAULT_BUILD_CWD: &str = ".";
 const DEFAULT_BUILD_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_LINT_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_TEST_TIMEOUT: Duration = Duration::from_secs(30);
 const DEFAULT_CONFIRM_RUNS: u32 = 1;
 const DEFAULT_MAX_ITERATIONS: u32 = 10;
@@ -206,6 +208,7 @@ pub fn profile(src: Source<'_>, raw: RawProfile) -> Result<Profile, ConfigError>
         timeouts: c.timeouts(raw.timeouts)?,
         recovery: c.recovery(raw.recovery)?,
         snapshot: c.snapshot(raw.snapshot)?,
+        lint: raw.lint.map(|l| c.lint(&l)).transpose()?,
     })
 }
 
@@ -1291,6 +1294,98 @@ impl Checker<'_> {
                 1,
                 DEFAULT_CONFIRM_RUNS,
             )?,
+        })
+    }
+
+    /// `[lint]`: a format the command's output can be read with, a regex with the groups the
+    /// reader needs, and something to judge.
+    fn lint(&self, raw: &Spanned<RawLint>) -> Result<LintSpec, ConfigError> {
+        let table = KeyPath::new(&["lint"]);
+        let l = raw.get_ref();
+        let command = self.optional_non_empty(l.command.as_ref(), &table.child("command"))?;
+        let format_key = table.child("format");
+        let format = match (&l.format, &command) {
+            (Some(value), _) => Format::from_name(value.get_ref()).ok_or_else(|| {
+                self.unknown_choice(value, &format_key, value.get_ref(), Format::NAMES)
+            })?,
+            (None, Some(_)) => return Err(self.missing(
+                raw.span().start,
+                format_key,
+                "how the lint command's output is read: one of gcc, cppcheck, clang-tidy, regex",
+            )),
+            (None, None) => Format::Gcc,
+        };
+        let pattern_key = table.child("pattern");
+        let pattern =
+            match (&l.pattern, format) {
+                (Some(value), Format::Regex) => {
+                    let list = Spanned::new(value.span(), vec![value.clone()]);
+                    let compiled = self.patterns(&list, &pattern_key)?.remove(0);
+                    let groups: Vec<&str> = compiled.regex().capture_names().flatten().collect();
+                    if let Some(group) = ["file", "message"].iter().find(|g| !groups.contains(g)) {
+                        return Err(self.invalid(
+                            value.span(),
+                            &pattern_key,
+                            format!(
+                            "needs a named group `(?P<{group}>...)`: a finding has a file and a \
+                             message (`line`, `column`, `id` and `severity` are optional)"
+                        ),
+                        ));
+                    }
+                    Some(compiled)
+                }
+                (None, Format::Regex) => return Err(self.missing(
+                    raw.span().start,
+                    pattern_key,
+                    "format = \"regex\" reads the output with a pattern with named groups file, \
+                     message (and optionally line, column, id, severity)",
+                )),
+                (Some(value), _) => {
+                    return Err(self.invalid(
+                        value.span(),
+                        &pattern_key,
+                        format!(
+                            "it is only read with format = \"regex\", not \"{}\"",
+                            format.name()
+                        ),
+                    ))
+                }
+                (None, _) => None,
+            };
+        let build_warnings = l.build_warnings.as_ref().is_none_or(|b| *b.get_ref());
+        if command.is_none() && !build_warnings {
+            return Err(self.missing(
+                raw.span().start,
+                table.child("command"),
+                "with build_warnings = false and no command, [lint] has nothing to check",
+            ));
+        }
+        let new_findings = match &l.new_findings {
+            None => NewFindings::Reject,
+            Some(value) => match value.get_ref().as_str() {
+                "reject" => NewFindings::Reject,
+                "warn" => NewFindings::Warn,
+                other => {
+                    return Err(self.unknown_choice(
+                        value,
+                        &table.child("new_findings"),
+                        other,
+                        &["reject", "warn"],
+                    ))
+                }
+            },
+        };
+        Ok(LintSpec {
+            command,
+            format,
+            pattern,
+            timeout: self.seconds(
+                l.timeout_s.as_ref(),
+                &table.child("timeout_s"),
+                DEFAULT_LINT_TIMEOUT,
+            )?,
+            build_warnings,
+            new_findings,
         })
     }
 

@@ -694,6 +694,7 @@ fn profile_defaults() {
             snapshot: SnapshotSpec {
                 max_untracked_bytes: 16 << 20,
             },
+            lint: None,
         }
     );
 }
@@ -950,7 +951,7 @@ fn unknown_state_and_error_class_names() {
         1,
         "unknown key `flash_failures` in [recovery] (expected one of: build_failure, \
          build_env_failure, test_env_failure, flash_failure, timeout, artifact_missing, \
-         model_failure, no_candidate, policy_violation, patch_apply_failure)",
+         model_failure, no_candidate, policy_violation, patch_apply_failure, lint_failure)",
     );
 }
 
@@ -1691,6 +1692,7 @@ policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1,
 strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, connect_timeout_s = 1, idle_timeout_s = 1, candidates = 1, parallel = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1, candidates = 1 }}
 snapshot = {{ max_untracked_mb = 1 }}
+lint = {{ command = "c", format = "regex", pattern = "(?P<file>\\S+): (?P<message>.*)", timeout_s = 1, build_warnings = true, new_findings = "warn" }}
 [timeouts]
 {timeouts}
 [recovery]
@@ -2277,4 +2279,78 @@ fn serial_nonce_is_off_unless_asked_for() {
     assert!(nonce(
         board(&format!("{POWER_BOARD}nonce = true\n")).unwrap()
     ));
+}
+
+#[test]
+fn lint_table_defaults_and_errors() {
+    use crate::analysis::lint::Format;
+    let p = profile(&format!(
+        "{MINIMAL_PROFILE}[lint]\ncommand = \"cppcheck -q --xml src\"\nformat = \"cppcheck\"\n"
+    ))
+    .unwrap();
+    let lint = p.lint.unwrap();
+    assert_eq!(lint.format, Format::Cppcheck);
+    assert!(lint.build_warnings);
+    assert_eq!(lint.new_findings, crate::config::NewFindings::Reject);
+    assert_eq!(lint.timeout, Duration::from_secs(300));
+    // Only the build's warnings: no command, no format needed.
+    let p = profile(&format!(
+        "{MINIMAL_PROFILE}[lint]\nnew_findings = \"warn\"\n"
+    ))
+    .unwrap();
+    assert_eq!(p.lint.unwrap().command, None);
+    assert!(profile(MINIMAL_PROFILE).unwrap().lint.is_none());
+
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\ncommand = \"x\"\nformat = \"pylint\"\n"
+        )),
+        10,
+        10,
+        "unknown format `pylint` (expected one of: gcc, cppcheck, clang-tidy, regex)",
+    );
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[lint]\ncommand = \"x\"\n")),
+        8,
+        1,
+        "missing key `format` in [lint]",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\ncommand = \"x\"\nformat = \"regex\"\npattern = \"(?P<file>\\\\S+) (?P<msg>.*)\"\n"
+        )),
+        11,
+        11,
+        "needs a named group `(?P<message>...)`",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\ncommand = \"x\"\nformat = \"gcc\"\npattern = \"x\"\n"
+        )),
+        11,
+        11,
+        "only read with format = \"regex\"",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\nbuild_warnings = false\n"
+        )),
+        8,
+        1,
+        "nothing to check",
+    );
+    assert_error(
+        profile(&format!(
+            "{MINIMAL_PROFILE}[lint]\nnew_findings = \"block\"\n"
+        )),
+        9,
+        16,
+        "unknown new_findings `block` (expected one of: reject, warn)",
+    );
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[lint]\ncomand = \"x\"\n")),
+        9,
+        1,
+        "unknown key `comand` in [lint]",
+    );
 }

@@ -6,11 +6,14 @@
 //!
 //! A candidate is dropped at the first check it fails, in this order: policy, applies cleanly,
 //! builds, changes the image (an image that loads the same bytes as the baseline's is a no-op
-//! patch). The survivors are ranked by how much is known to be good about them (built, image
-//! changed) and then by the smallest diff, ties kept in the order the strategy proposed them.
+//! patch). The survivors are ranked by how much is known to be good about them (built, lint
+//! clean, image changed) and then by the smallest diff, ties kept in the order the strategy
+//! proposed them. Lint findings the baseline did not have do not drop a candidate — the loop's
+//! LINT stage judges it if it is ever tried — but it ranks after every clean one that builds.
 
 pub mod image;
 
+use crate::analysis::lint::Finding;
 use crate::machine::ErrorClass;
 use serde::{Deserialize, Serialize};
 
@@ -54,17 +57,25 @@ pub struct Checks {
     pub builds: Check,
     /// Passed: the image differs from the baseline's; Failed: it loads the same bytes.
     pub image: Check,
+    /// Passed: no lint finding the baseline did not have; Failed: new findings (they demote
+    /// the candidate, they do not drop it); Unknown: no `[lint]`, or not built.
+    #[serde(default = "not_checked")]
+    pub lint: Check,
+}
+
+fn not_checked() -> Check {
+    Check::unknown("not checked")
 }
 
 impl Checks {
     /// Nothing checked yet.
     pub fn pending() -> Checks {
-        let not_yet = || Check::unknown("not checked");
         Checks {
-            policy: not_yet(),
-            applies: not_yet(),
-            builds: not_yet(),
-            image: not_yet(),
+            policy: not_checked(),
+            applies: not_checked(),
+            builds: not_checked(),
+            image: not_checked(),
+            lint: not_checked(),
         }
     }
 }
@@ -148,12 +159,19 @@ pub struct CandidateRecord {
     pub reason: String,
     /// The trial build's log, relative to the run directory.
     pub build_log: Option<String>,
+    /// Lint findings the trial build's tree has and the baseline had not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_findings: Vec<Finding>,
 }
+
+/// How a survivor ranks, lowest first: build not known to pass, new lint findings, image not
+/// known to change, changed lines, the strategy's order.
+type RankKey = (u8, u8, u8, usize, usize);
 
 /// Decides every pending candidate of `round`: dropped at its first failed check, or ranked.
 /// Candidates already decided (dropped as empty when generated) keep their verdict.
 pub fn rank(round: &mut [CandidateRecord]) {
-    let mut survivors: Vec<(usize, (u8, u8, usize, usize))> = Vec::new();
+    let mut survivors: Vec<(usize, RankKey)> = Vec::new();
     for (index, c) in round.iter_mut().enumerate() {
         if c.verdict != Verdict::Pending {
             continue;
@@ -179,8 +197,10 @@ pub fn rank(round: &mut [CandidateRecord]) {
             }
             None => {
                 let unknown = |check: &Check| u8::from(check != &Check::Passed);
+                let findings = u8::from(matches!(c.checks.lint, Check::Failed { .. }));
                 let key = (
                     unknown(&c.checks.builds),
+                    findings,
                     unknown(&c.checks.image),
                     c.changed_lines,
                     index,
@@ -248,6 +268,11 @@ fn ranked_reason(rank: u32, c: &CandidateRecord) -> String {
         Check::Passed => known.push("builds".to_string()),
         Check::Unknown { reason } => known.push(format!("build not tried ({reason})")),
         Check::Failed { .. } => {}
+    }
+    match &c.checks.lint {
+        Check::Passed => known.push("lint clean".to_string()),
+        Check::Failed { .. } => known.push(format!("{} new lint finding(s)", c.new_findings.len())),
+        Check::Unknown { .. } => {}
     }
     match &c.checks.image {
         Check::Passed => known.push("image changed".to_string()),
@@ -351,6 +376,7 @@ mod tests {
 
     fn candidate(id: &str, lines: usize, checks: [Check; 4]) -> CandidateRecord {
         let [policy, applies, builds, image] = checks;
+        let lint = Check::unknown("no [lint]");
         CandidateRecord {
             iteration: 1,
             id: id.into(),
@@ -362,10 +388,12 @@ mod tests {
                 applies,
                 builds,
                 image,
+                lint,
             },
             verdict: Verdict::Pending,
             reason: String::new(),
             build_log: None,
+            new_findings: Vec::new(),
         }
     }
 
@@ -558,6 +586,51 @@ mod tests {
         assert_eq!(round[0].checks.builds, Check::Passed);
         assert_eq!(round_failure(&round), Some(ErrorClass::NoCandidate));
         assert_eq!(summary(&round), "1 candidate: c1 dropped (no-op image)");
+    }
+
+    #[test]
+    fn new_lint_findings_rank_after_every_clean_candidate_that_builds() {
+        let finding = Finding {
+            tool: "cppcheck".into(),
+            file: "src/crc.c".into(),
+            line: Some(12),
+            column: Some(5),
+            severity: "error".into(),
+            id: "nullPointer".into(),
+            message: "Null pointer dereference: p".into(),
+            text: "return *p;".into(),
+        };
+        let mut dirty = candidate("c1", 1, [ok(), ok(), ok(), ok()]);
+        dirty.checks.lint = no("1 new finding");
+        dirty.new_findings = vec![finding];
+        let mut clean = candidate("c2", 9, [ok(), ok(), ok(), no("same bytes")]);
+        clean.checks.lint = ok();
+        let mut clean_changed = candidate("c3", 20, [ok(), ok(), ok(), ok()]);
+        clean_changed.checks.lint = ok();
+        let unbuilt = candidate("c4", 1, [ok(), ok(), unknown(), unknown()]);
+        let mut round = vec![dirty, clean, clean_changed, unbuilt];
+        rank(&mut round);
+        // c2 is a no-op and dropped; c3 is clean and builds; c1 builds with a new finding; c4
+        // was not built at all.
+        let order: Vec<&str> = ranked(&round).iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(order, ["c3", "c1", "c4"]);
+        assert_eq!(
+            round[0].reason,
+            "ranked 2nd: builds, 1 new lint finding(s), image changed, 1 changed line(s)"
+        );
+        assert!(
+            round[2].reason.contains("lint clean"),
+            "{}",
+            round[2].reason
+        );
+        let json = serde_json::to_value(&round[0]).unwrap();
+        assert_eq!(json["new_findings"][0]["id"], "nullPointer");
+        assert_eq!(json["checks"]["lint"]["result"], "failed");
+        // A record written before the lint check existed still reads.
+        let mut old = serde_json::to_value(&round[2]).unwrap();
+        old["checks"].as_object_mut().unwrap().remove("lint");
+        let back: CandidateRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(back.checks.lint, Check::unknown("not checked"));
     }
 
     #[test]

@@ -309,6 +309,7 @@ fn state_paint(state: State) -> Option<Paint> {
         | State::PatchApply
         | State::BuildSetup
         | State::BuildRun
+        | State::Lint
         | State::TestSetup
         | State::TestRun
         | State::ResultCollection

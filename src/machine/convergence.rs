@@ -241,6 +241,8 @@ pub enum IterationVerdict {
     Flaky,
     DidNotApply,
     BrokeBuild,
+    /// Built, but added lint findings the baseline did not have (LINT_FAILURE).
+    NewFindings,
     PolicyDenied,
     Rejected,
     /// A stop (an abort, a crash, an infrastructure failure) cut the iteration short before its
@@ -262,6 +264,7 @@ impl IterationVerdict {
             IterationVerdict::Flaky => "flaky",
             IterationVerdict::DidNotApply => "did not apply",
             IterationVerdict::BrokeBuild => "broke the build",
+            IterationVerdict::NewFindings => "added lint findings",
             IterationVerdict::PolicyDenied => "denied by policy",
             IterationVerdict::Rejected => "rejected by a person",
             IterationVerdict::Interrupted => "interrupted",

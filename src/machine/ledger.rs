@@ -242,7 +242,16 @@ mod tests {
                 State::PatchReview => working(draw_env(), Outcome::Approved, &mut ledger),
                 State::PatchApply => working(draw_env(), Outcome::Applied, &mut ledger),
                 State::BuildSetup => working(draw_env(), Outcome::BuildReady, &mut ledger),
-                State::BuildRun => working(draw_env(), Outcome::Built, &mut ledger),
+                // Even iterations run with a lint stage, odd ones without.
+                State::BuildRun => {
+                    let built = if ledger.iteration % 2 == 0 {
+                        Outcome::BuiltForLint
+                    } else {
+                        Outcome::Built
+                    };
+                    working(draw_env(), built, &mut ledger)
+                }
+                State::Lint => working(draw_env(), Outcome::LintPassed, &mut ledger),
                 State::TestSetup => working(draw_env(), Outcome::DutReady, &mut ledger),
                 State::TestRun => working(draw_env(), Outcome::RunFinished, &mut ledger),
                 State::ResultCollection => working(draw_env(), Outcome::Collected, &mut ledger),

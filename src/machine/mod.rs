@@ -5,7 +5,11 @@
 //! 1. IDLE → INIT: a task arrives; INIT checks the environment.
 //! 2. INIT → BUILD_SETUP: iteration 0 is the baseline, the unpatched tree.
 //! 3. BUILD_SETUP → BUILD_RUN → TEST_SETUP → TEST_RUN → RESULT_COLLECTION → RESULT_ANALYSIS: build
-//!    the image, run it on the DUT, parse what it printed into a verdict.
+//!    the image, run it on the DUT, parse what it printed into a verdict. A profile with a
+//!    `[lint]` table passes through LINT between BUILD_RUN and TEST_SETUP (BUILD_RUN says which
+//!    with its outcome: `built` or `built_for_lint`); a candidate with new findings fails there
+//!    (LINT_FAILURE) and goes back to analysis like one that broke the build. LINT is re-entered
+//!    through BUILD_RUN, so the recovery targets are unchanged.
 //! 4. CONVERGENCE_CHECK decides: SUCCESS, FAILURE, run the same image again (TEST_SETUP), or go
 //!    round again (CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY → BUILD_SETUP).
 //! 5. Any working step can fail into ERROR_RECOVERY, which either recovers to the nearest state that

@@ -122,12 +122,13 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
         | ErrorClass::ModelFailure
         | ErrorClass::NoCandidate
         | ErrorClass::PolicyViolation
-        | ErrorClass::PatchApplyFailure => patch_fault,
+        | ErrorClass::PatchApplyFailure
+        | ErrorClass::LintFailure => patch_fault,
         ErrorClass::BuildEnvFailure => Some(T::BuildRun),
         ErrorClass::TestEnvFailure | ErrorClass::FlashFailure => Some(T::TestSetup),
         // A missing image means building again; missing console output means running again.
         ErrorClass::ArtifactMissing => match failure.failed_in {
-            State::BuildRun | State::TestSetup => Some(T::BuildRun),
+            State::BuildRun | State::Lint | State::TestSetup => Some(T::BuildRun),
             State::TestRun | State::ResultCollection | State::ResultAnalysis => Some(T::TestSetup),
             other => step_target(other, failure.patching),
         },
@@ -155,10 +156,11 @@ fn pipeline_position(state: State) -> Option<u8> {
         State::PatchApply => Some(3),
         State::BuildSetup => Some(4),
         State::BuildRun => Some(5),
-        State::TestSetup => Some(6),
-        State::TestRun => Some(7),
-        State::ResultCollection => Some(8),
-        State::ResultAnalysis => Some(9),
+        State::Lint => Some(6),
+        State::TestSetup => Some(7),
+        State::TestRun => Some(8),
+        State::ResultCollection => Some(9),
+        State::ResultAnalysis => Some(10),
         State::Idle
         | State::Init
         | State::ConvergenceCheck
@@ -180,7 +182,8 @@ fn step_target(state: State, patching: bool) -> Option<RecoveryTarget> {
                 None
             }
         }
-        State::BuildSetup | State::BuildRun => Some(T::BuildRun),
+        // The lint stage is re-entered through the build, which it judges.
+        State::BuildSetup | State::BuildRun | State::Lint => Some(T::BuildRun),
         State::TestSetup | State::TestRun => Some(T::TestSetup),
         State::ResultCollection | State::ResultAnalysis => Some(T::ResultCollection),
         State::Idle
@@ -240,6 +243,34 @@ mod tests {
         );
         assert_eq!(d.outcome, Outcome::Unrecoverable);
         assert!(d.reason.contains("without patching"), "{}", d.reason);
+    }
+
+    #[test]
+    fn new_lint_findings_go_back_to_analysis_and_a_broken_lint_step_rebuilds() {
+        let b = Budgets::default();
+        let d = decide(failure(ErrorClass::LintFailure, State::Lint, 0, true), &b);
+        assert_eq!(d.outcome, Outcome::Recovered(RecoveryTarget::CodeAnalysis));
+        assert_eq!(
+            d.reason,
+            "LINT_FAILURE in LINT: retry 1 of 3 from CODE_ANALYSIS"
+        );
+        let d = decide(failure(ErrorClass::LintFailure, State::Lint, 0, false), &b);
+        assert_eq!(d.outcome, Outcome::Unrecoverable);
+        // LINT is re-entered through the build it judges.
+        for (class, patching) in [
+            (ErrorClass::Timeout, false),
+            (ErrorClass::BuildEnvFailure, true),
+            (ErrorClass::ArtifactMissing, true),
+        ] {
+            let d = decide(failure(class, State::Lint, 0, patching), &b);
+            assert_eq!(
+                d.outcome,
+                Outcome::Recovered(RecoveryTarget::BuildRun),
+                "{class}"
+            );
+        }
+        let d = decide(failure(ErrorClass::LintFailure, State::Lint, 3, true), &b);
+        assert_eq!(d.reason, "LINT_FAILURE: retry budget of 3 spent");
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum State {
     PatchApply,
     BuildSetup,
     BuildRun,
+    // Judges the built image's source: findings the baseline did not have reject a candidate.
+    Lint,
     TestSetup,
     TestRun,
     ResultCollection,
@@ -30,7 +32,7 @@ pub enum State {
 
 impl State {
     /// Every state, in the order DESIGN.md lists them.
-    pub const ALL: [State; 17] = [
+    pub const ALL: [State; 18] = [
         State::Idle,
         State::Init,
         State::CodeAnalysis,
@@ -39,6 +41,7 @@ impl State {
         State::PatchApply,
         State::BuildSetup,
         State::BuildRun,
+        State::Lint,
         State::TestSetup,
         State::TestRun,
         State::ResultCollection,
@@ -61,6 +64,7 @@ impl State {
             State::PatchApply => "PATCH_APPLY",
             State::BuildSetup => "BUILD_SETUP",
             State::BuildRun => "BUILD_RUN",
+            State::Lint => "LINT",
             State::TestSetup => "TEST_SETUP",
             State::TestRun => "TEST_RUN",
             State::ResultCollection => "RESULT_COLLECTION",
@@ -85,6 +89,7 @@ impl State {
             | State::PatchApply
             | State::BuildSetup
             | State::BuildRun
+            | State::Lint
             | State::TestSetup
             | State::TestRun
             | State::ResultCollection
@@ -122,11 +127,13 @@ pub enum ErrorClass {
     NoCandidate,
     PolicyViolation,
     PatchApplyFailure,
+    /// The candidate adds warnings or static-analysis findings the baseline did not have.
+    LintFailure,
     Unhandled,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 11] = [
+    pub const ALL: [ErrorClass; 12] = [
         ErrorClass::BuildFailure,
         ErrorClass::BuildEnvFailure,
         ErrorClass::TestEnvFailure,
@@ -137,6 +144,7 @@ impl ErrorClass {
         ErrorClass::NoCandidate,
         ErrorClass::PolicyViolation,
         ErrorClass::PatchApplyFailure,
+        ErrorClass::LintFailure,
         ErrorClass::Unhandled,
     ];
 
@@ -154,7 +162,8 @@ impl ErrorClass {
             ErrorClass::BuildFailure
             | ErrorClass::NoCandidate
             | ErrorClass::PolicyViolation
-            | ErrorClass::PatchApplyFailure => false,
+            | ErrorClass::PatchApplyFailure
+            | ErrorClass::LintFailure => false,
         }
     }
 
@@ -171,6 +180,7 @@ impl ErrorClass {
             ErrorClass::NoCandidate => "no_candidate",
             ErrorClass::PolicyViolation => "policy_violation",
             ErrorClass::PatchApplyFailure => "patch_apply_failure",
+            ErrorClass::LintFailure => "lint_failure",
             ErrorClass::Unhandled => "unhandled",
         }
     }
@@ -187,6 +197,7 @@ impl ErrorClass {
             ErrorClass::NoCandidate => "NO_CANDIDATE",
             ErrorClass::PolicyViolation => "POLICY_VIOLATION",
             ErrorClass::PatchApplyFailure => "PATCH_APPLY_FAILURE",
+            ErrorClass::LintFailure => "LINT_FAILURE",
             ErrorClass::Unhandled => "UNHANDLED",
         }
     }

@@ -60,8 +60,12 @@ pub enum Outcome {
     Applied,
     /// BUILD_SETUP: toolchain and build configuration ready.
     BuildReady,
-    /// BUILD_RUN: the image was built.
+    /// BUILD_RUN: the image was built (the profile has no `[lint]`: the test is next).
     Built,
+    /// BUILD_RUN: the image was built and the profile has a `[lint]`: the lint stage is next.
+    BuiltForLint,
+    /// LINT: no new findings (or they are only reported: `new_findings = "warn"`).
+    LintPassed,
     /// TEST_SETUP: the DUT is ready.
     DutReady,
     /// TEST_RUN: the attempt finished (pass, fail, crash and hang are all results).
@@ -103,6 +107,8 @@ impl Outcome {
             Outcome::Applied,
             Outcome::BuildReady,
             Outcome::Built,
+            Outcome::BuiltForLint,
+            Outcome::LintPassed,
             Outcome::DutReady,
             Outcome::RunFinished,
             Outcome::Collected,
@@ -132,6 +138,8 @@ impl Outcome {
             Outcome::Applied => "applied".into(),
             Outcome::BuildReady => "build ready".into(),
             Outcome::Built => "built".into(),
+            Outcome::BuiltForLint => "built, lint next".into(),
+            Outcome::LintPassed => "no new findings".into(),
             Outcome::DutReady => "DUT ready".into(),
             Outcome::RunFinished => "run finished".into(),
             Outcome::Collected => "collected".into(),
@@ -170,6 +178,8 @@ impl Outcome {
             Outcome::Applied => "applied",
             Outcome::BuildReady => "build_ready",
             Outcome::Built => "built",
+            Outcome::BuiltForLint => "built_for_lint",
+            Outcome::LintPassed => "lint_passed",
             Outcome::DutReady => "dut_ready",
             Outcome::RunFinished => "run_finished",
             Outcome::Collected => "collected",
@@ -238,6 +248,8 @@ pub fn next(from: State, outcome: Outcome) -> Result<State, IllegalTransition> {
         O::Applied => edge(S::PatchApply, S::BuildSetup),
         O::BuildReady => edge(S::BuildSetup, S::BuildRun),
         O::Built => edge(S::BuildRun, S::TestSetup),
+        O::BuiltForLint => edge(S::BuildRun, S::Lint),
+        O::LintPassed => edge(S::Lint, S::TestSetup),
         O::DutReady => edge(S::TestSetup, S::TestRun),
         O::RunFinished => edge(S::TestRun, S::ResultCollection),
         O::Collected => edge(S::ResultCollection, S::ResultAnalysis),
@@ -265,6 +277,7 @@ fn may_fail(state: State) -> bool {
         | State::PatchApply
         | State::BuildSetup
         | State::BuildRun
+        | State::Lint
         | State::TestSetup
         | State::TestRun
         | State::ResultCollection
@@ -330,6 +343,7 @@ mod tests {
             S::PatchApply,
             S::BuildSetup,
             S::BuildRun,
+            S::Lint,
             S::TestSetup,
             S::TestRun,
             S::ResultCollection,
@@ -345,6 +359,8 @@ mod tests {
             (S::PatchApply, S::BuildSetup),
             (S::BuildSetup, S::BuildRun),
             (S::BuildRun, S::TestSetup),
+            (S::BuildRun, S::Lint),
+            (S::Lint, S::TestSetup),
             (S::TestSetup, S::TestRun),
             (S::TestRun, S::ResultCollection),
             (S::ResultCollection, S::ResultAnalysis),

@@ -149,6 +149,13 @@ pub struct RunContext {
     /// digests the same is a no-op patch.
     #[serde(default)]
     pub baseline_image: Option<String>,
+    /// The unpatched tree's lint findings: what a candidate's findings are compared with. None
+    /// until the baseline was linted (and for good when it did not build).
+    #[serde(default)]
+    pub lint_baseline: Option<Vec<crate::analysis::lint::Finding>>,
+    /// The lint stage on the last image it judged.
+    #[serde(default)]
+    pub lint: Option<crate::report::LintSummary>,
     pub strategy_state: serde_json::Value,
     /// Hints a person added with `fwfix resume --hint`.
     pub hints: Vec<String>,
@@ -401,6 +408,8 @@ mod tests {
             pool: Vec::new(),
             candidates: Vec::new(),
             baseline_image: None,
+            lint_baseline: None,
+            lint: None,
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,
@@ -425,6 +434,7 @@ mod tests {
             verdict: Verdict::Pending,
             reason: String::new(),
             build_log: None,
+            new_findings: Vec::new(),
         }
     }
 

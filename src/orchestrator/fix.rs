@@ -97,13 +97,25 @@ impl Job<'_> {
     fn evidence(&self) -> serde_json::Value {
         let last = self.ctx.attempts.last();
         let cases = last.map(|a| a.results.cases.as_slice()).unwrap_or_default();
+        // A candidate the lint stage rejected: its new findings are what to fix, shown with
+        // their source like a compiler's errors.
+        let lint_findings: Vec<crate::analysis::Diagnostic> = self
+            .ctx
+            .lint
+            .as_ref()
+            .filter(|l| {
+                l.iteration == self.ctx.ledger.iteration
+                    && l.verdict == crate::report::LintVerdict::Rejected
+            })
+            .map(|l| l.new_findings.iter().map(|f| f.as_diagnostic()).collect())
+            .unwrap_or_default();
         let diagnostics = self
             .ctx
             .build
             .as_ref()
             .filter(|b| !b.summary.success)
             .map(|b| b.summary.diagnostics.as_slice())
-            .unwrap_or_default();
+            .unwrap_or(&lint_findings);
         let functions = self
             .symbolizer
             .as_ref()
@@ -212,6 +224,9 @@ impl Job<'_> {
             .flatten()
             .map(|e| e.path())
             .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "log"))
+            // The lint stage's output is read by its own reader; its findings are in the
+            // diagnostics, and triage would take them for compiler errors.
+            .filter(|p| p.file_name().is_none_or(|n| n != "lint.log"))
             .collect();
         logs.sort();
         logs.into_iter()
@@ -374,6 +389,7 @@ impl Job<'_> {
                 verdict: governor::Verdict::Pending,
                 reason: String::new(),
                 build_log: None,
+                new_findings: Vec::new(),
             };
             if let Some(reason) = &candidate.failed {
                 governor::drop_failed(&mut record, reason);

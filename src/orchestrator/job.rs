@@ -408,6 +408,8 @@ impl<'a> Job<'a> {
             pool: Vec::new(),
             candidates: Vec::new(),
             baseline_image: None,
+            lint_baseline: None,
+            lint: None,
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,
@@ -651,6 +653,13 @@ impl<'a> Job<'a> {
         let margin = Duration::from_secs(60);
         match state {
             State::BuildRun => self.build.timeout + margin,
+            State::Lint => {
+                self.profile
+                    .lint
+                    .as_ref()
+                    .map_or(Duration::from_secs(300), |l| l.timeout)
+                    + margin
+            }
             State::TestRun => self.profile.test.timeout + margin + self.flash_timeout(),
             State::TestSetup => Duration::from_secs(120) + self.flash_timeout(),
             // A person may be reading the patch.
@@ -714,6 +723,7 @@ impl<'a> Job<'a> {
             State::PatchApply => self.patch_apply(),
             State::BuildSetup => self.build_setup(),
             State::BuildRun => self.build_run().await,
+            State::Lint => self.lint().await,
             State::TestSetup => self.test_setup().await,
             State::TestRun => self.test_run().await,
             State::ResultCollection => self.collect(),
@@ -872,6 +882,7 @@ impl<'a> Job<'a> {
         report.profile = self.profile.name.clone();
         report.lease = self.lease.as_ref().map(|l| l.info().clone());
         report.build = ctx.build.as_ref().map(|b| b.summary.clone());
+        report.lint = ctx.lint.clone();
         report.attempts = ctx.attempts.iter().map(|a| a.summary.clone()).collect();
         report.power_cycles = ctx.power.cycles.clone();
         if ctx.attempts.len() > 1 {
@@ -1038,6 +1049,7 @@ impl<'a> Job<'a> {
                 self.ctx.state,
                 State::BuildSetup
                     | State::BuildRun
+                    | State::Lint
                     | State::TestSetup
                     | State::TestRun
                     | State::ResultCollection
@@ -1174,6 +1186,7 @@ fn candidate_summary(c: &crate::governor::CandidateRecord) -> report::CandidateS
         error_class,
         changed_lines: c.changed_lines,
         reason: c.reason.clone(),
+        new_findings: c.new_findings.clone(),
     }
 }
 

@@ -9,8 +9,10 @@
 //! 2. IDLE → INIT: open the DUT backend and check it; for a fix run, open the repository,
 //!    snapshot HEAD, index and working tree under `refs/fwfix/<run-id>/base` (and with
 //!    `--worktree`, make a linked worktree so the owner's checkout is never touched).
-//! 3. BUILD_SETUP → BUILD_RUN → TEST_SETUP → TEST_RUN → RESULT_COLLECTION → RESULT_ANALYSIS:
-//!    build, boot, capture, symbolise a crash or hang, parse the console into cases.
+//! 3. BUILD_SETUP → BUILD_RUN → (LINT) → TEST_SETUP → TEST_RUN → RESULT_COLLECTION →
+//!    RESULT_ANALYSIS: build, judge the tree's lint findings against the baseline's when the
+//!    profile has a `[lint]` (`lint.rs`), boot, capture, symbolise a crash or hang, parse the
+//!    console into cases.
 //! 4. CONVERGENCE_CHECK: iteration 0 is the baseline — it fixes the targets (FAIL_TO_PASS,
 //!    PASS_TO_PASS). Then SUCCESS, run the same image again, go round again, or FAILURE.
 //! 5. CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY: gather evidence (from the
@@ -56,6 +58,7 @@ mod context;
 mod error;
 mod fix;
 mod job;
+mod lint;
 mod matrix;
 mod pipeline;
 mod prune;

@@ -146,9 +146,13 @@ impl Job<'_> {
                     }
                     // A new image: its attempts start now.
                     self.ctx.attempts.clear();
+                    let (outcome, next) = match self.profile.lint {
+                        Some(_) => (Outcome::BuiltForLint, "; lint next"),
+                        None => (Outcome::Built, ""),
+                    };
                     Step::ok(
-                        Outcome::Built,
-                        format!("built {}", self.build.artifact.display()),
+                        outcome,
+                        format!("built {}{next}", self.build.artifact.display()),
                     )
                 }
                 BuildEnd::Exited(0) => Step::error(
@@ -710,6 +714,7 @@ impl Job<'_> {
                 ErrorClass::PatchApplyFailure => Some(IterationVerdict::DidNotApply),
                 ErrorClass::BuildFailure => Some(IterationVerdict::BrokeBuild),
                 ErrorClass::PolicyViolation => Some(IterationVerdict::PolicyDenied),
+                ErrorClass::LintFailure => Some(IterationVerdict::NewFindings),
                 // With a candidate in hand, only its no-op image ends in NO_CANDIDATE.
                 ErrorClass::NoCandidate => Some(IterationVerdict::NoProgress),
                 _ => None,
@@ -776,7 +781,7 @@ impl Job<'_> {
     /// a run that was started over measures the unpatched tree again, a directory of its own
     /// inside it (`iter-NNN/remeasure-K/`), so the files the trace already names stay as they
     /// were recorded.
-    fn measure_dir(&self) -> Result<PathBuf, Step> {
+    pub(super) fn measure_dir(&self) -> Result<PathBuf, Step> {
         let dir = self.iteration_dir()?;
         if self.ctx.baseline_done || self.ctx.restarts == 0 {
             return Ok(dir);

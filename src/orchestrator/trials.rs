@@ -8,7 +8,9 @@
 //!    rollback point (the base snapshot, the owner's uncommitted work included): the candidate
 //!    is applied there, and the profile's build runs there — several at once, at most one per
 //!    CPU, each under the build timeout, cancellable, its process group killed when it ends.
-//! 3. The trial image's loadable-content digest is compared with the baseline image's.
+//! 3. The trial image's loadable-content digest is compared with the baseline image's, and with
+//!    a `[lint]` table the trial tree is linted (`lint.rs`): findings the unpatched tree did not
+//!    have rank the candidate after every clean one that builds.
 //! 4. `governor::rank` decides; `candidates.json` records every candidate, its checks, verdict,
 //!    reason, rank and build log; the worktrees are removed on every path (their guards do it
 //!    when a cancel or timeout drops this future half-way).
@@ -363,6 +365,38 @@ impl Job<'_> {
             let Some(wt) = trial.worktree else { continue };
             if c.checks.builds == Check::Passed {
                 c.checks.image = self.compare_image(&wt.path.join(&self.build.artifact));
+                if let Some(spec) = &self.profile.lint {
+                    let log = trees.join(format!("{}-lint.log", c.id));
+                    let build_log = c
+                        .build_log
+                        .as_ref()
+                        .and_then(|l| std::fs::read_to_string(self.run_dir.path().join(l)).ok());
+                    let linted = super::lint::lint_tree(
+                        spec,
+                        &wt.path,
+                        build_log.as_deref(),
+                        &log,
+                        &self.board.name,
+                        &self.cancel,
+                    )
+                    .await;
+                    match (linted, &self.ctx.lint_baseline) {
+                        (Ok(findings), Some(baseline)) => {
+                            let new = crate::analysis::lint::answerable(
+                                crate::analysis::lint::new_findings(baseline, &findings),
+                                &super::lint::added_lines(diffs[trial.index].as_bytes()),
+                            );
+                            (c.checks.lint, c.new_findings) = super::lint::lint_check(&new);
+                        }
+                        (Ok(_), None) => {
+                            c.checks.lint = Check::unknown("the unpatched tree was never linted")
+                        }
+                        (Err(step), _) if step.outcome == crate::machine::Outcome::Abort => {
+                            return Err(step)
+                        }
+                        (Err(step), _) => c.checks.lint = Check::unknown(step.reason),
+                    }
+                }
             } else {
                 c.checks.image = Check::unknown("not built");
             }

@@ -98,6 +98,7 @@ fn write_page(out: &mut String, report: &Report, history: &History) -> std::fmt:
     write_crash(out, report)?;
     write_hang(out, report)?;
     write_build(out, report)?;
+    write_lint(out, report)?;
     write_attempts(out, report)?;
     write_pass_counts(out, report)?;
     write_candidates(out, report)?;
@@ -494,6 +495,46 @@ fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
         writeln!(out, "<p>{more} more in {}.</p>", link(&build.log))?;
     }
     Ok(())
+}
+
+fn write_lint(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(lint) = &report.lint else {
+        return Ok(());
+    };
+    writeln!(out, "<h2>Lint</h2>\n<dl>")?;
+    if let Some(command) = &lint.command {
+        writeln!(
+            out,
+            "<dt>Command</dt><dd><code>{}</code> (read as {})</dd>",
+            escape(command),
+            lint.format.name()
+        )?;
+    }
+    let baseline = lint
+        .baseline_findings
+        .map(|n| format!("; the unpatched tree had {n}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "<dt>Iteration {}</dt><dd>{}{baseline}: {}</dd>",
+        lint.iteration,
+        escape(&super::plural(lint.findings, "finding")),
+        lint.verdict.words()
+    )?;
+    writeln!(
+        out,
+        "<dt>Findings</dt><dd>{}</dd>\n</dl>",
+        link(&lint.findings_file)
+    )?;
+    if lint.new_findings.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<String> = lint
+        .new_findings
+        .iter()
+        .map(|f| escape(&f.describe()))
+        .collect();
+    writeln!(out, "<p>New findings:</p>\n<pre>{}</pre>", lines.join("\n"))
 }
 
 fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {

@@ -35,6 +35,7 @@ fn write_report(out: &mut String, report: &Report) -> std::fmt::Result {
     write_crash(out, report)?;
     write_hang(out, report)?;
     write_build(out, report)?;
+    write_lint(out, report)?;
     write_attempts(out, report)?;
     write_pass_counts(out, report)?;
     write_candidates(out, report)?;
@@ -250,6 +251,51 @@ fn write_build(out: &mut String, report: &Report) -> std::fmt::Result {
     Ok(())
 }
 
+fn write_lint(out: &mut String, report: &Report) -> std::fmt::Result {
+    let Some(lint) = &report.lint else {
+        return Ok(());
+    };
+    writeln!(out, "## Lint")?;
+    writeln!(out)?;
+    match &lint.command {
+        Some(command) => writeln!(
+            out,
+            "- **Command:** {} (read as {})",
+            code(command),
+            lint.format.name()
+        )?,
+        None => writeln!(out, "- **Command:** none: the build's warnings only")?,
+    }
+    let baseline = lint
+        .baseline_findings
+        .map(|n| format!("; the unpatched tree had {n}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "- **Iteration {}:** {}{baseline}: {}",
+        lint.iteration,
+        plural(lint.findings, "finding"),
+        lint.verdict.words()
+    )?;
+    writeln!(out, "- **Findings:** {}", code(&lint.findings_file))?;
+    writeln!(out)?;
+    write_findings(out, &lint.new_findings)
+}
+
+/// New lint findings as a list, one per line.
+fn write_findings(
+    out: &mut String,
+    findings: &[crate::analysis::lint::Finding],
+) -> std::fmt::Result {
+    if findings.is_empty() {
+        return Ok(());
+    }
+    for f in findings {
+        writeln!(out, "- new: {}", code(&f.describe()))?;
+    }
+    writeln!(out)
+}
+
 fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
     if report.attempts.is_empty() {
         return Ok(());
@@ -314,7 +360,23 @@ fn write_candidates(out: &mut String, report: &Report) -> std::fmt::Result {
         let cells = candidate.cells().map(|cell| text(&cell));
         writeln!(out, "| {} |", cells.join(" | "))?;
     }
-    writeln!(out)
+    writeln!(out)?;
+    for candidate in report
+        .candidates
+        .iter()
+        .filter(|c| !c.new_findings.is_empty())
+    {
+        writeln!(
+            out,
+            "Lint findings {} of iteration {} ({}) adds:",
+            candidate.id,
+            candidate.iteration,
+            text(&candidate.origin)
+        )?;
+        writeln!(out)?;
+        write_findings(out, &candidate.new_findings)?;
+    }
+    Ok(())
 }
 
 fn write_notes(out: &mut String, report: &Report) -> std::fmt::Result {
@@ -615,6 +677,65 @@ mod tests {
         assert!(!md.contains("## Crash"));
         assert!(md.contains("stuck in `wait_ready (src/uart.c:33) at 0x00000210`"));
         assert!(md.contains("| `test_flaky` | 2 | 3 | 0.67 [0.21, 0.94] | FLAKY |"));
+    }
+
+    #[test]
+    fn markdown_lint_section_and_a_candidates_new_findings() {
+        use crate::analysis::lint::{Finding, Format};
+        use crate::report::model::{CandidateSummary, LintSummary, LintVerdict};
+        let finding = Finding {
+            tool: "cppcheck".into(),
+            file: "src/crc.c".into(),
+            line: Some(46),
+            column: Some(17),
+            severity: "error".into(),
+            id: "nullPointer".into(),
+            message: "Null pointer dereference: first".into(),
+            text: "return *first;".into(),
+        };
+        let mut report = sample();
+        report.lint = Some(LintSummary {
+            iteration: 1,
+            command: Some("cppcheck -q src".into()),
+            format: Format::Cppcheck,
+            log: Some("iter-001/lint.log".into()),
+            findings_file: "iter-001/lint.json".into(),
+            findings: 3,
+            baseline_findings: Some(2),
+            new_findings: vec![finding.clone()],
+            verdict: LintVerdict::Rejected,
+        });
+        report.candidates = vec![CandidateSummary {
+            iteration: 1,
+            id: "c1".into(),
+            origin: "01-dirty.diff".into(),
+            verdict: "ranked".into(),
+            rank: Some(2),
+            error_class: None,
+            changed_lines: 2,
+            reason: "ranked 2nd: builds, 1 new lint finding(s)".into(),
+            new_findings: vec![finding],
+        }];
+        let md = render_markdown(&report);
+        assert!(md.contains("## Lint"), "{md}");
+        assert!(
+            md.contains("- **Command:** `cppcheck -q src` (read as cppcheck)"),
+            "{md}"
+        );
+        assert!(
+            md.contains(
+                "- **Iteration 1:** 3 findings; the unpatched tree had 2: new findings: rejected"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("- new: `src/crc.c:46: nullPointer: Null pointer dereference: first`"),
+            "{md}"
+        );
+        assert!(
+            md.contains("Lint findings c1 of iteration 1 (01-dirty.diff) adds:"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -26,7 +26,7 @@ pub use model::{
     call_name, case_status_name, crash_headline, crash_lines, describe_diagnostic,
     describe_location, file_line, format_duration, pass_counts, plural, verdict_name,
     AttemptSummary, BuildSummary, CandidateSummary, CaseCounts, Command, IterationTokens,
-    PassCount, PowerCycle, Report, RevertConflict, Status, Tokens,
+    LintSummary, LintVerdict, PassCount, PowerCycle, Report, RevertConflict, Status, Tokens,
 };
 pub use visible::{escape_html, visible, visible_char};
 
@@ -250,6 +250,7 @@ mod tests {
                 "hang_site",
                 "iterations",
                 "lease",
+                "lint",
                 "message",
                 "notes",
                 "pass_counts",

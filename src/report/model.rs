@@ -1,6 +1,7 @@
 //! The report a run leaves behind: the types serialised to `report.json` and the small pure helpers
 //! the writers and the terminal summary share (counts, crash and location text, durations). No I/O.
 
+use crate::analysis::lint::{Finding, Format};
 use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
 use crate::bisect::{BisectStep, Confidence};
 use crate::capture::nonce::NonceRecord;
@@ -214,6 +215,54 @@ impl AttemptSummary {
     }
 }
 
+/// The lint stage on the last image it judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LintSummary {
+    pub iteration: u32,
+    /// The profile's lint command; None when only the build's warnings are judged.
+    pub command: Option<String>,
+    pub format: Format,
+    /// `lint.log`, relative to the run directory (None without a command).
+    pub log: Option<String>,
+    /// `lint.json` (every finding on the image), relative to the run directory.
+    pub findings_file: String,
+    /// How many findings the image has, the build's warnings included.
+    pub findings: usize,
+    /// How many the unpatched tree had; None when there is nothing to compare with.
+    pub baseline_findings: Option<usize>,
+    /// The findings the unpatched tree did not have.
+    pub new_findings: Vec<Finding>,
+    pub verdict: LintVerdict,
+}
+
+/// What the lint stage made of an image's findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LintVerdict {
+    /// The unpatched tree's findings, recorded as the baseline.
+    Baseline,
+    /// No finding the baseline did not have.
+    Clean,
+    /// New findings: the candidate was rolled back (LINT_FAILURE).
+    Rejected,
+    /// New findings, reported only (`new_findings = "warn"`).
+    Warned,
+    /// Nothing to compare with (`fwfix test`, or a baseline that did not build): reported only.
+    Reported,
+}
+
+impl LintVerdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            LintVerdict::Baseline => "baseline recorded",
+            LintVerdict::Clean => "no new findings",
+            LintVerdict::Rejected => "new findings: rejected",
+            LintVerdict::Warned => "new findings: reported only",
+            LintVerdict::Reported => "reported only (no baseline to compare with)",
+        }
+    }
+}
+
 /// One candidate patch of a fix run's round, and what the governor made of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CandidateSummary {
@@ -229,6 +278,10 @@ pub struct CandidateSummary {
     pub error_class: Option<ErrorClass>,
     pub changed_lines: usize,
     pub reason: String,
+    /// Lint findings its trial build added over the baseline's: it ranks after every clean
+    /// candidate that builds.
+    #[serde(default)]
+    pub new_findings: Vec<Finding>,
 }
 
 impl CandidateSummary {
@@ -408,6 +461,9 @@ pub struct Report {
     pub hang_site: Option<Location>,
     #[serde(default)]
     pub build: Option<BuildSummary>,
+    /// The lint stage on the last image it judged (profiles with a `[lint]` table).
+    #[serde(default)]
+    pub lint: Option<LintSummary>,
     #[serde(default)]
     pub attempts: Vec<AttemptSummary>,
     #[serde(default)]
@@ -490,6 +546,7 @@ impl Report {
             crash: None,
             hang_site: None,
             build: None,
+            lint: None,
             attempts: Vec::new(),
             pass_counts: Vec::new(),
             fixed: None,

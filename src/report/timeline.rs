@@ -66,7 +66,8 @@ impl Phase {
 /// terminal states), which take no time worth a bar.
 pub fn phase_of(state: State) -> Option<Phase> {
     match state {
-        State::BuildSetup | State::BuildRun => Some(Phase::Build),
+        // The lint stage judges what the build made: its time is the build's lane.
+        State::BuildSetup | State::BuildRun | State::Lint => Some(Phase::Build),
         State::TestSetup => Some(Phase::FlashBoot),
         State::TestRun | State::ResultCollection => Some(Phase::Test),
         State::CodeAnalysis | State::ResultAnalysis | State::ConvergenceCheck => {

@@ -442,6 +442,7 @@ impl Progress {
             | State::PatchGeneration
             | State::PatchReview
             | State::PatchApply
+            | State::Lint
             | State::ConvergenceCheck
             | State::ErrorRecovery
             | State::Success

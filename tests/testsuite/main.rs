@@ -18,6 +18,7 @@ mod harness_cmd;
 mod hostile_input;
 mod inspect;
 mod labgrid_backend;
+mod lint;
 mod matrix_cmd;
 mod mcp_server;
 mod parse_recorded_logs;

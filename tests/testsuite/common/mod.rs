@@ -33,6 +33,24 @@ pub fn require_tools() {
     }
 }
 
+/// Fails loudly when the static analysers the lint stage's tests run are missing, as
+/// [`require_tools`] does for the firmware tools.
+pub fn require_lint_tools() {
+    require_tools();
+    for tool in ["cppcheck", "clang-tidy", "gcc"] {
+        let found = Command::new("sh")
+            .arg("-c")
+            .arg(format!("command -v {tool}"))
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false);
+        assert!(
+            found,
+            "{tool} is not installed: run `bash scripts/prerequisites.sh` (the lint tests run the real analysers)"
+        );
+    }
+}
+
 pub fn fixture_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/fwtests")
 }
