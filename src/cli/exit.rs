@@ -45,6 +45,7 @@ impl Exit {
             | State::ResultCollection
             | State::ResultAnalysis
             | State::ConvergenceCheck
+            | State::Commit
             | State::ErrorRecovery => Exit::Infrastructure,
         }
     }

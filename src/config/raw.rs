@@ -155,12 +155,20 @@ pub struct RawProfile {
     /// Lower-case error class name → retry budget.
     pub recovery: Option<Spanned<BTreeMap<Str, Spanned<u32>>>>,
     pub snapshot: Option<Spanned<RawSnapshot>>,
+    pub commit: Option<Spanned<RawCommit>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSnapshot {
     pub max_untracked_mb: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommit {
+    pub hooks: Option<Spanned<bool>>,
+    pub timeout_s: Option<Spanned<Seconds>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -344,6 +352,7 @@ const TEST: &[(&str, Node)] = &[
 const GOAL: &[(&str, Node)] = &[("fail_to_pass", V), ("confirm_runs", V)];
 const LOOP: &[(&str, Node)] = &[("max_iterations", V), ("no_progress_limit", V)];
 const SNAPSHOT: &[(&str, Node)] = &[("max_untracked_mb", V)];
+const COMMIT: &[(&str, Node)] = &[("hooks", V), ("timeout_s", V)];
 const POLICY: &[(&str, Node)] = &[
     ("allow", V),
     ("deny", V),
@@ -382,4 +391,5 @@ pub const PROFILE: &[(&str, Node)] = &[
     ("timeouts", Node::Names(super::names::timeout_state_names)),
     ("recovery", Node::Names(super::names::recovery_class_names)),
     ("snapshot", Node::Table(SNAPSHOT)),
+    ("commit", Node::Table(COMMIT)),
 ];

@@ -694,6 +694,10 @@ fn profile_defaults() {
             snapshot: SnapshotSpec {
                 max_untracked_bytes: 16 << 20,
             },
+            commit: CommitSpec {
+                hooks: true,
+                timeout: Duration::from_secs(300),
+            },
         }
     );
 }
@@ -718,6 +722,28 @@ fn snapshot_size_limit_is_read_and_checked_where_it_is_written() {
         9,
         1,
         "unknown key `max_untracked`",
+    );
+}
+
+#[test]
+fn commit_hooks_can_be_skipped_and_their_timeout_is_checked_where_it_is_written() {
+    let p = profile(&format!(
+        "{MINIMAL_PROFILE}[commit]\nhooks = false\ntimeout_s = 2.5\n"
+    ))
+    .unwrap();
+    assert!(!p.commit.hooks);
+    assert_eq!(p.commit.timeout, Duration::from_millis(2500));
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[commit]\ntimeout_s = 0\n")),
+        9,
+        13,
+        "timeout_s",
+    );
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[commit]\nno_verify = true\n")),
+        9,
+        1,
+        "unknown key `no_verify`",
     );
 }
 
@@ -1691,6 +1717,7 @@ policy = {{ allow = [], deny = [], max_changed_lines = 1, max_changed_files = 1,
 strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 0.5, timeout_s = 1, connect_timeout_s = 1, idle_timeout_s = 1, candidates = 1, parallel = 1, max_retries = 0, token_budget = 1 }}
 strategy.command = {{ argv = ["a"], timeout_s = 1, candidates = 1 }}
 snapshot = {{ max_untracked_mb = 1 }}
+commit = {{ hooks = true, timeout_s = 1 }}
 [timeouts]
 {timeouts}
 [recovery]

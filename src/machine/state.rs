@@ -22,6 +22,8 @@ pub enum State {
     ResultCollection,
     ResultAnalysis,
     ConvergenceCheck,
+    /// The converged fix is committed on `fwfix/<run-id>`, through the repository's own hooks.
+    Commit,
     ErrorRecovery,
     Success,
     Failure,
@@ -30,7 +32,7 @@ pub enum State {
 
 impl State {
     /// Every state, in the order DESIGN.md lists them.
-    pub const ALL: [State; 17] = [
+    pub const ALL: [State; 18] = [
         State::Idle,
         State::Init,
         State::CodeAnalysis,
@@ -44,6 +46,7 @@ impl State {
         State::ResultCollection,
         State::ResultAnalysis,
         State::ConvergenceCheck,
+        State::Commit,
         State::ErrorRecovery,
         State::Success,
         State::Failure,
@@ -66,6 +69,7 @@ impl State {
             State::ResultCollection => "RESULT_COLLECTION",
             State::ResultAnalysis => "RESULT_ANALYSIS",
             State::ConvergenceCheck => "CONVERGENCE_CHECK",
+            State::Commit => "COMMIT",
             State::ErrorRecovery => "ERROR_RECOVERY",
             State::Success => "SUCCESS",
             State::Failure => "FAILURE",
@@ -90,6 +94,7 @@ impl State {
             | State::ResultCollection
             | State::ResultAnalysis
             | State::ConvergenceCheck
+            | State::Commit
             | State::ErrorRecovery => false,
         }
     }
@@ -122,11 +127,14 @@ pub enum ErrorClass {
     NoCandidate,
     PolicyViolation,
     PatchApplyFailure,
+    /// The repository's own commit hooks refused the fix (failed, timed out, or edited files):
+    /// the fix is kept in fix.patch, without a branch. Not retried, not infrastructure.
+    CommitFailure,
     Unhandled,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 11] = [
+    pub const ALL: [ErrorClass; 12] = [
         ErrorClass::BuildFailure,
         ErrorClass::BuildEnvFailure,
         ErrorClass::TestEnvFailure,
@@ -137,6 +145,7 @@ impl ErrorClass {
         ErrorClass::NoCandidate,
         ErrorClass::PolicyViolation,
         ErrorClass::PatchApplyFailure,
+        ErrorClass::CommitFailure,
         ErrorClass::Unhandled,
     ];
 
@@ -154,7 +163,8 @@ impl ErrorClass {
             ErrorClass::BuildFailure
             | ErrorClass::NoCandidate
             | ErrorClass::PolicyViolation
-            | ErrorClass::PatchApplyFailure => false,
+            | ErrorClass::PatchApplyFailure
+            | ErrorClass::CommitFailure => false,
         }
     }
 
@@ -171,6 +181,7 @@ impl ErrorClass {
             ErrorClass::NoCandidate => "no_candidate",
             ErrorClass::PolicyViolation => "policy_violation",
             ErrorClass::PatchApplyFailure => "patch_apply_failure",
+            ErrorClass::CommitFailure => "commit_failure",
             ErrorClass::Unhandled => "unhandled",
         }
     }
@@ -187,6 +198,7 @@ impl ErrorClass {
             ErrorClass::NoCandidate => "NO_CANDIDATE",
             ErrorClass::PolicyViolation => "POLICY_VIOLATION",
             ErrorClass::PatchApplyFailure => "PATCH_APPLY_FAILURE",
+            ErrorClass::CommitFailure => "COMMIT_FAILURE",
             ErrorClass::Unhandled => "UNHANDLED",
         }
     }

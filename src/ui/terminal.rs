@@ -216,6 +216,8 @@ struct Progress {
     passed: usize,
     failed: usize,
     ignored: usize,
+    /// `pre-commit hook`, while one runs.
+    hook: Option<String>,
 }
 
 impl Progress {
@@ -352,6 +354,33 @@ impl Progress {
                     ),
                 )]
             }
+            Event::HookStarted { hook, .. } => {
+                self.hook = Some(format!("{hook} hook"));
+                Vec::new()
+            }
+            Event::HookFinished {
+                hook,
+                passed,
+                ending,
+                duration_ms,
+                output,
+            } => {
+                self.hook = None;
+                let took = format_duration(*duration_ms);
+                if *passed {
+                    return vec![Notice::new(
+                        NoticeKind::Done,
+                        format!("{hook} hook ({took})"),
+                    )];
+                }
+                // The hook's own words say what to fix: shown whatever the verbosity, on stderr.
+                let mut text = format!("{hook} hook {ending} ({took})");
+                for line in output.lines() {
+                    text.push_str("\n  │ ");
+                    text.push_str(line);
+                }
+                vec![Notice::new(NoticeKind::Error, text)]
+            }
             Event::LeaseWaiting {
                 board,
                 holder,
@@ -436,6 +465,7 @@ impl Progress {
                 }
                 text
             }
+            State::Commit => self.hook.clone().unwrap_or_else(|| self.reason.clone()),
             State::Idle
             | State::Init
             | State::CodeAnalysis
