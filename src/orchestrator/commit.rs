@@ -359,7 +359,6 @@ fn refusal(name: &str, run: &HookRun, changed: &[String]) -> String {
     if !output.trim().is_empty() {
         reason.push_str(":\n");
         reason.push_str(output.trim_end());
-        reason.push('\n');
     }
     reason
 }
