@@ -4,8 +4,9 @@
 //! 1. `fix.patch` is written first: whatever the hooks decide, the fix is kept.
 //! 2. The fix commit's tree is computed on the owner's HEAD (objects only; nothing points at it).
 //! 3. Unless the profile says `[commit] hooks = false`: `pre-commit` runs in the run's work tree
-//!    (the candidate is in it) against an index file holding that tree, then `commit-msg` on a
-//!    file holding fwfix's message, which is read back as git reads it.
+//!    (the candidate is in it) against an index file holding the fix staged on that work tree's
+//!    HEAD (the commit's tree itself, unless the run is in a linked worktree), then `commit-msg`
+//!    on a file holding fwfix's message, which is read back as git reads it.
 //! 4. A hook that fails, times out, or changes a file or the index refuses the fix:
 //!    COMMIT_FAILURE with the hook's output, and neither a commit nor a branch is made. The run
 //!    then ends, and finalisation restores the owner's tree as for any other end.
@@ -157,21 +158,26 @@ impl Job<'_> {
         std::fs::create_dir_all(&dir).map_err(|e| unhandled(&dir.display().to_string(), &e))?;
         // The work tree's repository is only borrowed between the hooks' runs: a git handle may
         // not be shared across them.
-        let (env, before) = {
+        let (env, before, staged) = {
             let work = self.work_repo()?;
             let env = HookEnv {
                 work_dir: work.workdir().to_path_buf(),
                 git_dir: work.git_dir().to_path_buf(),
                 index_file: dir.join("index"),
             };
-            work.write_index_file(&prepared.tree, &env.index_file)
+            let staged = work
+                .staged_fix_tree(prepared, diff)
+                .and_then(|tree| {
+                    work.write_index_file(&tree, &env.index_file)?;
+                    Ok(tree)
+                })
                 .map_err(|e| unhandled("the fix's index", &e))?;
             // What the tree holds besides the snapshot and the candidate before any hook runs
             // (normally nothing): a hook is judged on what it changes.
             let before = work
                 .edits_since(&base, Some(diff))
                 .map_err(|e| unhandled("reading the work tree", &e))?;
-            (env, before)
+            (env, before, staged)
         };
         let message_file = dir.join("COMMIT_EDITMSG");
         let mut logs = Vec::new();
@@ -228,7 +234,7 @@ impl Job<'_> {
             // committed: either way the commit would not be the fix fwfix confirmed.
             let changed = if run.passed() {
                 let work = self.work_repo()?;
-                changed_files(work, &base, diff, &before, &env.index_file, &prepared.tree)
+                changed_files(work, &base, diff, &before, &env.index_file, &staged)
             } else {
                 Ok(Vec::new())
             };

@@ -10,7 +10,7 @@
 //! group of its own that is killed at the hook's timeout. What a hook's verdict means for a run
 //! is the caller's to decide.
 
-use super::{Repo, RepoError};
+use super::{PreparedFix, Repo, RepoError};
 use crate::process::{spawn_group, AbortOnDrop};
 use git2::{Index, Oid};
 use std::fmt;
@@ -70,6 +70,29 @@ impl Repo {
         } else {
             Lookup::NotExecutable(path)
         })
+    }
+
+    /// The tree a hook is given staged for `prepared`: the fix commit's own tree when this work
+    /// tree's HEAD is its parent; in a run's linked worktree, whose HEAD is a snapshot of the
+    /// owner's tree, the fix on that HEAD, so that the staged changes are the fix and nothing
+    /// else, as they are against the commit's parent.
+    pub fn staged_fix_tree(
+        &self,
+        prepared: &PreparedFix,
+        diff: &[u8],
+    ) -> Result<String, RepoError> {
+        let (head, _) = self.head()?;
+        if head.to_string() == prepared.parent {
+            return Ok(prepared.tree.clone());
+        }
+        let tree = self
+            .git
+            .find_commit(head)
+            .and_then(|c| c.tree())
+            .map_err(|e| self.err("read HEAD tree", e))?;
+        Ok(self
+            .patched_tree(&tree, diff)
+            .map_or_else(|_| prepared.tree.clone(), |id| id.to_string()))
     }
 
     /// Writes an index file at `path` holding exactly `tree` (hex): what a hook reads as the

@@ -30,27 +30,35 @@ fn crc_profile(dir: &Path, extra: &str) -> PathBuf {
 /// Runs `fwfix run` with the queue in `patches`, without `--json` (so stderr carries what a
 /// person sees), with `HOOK_SEEN` naming a directory the hooks may write what they saw into.
 fn run(repo: &FixtureRepo, patches: &Path, profile: &Path, seen: &Path) -> Output {
+    run_with(repo, patches, profile, seen, &[])
+}
+
+fn run_with(
+    repo: &FixtureRepo,
+    patches: &Path,
+    profile: &Path,
+    seen: &Path,
+    extra: &[&str],
+) -> Output {
     let state = tempfile::tempdir().unwrap();
-    fwfix_command(
-        &[
-            "run",
-            "--repo",
-            repo.path().to_str().unwrap(),
-            "--board",
-            MPS2,
-            "--profile",
-            profile.to_str().unwrap(),
-            "--strategy",
-            "queue",
-            "--patches",
-            patches.to_str().unwrap(),
-        ],
-        repo.path(),
-        state.path(),
-    )
-    .env("HOOK_SEEN", seen)
-    .output()
-    .unwrap()
+    let mut args = vec![
+        "run",
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--board",
+        MPS2,
+        "--profile",
+        profile.to_str().unwrap(),
+        "--strategy",
+        "queue",
+        "--patches",
+        patches.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    fwfix_command(&args, repo.path(), state.path())
+        .env("HOOK_SEEN", seen)
+        .output()
+        .unwrap()
 }
 
 /// The one run directory of the repository.
@@ -241,6 +249,77 @@ fn hooks_from_core_hooks_path_see_the_fix_staged_and_fwfixs_message_which_they_m
             && graph.contains("COMMIT --> SUCCESS: committed"),
         "{graph}"
     );
+}
+
+#[test]
+fn a_worktree_run_runs_the_main_repositorys_hooks_in_its_linked_worktree() {
+    let repo = FixtureRepo::new();
+    hook(
+        &repo.path().join(".git/hooks"),
+        "pre-commit",
+        "pwd > \"$HOOK_SEEN/pwd\"\n\
+         echo \"$GIT_DIR\" > \"$HOOK_SEEN/git_dir\"\n\
+         git diff --cached --name-only > \"$HOOK_SEEN/staged\"\n",
+    );
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let q = fix_queue(&repo, false);
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = crc_profile(scratch.path(), "");
+    let out = run_with(&repo, q.path(), &profile, scratch.path(), &["--worktree"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let seen = |name: &str| std::fs::read_to_string(scratch.path().join(name)).unwrap();
+    // The hook ran in the run's linked worktree (gone by now), as git runs it there: from the
+    // common hooks directory, with the worktree's own git directory.
+    let dir = only_run_dir(&repo);
+    let report = report(&dir);
+    let pwd = seen("pwd");
+    let worktree = format!("fwfix-{}", report["run_id"].as_str().unwrap());
+    assert!(Path::new(pwd.trim()).ends_with(&worktree), "{pwd}");
+    assert!(
+        seen("git_dir").contains("/worktrees/"),
+        "{}",
+        seen("git_dir")
+    );
+    assert_eq!(seen("staged"), "src/crc.c\n");
+    let branch = report["branch"].as_str().unwrap();
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{branch}^")]),
+        before["head"]
+    );
+    assert_eq!(owner_state(&repo), before);
+}
+
+#[test]
+fn a_pre_commit_hook_that_reformats_the_fix_refuses_it_with_the_files_it_changed() {
+    let repo = FixtureRepo::new();
+    // A formatter hook that rewrites the staged file and stages its rewrite, as many teams' do.
+    hook(
+        &repo.path().join(".git/hooks"),
+        "pre-commit",
+        "sed -i 's/0xFFFFu/0xffffu/' src/crc.c && git add src/crc.c\n\
+         echo 'formatted src/crc.c'\n",
+    );
+    let q = fix_queue(&repo, false);
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = crc_profile(scratch.path(), "");
+    let out = run(&repo, q.path(), &profile, scratch.path());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let dir = only_run_dir(&repo);
+    let report = report(&dir);
+    assert_eq!(report["error_class"], "COMMIT_FAILURE");
+    let message = report["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "it changed src/crc.c (modified), the index (fwfix commits only the fix it tested)"
+        ) && message.contains("formatted src/crc.c"),
+        "{message}"
+    );
+    assert_eq!(repo.git(&["branch", "--list", "fwfix/*"]), "");
+    // The hook's rewrite went with the rollback: the owner's tree is as it was.
+    assert_eq!(owner_state(&repo), before);
 }
 
 #[test]
