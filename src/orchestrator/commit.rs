@@ -15,6 +15,7 @@
 use super::context::FixRecord;
 use super::job::{Job, Step};
 use crate::analysis::evidence::Evidence;
+use crate::analysis::Severity;
 use crate::events::{Event, Level};
 use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
@@ -96,6 +97,7 @@ impl Job<'_> {
             fixed: &fixed,
             failing: &self.baseline_failing(),
             crash: self.baseline_crash().as_deref(),
+            build_errors: &self.baseline_build_errors(),
             origin: &record.origin,
             verdict: &record.reason,
         });
@@ -305,6 +307,23 @@ impl Job<'_> {
                             None => file,
                         }),
                         message: f.case.message.unwrap_or_default(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn baseline_build_errors(&self) -> Vec<String> {
+        self.baseline_evidence()
+            .map(|e| {
+                e.diagnostics
+                    .into_iter()
+                    .map(|d| d.diagnostic)
+                    .filter(|d| d.severity == Severity::Error)
+                    .map(|d| match (d.file, d.line) {
+                        (Some(file), Some(line)) => format!("{file}:{line}: {}", d.message),
+                        (Some(file), None) => format!("{file}: {}", d.message),
+                        (None, _) => d.message,
                     })
                     .collect()
             })

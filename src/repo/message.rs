@@ -37,6 +37,8 @@ pub struct FixMessage<'a> {
     pub failing: &'a [FailingCase],
     /// The crash before the fix, in one line, when there was one.
     pub crash: Option<&'a str>,
+    /// The build's errors before the fix (`src/crc.c:12: expected ';'`), when it did not build.
+    pub build_errors: &'a [String],
     /// Where the candidate came from: a model, a patch file, a revert of a commit, an agent.
     pub origin: &'a str,
     /// The convergence verdict, e.g. `fixed test_a and nothing regressed on 2 consecutive runs`.
@@ -51,6 +53,9 @@ pub fn build(m: &FixMessage<'_>) -> String {
     let mut evidence = Vec::new();
     if let Some(crash) = m.crash {
         evidence.push(format!("crash: {}", one_line(crash)));
+    }
+    for error in m.build_errors.iter().take(EVIDENCE_MAX) {
+        evidence.push(format!("build error: {}", one_line(error)));
     }
     for case in m.failing.iter().take(EVIDENCE_MAX) {
         let at = case
@@ -182,6 +187,7 @@ mod tests {
             fixed,
             failing,
             crash: None,
+            build_errors: &[],
             origin: "04-fixes-crc16.diff",
             verdict: "fixed test_crc16_known_vector and nothing regressed",
         }
@@ -237,6 +243,21 @@ mod tests {
         );
         // What git would keep of it is the message itself: fwfix writes it clean.
         assert_eq!(cleanup(&build(&m)), build(&m));
+    }
+
+    #[test]
+    fn a_broken_build_is_the_thing_fixed_and_its_errors_are_the_evidence() {
+        let errors = ["src/crc.c:12: expected ';' before '}' token".to_string()];
+        let mut m = message(&[], &[]);
+        m.build_errors = &errors;
+        let text = build(&m);
+        assert!(text.starts_with("fwfix: fix the build\n\n"), "{text}");
+        assert!(
+            text.contains(
+                "\nBefore the fix:\n  build error: src/crc.c:12: expected ';' before '}' token\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

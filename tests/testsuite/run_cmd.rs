@@ -859,6 +859,18 @@ fn a_baseline_that_does_not_build_makes_the_build_the_thing_to_fix() {
     assert_eq!(build_log["class"], "BUILD_ERROR", "{build_log}");
     assert!(!build_log["lines"].as_array().unwrap().is_empty());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // The fix commit quotes the compiler's error it repaired.
+    let message = repo.git(&[
+        "log",
+        "-1",
+        "--format=%B",
+        report["branch"].as_str().unwrap(),
+    ]);
+    assert!(
+        message.contains("\nBefore the fix:\n  build error: ")
+            && message.contains("CRC16_CCITT_INIT"),
+        "{message}"
+    );
 }
 
 /// History with a regression: a commit where CRC-16 works (returned), the commit that breaks it,
