@@ -82,15 +82,33 @@ impl Job<'_> {
                 reason: "the run has no base snapshot".into(),
             }),
         };
-        let prepared =
-            match owner_base.and_then(|base| owner.prepare_fix(&self.ctx.run_id, &base, &diff)) {
-                Ok(p) => p,
-                Err(e @ RepoError::BranchExists { .. }) => {
-                    return Step::error(ErrorClass::CommitFailure, e.to_string())
-                        .with_evidence(fix_path)
-                }
-                Err(e) => return Step::error(ErrorClass::Unhandled, format!("fix commit: {e}")),
-            };
+        let owner_base = match owner_base {
+            Ok(b) => b,
+            Err(e) => return Step::error(ErrorClass::Unhandled, format!("fix commit: {e}")),
+        };
+        // A run stopped between committing and recording it finds its commit made.
+        if let Ok(Some(commit)) = owner.committed_fix(&self.ctx.run_id, &owner_base, &diff) {
+            if let Some(fix) = &mut self.ctx.fix {
+                fix.branch = Some(commit.branch.clone());
+                fix.commit = Some(commit.commit.clone());
+            }
+            return Step::ok(
+                Outcome::Committed,
+                format!(
+                    "the fix was committed on {} before the run was stopped",
+                    commit.branch
+                ),
+            )
+            .with_evidence(fix_path);
+        }
+        let prepared = match owner.prepare_fix(&self.ctx.run_id, &owner_base, &diff) {
+            Ok(p) => p,
+            Err(e @ RepoError::BranchExists { .. }) => {
+                return Step::error(ErrorClass::CommitFailure, e.to_string())
+                    .with_evidence(fix_path)
+            }
+            Err(e) => return Step::error(ErrorClass::Unhandled, format!("fix commit: {e}")),
+        };
         let mut message = message::build(&FixMessage {
             run_id: &self.ctx.run_id,
             iteration: record.iteration,

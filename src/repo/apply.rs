@@ -294,7 +294,49 @@ impl Repo {
         if self.git.find_branch(&branch, BranchType::Local).is_ok() {
             return Err(RepoError::BranchExists { branch });
         }
-        let bytes = diff.as_ref();
+        self.fix_tree(base, diff.as_ref(), branch)
+    }
+
+    /// The commit on `fwfix/<run_id>` when it already holds this fix (the fix's tree on the
+    /// snapshot's HEAD), as a run stopped between committing and recording it leaves it; None
+    /// when there is no such branch. A branch of that name holding anything else is refused.
+    pub fn committed_fix(
+        &self,
+        run_id: &str,
+        base: &Snapshot,
+        diff: impl AsRef<[u8]>,
+    ) -> Result<Option<FixCommit>, RepoError> {
+        check_name("run id", run_id)?;
+        let branch = format!("fwfix/{run_id}");
+        let Ok(existing) = self.git.find_branch(&branch, BranchType::Local) else {
+            return Ok(None);
+        };
+        let commit = existing
+            .get()
+            .peel_to_commit()
+            .map_err(|e| RepoError::git("read branch", &branch, e))?;
+        let prepared = self.fix_tree(base, diff.as_ref(), branch.clone())?;
+        let same = commit.tree_id().to_string() == prepared.tree
+            && commit.parent_count() == 1
+            && commit.parent_id(0).ok().map(|id| id.to_string()) == Some(prepared.parent.clone());
+        if !same {
+            return Err(RepoError::BranchExists { branch });
+        }
+        Ok(Some(FixCommit {
+            commit: commit.id().to_string(),
+            branch,
+            base: prepared.base,
+            report: prepared.report,
+        }))
+    }
+
+    /// [`Repo::prepare_fix`] without the branch check.
+    fn fix_tree(
+        &self,
+        base: &Snapshot,
+        bytes: &[u8],
+        branch: String,
+    ) -> Result<PreparedFix, RepoError> {
         let patches = patch::parse(bytes)?;
         let changes = describe_all(&patches)?;
         let ids = base.ids()?;
