@@ -28,6 +28,10 @@ use std::path::{Path, PathBuf};
 
 /// A refused commit's reason quotes at most this many of the hook's last lines.
 const OUTPUT_LINES: usize = 40;
+/// The run directory's folder for the hooks' logs and the message given to `commit-msg`.
+const COMMIT_DIR: &str = "commit";
+/// The index file the hooks are given, in [`COMMIT_DIR`] while they run.
+const INDEX_FILE: &str = "index";
 
 impl Job<'_> {
     pub(super) async fn commit(&mut self) -> Step {
@@ -109,13 +113,14 @@ impl Job<'_> {
             }
             Err(e) => return Step::error(ErrorClass::Unhandled, format!("fix commit: {e}")),
         };
+        let (failing, crash, build_errors) = self.baseline_evidence();
         let mut message = message::build(&FixMessage {
             run_id: &self.ctx.run_id,
             iteration: record.iteration,
             fixed: &fixed,
-            failing: &self.baseline_failing(),
-            crash: self.baseline_crash().as_deref(),
-            build_errors: &self.baseline_build_errors(),
+            failing: &failing,
+            crash: crash.as_deref(),
+            build_errors: &build_errors,
             origin: &record.origin,
             verdict: &record.reason,
         });
@@ -123,7 +128,10 @@ impl Job<'_> {
         let mut evidence = vec![fix_path];
         let mut ran = Vec::new();
         if self.profile.commit.hooks {
-            match self.run_hooks(&prepared, &diff, &mut message).await {
+            let hooked = self.run_hooks(&prepared, &diff, &mut message).await;
+            // The index file held the fix for the hooks only; their logs and the message stay.
+            let _ = std::fs::remove_file(self.run_dir.path().join(COMMIT_DIR).join(INDEX_FILE));
+            match hooked {
                 Ok((logs, names)) => {
                     evidence.extend(logs);
                     ran = names;
@@ -174,7 +182,7 @@ impl Job<'_> {
                 "no snapshot of the work tree",
             ));
         };
-        let dir = self.run_dir.path().join("commit");
+        let dir = self.run_dir.path().join(COMMIT_DIR);
         std::fs::create_dir_all(&dir).map_err(|e| unhandled(&dir.display().to_string(), &e))?;
         // The work tree's repository is only borrowed between the hooks' runs: a git handle may
         // not be shared across them.
@@ -183,7 +191,7 @@ impl Job<'_> {
             let env = HookEnv {
                 work_dir: work.workdir().to_path_buf(),
                 git_dir: work.git_dir().to_path_buf(),
-                index_file: dir.join("index"),
+                index_file: dir.join(INDEX_FILE),
             };
             let staged = work
                 .staged_fix_tree(prepared, diff)
@@ -300,8 +308,6 @@ impl Job<'_> {
                 *message = cleaned;
             }
         }
-        // The index file held the fix for the hooks only; the logs and the message stay.
-        let _ = std::fs::remove_file(&env.index_file);
         Ok((logs, ran))
     }
 
@@ -311,57 +317,49 @@ impl Job<'_> {
             .ok_or_else(|| Step::error(ErrorClass::Unhandled, "no work tree to run hooks in"))
     }
 
-    /// The tests that failed before any patch, from the baseline's evidence (iter-000).
-    fn baseline_failing(&self) -> Vec<FailingCase> {
-        self.baseline_evidence()
-            .map(|e| {
-                e.failing
-                    .into_iter()
-                    .map(|f| FailingCase {
-                        name: f.case.name,
-                        status: case_status_name(f.case.status).to_string(),
-                        location: f.case.file.map(|file| match f.case.line {
-                            Some(line) => format!("{file}:{line}"),
-                            None => file,
-                        }),
-                        message: f.case.message.unwrap_or_default(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn baseline_build_errors(&self) -> Vec<String> {
-        self.baseline_evidence()
-            .map(|e| {
-                e.diagnostics
-                    .into_iter()
-                    .map(|d| d.diagnostic)
-                    .filter(|d| d.severity == Severity::Error)
-                    .map(|d| match (d.file, d.line) {
-                        (Some(file), Some(line)) => format!("{file}:{line}: {}", d.message),
-                        (Some(file), None) => format!("{file}: {}", d.message),
-                        (None, _) => d.message,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    fn baseline_crash(&self) -> Option<String> {
-        self.baseline_evidence()
-            .and_then(|e| e.crash)
-            .map(|c| crash_headline(&c))
-    }
-
-    fn baseline_evidence(&self) -> Option<Evidence> {
+    /// What the fix repaired, from the baseline's evidence (iter-000's analysis.json): the
+    /// tests that failed, the crash, the build's errors.
+    fn baseline_evidence(&self) -> (Vec<FailingCase>, Option<String>, Vec<String>) {
         let path = self
             .run_dir
             .path()
             .join(rundir::iteration_name(0))
             .join("analysis.json");
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str(&text).ok()
+        let Some(evidence) = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Evidence>(&text).ok())
+        else {
+            return (Vec::new(), None, Vec::new());
+        };
+        let failing = evidence
+            .failing
+            .into_iter()
+            .map(|f| FailingCase {
+                name: f.case.name,
+                status: case_status_name(f.case.status).to_string(),
+                location: f.case.file.map(|file| match f.case.line {
+                    Some(line) => format!("{file}:{line}"),
+                    None => file,
+                }),
+                message: f.case.message.unwrap_or_default(),
+            })
+            .collect();
+        let build_errors = evidence
+            .diagnostics
+            .into_iter()
+            .map(|d| d.diagnostic)
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| match (d.file, d.line) {
+                (Some(file), Some(line)) => format!("{file}:{line}: {}", d.message),
+                (Some(file), None) => format!("{file}: {}", d.message),
+                (None, _) => d.message,
+            })
+            .collect();
+        (
+            failing,
+            evidence.crash.as_ref().map(crash_headline),
+            build_errors,
+        )
     }
 }
 

@@ -163,6 +163,8 @@ fn a_pre_commit_hook_that_rejects_trailing_whitespace_ends_the_run_in_commit_fai
     );
     let log = std::fs::read_to_string(dir.join("commit/pre-commit.log")).unwrap();
     assert!(log.contains("trailing whitespace."), "{log}");
+    // The index the hook was given goes; nothing of the commit is left half made.
+    assert!(!dir.join("commit/index").exists());
 
     let lines = trace(&dir);
     let refused = line_into(&lines, "COMMIT", "ERROR_RECOVERY");
