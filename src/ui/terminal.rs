@@ -768,6 +768,41 @@ mod tests {
     }
 
     #[test]
+    fn a_refusing_commit_hook_is_an_error_with_its_output_and_shows_while_it_runs() {
+        let mut progress = Progress::default();
+        progress.apply(
+            &transition(State::ConvergenceCheck, State::Commit, "fixed test_a"),
+            false,
+        );
+        progress.apply(
+            &Event::HookStarted {
+                hook: "pre-commit".into(),
+                path: ".git/hooks/pre-commit".into(),
+            },
+            false,
+        );
+        assert_eq!(progress.status_text(), "pre-commit hook");
+        let refused = progress.apply(
+            &Event::HookFinished {
+                hook: "pre-commit".into(),
+                passed: false,
+                ending: "exited with status 1".into(),
+                duration_ms: 40,
+                output: "src/crc.c:68: trailing whitespace.\n+/* x */   ".into(),
+            },
+            false,
+        );
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].kind.shown_plain(UiOptions::default()));
+        assert_eq!(
+            refused[0].render(false),
+            "error: pre-commit hook exited with status 1 (40 ms)\n  │ src/crc.c:68: trailing \
+             whitespace.\n  │ +/* x */   "
+        );
+        assert_eq!(progress.status_text(), "fixed test_a");
+    }
+
+    #[test]
     fn finished_steps_become_tick_and_cross_lines() {
         let mut progress = Progress::default();
         let done = progress.apply(
