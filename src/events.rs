@@ -70,6 +70,21 @@ pub enum Event {
         duration_ms: u64,
         end: String,
     },
+    /// COMMIT: one of the repository's own commit hooks (`pre-commit`, `commit-msg`) starts on
+    /// the fix.
+    HookStarted {
+        hook: String,
+        path: String,
+    },
+    /// The hook ended: `passed` only when it exited 0 and changed no file; `ending` says how it
+    /// ended, `output` is what it printed (its last lines).
+    HookFinished {
+        hook: String,
+        passed: bool,
+        ending: String,
+        duration_ms: u64,
+        output: String,
+    },
     /// The board is leased by another run; this one waits (up to `timeout_s`). Emitted again
     /// when the holder changes. `holder` is None when its record cannot be read.
     LeaseWaiting {

@@ -46,6 +46,7 @@ impl Exit {
             | State::ResultCollection
             | State::ResultAnalysis
             | State::ConvergenceCheck
+            | State::Commit
             | State::ErrorRecovery => Exit::Infrastructure,
         }
     }

@@ -292,6 +292,7 @@ pub struct Profile {
     /// `[recovery]`: retry budgets per error class that override the machine's defaults.
     pub recovery: BTreeMap<ErrorClass, u32>,
     pub snapshot: SnapshotSpec,
+    pub commit: CommitSpec,
     /// `[lint]`: the lint stage; None when the profile has no `[lint]` table.
     pub lint: Option<LintSpec>,
 }
@@ -328,6 +329,17 @@ pub struct SnapshotSpec {
     /// Untracked files larger than this are copied aside into the run directory instead of
     /// becoming git objects (restored byte-exact all the same).
     pub max_untracked_bytes: u64,
+}
+
+/// `[commit]`: how a fix run commits its fix on `fwfix/<run-id>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitSpec {
+    /// `hooks`: run the repository's own `pre-commit` and `commit-msg` hooks (default true);
+    /// false commits as `git commit --no-verify` would.
+    pub hooks: bool,
+    /// `timeout_s`: each hook's time limit; a hook still running then is killed, and the fix
+    /// is refused (default 300).
+    pub timeout: Duration,
 }
 
 impl Profile {

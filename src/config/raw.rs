@@ -155,6 +155,7 @@ pub struct RawProfile {
     /// Lower-case error class name → retry budget.
     pub recovery: Option<Spanned<BTreeMap<Str, Spanned<u32>>>>,
     pub snapshot: Option<Spanned<RawSnapshot>>,
+    pub commit: Option<Spanned<RawCommit>>,
     pub lint: Option<Spanned<RawLint>>,
 }
 
@@ -173,6 +174,13 @@ pub struct RawLint {
 #[serde(deny_unknown_fields)]
 pub struct RawSnapshot {
     pub max_untracked_mb: Option<Spanned<u32>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommit {
+    pub hooks: Option<Spanned<bool>>,
+    pub timeout_s: Option<Spanned<Seconds>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -364,6 +372,7 @@ const LINT: &[(&str, Node)] = &[
     ("build_warnings", V),
     ("new_findings", V),
 ];
+const COMMIT: &[(&str, Node)] = &[("hooks", V), ("timeout_s", V)];
 const POLICY: &[(&str, Node)] = &[
     ("allow", V),
     ("deny", V),
@@ -403,4 +412,5 @@ pub const PROFILE: &[(&str, Node)] = &[
     ("recovery", Node::Names(super::names::recovery_class_names)),
     ("snapshot", Node::Table(SNAPSHOT)),
     ("lint", Node::Table(LINT)),
+    ("commit", Node::Table(COMMIT)),
 ];

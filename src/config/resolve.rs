@@ -4,10 +4,10 @@
 
 use super::error::{ConfigError, KeyPath};
 use super::model::{
-    Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, ConsoleSpec, FlashSpec,
-    GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridFlash, LabgridSpec,
-    LlmSpec, LoopSpec, Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec, RegexMode,
-    RegexSpec, SerialPort, SnapshotSpec, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
+    Board, BoardBackend, BuildSpec, BuiltinDeny, CommandStrategySpec, CommitSpec, ConsoleSpec,
+    FlashSpec, GdbSpec, GdbStart, GoalSpec, HardwareSpec, Harness, HealthSpec, LabgridFlash,
+    LabgridSpec, LlmSpec, LoopSpec, Pattern, PolicySpec, PowerSpec, ProbeSpec, Profile, QemuSpec,
+    RegexMode, RegexSpec, SerialPort, SnapshotSpec, StrategySpec, TestSpec, BUILD_PLACEHOLDERS,
     FLASH_PLACEHOLDERS, POWER_PLACEHOLDERS,
 };
 use super::model::{FlowControl, LintSpec, NewFindings, Parity, SerialLine, SerialReset};
@@ -15,9 +15,9 @@ use super::names;
 use super::parse::Source;
 use super::placeholder;
 use super::raw::{
-    RawBoard, RawBuild, RawCommandStrategy, RawFlash, RawGdb, RawGoal, RawHealth, RawLabgrid,
-    RawLint, RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu, RawRegex,
-    RawSerial, RawSnapshot, RawStrategy, RawTest, Seconds, Str, StrList,
+    RawBoard, RawBuild, RawCommandStrategy, RawCommit, RawFlash, RawGdb, RawGoal, RawHealth,
+    RawLabgrid, RawLint, RawLlm, RawLoop, RawPolicy, RawPower, RawProbe, RawProfile, RawQemu,
+    RawRegex, RawSerial, RawSnapshot, RawStrategy, RawTest, Seconds, Str, StrList,
 };
 use crate::analysis::lint::Format;
 use serde_spanned::Spanned;
@@ -49,6 +49,7 @@ const DEFAULT_CONFIRM_RUNS: u32 = 1;
 const DEFAULT_MAX_ITERATIONS: u32 = 10;
 const DEFAULT_NO_PROGRESS_LIMIT: u32 = 3;
 const DEFAULT_MAX_UNTRACKED_MB: u32 = 16;
+const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_ALLOW: &[&str] = &["src/**"];
 const DEFAULT_MAX_CHANGED_LINES: u32 = 60;
 const DEFAULT_MAX_CHANGED_FILES: u32 = 5;
@@ -209,6 +210,7 @@ pub fn profile(src: Source<'_>, raw: RawProfile) -> Result<Profile, ConfigError>
         recovery: c.recovery(raw.recovery)?,
         snapshot: c.snapshot(raw.snapshot)?,
         lint: raw.lint.map(|l| c.lint(&l)).transpose()?,
+        commit: c.commit(raw.commit)?,
     })
 }
 
@@ -1400,6 +1402,21 @@ impl Checker<'_> {
         )?;
         Ok(SnapshotSpec {
             max_untracked_bytes: u64::from(mb) << 20,
+        })
+    }
+
+    fn commit(&self, raw: Option<Spanned<RawCommit>>) -> Result<CommitSpec, ConfigError> {
+        let table = KeyPath::new(&["commit"]);
+        let c = raw.as_ref().map(Spanned::get_ref);
+        Ok(CommitSpec {
+            hooks: c
+                .and_then(|c| c.hooks.as_ref())
+                .is_none_or(|h| *h.get_ref()),
+            timeout: self.seconds(
+                c.and_then(|c| c.timeout_s.as_ref()),
+                &table.child("timeout_s"),
+                DEFAULT_HOOK_TIMEOUT,
+            )?,
         })
     }
 

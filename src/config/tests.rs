@@ -695,6 +695,10 @@ fn profile_defaults() {
                 max_untracked_bytes: 16 << 20,
             },
             lint: None,
+            commit: CommitSpec {
+                hooks: true,
+                timeout: Duration::from_secs(300),
+            },
         }
     );
 }
@@ -719,6 +723,28 @@ fn snapshot_size_limit_is_read_and_checked_where_it_is_written() {
         9,
         1,
         "unknown key `max_untracked`",
+    );
+}
+
+#[test]
+fn commit_hooks_can_be_skipped_and_their_timeout_is_checked_where_it_is_written() {
+    let p = profile(&format!(
+        "{MINIMAL_PROFILE}[commit]\nhooks = false\ntimeout_s = 2.5\n"
+    ))
+    .unwrap();
+    assert!(!p.commit.hooks);
+    assert_eq!(p.commit.timeout, Duration::from_millis(2500));
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[commit]\ntimeout_s = 0\n")),
+        9,
+        13,
+        "timeout_s",
+    );
+    assert_error(
+        profile(&format!("{MINIMAL_PROFILE}[commit]\nno_verify = true\n")),
+        9,
+        1,
+        "unknown key `no_verify`",
     );
 }
 
@@ -1693,6 +1719,7 @@ strategy.llm = {{ base_url = "u", model = "m", api_key_env = "K", temperature = 
 strategy.command = {{ argv = ["a"], timeout_s = 1, candidates = 1 }}
 snapshot = {{ max_untracked_mb = 1 }}
 lint = {{ command = "c", format = "regex", pattern = "(?P<file>\\S+): (?P<message>.*)", timeout_s = 1, build_warnings = true, new_findings = "warn" }}
+commit = {{ hooks = true, timeout_s = 1 }}
 [timeouts]
 {timeouts}
 [recovery]

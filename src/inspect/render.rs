@@ -314,7 +314,8 @@ fn state_paint(state: State) -> Option<Paint> {
         | State::TestRun
         | State::ResultCollection
         | State::ResultAnalysis
-        | State::ConvergenceCheck => None,
+        | State::ConvergenceCheck
+        | State::Commit => None,
     }
 }
 

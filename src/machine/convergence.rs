@@ -345,7 +345,7 @@ pub fn fix_mode(input: &FixInput<'_>) -> FixDecision {
             );
         }
         return decide(
-            Outcome::Converged,
+            Outcome::Fixed,
             format!(
                 "fixed {} and nothing regressed{}",
                 j.fixed.join(", "),
@@ -520,7 +520,7 @@ mod fix_tests {
         let earlier = [j.clone()];
         i.earlier_on_image = &earlier;
         let d = fix_mode(&i);
-        assert_eq!(d.decision.outcome, Outcome::Converged);
+        assert_eq!(d.decision.outcome, Outcome::Fixed);
         assert_eq!(d.verdict, Some(IterationVerdict::Fixed));
     }
 

@@ -270,6 +270,7 @@ mod tests {
                         .decision
                         .outcome
                 }
+                State::Commit => working(draw_env(), Outcome::Committed, &mut ledger),
                 State::ErrorRecovery => {
                     let left = ledger.iterations_left(limits);
                     ledger.recover(&budgets, true, left).outcome

@@ -12,6 +12,8 @@
 //!    through BUILD_RUN, so the recovery targets are unchanged.
 //! 4. CONVERGENCE_CHECK decides: SUCCESS, FAILURE, run the same image again (TEST_SETUP), or go
 //!    round again (CODE_ANALYSIS → PATCH_GENERATION → PATCH_REVIEW → PATCH_APPLY → BUILD_SETUP).
+//!    A candidate that fixed the targets goes to COMMIT, where the fix is committed through the
+//!    repository's own hooks (→ SUCCESS), or refused by them (COMMIT_FAILURE, → FAILURE).
 //! 5. Any working step can fail into ERROR_RECOVERY, which either recovers to the nearest state that
 //!    can go on or gives up ([`recovery`]); any non-terminal state can be ABORTED.
 //!

@@ -133,7 +133,9 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
             other => step_target(other, failure.patching),
         },
         ErrorClass::Timeout => step_target(failure.failed_in, failure.patching),
-        ErrorClass::Unhandled => None,
+        // The fix converged; only the repository's hooks refused it. Another candidate would
+        // meet the same hooks, and the person decides about the hooks' verdict.
+        ErrorClass::CommitFailure | ErrorClass::Unhandled => None,
     };
     // Never recover forward past the step that failed: that would skip work (a patch never
     // generated, a build never run) and could replay the same image forever.
@@ -164,6 +166,7 @@ fn pipeline_position(state: State) -> Option<u8> {
         State::Idle
         | State::Init
         | State::ConvergenceCheck
+        | State::Commit
         | State::ErrorRecovery
         | State::Success
         | State::Failure
@@ -189,6 +192,7 @@ fn step_target(state: State, patching: bool) -> Option<RecoveryTarget> {
         State::Idle
         | State::Init
         | State::ConvergenceCheck
+        | State::Commit
         | State::ErrorRecovery
         | State::Success
         | State::Failure
@@ -370,6 +374,22 @@ mod tests {
             let d = decide(failure(ErrorClass::Timeout, State::Init, 0, patching), &b);
             assert_eq!(d.outcome, Outcome::Unrecoverable);
         }
+    }
+
+    #[test]
+    fn a_fix_the_commit_hooks_refuse_ends_the_run() {
+        for retries_used in [0, 1] {
+            let d = decide(
+                failure(ErrorClass::CommitFailure, State::Commit, retries_used, true),
+                &Budgets::default(),
+            );
+            assert_eq!(d.outcome, Outcome::Unrecoverable);
+            assert_eq!(
+                d.reason,
+                "COMMIT_FAILURE in COMMIT cannot be recovered from"
+            );
+        }
+        assert!(!ErrorClass::CommitFailure.is_infrastructure());
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub enum State {
     ResultCollection,
     ResultAnalysis,
     ConvergenceCheck,
+    /// The converged fix is committed on `fwfix/<run-id>`, through the repository's own hooks.
+    Commit,
     ErrorRecovery,
     Success,
     Failure,
@@ -32,7 +34,7 @@ pub enum State {
 
 impl State {
     /// Every state, in the order DESIGN.md lists them.
-    pub const ALL: [State; 18] = [
+    pub const ALL: [State; 19] = [
         State::Idle,
         State::Init,
         State::CodeAnalysis,
@@ -47,6 +49,7 @@ impl State {
         State::ResultCollection,
         State::ResultAnalysis,
         State::ConvergenceCheck,
+        State::Commit,
         State::ErrorRecovery,
         State::Success,
         State::Failure,
@@ -70,6 +73,7 @@ impl State {
             State::ResultCollection => "RESULT_COLLECTION",
             State::ResultAnalysis => "RESULT_ANALYSIS",
             State::ConvergenceCheck => "CONVERGENCE_CHECK",
+            State::Commit => "COMMIT",
             State::ErrorRecovery => "ERROR_RECOVERY",
             State::Success => "SUCCESS",
             State::Failure => "FAILURE",
@@ -95,6 +99,7 @@ impl State {
             | State::ResultCollection
             | State::ResultAnalysis
             | State::ConvergenceCheck
+            | State::Commit
             | State::ErrorRecovery => false,
         }
     }
@@ -129,11 +134,14 @@ pub enum ErrorClass {
     PatchApplyFailure,
     /// The candidate adds warnings or static-analysis findings the baseline did not have.
     LintFailure,
+    /// The repository's own commit hooks refused the fix (failed, timed out, or edited files):
+    /// the fix is kept in fix.patch, without a branch. Not retried, not infrastructure.
+    CommitFailure,
     Unhandled,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 12] = [
+    pub const ALL: [ErrorClass; 13] = [
         ErrorClass::BuildFailure,
         ErrorClass::BuildEnvFailure,
         ErrorClass::TestEnvFailure,
@@ -145,6 +153,7 @@ impl ErrorClass {
         ErrorClass::PolicyViolation,
         ErrorClass::PatchApplyFailure,
         ErrorClass::LintFailure,
+        ErrorClass::CommitFailure,
         ErrorClass::Unhandled,
     ];
 
@@ -164,6 +173,7 @@ impl ErrorClass {
             | ErrorClass::PolicyViolation
             | ErrorClass::PatchApplyFailure
             | ErrorClass::LintFailure => false,
+            ErrorClass::CommitFailure => false,
         }
     }
 
@@ -181,6 +191,7 @@ impl ErrorClass {
             ErrorClass::PolicyViolation => "policy_violation",
             ErrorClass::PatchApplyFailure => "patch_apply_failure",
             ErrorClass::LintFailure => "lint_failure",
+            ErrorClass::CommitFailure => "commit_failure",
             ErrorClass::Unhandled => "unhandled",
         }
     }
@@ -198,6 +209,7 @@ impl ErrorClass {
             ErrorClass::PolicyViolation => "POLICY_VIOLATION",
             ErrorClass::PatchApplyFailure => "PATCH_APPLY_FAILURE",
             ErrorClass::LintFailure => "LINT_FAILURE",
+            ErrorClass::CommitFailure => "COMMIT_FAILURE",
             ErrorClass::Unhandled => "UNHANDLED",
         }
     }

@@ -74,8 +74,14 @@ pub enum Outcome {
     Collected,
     /// RESULT_ANALYSIS: a verdict was reached.
     Decided,
-    /// CONVERGENCE_CHECK: targets pass on every confirmation run, nothing regressed.
+    /// CONVERGENCE_CHECK: targets pass on every confirmation run, nothing regressed, and there
+    /// is nothing to commit (`fwfix test`, a baseline with nothing to fix).
     Converged,
+    /// CONVERGENCE_CHECK: a candidate fixed the targets on every confirmation run and broke
+    /// nothing; commit it.
+    Fixed,
+    /// COMMIT: the fix is committed on its branch.
+    Committed,
     /// CONVERGENCE_CHECK: not yet; roll back and try the next iteration.
     NextIteration,
     /// CONVERGENCE_CHECK: run the same image again (unclear verdict, confirmation, repeat).
@@ -114,6 +120,8 @@ impl Outcome {
             Outcome::Collected,
             Outcome::Decided,
             Outcome::Converged,
+            Outcome::Fixed,
+            Outcome::Committed,
             Outcome::NextIteration,
             Outcome::Rerun,
             Outcome::GiveUp,
@@ -145,6 +153,8 @@ impl Outcome {
             Outcome::Collected => "collected".into(),
             Outcome::Decided => "decided".into(),
             Outcome::Converged => "converged".into(),
+            Outcome::Fixed => "fixed".into(),
+            Outcome::Committed => "committed".into(),
             Outcome::NextIteration => "next iteration".into(),
             Outcome::Rerun => "run again".into(),
             Outcome::GiveUp => "give up".into(),
@@ -185,6 +195,8 @@ impl Outcome {
             Outcome::Collected => "collected",
             Outcome::Decided => "decided",
             Outcome::Converged => "converged",
+            Outcome::Fixed => "fixed",
+            Outcome::Committed => "committed",
             Outcome::NextIteration => "next_iteration",
             Outcome::Rerun => "rerun",
             Outcome::GiveUp => "give_up",
@@ -255,6 +267,8 @@ pub fn next(from: State, outcome: Outcome) -> Result<State, IllegalTransition> {
         O::Collected => edge(S::ResultCollection, S::ResultAnalysis),
         O::Decided => edge(S::ResultAnalysis, S::ConvergenceCheck),
         O::Converged => edge(S::ConvergenceCheck, S::Success),
+        O::Fixed => edge(S::ConvergenceCheck, S::Commit),
+        O::Committed => edge(S::Commit, S::Success),
         O::NextIteration => edge(S::ConvergenceCheck, S::CodeAnalysis),
         O::Rerun => edge(S::ConvergenceCheck, S::TestSetup),
         O::GiveUp => edge(S::ConvergenceCheck, S::Failure),
@@ -267,7 +281,7 @@ pub fn next(from: State, outcome: Outcome) -> Result<State, IllegalTransition> {
 }
 
 /// States whose step can fail into ERROR_RECOVERY. CONVERGENCE_CHECK only decides, and
-/// ERROR_RECOVERY itself gives up rather than failing again.
+/// ERROR_RECOVERY itself gives up rather than failing again. COMMIT fails when a hook refuses.
 fn may_fail(state: State) -> bool {
     match state {
         State::Init
@@ -281,7 +295,8 @@ fn may_fail(state: State) -> bool {
         | State::TestSetup
         | State::TestRun
         | State::ResultCollection
-        | State::ResultAnalysis => true,
+        | State::ResultAnalysis
+        | State::Commit => true,
         State::Idle
         | State::ConvergenceCheck
         | State::ErrorRecovery
@@ -348,6 +363,7 @@ mod tests {
             S::TestRun,
             S::ResultCollection,
             S::ResultAnalysis,
+            S::Commit,
         ];
         let mut t = vec![
             (S::Idle, S::Init),
@@ -366,6 +382,8 @@ mod tests {
             (S::ResultCollection, S::ResultAnalysis),
             (S::ResultAnalysis, S::ConvergenceCheck),
             (S::ConvergenceCheck, S::Success),
+            (S::ConvergenceCheck, S::Commit),
+            (S::Commit, S::Success),
             (S::ConvergenceCheck, S::CodeAnalysis),
             (S::ConvergenceCheck, S::TestSetup),
             (S::ConvergenceCheck, S::Failure),

@@ -195,6 +195,16 @@ fn progress_message(event: &Event) -> Option<String> {
         } => Some(format!(
             "attempt {attempt}: {verdict:?} ({passed} passed, {failed} failed)"
         )),
+        Event::HookStarted { hook, .. } => Some(format!("{hook} hook")),
+        Event::HookFinished {
+            hook,
+            passed,
+            ending,
+            ..
+        } => Some(format!(
+            "{hook} hook {}",
+            if *passed { "passed" } else { ending.as_str() }
+        )),
         Event::LeaseWaiting { board, .. } => Some(format!("waiting for board {board}'s lease")),
         Event::LeaseAcquired { board, .. } => Some(format!("board {board} leased")),
         Event::BoardHealth {

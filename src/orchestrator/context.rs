@@ -102,8 +102,9 @@ pub struct AttemptRecord {
 /// The fix a converged run produced.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FixRecord {
-    pub branch: String,
-    pub commit: String,
+    /// `fwfix/<run-id>`; None when the repository's commit hooks refused the fix.
+    pub branch: Option<String>,
+    pub commit: Option<String>,
     /// `fix.patch`, relative to the run directory.
     pub patch: String,
     pub fixed: Vec<String>,

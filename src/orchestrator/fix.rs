@@ -1,8 +1,8 @@
 //! The handlers only a fix run has: CODE_ANALYSIS (gather evidence, roll the last candidate
 //! back), PATCH_GENERATION, PATCH_REVIEW, PATCH_APPLY; and what finalisation does with the
-//! repository: the fix branch and fix.patch, restoring the owner's tree, removing the worktree.
+//! repository: restoring the owner's tree, removing the worktree and the snapshots. (COMMIT, the
+//! fix branch and fix.patch, is in `commit.rs`.)
 
-use super::context::FixRecord;
 use super::job::{Job, Step};
 use super::trials::Round;
 use super::worktree::Worktree;
@@ -762,63 +762,6 @@ impl Job<'_> {
                     .with_evidence(patch_path)
             }
         }
-    }
-
-    /// SUCCESS: the fix on branch `fwfix/<run-id>` and in fix.patch.
-    pub(super) fn commit_fix(&mut self) -> Result<(), String> {
-        let Some(record) = self
-            .ctx
-            .history
-            .iter()
-            .rev()
-            .find(|r| r.verdict == IterationVerdict::Fixed)
-            .cloned()
-        else {
-            // Nothing was patched (the baseline passed): there is no fix to keep.
-            return Ok(());
-        };
-        // The fix goes on the owner's HEAD, in the owner's repository, also when the loop ran
-        // in a linked worktree (whose HEAD is a snapshot of the owner's tree).
-        let owner = crate::repo::Repo::open(&self.ctx.request.repo).map_err(|e| e.to_string())?;
-        let base = match &self.ctx.worktree {
-            Some(_) => crate::repo::Snapshot::load(
-                &owner,
-                &format!("refs/fwfix/{}/owner", self.ctx.run_id),
-            )
-            .map_err(|e| e.to_string())?,
-            None => self.ctx.base.clone().ok_or("no base snapshot")?,
-        };
-        let diff = std::fs::read(self.run_dir.path().join(&record.patch))
-            .map_err(|e| format!("{}: {e}", record.patch))?;
-        let fixed = record
-            .judgement
-            .as_ref()
-            .map(|j| j.fixed.clone())
-            .unwrap_or_default();
-        let mut message = format!(
-            "fwfix: fix {}\n\nFound by fwfix run {} at iteration {} ({}).\n",
-            if fixed.is_empty() {
-                "the build".to_string()
-            } else {
-                fixed.join(", ")
-            },
-            self.ctx.run_id,
-            record.iteration,
-            record.origin
-        );
-        let _ = writeln!(message, "\n{}", record.reason);
-        let commit = owner
-            .commit_fix(&self.ctx.run_id, &base, &diff, &message)
-            .map_err(|e| e.to_string())?;
-        let fix_path = self.run_dir.path().join("fix.patch");
-        rundir::write_atomic(&fix_path, &diff).map_err(|e| e.to_string())?;
-        self.ctx.fix = Some(FixRecord {
-            branch: commit.branch.clone(),
-            commit: commit.commit.to_string(),
-            patch: self.run_dir.relative(&fix_path),
-            fixed,
-        });
-        Ok(())
     }
 
     /// Puts the work tree back exactly as the owner had it.

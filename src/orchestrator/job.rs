@@ -700,6 +700,8 @@ impl<'a> Job<'a> {
             | State::Success
             | State::Failure
             | State::Aborted => Duration::from_secs(300),
+            // Two hooks, each under its own timeout, and the commit itself.
+            State::Commit => self.profile.commit.timeout * 2 + margin,
         }
     }
 
@@ -729,6 +731,7 @@ impl<'a> Job<'a> {
             State::ResultCollection => self.collect(),
             State::ResultAnalysis => self.analyse(),
             State::ConvergenceCheck => self.converge(),
+            State::Commit => self.commit().await,
             State::ErrorRecovery => self.recover(),
             // A stopped run comes back through IDLE and starts over from INIT, with the work
             // the stop cut short to do again.
@@ -808,18 +811,6 @@ impl<'a> Job<'a> {
     /// After a terminal state: the fix branch, the owner's tree restored, the report.
     async fn finalise(&mut self, state: State) -> Result<Finished, OrchestratorError> {
         if self.patching() {
-            if state == State::Success {
-                if let Err(e) = self.commit_fix() {
-                    self.events.emit(&Event::Message {
-                        level: Level::Error,
-                        text: format!("the fix could not be committed: {e}"),
-                    });
-                    self.ctx.final_reason = format!(
-                        "{}; but committing the fix failed: {e}",
-                        self.ctx.final_reason
-                    );
-                }
-            }
             if let Err(e) = self.restore_owner_tree() {
                 return Err(OrchestratorError::Internal(format!(
                     "restoring the repository failed: {e}; the snapshot is under refs/fwfix/{}/base",
@@ -928,7 +919,7 @@ impl<'a> Job<'a> {
                 .fix
                 .as_ref()
                 .map(|f| self.run_dir.path().join(&f.patch).display().to_string());
-            report.branch = ctx.fix.as_ref().map(|f| f.branch.clone());
+            report.branch = ctx.fix.as_ref().and_then(|f| f.branch.clone());
             report.candidates = ctx.candidates.iter().map(candidate_summary).collect();
             for r in &ctx.history {
                 report.notes.push(format!(
@@ -1055,6 +1046,7 @@ impl<'a> Job<'a> {
                     | State::ResultCollection
                     | State::ResultAnalysis
                     | State::ConvergenceCheck
+                    | State::Commit
             );
         if reapply {
             if let Some((_, patch)) = &self.ctx.candidate {

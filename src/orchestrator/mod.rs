@@ -22,8 +22,11 @@
 //!    it on a fresh rollback point; BUILD_RUN drops a single candidate's no-op image.
 //! 6. ERROR_RECOVERY: retry the failed step within its class's budget, back to analysis for a
 //!    candidate's fault, or FAILURE.
-//! 7. Finalise: on SUCCESS commit the fix on `fwfix/<run-id>` and write fix.patch; always restore
-//!    the owner's tree exactly and write report.json, report.md, junit.xml.
+//! 7. COMMIT (a fix run whose candidate converged, `commit.rs`): write fix.patch, then commit the
+//!    fix on `fwfix/<run-id>` through the repository's own `pre-commit` and `commit-msg` hooks;
+//!    a hook that refuses it ends the run in COMMIT_FAILURE, with no commit and no branch.
+//! 8. Finalise: always restore the owner's tree exactly and write report.json, report.md,
+//!    junit.xml.
 //!
 //! A command that uses a hardware board holds its lease from its first step until its report is
 //! written, and refuses a board that is bad or in maintenance before building (`board.rs`).
@@ -54,6 +57,7 @@
 mod bisect;
 mod board;
 mod command;
+mod commit;
 mod context;
 mod error;
 mod fix;

@@ -109,6 +109,20 @@ pub struct FixCommit {
     pub report: ApplyReport,
 }
 
+/// A fix commit's content before it is committed: its tree and parent exist as objects, nothing
+/// points at them yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedFix {
+    /// The fix commit's tree, hex.
+    pub tree: String,
+    /// Its parent: the HEAD the run started from, hex.
+    pub parent: String,
+    /// `fwfix/<run-id>`
+    pub branch: String,
+    pub base: FixBase,
+    pub report: ApplyReport,
+}
+
 /// Where the fallback reads files from: the working tree, or a commit's tree.
 trait Source {
     fn read(&self, path: &str) -> Result<FileState, RepoError>;
@@ -251,9 +265,7 @@ impl Repo {
     }
 
     /// Commits `diff` on a new branch `fwfix/<run_id>` whose parent is the HEAD the run started
-    /// from. The patch is applied to HEAD's tree; when it does not apply there (it depended on
-    /// uncommitted changes) it is applied to the snapshot's working tree, and the result says so.
-    /// The user's branch, HEAD, index and working tree are not touched.
+    /// from: [`Repo::prepare_fix`] then [`Repo::commit_prepared`], with no hook in between.
     pub fn commit_fix(
         &self,
         run_id: &str,
@@ -261,12 +273,70 @@ impl Repo {
         diff: impl AsRef<[u8]>,
         message: &str,
     ) -> Result<FixCommit, RepoError> {
+        let prepared = self.prepare_fix(run_id, base, diff)?;
+        self.commit_prepared(prepared, message)
+    }
+
+    /// The tree the fix commit will have, written as git objects but referenced by nothing: no
+    /// commit, no branch, so a fix the commit hooks refuse leaves nothing behind to clean up. The
+    /// patch is applied to HEAD's tree; when it does not apply there (it depended on uncommitted
+    /// changes) it is applied to the snapshot's working tree, and the result says so. Refuses
+    /// when the branch `fwfix/<run_id>` exists. The user's branch, HEAD, index and working tree
+    /// are not touched.
+    pub fn prepare_fix(
+        &self,
+        run_id: &str,
+        base: &Snapshot,
+        diff: impl AsRef<[u8]>,
+    ) -> Result<PreparedFix, RepoError> {
         check_name("run id", run_id)?;
         let branch = format!("fwfix/{run_id}");
         if self.git.find_branch(&branch, BranchType::Local).is_ok() {
             return Err(RepoError::BranchExists { branch });
         }
-        let bytes = diff.as_ref();
+        self.fix_tree(base, diff.as_ref(), branch)
+    }
+
+    /// The commit on `fwfix/<run_id>` when it already holds this fix (the fix's tree on the
+    /// snapshot's HEAD), as a run stopped between committing and recording it leaves it; None
+    /// when there is no such branch. A branch of that name holding anything else is refused.
+    pub fn committed_fix(
+        &self,
+        run_id: &str,
+        base: &Snapshot,
+        diff: impl AsRef<[u8]>,
+    ) -> Result<Option<FixCommit>, RepoError> {
+        check_name("run id", run_id)?;
+        let branch = format!("fwfix/{run_id}");
+        let Ok(existing) = self.git.find_branch(&branch, BranchType::Local) else {
+            return Ok(None);
+        };
+        let commit = existing
+            .get()
+            .peel_to_commit()
+            .map_err(|e| RepoError::git("read branch", &branch, e))?;
+        let prepared = self.fix_tree(base, diff.as_ref(), branch.clone())?;
+        let same = commit.tree_id().to_string() == prepared.tree
+            && commit.parent_count() == 1
+            && commit.parent_id(0).ok().map(|id| id.to_string()) == Some(prepared.parent.clone());
+        if !same {
+            return Err(RepoError::BranchExists { branch });
+        }
+        Ok(Some(FixCommit {
+            commit: commit.id().to_string(),
+            branch,
+            base: prepared.base,
+            report: prepared.report,
+        }))
+    }
+
+    /// [`Repo::prepare_fix`] without the branch check.
+    fn fix_tree(
+        &self,
+        base: &Snapshot,
+        bytes: &[u8],
+        branch: String,
+    ) -> Result<PreparedFix, RepoError> {
         let patches = patch::parse(bytes)?;
         let changes = describe_all(&patches)?;
         let ids = base.ids()?;
@@ -294,10 +364,37 @@ impl Repo {
                 }
                 Err(e) => return Err(e),
             };
+        Ok(PreparedFix {
+            tree: tree.to_string(),
+            parent: ids.head.to_string(),
+            branch,
+            base: fix_base,
+            report,
+        })
+    }
+
+    /// Commits a prepared fix with `message` and points the new branch `fwfix/<run-id>` at it.
+    pub fn commit_prepared(
+        &self,
+        prepared: PreparedFix,
+        message: &str,
+    ) -> Result<FixCommit, RepoError> {
+        let PreparedFix {
+            tree,
+            parent,
+            branch,
+            base,
+            report,
+        } = prepared;
+        let oid = |hex: &str| Oid::from_str(hex).map_err(|e| self.err("read prepared fix", e));
         let tree = self
             .git
-            .find_tree(tree)
+            .find_tree(oid(&tree)?)
             .map_err(|e| self.err("read fix tree", e))?;
+        let head = self
+            .git
+            .find_commit(oid(&parent)?)
+            .map_err(|e| self.err("read fix parent", e))?;
         let sig = self.signature()?;
         let commit = self
             .git
@@ -315,7 +412,7 @@ impl Repo {
         Ok(FixCommit {
             commit: commit.id().to_string(),
             branch,
-            base: fix_base,
+            base,
             report,
         })
     }

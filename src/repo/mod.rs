@@ -1,8 +1,9 @@
 //! The firmware repository, through git2: snapshots, exact rollback, safe patch apply, linked
 //! worktrees and the fix branch. The user's repository is sacred: this module never resets,
 //! force-checks-out or cleans the user's checkout, never touches ignored files, and refuses a
-//! patch before writing anything when one of its paths is unsafe. It does not shell out to `git`,
-//! decide what a run does next, or print: callers turn its results into events.
+//! patch before writing anything when one of its paths is unsafe. It does not shell out to `git`
+//! (the repository's own commit hooks are the one program it runs), decide what a run does next,
+//! or print: callers turn its results into events.
 //!
 //! A run uses it in this order:
 //! 1. [`Repo::open`] refuses a repository it cannot work on safely (bare, mid-merge, ...).
@@ -10,7 +11,9 @@
 //!    `refs/fwfix/<run-id>/<label>` without touching any of them.
 //! 3. [`Repo::check_patch_paths`] then [`Repo::apply_patch`] apply a candidate, all or nothing.
 //! 4. [`Repo::restore`] rolls the working tree and index back to a snapshot, exactly.
-//! 5. On success [`Repo::commit_fix`] commits the fix on `fwfix/<run-id>` beside the user's branch.
+//! 5. On success [`Repo::prepare_fix`] computes the fix commit's tree, the repository's own
+//!    commit hooks judge it ([`hooks`]), and [`Repo::commit_prepared`] commits it on
+//!    `fwfix/<run-id>` beside the user's branch.
 //!
 //! Culprit finding reads history through [`Repo::resolve_commit`] and
 //! [`Repo::first_parent_range`], tests commits in a worktree of its own moved with
@@ -21,8 +24,10 @@ mod error;
 mod exclude;
 mod files;
 mod history;
+pub mod hooks;
 mod hunks;
 mod large;
+pub mod message;
 pub(crate) mod patch;
 mod paths;
 mod snapshot;
@@ -31,7 +36,9 @@ pub(crate) mod test_support;
 mod tree_lock;
 mod worktree;
 
-pub use apply::{ApplyMethod, ApplyReport, FileApply, FixBase, FixCommit, HunkApply, PathChange};
+pub use apply::{
+    ApplyMethod, ApplyReport, FileApply, FixBase, FixCommit, HunkApply, PathChange, PreparedFix,
+};
 pub use error::{Fault, RepoError, UnsafeReason};
 pub use exclude::ensure_excluded;
 pub use history::CommitInfo;

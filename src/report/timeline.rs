@@ -73,7 +73,9 @@ pub fn phase_of(state: State) -> Option<Phase> {
         State::CodeAnalysis | State::ResultAnalysis | State::ConvergenceCheck => {
             Some(Phase::Analysis)
         }
-        State::PatchGeneration | State::PatchReview | State::PatchApply => Some(Phase::Patch),
+        State::PatchGeneration | State::PatchReview | State::PatchApply | State::Commit => {
+            Some(Phase::Patch)
+        }
         State::ErrorRecovery => Some(Phase::Recovery),
         State::Idle | State::Init | State::Success | State::Failure | State::Aborted => None,
     }

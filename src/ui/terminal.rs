@@ -216,6 +216,8 @@ struct Progress {
     passed: usize,
     failed: usize,
     ignored: usize,
+    /// `pre-commit hook`, while one runs.
+    hook: Option<String>,
 }
 
 impl Progress {
@@ -352,6 +354,33 @@ impl Progress {
                     ),
                 )]
             }
+            Event::HookStarted { hook, .. } => {
+                self.hook = Some(format!("{hook} hook"));
+                Vec::new()
+            }
+            Event::HookFinished {
+                hook,
+                passed,
+                ending,
+                duration_ms,
+                output,
+            } => {
+                self.hook = None;
+                let took = format_duration(*duration_ms);
+                if *passed {
+                    return vec![Notice::new(
+                        NoticeKind::Done,
+                        format!("{hook} hook ({took})"),
+                    )];
+                }
+                // The hook's own words say what to fix: shown whatever the verbosity, on stderr.
+                let mut text = format!("{hook} hook {ending} ({took})");
+                for line in output.lines() {
+                    text.push_str("\n  │ ");
+                    text.push_str(line);
+                }
+                vec![Notice::new(NoticeKind::Error, text)]
+            }
             Event::LeaseWaiting {
                 board,
                 holder,
@@ -436,6 +465,7 @@ impl Progress {
                 }
                 text
             }
+            State::Commit => self.hook.clone().unwrap_or_else(|| self.reason.clone()),
             State::Idle
             | State::Init
             | State::CodeAnalysis
@@ -736,6 +766,41 @@ mod tests {
             false,
         );
         assert_eq!(progress.status_text(), "analysing the failure");
+    }
+
+    #[test]
+    fn a_refusing_commit_hook_is_an_error_with_its_output_and_shows_while_it_runs() {
+        let mut progress = Progress::default();
+        progress.apply(
+            &transition(State::ConvergenceCheck, State::Commit, "fixed test_a"),
+            false,
+        );
+        progress.apply(
+            &Event::HookStarted {
+                hook: "pre-commit".into(),
+                path: ".git/hooks/pre-commit".into(),
+            },
+            false,
+        );
+        assert_eq!(progress.status_text(), "pre-commit hook");
+        let refused = progress.apply(
+            &Event::HookFinished {
+                hook: "pre-commit".into(),
+                passed: false,
+                ending: "exited with status 1".into(),
+                duration_ms: 40,
+                output: "src/crc.c:68: trailing whitespace.\n+/* x */   ".into(),
+            },
+            false,
+        );
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].kind.shown_plain(UiOptions::default()));
+        assert_eq!(
+            refused[0].render(false),
+            "error: pre-commit hook exited with status 1 (40 ms)\n  │ src/crc.c:68: trailing \
+             whitespace.\n  │ +/* x */   "
+        );
+        assert_eq!(progress.status_text(), "fixed test_a");
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod board_backend;
 mod boards_cmd;
 mod child_processes;
 mod cli_misc;
+mod commit_hooks;
 mod governor;
 mod harness_cmd;
 mod hostile_input;

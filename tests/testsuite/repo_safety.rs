@@ -986,6 +986,22 @@ fn fix_branch_has_the_runs_head_as_parent_and_only_the_fix() {
         repo.commit_fix("run-fix", &base, &diff, "again"),
         Err(RepoError::BranchExists { .. })
     ));
+    // A run stopped right after committing finds its own commit; another fix under the same
+    // branch name is not taken for it.
+    let found = repo
+        .committed_fix("run-fix", &base, &diff)
+        .unwrap()
+        .unwrap();
+    assert_eq!(found.commit, fix.commit);
+    assert!(repo
+        .committed_fix("run-other", &base, &diff)
+        .unwrap()
+        .is_none());
+    let other = diff.replace("line 12 fixed", "line 12 fixed differently");
+    assert!(matches!(
+        repo.committed_fix("run-fix", &base, &other),
+        Err(RepoError::BranchExists { .. })
+    ));
 }
 
 #[test]

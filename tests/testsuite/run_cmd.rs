@@ -496,7 +496,7 @@ fn resuming_a_run_that_is_still_going_is_refused_and_touches_nothing() {
 fn killed_at_any_state_then_resumed_finishes_with_the_tree_restored() {
     // Iteration 1's round ranks a candidate that changes the image but fixes nothing first; the
     // fix, pooled, is iteration 2's: between them the run passes through every working state,
-    // both kinds of review (a fresh round, a pooled candidate), and SUCCESS before it is
+    // both kinds of review (a fresh round, a pooled candidate), COMMIT, and SUCCESS before it is
     // finalised. (A transition into PATCH_GENERATION carries the iteration before it.)
     let states = [
         "INIT",
@@ -519,6 +519,7 @@ fn killed_at_any_state_then_resumed_finishes_with_the_tree_restored() {
         "RESULT_COLLECTION@2",
         "RESULT_ANALYSIS@2",
         "CONVERGENCE_CHECK@2",
+        "COMMIT@2",
         "SUCCESS",
     ];
     std::thread::scope(|scope| {
@@ -858,6 +859,18 @@ fn a_baseline_that_does_not_build_makes_the_build_the_thing_to_fix() {
     assert_eq!(build_log["class"], "BUILD_ERROR", "{build_log}");
     assert!(!build_log["lines"].as_array().unwrap().is_empty());
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // The fix commit quotes the compiler's error it repaired.
+    let message = repo.git(&[
+        "log",
+        "-1",
+        "--format=%B",
+        report["branch"].as_str().unwrap(),
+    ]);
+    assert!(
+        message.contains("\nBefore the fix:\n  build error: ")
+            && message.contains("CRC16_CCITT_INIT"),
+        "{message}"
+    );
 }
 
 /// History with a regression: a commit where CRC-16 works (returned), the commit that breaks it,
