@@ -936,7 +936,15 @@ fn render_evidence(evidence: &serde_json::Value) -> String {
         }
     }
     if let Some(diags) = evidence["diagnostics"].as_array().filter(|d| !d.is_empty()) {
-        out.push_str("\n## Build diagnostics\n\n");
+        // The lint stage's findings travel as diagnostics of kind `lint:<rule>`.
+        let lint = diags
+            .iter()
+            .all(|d| d["kind"].as_str().is_some_and(|k| k.starts_with("lint:")));
+        out.push_str(if lint {
+            "\n## Lint findings the last candidate added (the unpatched tree did not have them)\n\n"
+        } else {
+            "\n## Build diagnostics\n\n"
+        });
         for d in diags {
             let _ = writeln!(
                 out,

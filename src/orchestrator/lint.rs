@@ -69,8 +69,7 @@ impl Job<'_> {
                 format!("cannot write {}: {e}", record.display()),
             );
         }
-        let judged = self.judge(&spec, &findings);
-        let (verdict, new, reason) = judged;
+        let (verdict, new, reason) = self.judge(&spec, &findings);
         self.ctx.lint = Some(LintSummary {
             iteration: self.ctx.ledger.iteration,
             command: spec.command.clone(),

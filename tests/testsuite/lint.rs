@@ -194,10 +194,15 @@ fi
         history.iter().any(|h| h["outcome"] == "NEW_FINDINGS"),
         "{history:#?}"
     );
-    assert!(stdin["evidence_markdown"]
-        .as_str()
-        .unwrap()
-        .contains("Null pointer dereference: first"));
+    let markdown = stdin["evidence_markdown"].as_str().unwrap();
+    assert!(
+        markdown.contains("## Lint findings the last candidate added"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("Null pointer dereference: first [nullPointer]"),
+        "{markdown}"
+    );
 
     // The report: the last lint is clean against the baseline, the fix holds no null pointer.
     assert_eq!(report["lint"]["verdict"], "clean", "{:#}", report["lint"]);
