@@ -405,6 +405,27 @@ impl Session<'_> {
                 self.fault_seen = true;
                 self.settled = spinning;
             }
+            Report::Moved { table, handlers } => {
+                let watched: Vec<String> = handlers
+                    .entries
+                    .iter()
+                    .map(|(addr, _)| format!("0x{addr:08x}"))
+                    .collect();
+                self.events.emit(&Event::Message {
+                    level: Level::Info,
+                    text: format!(
+                        "the firmware moved its vector table to 0x{table:08x} (VTOR) {} ms after \
+                         launch: fault handlers watched there{}",
+                        self.launch.elapsed().as_millis(),
+                        if watched.is_empty() {
+                            " (none: it has no fault handler)".to_string()
+                        } else {
+                            format!(" at {}", watched.join(", "))
+                        }
+                    ),
+                });
+                self.vector_notes = handlers.notes;
+            }
             Report::Settled => self.settled = true,
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
