@@ -3,6 +3,7 @@
 pub mod diagnostics;
 pub mod evidence;
 pub mod fault;
+pub mod silence;
 pub mod symbols;
 pub mod triage;
 

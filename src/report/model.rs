@@ -406,6 +406,10 @@ pub struct Report {
     /// Where a hung image was stuck, when it could be read.
     #[serde(default)]
     pub hang_site: Option<Location>,
+    /// An attempt that timed out: what its console did (printed nothing at all, went quiet after
+    /// a line, was still printing) and what that suggests.
+    #[serde(default)]
+    pub console_silence: Option<String>,
     #[serde(default)]
     pub build: Option<BuildSummary>,
     #[serde(default)]
@@ -489,6 +493,7 @@ impl Report {
             cases: Vec::new(),
             crash: None,
             hang_site: None,
+            console_silence: None,
             build: None,
             attempts: Vec::new(),
             pass_counts: Vec::new(),

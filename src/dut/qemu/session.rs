@@ -219,12 +219,17 @@ pub(super) async fn run(
     };
 
     let Session {
-        log, store, gate, ..
+        log,
+        store,
+        gate,
+        armed,
+        ..
     } = session;
     finish_log(log).await?;
-    Ok(capture_of(
-        store, launch, end, fault, stopped_at, exit_code, gate,
-    ))
+    let mut capture = capture_of(store, launch, end, fault, stopped_at, exit_code, gate);
+    // Breakpoints on the fault handlers, and QEMU's own word on a lockup.
+    capture.faults_watched = armed;
+    Ok(capture)
 }
 
 fn exit_info(status: &ExitStatus) -> ExitInfo {
