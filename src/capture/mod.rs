@@ -144,6 +144,15 @@ pub trait EndDetector: Send {
     /// Called for each live UART line in order (never a stale one, see [`nonce`]); true once the
     /// verdict is final.
     fn is_final(&mut self, line: &str) -> bool;
+
+    /// Whether the harness's parser reads this line (a result, a summary, a pattern's match): such
+    /// a line is kept in memory even from the middle of a console too long to keep whole (see
+    /// [`store`]). A detector that says false for every line leaves the parser the head and the
+    /// tail of a long console.
+    fn keeps(&self, line: &str) -> bool {
+        let _ = line;
+        false
+    }
 }
 
 #[cfg(test)]

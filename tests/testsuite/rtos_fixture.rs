@@ -424,3 +424,43 @@ fn a_console_silent_quiet_or_unmatched_until_the_timeout_is_explained() {
     assert!(statement.contains("check the profile's patterns"), "{what}");
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
+
+/// A long real run: the `flood` variant prints some 35,000 trace lines between two status lines,
+/// so its first status line lies in the middle of a console too long to keep whole in memory (the
+/// first and last 20,000 lines are). An ordered multi-line profile needs that line and a later one:
+/// the harness's lines are kept from the middle, so both are read and the run passes; console.log
+/// has every line.
+#[test]
+fn a_flooded_console_keeps_the_lines_the_harness_reads() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "flood");
+    let shipped = std::fs::read_to_string(&profile).unwrap();
+    let ordered = shipped
+        .replace("timeout_s = 15", "timeout_s = 60")
+        .replace(
+            "type = \"one_line\"",
+            "type = \"multi_line\"\nordered = true",
+        )
+        .replace(
+            "patterns = [\"^status: OK \"]",
+            "patterns = [\"^status: OK ticks=1000$\", \"^status: OK ticks=3000$\"]",
+        );
+    assert!(ordered.contains("ticks=3000"), "{ordered}");
+    std::fs::write(&profile, ordered).unwrap();
+
+    let out = test_cmd(repo.path(), MPS2, profile.to_str().unwrap());
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    let uart = uart_lines(&dir.join("iter-000/console.log"));
+    let first = uart
+        .iter()
+        .position(|l| l == "status: OK ticks=1000")
+        .unwrap();
+    // The first status line is past the 20,000 lines kept at the head, and more than 20,000
+    // follow it: it was in the middle.
+    assert!(first > 20_000, "{first}");
+    assert!(uart.len() - first > 20_000, "{} lines", uart.len());
+    assert_eq!(out.status.code(), Some(0), "{}\n{report:#}", text(&out));
+    assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
+}

@@ -558,7 +558,8 @@ impl Attempt<'_> {
         {
             self.verdict = true;
         }
-        self.store.push(line);
+        let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);
+        self.store.push_read(line, read);
     }
 
     fn warn(&self, text: String) {

@@ -455,7 +455,8 @@ impl Session<'_> {
                 if live && !self.verdict && self.detector.is_final(&line.text) {
                     self.verdict = true;
                 }
-                self.store.push(line);
+                let read = live && self.detector.keeps(&line.text);
+                self.store.push_read(line, read);
             }
             Stream::Host => {
                 if self.stderr_head.len() < STDERR_HEAD {
