@@ -299,3 +299,25 @@ async fn a_vector_table_moved_to_ram_is_followed_on_mps2_an385() {
 async fn a_vector_table_moved_to_ram_is_followed_on_lm3s6965evb() {
     a_moved_vector_table_is_followed(LM3S).await;
 }
+
+/// The image built for mps2-an385 (4 MB of RAM, the stack from 0x20400000) run on lm3s6965evb (64
+/// KB): the first push faults, the frame cannot be stacked, the core locks up. The crash report
+/// says the image does not fit the machine, rather than leaving a frame nobody could read as the
+/// only clue.
+#[tokio::test]
+async fn an_image_built_for_another_machine_is_named_as_such() {
+    let dir = built_ok(MPS2);
+    let elf = image(dir.path(), MPS2, "ok");
+    let (capture, log) = run(LM3S, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{log}");
+    let report = report_of(&capture, &elf);
+    assert!(
+        report.summary.contains(
+            "the image's initial stack pointer 0x20400000 (its vector table's first word) is \
+             outside this machine's memory"
+        ),
+        "{}\n{log}",
+        report.summary
+    );
+    assert!(report.function.is_none(), "{}", report.summary);
+}

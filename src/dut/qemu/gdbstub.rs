@@ -19,6 +19,10 @@
 //! is done, with the PC on it, and continuing from there stops again at once: the watchpoint is
 //! lifted for the step over the store and set again after it.
 //!
+//! Before the core runs, the watcher also checks that the initial stack pointer lies in memory
+//! the machine has: an image linked for another board faults on its first push with a frame no one
+//! can read, and the crash should say why.
+//!
 //! QEMU 7.2 describes no M-profile system registers to gdb: the PSP is read by executing one
 //! `mrs r0, psp` in place of the handler's first instruction (single-stepped with interrupts
 //! masked, then the instruction, r0 and PC are put back). A QEMU whose target description names
@@ -89,6 +93,9 @@ pub enum Report {
     Exited(u8),
     /// Something a person should know that does not stop the watch.
     Note(String),
+    /// The image does not fit the machine (its initial stack is in memory the machine lacks): any
+    /// crash that follows is likely that, not a bug in the code.
+    Misfit(String),
     /// The gdbstub could not be reached or stopped answering: no more reports.
     Lost(String),
 }
@@ -240,6 +247,9 @@ impl Watcher {
             .unwrap_or(0);
         self.table = vtor;
         self.handlers = self.handlers_at(vtor).await;
+        if let Some(misfit) = self.initial_stack_misfit(vtor).await {
+            self.report(Report::Misfit(misfit)).await;
+        }
         for (addr, _) in self.handlers.entries.clone() {
             self.client.set_breakpoint(addr).await.map_err(text)?;
         }
@@ -268,6 +278,22 @@ impl Watcher {
                      watched"
                 )],
             },
+        }
+    }
+
+    /// Whether the initial stack pointer (the reset table's first word) points past memory the
+    /// machine has: the top word of the stack cannot be read. An image linked for another board
+    /// (more RAM) faults on its first push, with a frame nobody can read.
+    async fn initial_stack_misfit(&mut self, table: u32) -> Option<String> {
+        let sp = *self.client.read_words(table, 1).await.ok()?.first()?;
+        let top = sp.checked_sub(4)?;
+        match self.client.read_words(top, 1).await {
+            Ok(_) => None,
+            Err(e) => Some(format!(
+                "the image's initial stack pointer 0x{sp:08x} (its vector table's first word) is \
+                 outside this machine's memory (reading 0x{top:08x}: {e}): the image looks built \
+                 for another board or machine (its linker script's RAM)"
+            )),
         }
     }
 

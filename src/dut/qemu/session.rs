@@ -166,6 +166,7 @@ pub(super) async fn run(
         reports_open: true,
         armed: false,
         vector_notes: Vec::new(),
+        misfits: Vec::new(),
         watch_failed: None,
         fault: None,
         fault_seen: false,
@@ -193,7 +194,7 @@ pub(super) async fn run(
     }
     session.flush_noise().await;
     let exit = session.status.map(|s| exit_info(&s));
-    let (end, fault, stopped_at) = match session.conclude(ending, exit) {
+    let (end, mut fault, stopped_at) = match session.conclude(ending, exit) {
         Ok(concluded) => concluded,
         Err(not_run) => {
             // QEMU's own words stay in console.log as well as in the error.
@@ -211,6 +212,9 @@ pub(super) async fn run(
             });
         }
     };
+    if let Some(snapshot) = fault.as_mut() {
+        snapshot.notes.extend(session.misfits.iter().cloned());
+    }
     // The firmware's exit status: only when QEMU exited by itself, and not when it was told to.
     let exit_code = match end {
         RunEnd::RunnerDied { .. } => None,
@@ -294,6 +298,8 @@ struct Session<'a> {
     armed: bool,
     /// What the vector table left unwatched, for a crash the breakpoints could not see.
     vector_notes: Vec<String>,
+    /// Why the image does not fit the machine: said with every crash.
+    misfits: Vec<String>,
     /// The watcher failed before the core ran.
     watch_failed: Option<String>,
     /// The crash read at a fault handler's entry, until the ending takes it.
@@ -435,6 +441,10 @@ impl Session<'_> {
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
             Report::Note(text) => self.warn(text),
+            Report::Misfit(text) => {
+                self.warn(text.clone());
+                self.misfits.push(text);
+            }
             Report::Lost(why) => {
                 if !self.armed {
                     self.watch_failed = Some(why);
