@@ -73,6 +73,7 @@ fn unity_capture() -> Capture {
         exit_code: None,
         stopped_at: None,
         nonce: None,
+        faults_watched: false,
     }
 }
 

@@ -5,6 +5,7 @@ pub mod diagnostics;
 pub mod evidence;
 pub mod fault;
 pub mod lint;
+pub mod silence;
 pub mod symbols;
 pub mod triage;
 

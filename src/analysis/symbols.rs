@@ -202,14 +202,14 @@ impl Symbolizer {
                     .and_then(|f| f.demangle().ok())
                     .map(|name| name.into_owned());
                 if let Some(l) = frame.location {
-                    location.file = l.file.map(str::to_string);
+                    location.file = l.file.map(source_path);
                     location.line = l.line;
                 }
             }
         }
         if location.file.is_none() {
             if let Ok(Some(l)) = self.loader.find_location(address) {
-                location.file = l.file.map(str::to_string);
+                location.file = l.file.map(source_path);
                 location.line = l.line;
             }
         }
@@ -249,6 +249,30 @@ impl Symbolizer {
     }
 }
 
+/// A source path as the debug information names it, with its `.` and `..` steps taken out:
+/// a Makefile in `build/gcc` that compiles `../../../../Source/tasks.c` gives
+/// `<dir>/build/gcc/./../../../../Source/tasks.c`, which people (and the work-tree prefix fwfix
+/// strips) know as `<root>/Source/tasks.c`. Lexical only: the file need not exist here.
+fn source_path(file: &str) -> String {
+    use std::path::Component;
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for part in Path::new(file).components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => match out.last() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`; a relative path keeps the `..` it cannot take out.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(Component::ParentDir | Component::CurDir) | None => out.push(part),
+            },
+            Component::Normal(_) | Component::RootDir | Component::Prefix(_) => out.push(part),
+        }
+    }
+    out.iter().collect::<PathBuf>().display().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +281,19 @@ mod tests {
     fn can_move_to_a_blocking_thread() {
         fn assert_send<T: Send>() {}
         assert_send::<Symbolizer>();
+    }
+
+    #[test]
+    fn source_paths_lose_their_dot_and_dot_dot_steps() {
+        assert_eq!(
+            source_path("/w/FreeRTOS/Demo/P/build/gcc/./../../../../Source/tasks.c"),
+            "/w/FreeRTOS/Source/tasks.c"
+        );
+        assert_eq!(source_path("src/./crc.c"), "src/crc.c");
+        assert_eq!(source_path("../lib/x.c"), "../lib/x.c");
+        assert_eq!(source_path("a/../../x.c"), "../x.c");
+        assert_eq!(source_path("/../x.c"), "/x.c");
+        assert_eq!(source_path("src/crc.c"), "src/crc.c");
     }
 
     #[test]

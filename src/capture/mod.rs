@@ -115,17 +115,26 @@ pub struct Capture {
     /// hand one out).
     #[serde(default)]
     pub nonce: Option<nonce::NonceRecord>,
+    /// The backend watched the core for faults while the image ran (breakpoints on its fault
+    /// handlers, a probe's vector catch): an attempt that did not end `Crashed` did not fault
+    /// where it could see. False when nothing watched, so a fault cannot be ruled out.
+    #[serde(default)]
+    pub faults_watched: bool,
 }
 
 impl Capture {
     /// The firmware's own console text of this attempt (UART lines only): lines before a
     /// required nonce are left over from an earlier run and are not part of it.
     pub fn uart_lines(&self) -> impl Iterator<Item = &str> {
+        self.uart().map(|l| l.text.as_str())
+    }
+
+    /// [`Capture::uart_lines`] with their times.
+    pub fn uart(&self) -> impl Iterator<Item = &ConsoleLine> {
         let from = nonce::live_from(&self.lines, self.nonce.as_ref());
         self.lines[from..]
             .iter()
             .filter(|l| l.stream == Stream::Uart)
-            .map(|l| l.text.as_str())
     }
 }
 
@@ -135,6 +144,15 @@ pub trait EndDetector: Send {
     /// Called for each live UART line in order (never a stale one, see [`nonce`]); true once the
     /// verdict is final.
     fn is_final(&mut self, line: &str) -> bool;
+
+    /// Whether the harness's parser reads this line (a result, a summary, a pattern's match): such
+    /// a line is kept in memory even from the middle of a console too long to keep whole (see
+    /// [`store`]). A detector that says false for every line leaves the parser the head and the
+    /// tail of a long console.
+    fn keeps(&self, line: &str) -> bool {
+        let _ = line;
+        false
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! Bounded in-memory keeping of console lines: the first lines and the last lines of an attempt's
 //! UART, each part capped by a line count and a byte count, so a firmware that floods its console
-//! cannot exhaust memory. Host lines (the emulator's or flasher's own) have a budget of their own
+//! cannot exhaust memory. From the middle only the lines the harness reads survive (its results,
+//! summaries and pattern matches, as its [`EndDetector::keeps`] says), under caps of their own: a
+//! long run that floods its console between two results still has both. Host lines (the emulator's or flasher's own) have a budget of their own
 //! and never count against the UART's: however much the host logs, no UART line is dropped for
 //! it. The full text always goes to console.log; this module does no I/O.
 
+#[cfg(doc)]
+use super::EndDetector;
 use super::{ConsoleLine, Stream};
 use std::collections::VecDeque;
 
@@ -16,6 +20,9 @@ pub struct StoreLimits {
     pub head_bytes: usize,
     pub tail_lines: usize,
     pub tail_bytes: usize,
+    /// Lines the harness reads, kept from between the head and the tail.
+    pub middle_lines: usize,
+    pub middle_bytes: usize,
 }
 
 impl Default for StoreLimits {
@@ -28,6 +35,8 @@ impl Default for StoreLimits {
             head_bytes: 4 << 20,
             tail_lines: 20_000,
             tail_bytes: 4 << 20,
+            middle_lines: 100_000,
+            middle_bytes: 16 << 20,
         }
     }
 }
@@ -41,9 +50,12 @@ pub struct LineStore {
     /// UART lines in the head and the tail (host lines ride along uncounted).
     head_lines: usize,
     head_full: bool,
-    tail: VecDeque<ConsoleLine>,
+    /// Each with whether the harness reads it.
+    tail: VecDeque<(ConsoleLine, bool)>,
     tail_bytes: usize,
     tail_lines: usize,
+    middle: Vec<ConsoleLine>,
+    middle_bytes: usize,
     dropped: u64,
     host_kept: usize,
     host_dropped: u64,
@@ -60,6 +72,8 @@ impl LineStore {
             tail: VecDeque::new(),
             tail_bytes: 0,
             tail_lines: 0,
+            middle: Vec::new(),
+            middle_bytes: 0,
             dropped: 0,
             host_kept: 0,
             host_dropped: 0,
@@ -78,7 +92,14 @@ impl LineStore {
         line.stream == Stream::Uart
     }
 
+    /// Keeps a line the harness does not read (a host line, or one the harness has no use for)
+    /// while it is in the head or the tail.
     pub fn push(&mut self, line: ConsoleLine) {
+        self.push_read(line, false);
+    }
+
+    /// Keeps a line; `read`: the harness reads it, so it survives in the middle too.
+    pub fn push_read(&mut self, line: ConsoleLine, read: bool) {
         if line.stream == Stream::Host {
             if self.host_kept >= self.limits.host_lines {
                 self.host_dropped += 1;
@@ -102,14 +123,23 @@ impl LineStore {
         }
         self.tail_bytes += size;
         self.tail_lines += uart;
-        self.tail.push_back(line);
+        self.tail.push_back((line, read));
         while self.tail_lines > self.limits.tail_lines || self.tail_bytes > self.limits.tail_bytes {
             match self.tail.pop_front() {
-                Some(old) => {
-                    self.tail_bytes -= Self::weight(&old);
+                Some((old, read)) => {
+                    let size = Self::weight(&old);
+                    self.tail_bytes -= size;
                     if Self::is_uart(&old) {
                         self.tail_lines -= 1;
-                        self.dropped += 1;
+                        if read
+                            && self.middle.len() < self.limits.middle_lines
+                            && self.middle_bytes + size <= self.limits.middle_bytes
+                        {
+                            self.middle_bytes += size;
+                            self.middle.push(old);
+                        } else {
+                            self.dropped += 1;
+                        }
                     }
                 }
                 None => break,
@@ -132,7 +162,8 @@ impl LineStore {
     pub fn into_lines(self) -> (Vec<ConsoleLine>, bool) {
         let truncated = self.dropped > 0;
         let mut lines = self.head;
-        lines.extend(self.tail);
+        lines.extend(self.middle);
+        lines.extend(self.tail.into_iter().map(|(line, _)| line));
         (lines, truncated)
     }
 }
@@ -156,7 +187,21 @@ mod tests {
             head_bytes: usize::MAX,
             tail_lines,
             tail_bytes: usize::MAX,
+            middle_lines: 2,
+            middle_bytes: usize::MAX,
         }
+    }
+
+    #[test]
+    fn lines_the_harness_reads_survive_the_middle_of_a_flood() {
+        let mut s = LineStore::new(limits(3, 2));
+        // Lines 10, 50 and 70 are results; the middle keeps two of them, then drops.
+        (0..100).for_each(|i| s.push_read(line(i), [10, 50, 70].contains(&i)));
+        assert_eq!(s.dropped(), 93);
+        let (lines, truncated) = s.into_lines();
+        assert!(truncated);
+        let times: Vec<u64> = lines.iter().map(|l| l.t_ms).collect();
+        assert_eq!(times, vec![0, 1, 2, 10, 50, 98, 99]);
     }
 
     #[test]
@@ -187,6 +232,8 @@ mod tests {
             head_bytes: 20,
             tail_lines: 1000,
             tail_bytes: 20,
+            middle_lines: 0,
+            middle_bytes: 0,
         });
         (0..50).for_each(|i| s.push(line(i)));
         let (lines, truncated) = s.into_lines();
@@ -204,6 +251,8 @@ mod tests {
             head_bytes: 12,
             tail_lines: 10,
             tail_bytes: 1000,
+            middle_lines: 0,
+            middle_bytes: 0,
         });
         s.push(line(0));
         s.push(line(1)); // does not fit the head: the head is closed

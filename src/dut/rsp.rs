@@ -204,6 +204,18 @@ pub fn parse_stop(packet: &[u8]) -> Option<StopReply> {
     }
 }
 
+/// The data address a `T` stop reply names as a watchpoint's (`watch:`, `rwatch:` or `awatch:`),
+/// when the stop was one.
+pub fn watch_hit(packet: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(packet.strip_prefix(b"T")?.get(2..)?).ok()?;
+    text.split(';').find_map(|field| {
+        let (key, value) = field.split_once(':')?;
+        matches!(key, "watch" | "rwatch" | "awatch")
+            .then(|| u32::from_str_radix(value, 16).ok())
+            .flatten()
+    })
+}
+
 /// Register numbers by name, from a target description: a register's `regnum` when it has one,
 /// else one more than the register before it (the first one is 0).
 pub fn register_numbers<'a>(documents: impl IntoIterator<Item = &'a str>) -> HashMap<String, u32> {
@@ -433,6 +445,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         self.request_ok(&format!("z0,{addr:x},2")).await
     }
 
+    /// A write watchpoint (`Z2`) on the `len` bytes at `addr`: the target stops after a store
+    /// there, with a `watch:` stop reply.
+    pub async fn set_write_watchpoint(&mut self, addr: u32, len: u32) -> Result<(), RspError> {
+        self.request_ok(&format!("Z2,{addr:x},{len:x}")).await
+    }
+
+    pub async fn clear_write_watchpoint(&mut self, addr: u32, len: u32) -> Result<(), RspError> {
+        self.request_ok(&format!("z2,{addr:x},{len:x}")).await
+    }
+
     /// One `qXfer:features:read` object, all its chunks.
     pub async fn read_feature(&mut self, annex: &str) -> Result<String, RspError> {
         let mut text = Vec::new();
@@ -565,6 +587,15 @@ mod tests {
         assert_eq!(parse_stop(b"X09"), Some(StopReply::Terminated(9)));
         assert_eq!(parse_stop(b"OK"), None);
         assert_eq!(parse_stop(b""), None);
+        // QEMU's reply to a store that hit a write watchpoint.
+        assert_eq!(
+            watch_hit(b"T05watch:e000ed08;thread:p01.01;"),
+            Some(0xE000_ED08)
+        );
+        assert_eq!(watch_hit(b"T05awatch:20000100;"), Some(0x2000_0100));
+        assert_eq!(watch_hit(b"T05thread:p01.01;"), None);
+        assert_eq!(watch_hit(b"S05"), None);
+        assert_eq!(watch_hit(b"T05watch:zz;"), None);
     }
 
     // QEMU 7.2's description of an M-profile core: the core registers, no system registers.

@@ -82,6 +82,7 @@ pub(crate) fn capture_of(
         exit_code,
         stopped_at,
         nonce: nonce.finish(),
+        faults_watched: false,
     }
 }
 

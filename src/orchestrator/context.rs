@@ -97,6 +97,10 @@ pub struct AttemptRecord {
     pub results: TestResults,
     pub crash: Option<CrashReport>,
     pub hang_site: Option<Location>,
+    /// What the console did before a timeout (nothing at all, quiet since a line, still
+    /// printing), with what that suggests.
+    #[serde(default)]
+    pub console_silence: Option<String>,
 }
 
 /// The fix a converged run produced.

@@ -885,6 +885,7 @@ impl<'a> Job<'a> {
             report.cases = last.results.cases.clone();
             report.crash = last.crash.clone();
             report.hang_site = last.hang_site.clone();
+            report.console_silence = last.console_silence.clone();
             report.notes = last.results.notes.clone();
         }
         // Attempts of one image that passed and failed: the image's verdict is flaky, whatever
@@ -904,6 +905,7 @@ impl<'a> Job<'a> {
             // Those were an earlier attempt's; this one was not analysed.
             report.crash = None;
             report.hang_site = None;
+            report.console_silence = None;
         }
         report.notes.extend(self.board_notes.iter().cloned());
         if ctx.command == Command::Run {

@@ -5,7 +5,7 @@ use super::context::{AttemptRecord, BuildRecord, IterationRecord};
 use super::job::{Job, Step};
 use crate::analysis::symbols::Symbolizer;
 use crate::analysis::triage::{self, Stage, TriageContext};
-use crate::analysis::{fault, Severity};
+use crate::analysis::{fault, silence, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::capture::nonce::Nonce;
 use crate::capture::RunEnd;
@@ -549,6 +549,19 @@ impl Job<'_> {
             site_functions,
         };
         let mut results = self.parser.parse(&capture, &ctx);
+        let timeout = self.profile.test.timeout;
+        // A timeout: what the console did until then says where to look.
+        let silence = (capture.end == RunEnd::Timeout).then(|| {
+            let core_at = hang_site.as_ref().map(report::describe_location);
+            silence::console_silence(
+                capture.uart(),
+                silence::Facts {
+                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                    faults_watched: capture.faults_watched,
+                    core_at: core_at.as_deref(),
+                },
+            )
+        });
         // A dump the harness did not take for a crash (a test printed one, then passed) is output.
         if from_console && !results.cases.iter().any(|c| c.status == CaseStatus::Crash) {
             crash = None;
@@ -562,12 +575,15 @@ impl Job<'_> {
                     }
                 }
                 CaseStatus::Hang => {
+                    let mut message = format!("no verdict within {} s", timeout.as_secs());
+                    if let Some(silence) = &silence {
+                        message = format!("{message}: {}", silence.headline);
+                    }
                     if let Some(loc) = &hang_site {
-                        case.message = Some(format!(
-                            "no verdict within {} s; stuck in {}",
-                            self.profile.test.timeout.as_secs(),
-                            report::describe_location(loc)
-                        ));
+                        message = format!("{message}; stuck in {}", report::describe_location(loc));
+                    }
+                    if silence.is_some() || hang_site.is_some() {
+                        case.message = Some(message);
                     }
                 }
                 CaseStatus::Pass | CaseStatus::Fail | CaseStatus::Ignore | CaseStatus::Missing => {}
@@ -623,6 +639,7 @@ impl Job<'_> {
             results,
             crash,
             hang_site,
+            console_silence: silence.map(|s| s.statement),
         });
         self.ctx.ledger.verdict_reached();
         // The next attempt (a repeat, the next iteration) gets its own power-cycle retry.

@@ -462,6 +462,13 @@ fn write_crash(out: &mut String, report: &Report) -> std::fmt::Result {
 }
 
 fn write_hang(out: &mut String, report: &Report) -> std::fmt::Result {
+    if let Some(silence) = &report.console_silence {
+        writeln!(
+            out,
+            "<h2>Console</h2>\n<p><strong>At the timeout:</strong> {}.</p>",
+            escape(silence)
+        )?;
+    }
     let Some(site) = &report.hang_site else {
         return Ok(());
     };

@@ -216,6 +216,12 @@ fn write_crash(out: &mut String, report: &Report) -> std::fmt::Result {
 }
 
 fn write_hang(out: &mut String, report: &Report) -> std::fmt::Result {
+    if let Some(silence) = &report.console_silence {
+        writeln!(out, "## Console")?;
+        writeln!(out)?;
+        writeln!(out, "**At the timeout:** {}.", text(silence))?;
+        writeln!(out)?;
+    }
     let Some(site) = &report.hang_site else {
         return Ok(());
     };

@@ -240,6 +240,7 @@ mod tests {
                 "cases",
                 "command",
                 "confidence",
+                "console_silence",
                 "crash",
                 "culprit",
                 "duration_ms",

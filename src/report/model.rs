@@ -459,6 +459,10 @@ pub struct Report {
     /// Where a hung image was stuck, when it could be read.
     #[serde(default)]
     pub hang_site: Option<Location>,
+    /// An attempt that timed out: what its console did (printed nothing at all, went quiet after
+    /// a line, was still printing) and what that suggests.
+    #[serde(default)]
+    pub console_silence: Option<String>,
     #[serde(default)]
     pub build: Option<BuildSummary>,
     /// The lint stage on the last image it judged (profiles with a `[lint]` table).
@@ -545,6 +549,7 @@ impl Report {
             cases: Vec::new(),
             crash: None,
             hang_site: None,
+            console_silence: None,
             build: None,
             lint: None,
             attempts: Vec::new(),

@@ -80,6 +80,16 @@ impl EndDetector for RegexDetector {
         self.lines += 1;
         self.matcher.decided()
     }
+
+    /// A line any pattern (pass, fail or crash) matches.
+    fn keeps(&self, line: &str) -> bool {
+        let line = clean(line);
+        let m = &self.matcher;
+        [&m.patterns, &m.fail_patterns, &m.crash_patterns]
+            .into_iter()
+            .flatten()
+            .any(|p| p.is_match(line))
+    }
 }
 
 /// A line a pattern matched: its index among the UART lines, and its text.
@@ -495,6 +505,16 @@ mod tests {
             .map(|(i, _)| i + 1)
             .into_iter()
             .collect()
+    }
+
+    #[test]
+    fn the_lines_any_pattern_matches_are_kept() {
+        let d = RegexParser::new(multi(true)).detector();
+        assert!(d.keeps("Hello\r"));
+        assert!(d.keeps("tick 42"));
+        assert!(d.keeps("ASSERT failed"));
+        assert!(d.keeps("HardFault!"));
+        assert!(!d.keeps("trace: idle 12345"));
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub(super) fn capture(text: &str, end: RunEnd) -> Capture {
         exit_code: None,
         stopped_at: None,
         nonce: None,
+        faults_watched: false,
     }
 }
 

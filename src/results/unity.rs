@@ -79,6 +79,12 @@ impl EndDetector for UnityDetector {
         self.after_summary = false;
         is_final
     }
+
+    /// A result line, a summary, or a verdict word.
+    fn keeps(&self, line: &str) -> bool {
+        let line = clean(line);
+        verdict_word(line).is_some() || classify(line) != UnityLine::Other
+    }
 }
 
 /// One `file:line:name:STATUS[: message]` line.
@@ -1067,6 +1073,17 @@ FAIL
             &FAILING.replace('\n', "\r\n"),
         );
         assert_eq!(fired.last(), Some(&true));
+    }
+
+    #[test]
+    fn the_lines_unity_reads_are_kept() {
+        let d = UnityDetector::default();
+        assert!(d.keeps("test/t.c:3:test_a:PASS\r"));
+        assert!(d.keeps("t.c:4:test_b:FAIL: Expected 1 Was 2"));
+        assert!(d.keeps("3 Tests 0 Failures 0 Ignored"));
+        assert!(d.keeps("OK"));
+        assert!(!d.keeps("sensor: 17"));
+        assert!(!d.keeps(""));
     }
 
     #[test]

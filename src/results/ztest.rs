@@ -87,6 +87,14 @@ impl EndDetector for ZtestDetector {
         }
         self.fatal && line.starts_with("Halting system")
     }
+
+    /// Every line ztest's scan classifies, and a fatal error's.
+    fn keeps(&self, line: &str) -> bool {
+        let line = strip_log_prefix(clean(line));
+        line.contains(FATAL_ERROR)
+            || line.starts_with("Halting system")
+            || classify(line) != ZLine::Other
+    }
 }
 
 const FATAL_ERROR: &str = "ZEPHYR FATAL ERROR";
@@ -1538,6 +1546,16 @@ uart0: PROJECT EXECUTION SUCCESSFUL
                 message: None,
             })
         );
+    }
+
+    #[test]
+    fn the_lines_ztest_reads_are_kept() {
+        let d = ZtestDetector::default();
+        assert!(d.keeps("START - test_a"));
+        assert!(d.keeps(" PASS - test_a in 0.001 seconds"));
+        assert!(d.keeps("[00:00:00.010,000] <err> os: >>> ZEPHYR FATAL ERROR 4: Kernel panic"));
+        assert!(d.keeps("PROJECT EXECUTION SUCCESSFUL"));
+        assert!(!d.keeps("sensor: 17"));
     }
 
     #[test]

@@ -161,6 +161,11 @@ fn write_summary(
         let line = format!("hang: stuck in {}", describe_location(site));
         writeln!(out, "{}", paint(&truncate(&line, width), Paint::Red, color))?;
     }
+    // Whole: it says what to check.
+    if let Some(silence) = &report.console_silence {
+        let line = format!("console: {}", visible(silence));
+        writeln!(out, "{}", paint(&line, Paint::Yellow, color))?;
+    }
     if let Some(build) = &report.build {
         if !build.success || !build.diagnostics.is_empty() {
             let errors = build.count(Severity::Error);
@@ -480,7 +485,13 @@ run: .fwfix/runs/r1
             PassCount::new("test_crc_empty", 1, 2),
         ];
         report.error_class = Some(ErrorClass::Timeout);
+        let silence =
+            "the firmware printed nothing on its console in 15.0 s, and it did not fault \
+                       (fwfix's breakpoints on its fault handlers never fired); check which UART";
+        report.console_silence = Some(silence.into());
         let text = render_summary(&report, run_dir(), PLAIN);
+        // Whole, however narrow the terminal: it says what to check.
+        assert!(text.contains(&format!("console: {silence}\n")), "{text}");
         assert!(text.contains(
             "crash: HardFault in crc_update (src/crc.c:17) [PRECISERR, BFARVALID] CFSR 0x00008200\n"
         ));

@@ -212,6 +212,7 @@ fn sensor_crash_is_decoded_symbolised_and_blamed_on_the_running_test() {
         exit_code: None,
         stopped_at: None,
         nonce: None,
+        faults_watched: false,
     };
     let parser = parser_for(&Harness::Unity);
     let results = parser.parse(

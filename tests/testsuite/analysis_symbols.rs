@@ -345,3 +345,35 @@ fn opening_a_missing_image_names_it() {
     assert!(matches!(err, SymbolError::Read { .. }));
     assert!(err.to_string().contains("build/missing.elf"), "{err}");
 }
+
+/// A Makefile in a build subdirectory that reaches its sources through `..` (FreeRTOS's demos
+/// build in `Demo/<port>/build/gcc` from `./../../../../Source`): the debug information names
+/// `<dir>/Demo/build/gcc/./../../../Source/sensor.c`; fwfix names the file where it is.
+#[test]
+fn a_source_reached_through_dot_dot_is_named_where_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("Source")).unwrap();
+    std::fs::create_dir_all(root.join("Demo/build/gcc")).unwrap();
+    std::fs::write(root.join("Source/sensor.c"), SENSOR_C).unwrap();
+    run(
+        "arm-none-eabi-gcc",
+        &[
+            "-mcpu=cortex-m3",
+            "-mthumb",
+            "-O0",
+            "-g",
+            "-nostdlib",
+            "-Wl,-e,main",
+            "./../../../Source/sensor.c",
+            "-o",
+            "image.elf",
+        ],
+        &root.join("Demo/build/gcc"),
+    );
+    let elf = root.join("Demo/build/gcc/image.elf");
+    let symbols = Symbolizer::open(&elf).unwrap();
+    let l = symbols.locate(nm_address(&elf, "sensor_read"));
+    let expected = root.join("Source/sensor.c");
+    assert_eq!(l.file.as_deref(), expected.to_str(), "{l:?}");
+}

@@ -54,6 +54,7 @@ fn capture(uart: &str, end: RunEnd) -> Capture {
         exit_code: None,
         stopped_at: None,
         nonce: None,
+        faults_watched: false,
     }
 }
 

@@ -249,3 +249,75 @@ async fn a_busy_scheduler_keeps_host_lines_small_and_every_uart_line() {
 fn built_ok(board: &str) -> tempfile::TempDir {
     built_with(board, "VARIANT=ok")
 }
+
+/// The `vtor_ram` variant copies its vector table to RAM, installs a fault handler of its own
+/// there and writes VTOR before `main`, as RTOS kernels and bootloader-started applications do;
+/// then it makes `null_call`'s call through a null pointer. The breakpoints taken from the image's
+/// table would miss the handler that runs: fwfix follows the VTOR write, so the crash is still
+/// stopped at the (new) handler's entry and named at `events_post`'s line.
+async fn a_moved_vector_table_is_followed(board: &str) {
+    let dir = built_with(board, "VARIANT=vtor_ram");
+    let elf = image(dir.path(), board, "vtor_ram");
+    let symbols = Symbolizer::open(&elf).unwrap();
+    let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{board}: {log} {capture:?}");
+    let fault = capture.fault.as_ref().unwrap();
+    let report = report_of(&capture, &elf);
+    let what = format!("{board}: {}\n{}\n{log}", report.summary, fault.raw);
+    // Read at the entry of the RAM table's handler, not searched for at the timeout.
+    assert!(
+        log.contains("(read by fwfix at the handler's entry)"),
+        "{what}"
+    );
+    let entry = fault
+        .raw
+        .lines()
+        .find_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("r15=0x")))
+        .and_then(|pc| u32::from_str_radix(pc, 16).ok())
+        .expect("the PC at the handler's entry");
+    assert_eq!(
+        symbols.locate(u64::from(entry)).function.as_deref(),
+        Some("RamFault_Handler"),
+        "{what}"
+    );
+    let (file, line) = fault_line(dir.path(), "null_call");
+    assert_eq!(report.function.as_deref(), Some("events_post"), "{what}");
+    assert!(
+        report.file.as_deref().is_some_and(|f| f.ends_with(&file)),
+        "{what}"
+    );
+    assert_eq!(report.line, Some(line), "{what}");
+    assert!(report.summary.contains("null function pointer"), "{what}");
+}
+
+#[tokio::test]
+async fn a_vector_table_moved_to_ram_is_followed_on_mps2_an385() {
+    a_moved_vector_table_is_followed(MPS2).await;
+}
+
+#[tokio::test]
+async fn a_vector_table_moved_to_ram_is_followed_on_lm3s6965evb() {
+    a_moved_vector_table_is_followed(LM3S).await;
+}
+
+/// The image built for mps2-an385 (4 MB of RAM, the stack from 0x20400000) run on lm3s6965evb (64
+/// KB): the first push faults, the frame cannot be stacked, the core locks up. The crash report
+/// says the image does not fit the machine, rather than leaving a frame nobody could read as the
+/// only clue.
+#[tokio::test]
+async fn an_image_built_for_another_machine_is_named_as_such() {
+    let dir = built_ok(MPS2);
+    let elf = image(dir.path(), MPS2, "ok");
+    let (capture, log) = run(LM3S, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{log}");
+    let report = report_of(&capture, &elf);
+    assert!(
+        report.summary.contains(
+            "the image's initial stack pointer 0x20400000 (its vector table's first word) is \
+             outside this machine's memory"
+        ),
+        "{}\n{log}",
+        report.summary
+    );
+    assert!(report.function.is_none(), "{}", report.summary);
+}

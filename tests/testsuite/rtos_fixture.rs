@@ -336,3 +336,131 @@ fn a_vector_table_without_fault_handlers_is_a_lockup_that_names_no_wrong_functio
     }
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
+
+/// A profile for `variant` whose test times out after 3 s, with `edit` applied to its text.
+fn short_profile(scratch: &Path, variant: &str, edit: impl Fn(String) -> String) -> String {
+    let path = rtos_variant_profile(scratch, variant);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let short = edit(text.replace("timeout_s = 15", "timeout_s = 3"));
+    assert!(short.contains("timeout_s = 3"), "{short}");
+    std::fs::write(&path, short).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// The hung case's message, and the report's and the terminal's word on the console.
+fn silence_of(out: &Output) -> (String, String) {
+    assert_eq!(out.status.code(), Some(1), "{}", text(out));
+    let report = report(&run_dir(out));
+    assert_eq!(report["attempts"][0]["end"], "timeout", "{report:#}");
+    let case = case(&report, "self_check");
+    assert_eq!(case["status"], "HANG", "{report:#}");
+    let statement = report["console_silence"].as_str().unwrap().to_string();
+    let md = std::fs::read_to_string(run_dir(out).join("report.md")).unwrap();
+    assert!(
+        md.contains(&format!("## Console\n\n**At the timeout:** {statement}.")),
+        "{md}"
+    );
+    (case["message"].as_str().unwrap().to_string(), statement)
+}
+
+/// Firmware that printed nothing at all (its console on UART1, which QEMU connects to nothing)
+/// is told apart from firmware that printed its banner and went quiet (a task stalled with
+/// interrupts masked), and from firmware still printing lines the profile never matches: each
+/// report says what the console did, for how long, and that nothing faulted.
+#[test]
+fn a_console_silent_quiet_or_unmatched_until_the_timeout_is_explained() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+
+    let wrong_uart = short_profile(scratch.path(), "wrong_uart", |t| t);
+    for board in [MPS2, LM3S] {
+        let out = test_cmd(repo.path(), board, &wrong_uart);
+        let (message, statement) = silence_of(&out);
+        let what = format!("{board}: {message}\n{statement}");
+        assert!(
+            message
+                .starts_with("no verdict within 3 s: the firmware printed nothing on its console"),
+            "{what}"
+        );
+        assert!(
+            statement.starts_with("the firmware printed nothing on its console in 3.0 s"),
+            "{what}"
+        );
+        assert!(statement.contains("it did not fault"), "{what}");
+        assert!(statement.contains("which UART"), "{what}");
+        assert!(statement.contains("the core was running in "), "{what}");
+    }
+
+    let stall = short_profile(scratch.path(), "stall", |t| t);
+    let out = test_cmd(repo.path(), MPS2, &stall);
+    let (message, statement) = silence_of(&out);
+    let what = format!("{message}\n{statement}");
+    assert!(
+        message.starts_with("no verdict within 3 s: the console went quiet ")
+            && message.contains("after `rtos: mps2-an385, variant stall,"),
+        "{what}"
+    );
+    assert!(
+        message.contains("; stuck in wait_sensor_ready (src/main.c:"),
+        "{what}"
+    );
+    assert!(
+        statement.starts_with("the console went quiet: its last line came at 0."),
+        "{what}"
+    );
+    assert!(statement.contains("it did not fault"), "{what}");
+
+    // The ok image with a pattern it never prints: still printing at the timeout.
+    let unmatched = short_profile(scratch.path(), "ok", |t| {
+        t.replace("\"^status: OK \"", "\"^PASS : \"")
+    });
+    let out = test_cmd(repo.path(), MPS2, &unmatched);
+    let (message, statement) = silence_of(&out);
+    let what = format!("{message}\n{statement}");
+    assert!(
+        message.starts_with("no verdict within 3 s: the console was still printing ("),
+        "{what}"
+    );
+    assert!(statement.contains("check the profile's patterns"), "{what}");
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+/// A long real run: the `flood` variant prints some 35,000 trace lines between two status lines,
+/// so its first status line lies in the middle of a console too long to keep whole in memory (the
+/// first and last 20,000 lines are). An ordered multi-line profile needs that line and a later one:
+/// the harness's lines are kept from the middle, so both are read and the run passes; console.log
+/// has every line.
+#[test]
+fn a_flooded_console_keeps_the_lines_the_harness_reads() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "flood");
+    let shipped = std::fs::read_to_string(&profile).unwrap();
+    let ordered = shipped
+        .replace("timeout_s = 15", "timeout_s = 60")
+        .replace(
+            "type = \"one_line\"",
+            "type = \"multi_line\"\nordered = true",
+        )
+        .replace(
+            "patterns = [\"^status: OK \"]",
+            "patterns = [\"^status: OK ticks=1000$\", \"^status: OK ticks=3000$\"]",
+        );
+    assert!(ordered.contains("ticks=3000"), "{ordered}");
+    std::fs::write(&profile, ordered).unwrap();
+
+    let out = test_cmd(repo.path(), MPS2, profile.to_str().unwrap());
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    let uart = uart_lines(&dir.join("iter-000/console.log"));
+    let first = uart
+        .iter()
+        .position(|l| l == "status: OK ticks=1000")
+        .unwrap();
+    // The first status line is past the 20,000 lines kept at the head, and more than 20,000
+    // follow it: it was in the middle.
+    assert!(first > 20_000, "{first}");
+    assert!(uart.len() - first > 20_000, "{} lines", uart.len());
+    assert_eq!(out.status.code(), Some(0), "{}\n{report:#}", text(&out));
+    assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
+}

@@ -685,7 +685,8 @@ impl Session<'_> {
         {
             self.verdict = true;
         }
-        self.store.push(line);
+        let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);
+        self.store.push_read(line, read);
     }
 
     /// A line of the flasher's or gdb's output: to flash.log, as progress while flashing, and

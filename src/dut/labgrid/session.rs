@@ -335,8 +335,10 @@ async fn capture(
             line = lines.recv() => match line {
                 Some(line) => {
                     let live = admit_line(&line, &mut gate, &log, events, spec.attempt).await;
-                    let last = live && line.stream == Stream::Uart && detector.is_final(&line.text);
-                    store.push(line);
+                    let uart = live && line.stream == Stream::Uart;
+                    let last = uart && detector.is_final(&line.text);
+                    let read = uart && detector.keeps(&line.text);
+                    store.push_read(line, read);
                     if last {
                         break RunEnd::Verdict;
                     }

@@ -271,9 +271,10 @@ pub(crate) async fn run(
     };
     flash_done?;
     log_done?;
-    Ok(capture_of(
-        store, launch, end, fault, stopped_at, exit, gate,
-    ))
+    let mut capture = capture_of(store, launch, end, fault, stopped_at, exit, gate);
+    // The core ran with HardFault vector catch on (reset_and_run fails without it).
+    capture.faults_watched = true;
+    Ok(capture)
 }
 
 type Concluded = (
@@ -557,7 +558,8 @@ impl Attempt<'_> {
         {
             self.verdict = true;
         }
-        self.store.push(line);
+        let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);
+        self.store.push_read(line, read);
     }
 
     fn warn(&self, text: String) {

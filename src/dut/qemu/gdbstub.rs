@@ -11,6 +11,18 @@
 //! come and the run can end at once; otherwise the core runs on (the handler may print a dump or
 //! exit by semihosting) and is sampled every few ms until it settles in a loop.
 //!
+//! Firmware may move its vector table after reset: an RTOS kernel or an application started by a
+//! bootloader copies it to RAM, installs handlers of its own there and writes VTOR. A write
+//! watchpoint on VTOR (a store to the System Control Space, so it costs nothing while the image
+//! runs) stops the core at such a store; the watcher steps over it, reads the new table and moves
+//! its breakpoints to the handlers it names. Measured on QEMU 7.2: the stop comes before the store
+//! is done, with the PC on it, and continuing from there stops again at once: the watchpoint is
+//! lifted for the step over the store and set again after it.
+//!
+//! Before the core runs, the watcher also checks that the initial stack pointer lies in memory
+//! the machine has: an image linked for another board faults on its first push with a frame no one
+//! can read, and the crash should say why.
+//!
 //! QEMU 7.2 describes no M-profile system registers to gdb: the PSP is read by executing one
 //! `mrs r0, psp` in place of the handler's first instruction (single-stepped with interrupts
 //! masked, then the instruction, r0 and PC are put back). A QEMU whose target description names
@@ -67,6 +79,8 @@ const STACK_WORDS_STOPPED: [usize; 3] = [cortex_m::STACK_WORDS_MORE, 16, 8];
 pub enum Report {
     /// Breakpoints are set and the core runs.
     Armed(FaultHandlers),
+    /// The firmware wrote VTOR: the breakpoints now sit on the handlers of the table at `table`.
+    Moved { table: u32, handlers: FaultHandlers },
     /// The core entered a fault handler and was read at its first instruction. `spinning`: the
     /// handler is a `b .` loop, so the core stays stopped and nothing more will come.
     Fault {
@@ -79,6 +93,9 @@ pub enum Report {
     Exited(u8),
     /// Something a person should know that does not stop the watch.
     Note(String),
+    /// The image does not fit the machine (its initial stack is in memory the machine lacks): any
+    /// crash that follows is likely that, not a bug in the code.
+    Misfit(String),
     /// The gdbstub could not be reached or stopped answering: no more reports.
     Lost(String),
 }
@@ -115,6 +132,7 @@ pub fn spawn(socket: PathBuf, patience: Duration) -> Watch {
             xpsr: DEFAULT_XPSR,
             psp: None,
             handlers: FaultHandlers::default(),
+            table: 0,
             state: State::Halted,
             faulted: false,
             settled: false,
@@ -163,6 +181,8 @@ struct Watcher {
     xpsr: u32,
     psp: Option<u32>,
     handlers: FaultHandlers,
+    /// Where the vector table the breakpoints come from starts (VTOR when it was last read).
+    table: u32,
     state: State,
     /// The first fault was reported: later entries are let through.
     faulted: bool,
@@ -225,24 +245,106 @@ impl Watcher {
             .ok()
             .and_then(|w| w.first().copied())
             .unwrap_or(0);
-        self.handlers = match self.client.read_words(vtor, SYSTEM_VECTORS).await {
-            Ok(table) => fault_handlers(&table),
-            Err(e) => FaultHandlers {
-                entries: Vec::new(),
-                reset: None,
-                notes: vec![format!(
-                    "the vector table at 0x{vtor:08x} could not be read ({e}): faults are not \
-                     watched"
-                )],
-            },
-        };
+        self.table = vtor;
+        self.handlers = self.handlers_at(vtor).await;
+        if let Some(misfit) = self.initial_stack_misfit(vtor).await {
+            self.report(Report::Misfit(misfit)).await;
+        }
         for (addr, _) in self.handlers.entries.clone() {
             self.client.set_breakpoint(addr).await.map_err(text)?;
+        }
+        if let Err(e) = self.client.set_write_watchpoint(VTOR, 4).await {
+            self.handlers.notes.push(format!(
+                "fwfix could not watch VTOR ({e}): if the firmware moves its vector table, \
+                 faults through the handlers of the new table are only found at the timeout"
+            ));
         }
         self.report(Report::Armed(self.handlers.clone())).await;
         self.client.send("c").await.map_err(text)?;
         self.state = State::Running;
         Ok(())
+    }
+
+    /// The fault handlers the vector table at `table` names; a table that cannot be read leaves
+    /// nothing watched, and the notes say so.
+    async fn handlers_at(&mut self, table: u32) -> FaultHandlers {
+        match self.client.read_words(table, SYSTEM_VECTORS).await {
+            Ok(words) => fault_handlers(&words),
+            Err(e) => FaultHandlers {
+                entries: Vec::new(),
+                reset: None,
+                notes: vec![format!(
+                    "the vector table at 0x{table:08x} could not be read ({e}): faults are not \
+                     watched"
+                )],
+            },
+        }
+    }
+
+    /// Whether the initial stack pointer (the reset table's first word) points past memory the
+    /// machine has: the top word of the stack cannot be read. An image linked for another board
+    /// (more RAM) faults on its first push, with a frame nobody can read.
+    async fn initial_stack_misfit(&mut self, table: u32) -> Option<String> {
+        let sp = *self.client.read_words(table, 1).await.ok()?.first()?;
+        let top = sp.checked_sub(4)?;
+        match self.client.read_words(top, 1).await {
+            Ok(_) => None,
+            Err(e) => Some(format!(
+                "the image's initial stack pointer 0x{sp:08x} (its vector table's first word) is \
+                 outside this machine's memory (reading 0x{top:08x}: {e}): the image looks built \
+                 for another board or machine (its linker script's RAM)"
+            )),
+        }
+    }
+
+    /// The core stopped at a store to VTOR: step over it, then, when the table moved, move the
+    /// breakpoints to the handlers of the new one (those both tables share stay).
+    async fn on_vtor_write(&mut self) -> Result<bool, String> {
+        self.client
+            .clear_write_watchpoint(VTOR, 4)
+            .await
+            .map_err(text)?;
+        self.client.send("s").await.map_err(text)?;
+        let reply = self.client.reply("s", STEP).await.map_err(text)?;
+        if let Some(StopReply::Exited(code)) = rsp::parse_stop(&reply) {
+            self.report(Report::Exited(code)).await;
+            return Ok(false);
+        }
+        self.client
+            .set_write_watchpoint(VTOR, 4)
+            .await
+            .map_err(text)?;
+        let pc = self.client.read_register(PC).await.map_err(text)?;
+        let vtor = self
+            .client
+            .read_words(VTOR, 1)
+            .await
+            .map_err(text)?
+            .first()
+            .copied()
+            .ok_or("VTOR read came back empty")?;
+        if vtor != self.table {
+            let moved = self.handlers_at(vtor).await;
+            for (addr, _) in &self.handlers.entries {
+                if moved.vectors_at(*addr).is_none() {
+                    self.client.clear_breakpoint(*addr).await.map_err(text)?;
+                }
+            }
+            for (addr, _) in &moved.entries {
+                if self.handlers.vectors_at(*addr).is_none() {
+                    self.client.set_breakpoint(*addr).await.map_err(text)?;
+                }
+            }
+            self.table = vtor;
+            self.handlers = moved;
+            self.others.clear();
+            self.report(Report::Moved {
+                table: vtor,
+                handlers: self.handlers.clone(),
+            })
+            .await;
+        }
+        self.resume(pc).await
     }
 
     /// A stop reply arrived. False when the watch is over (the image exited).
@@ -261,6 +363,9 @@ impl Watcher {
         }
         let sampling = self.state == State::Sampling;
         self.state = State::Halted;
+        if rsp::watch_hit(packet) == Some(VTOR) {
+            return self.on_vtor_write().await;
+        }
         let regs = self.core_registers().await?;
         let (Some(pc), Some(exception)) = (regs.pc(), regs.exception()) else {
             return Err("the stopped core's PC or xPSR could not be read".into());

@@ -166,6 +166,7 @@ pub(super) async fn run(
         reports_open: true,
         armed: false,
         vector_notes: Vec::new(),
+        misfits: Vec::new(),
         watch_failed: None,
         fault: None,
         fault_seen: false,
@@ -193,7 +194,7 @@ pub(super) async fn run(
     }
     session.flush_noise().await;
     let exit = session.status.map(|s| exit_info(&s));
-    let (end, fault, stopped_at) = match session.conclude(ending, exit) {
+    let (end, mut fault, stopped_at) = match session.conclude(ending, exit) {
         Ok(concluded) => concluded,
         Err(not_run) => {
             // QEMU's own words stay in console.log as well as in the error.
@@ -211,6 +212,9 @@ pub(super) async fn run(
             });
         }
     };
+    if let Some(snapshot) = fault.as_mut() {
+        snapshot.notes.extend(session.misfits.iter().cloned());
+    }
     // The firmware's exit status: only when QEMU exited by itself, and not when it was told to.
     let exit_code = match end {
         RunEnd::RunnerDied { .. } => None,
@@ -219,12 +223,17 @@ pub(super) async fn run(
     };
 
     let Session {
-        log, store, gate, ..
+        log,
+        store,
+        gate,
+        armed,
+        ..
     } = session;
     finish_log(log).await?;
-    Ok(capture_of(
-        store, launch, end, fault, stopped_at, exit_code, gate,
-    ))
+    let mut capture = capture_of(store, launch, end, fault, stopped_at, exit_code, gate);
+    // Breakpoints on the fault handlers, and QEMU's own word on a lockup.
+    capture.faults_watched = armed;
+    Ok(capture)
 }
 
 fn exit_info(status: &ExitStatus) -> ExitInfo {
@@ -289,6 +298,8 @@ struct Session<'a> {
     armed: bool,
     /// What the vector table left unwatched, for a crash the breakpoints could not see.
     vector_notes: Vec<String>,
+    /// Why the image does not fit the machine: said with every crash.
+    misfits: Vec<String>,
     /// The watcher failed before the core ran.
     watch_failed: Option<String>,
     /// The crash read at a fault handler's entry, until the ending takes it.
@@ -405,10 +416,35 @@ impl Session<'_> {
                 self.fault_seen = true;
                 self.settled = spinning;
             }
+            Report::Moved { table, handlers } => {
+                let watched: Vec<String> = handlers
+                    .entries
+                    .iter()
+                    .map(|(addr, _)| format!("0x{addr:08x}"))
+                    .collect();
+                self.events.emit(&Event::Message {
+                    level: Level::Info,
+                    text: format!(
+                        "the firmware moved its vector table to 0x{table:08x} (VTOR) {} ms after \
+                         launch: fault handlers watched there{}",
+                        self.launch.elapsed().as_millis(),
+                        if watched.is_empty() {
+                            " (none: it has no fault handler)".to_string()
+                        } else {
+                            format!(" at {}", watched.join(", "))
+                        }
+                    ),
+                });
+                self.vector_notes = handlers.notes;
+            }
             Report::Settled => self.settled = true,
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
             Report::Note(text) => self.warn(text),
+            Report::Misfit(text) => {
+                self.warn(text.clone());
+                self.misfits.push(text);
+            }
             Report::Lost(why) => {
                 if !self.armed {
                     self.watch_failed = Some(why);
@@ -429,7 +465,8 @@ impl Session<'_> {
                 if live && !self.verdict && self.detector.is_final(&line.text) {
                     self.verdict = true;
                 }
-                self.store.push(line);
+                let read = live && self.detector.keeps(&line.text);
+                self.store.push_read(line, read);
             }
             Stream::Host => {
                 if self.stderr_head.len() < STDERR_HEAD {
