@@ -593,7 +593,7 @@ impl Job<'_> {
         };
         let written = serde_json::to_vec_pretty(&results)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| rundir::write_atomic(&results_path, &bytes));
+            .and_then(|bytes| rundir::write_atomic_as(&results_path, &bytes, self.durability()));
         if let Err(e) = written {
             return Step::error(
                 ErrorClass::ArtifactMissing,
