@@ -198,6 +198,15 @@ impl Durability {
     }
 }
 
+/// A suffix for a temporary file's name no other write of this process (another job's thread
+/// writing the same file at the same moment, say) nor another process uses: the process id and
+/// a count.
+pub fn temp_suffix() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
 /// Writes a file so that readers only ever see the old or the new contents: a temporary file in
 /// the same directory, fsync, rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -211,7 +220,7 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], durability: Durability) -> io:
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(format!(".{name}.tmp-{}", temp_suffix()));
     {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;

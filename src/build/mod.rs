@@ -55,6 +55,22 @@ pub struct BuildOutput {
     pub log: String,
     /// A program the shell or make could not find, e.g. `arm-none-eabi-gcc`.
     pub missing_tool: Option<String>,
+    /// The tree's build lock, still held when the request named one: the caller lets it go once
+    /// it has said the build finished, so another job's build is never seen to start before this
+    /// one is seen to end.
+    pub turn: Option<BuildTurn>,
+}
+
+/// A tree's build lock, held; it is released when the last clone goes.
+#[derive(Clone)]
+pub struct BuildTurn {
+    _lock: std::sync::Arc<BuildLock>,
+}
+
+impl std::fmt::Debug for BuildTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BuildTurn")
+    }
 }
 
 impl BuildOutput {
@@ -138,15 +154,18 @@ pub async fn run(
         .await
         .map_err(log_err)?;
     let started = Instant::now();
-    let _lock = match &req.lock {
+    let turn = match &req.lock {
         Some(path) => match lock_build(path, cancel, events).await? {
-            Some(lock) => Some(lock),
+            Some(lock) => Some(BuildTurn {
+                _lock: std::sync::Arc::new(lock),
+            }),
             None => {
                 return Ok(BuildOutput {
                     end: BuildEnd::Cancelled,
                     duration: started.elapsed(),
                     log: String::new(),
                     missing_tool: None,
+                    turn: None,
                 })
             }
         },
@@ -224,6 +243,7 @@ pub async fn run(
         duration: started.elapsed(),
         log,
         missing_tool,
+        turn,
     })
 }
 

@@ -165,7 +165,7 @@ fn write_atomic(path: &Path, contents: &[u8], durability: Durability) -> Result<
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(format!(".{name}.tmp-{}", crate::rundir::temp_suffix()));
 
     let written = OpenOptions::new()
         .write(true)
