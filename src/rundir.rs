@@ -165,24 +165,69 @@ fn run_id(now: DateTime<Utc>, salt: u32) -> String {
     format!("{}-{:04x}", now.format("%Y%m%d-%H%M%S"), mix & 0xffff)
 }
 
+/// Whether a run's records are forced to disk as they are written.
+///
+/// Either way a file is replaced whole (a temporary file, then a rename), so a killed process
+/// leaves the old or the new contents and the page cache keeps them. Syncing only adds what
+/// survives a power cut or a kernel crash, and it costs a disk flush per file, more than a whole
+/// QEMU test on a busy disk. A run that patches the tree syncs: its checkpoint is what restores
+/// the person's work. A run that only builds and tests (it never writes the tree) does not: a
+/// power cut can lose the record of the test that was running, nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    Synced,
+    Cached,
+}
+
+impl Durability {
+    /// Flushes `file` to disk when synced.
+    pub fn sync(self, file: &File) -> io::Result<()> {
+        match self {
+            Durability::Synced => file.sync_all(),
+            Durability::Cached => Ok(()),
+        }
+    }
+
+    /// Flushes the directory `dir` (a rename in it) to disk when synced; best effort.
+    pub fn sync_dir(self, dir: &Path) {
+        if self == Durability::Synced {
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+    }
+}
+
+/// A suffix for a temporary file's name no other write of this process (another job's thread
+/// writing the same file at the same moment, say) nor another process uses: the process id and
+/// a count.
+pub fn temp_suffix() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
 /// Writes a file so that readers only ever see the old or the new contents: a temporary file in
 /// the same directory, fsync, rename, fsync of the directory.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_as(path, bytes, Durability::Synced)
+}
+
+/// [`write_atomic`], synced to disk or not as `durability` says.
+pub fn write_atomic_as(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(format!(".{name}.tmp-{}", temp_suffix()));
     {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        durability.sync(&f)?;
     }
     std::fs::rename(&tmp, path)?;
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    durability.sync_dir(dir);
     Ok(())
 }
 
@@ -206,7 +251,8 @@ pub struct TraceLine {
     pub evidence_sha256: Vec<String>,
 }
 
-/// Appends transitions to `trace.jsonl`, each flushed and fsync'd before the next step starts.
+/// Appends transitions to `trace.jsonl`, each written (and fsync'd, when the run's records are
+/// [`Durability::Synced`]) before the next step starts.
 ///
 /// The writer holds an exclusive `flock` on the trace for as long as it lives: it is what says a
 /// process carries the run on, so a second process (`fwfix resume` of a run that is still going)
@@ -216,13 +262,18 @@ pub struct TraceLine {
 pub struct TraceWriter {
     file: Flock<File>,
     next_seq: u64,
+    durability: Durability,
 }
 
 impl TraceWriter {
     /// Opens the run's trace for appending and locks it; `last_seq` is the last line already in
     /// it (0 for a new run). A trace another process holds is an error of kind
     /// [`io::ErrorKind::WouldBlock`].
-    pub fn open(run_dir: &RunDir, last_seq: u64) -> io::Result<TraceWriter> {
+    pub fn open(
+        run_dir: &RunDir,
+        last_seq: u64,
+        durability: Durability,
+    ) -> io::Result<TraceWriter> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -232,6 +283,7 @@ impl TraceWriter {
         Ok(TraceWriter {
             file,
             next_seq: last_seq + 1,
+            durability,
         })
     }
 
@@ -243,12 +295,15 @@ impl TraceWriter {
         line
     }
 
-    /// Appends a stamped line and fsyncs it.
+    /// Appends a stamped line (one `write`, so a killed process leaves whole lines) and fsyncs it
+    /// when synced.
     pub fn write(&mut self, line: &TraceLine) -> io::Result<()> {
         let mut text = serde_json::to_string(line).map_err(io::Error::other)?;
         text.push('\n');
         self.file.write_all(text.as_bytes())?;
-        self.file.sync_data()?;
+        if self.durability == Durability::Synced {
+            self.file.sync_data()?;
+        }
         self.next_seq = line.seq + 1;
         Ok(())
     }
@@ -312,7 +367,7 @@ mod tests {
     fn trace_lines_are_numbered_and_parse_back() {
         let repo = tempfile::tempdir().unwrap();
         let dir = RunDir::create(repo.path(), Utc::now()).unwrap();
-        let mut w = TraceWriter::open(&dir, 0).unwrap();
+        let mut w = TraceWriter::open(&dir, 0, Durability::Synced).unwrap();
         let line = TraceLine {
             seq: 0,
             ts: String::new(),
@@ -342,12 +397,14 @@ mod tests {
 
     #[test]
     fn atomic_write_replaces_whole_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("report.json");
-        write_atomic(&p, b"old").unwrap();
-        write_atomic(&p, b"new contents").unwrap();
-        assert_eq!(std::fs::read(&p).unwrap(), b"new contents");
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(leftovers.len(), 1);
+        for durability in [Durability::Synced, Durability::Cached] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = dir.path().join("report.json");
+            write_atomic_as(&p, b"old", durability).unwrap();
+            write_atomic_as(&p, b"new contents", durability).unwrap();
+            assert_eq!(std::fs::read(&p).unwrap(), b"new contents");
+            let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+            assert_eq!(leftovers.len(), 1);
+        }
     }
 }

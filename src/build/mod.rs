@@ -55,6 +55,22 @@ pub struct BuildOutput {
     pub log: String,
     /// A program the shell or make could not find, e.g. `arm-none-eabi-gcc`.
     pub missing_tool: Option<String>,
+    /// The tree's build lock, still held when the request named one: the caller lets it go once
+    /// it has said the build finished, so another job's build is never seen to start before this
+    /// one is seen to end.
+    pub turn: Option<BuildTurn>,
+}
+
+/// A tree's build lock, held; it is released when the last clone goes.
+#[derive(Clone)]
+pub struct BuildTurn {
+    _lock: std::sync::Arc<BuildLock>,
+}
+
+impl std::fmt::Debug for BuildTurn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BuildTurn")
+    }
 }
 
 impl BuildOutput {
@@ -94,8 +110,30 @@ const MAX_LOG_IN_MEMORY: usize = 8 * 1024 * 1024;
 const TERM_GRACE: Duration = Duration::from_secs(2);
 /// A tree's build lock, relative to its root (`.fwfix/` is kept out of git).
 pub const BUILD_LOCK: &str = ".fwfix/build.lock";
-/// How often a build waiting for its tree's lock tries again.
+/// How often a build waiting for its tree's lock, held by another fwfix process, tries again.
+/// Jobs of one fwfix wait on each other without polling (see [`BuildLock`]).
 const LOCK_POLL: Duration = Duration::from_millis(20);
+
+/// A tree's build lock held: the in-process turn (jobs of one fwfix queue on it and are woken the
+/// moment it is released, where polling the file would cost each waiter up to [`LOCK_POLL`]),
+/// then the `flock` that keeps other fwfix processes out.
+struct BuildLock {
+    _file: Flock<File>,
+    _turn: tokio::sync::OwnedMutexGuard<()>,
+}
+
+/// The in-process turn of the lock file at `path` (one per path, for the process's lifetime: a
+/// handful of trees at most).
+fn turn_of(path: &Path) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    static TURNS: OnceLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
+    let mut turns = TURNS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    turns.entry(path.to_path_buf()).or_default().clone()
+}
 
 /// Runs the build. Returns `Ok` whenever the command ran, whatever its status.
 pub async fn run(
@@ -116,15 +154,18 @@ pub async fn run(
         .await
         .map_err(log_err)?;
     let started = Instant::now();
-    let _lock = match &req.lock {
+    let turn = match &req.lock {
         Some(path) => match lock_build(path, cancel, events).await? {
-            Some(lock) => Some(lock),
+            Some(lock) => Some(BuildTurn {
+                _lock: std::sync::Arc::new(lock),
+            }),
             None => {
                 return Ok(BuildOutput {
                     end: BuildEnd::Cancelled,
                     duration: started.elapsed(),
                     log: String::new(),
                     missing_tool: None,
+                    turn: None,
                 })
             }
         },
@@ -202,6 +243,7 @@ pub async fn run(
         duration: started.elapsed(),
         log,
         missing_tool,
+        turn,
     })
 }
 
@@ -211,7 +253,7 @@ async fn lock_build(
     path: &Path,
     cancel: &CancellationToken,
     events: &dyn EventSink,
-) -> Result<Option<Flock<File>>, BuildError> {
+) -> Result<Option<BuildLock>, BuildError> {
     let lock_err = |source| BuildError::Lock {
         path: path.to_path_buf(),
         source,
@@ -219,7 +261,19 @@ async fn lock_build(
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(lock_err)?;
     }
+    let turn = turn_of(path);
     let mut said = false;
+    let turn = match turn.clone().try_lock_owned() {
+        Ok(turn) => turn,
+        Err(_) => {
+            said = true;
+            events.emit(&waiting());
+            tokio::select! {
+                turn = turn.lock_owned() => turn,
+                _ = cancel.cancelled() => return Ok(None),
+            }
+        }
+    };
     loop {
         let file = OpenOptions::new()
             .write(true)
@@ -228,21 +282,30 @@ async fn lock_build(
             .open(path)
             .map_err(lock_err)?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(locked) => return Ok(Some(locked)),
+            Ok(file) => {
+                return Ok(Some(BuildLock {
+                    _file: file,
+                    _turn: turn,
+                }))
+            }
             Err((_, Errno::EWOULDBLOCK)) => {}
             Err((_, errno)) => return Err(lock_err(errno.into())),
         }
         if !said {
             said = true;
-            events.emit(&Event::Message {
-                level: Level::Info,
-                text: "waiting for another build of this tree to finish".into(),
-            });
+            events.emit(&waiting());
         }
         tokio::select! {
             _ = tokio::time::sleep(LOCK_POLL) => {}
             _ = cancel.cancelled() => return Ok(None),
         }
+    }
+}
+
+fn waiting() -> Event {
+    Event::Message {
+        level: Level::Info,
+        text: "waiting for another build of this tree to finish".into(),
     }
 }
 

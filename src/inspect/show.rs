@@ -151,5 +151,9 @@ pub fn rerender(run_dir: &Path) -> Result<Vec<PathBuf>, InspectError> {
             });
         }
     };
-    Ok(report::write_renderings(run_dir, &report)?)
+    Ok(report::write_renderings(
+        run_dir,
+        &report,
+        crate::rundir::Durability::Synced,
+    )?)
 }

@@ -149,9 +149,11 @@ pub async fn bisect(
     let mut report = engine.report(&outcome, run_dir.id(), started);
     report.lease = claim.lease.as_ref().map(|l| l.info().clone());
     report.notes.extend(claim.notes);
-    report::write(run_dir.path(), &report).map_err(|e| OrchestratorError::RunDir {
-        path: run_dir.path().to_path_buf(),
-        source: std::io::Error::other(e.to_string()),
+    report::write(run_dir.path(), &report, rundir::Durability::Synced).map_err(|e| {
+        OrchestratorError::RunDir {
+            path: run_dir.path().to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        }
     })?;
     Ok(Finished {
         command: Command::Bisect,
@@ -255,7 +257,7 @@ impl CulpritFinder for EngineFinder<'_> {
         let mut engine = self.engine(&dir, &tag, cancel.clone());
         let outcome = engine.run(&line, good, bad).await;
         let report = engine.report(&outcome, &tag, started);
-        if let Err(e) = report::write(&dir, &report) {
+        if let Err(e) = report::write(&dir, &report, rundir::Durability::Synced) {
             self.events.emit(&Event::Message {
                 level: Level::Warning,
                 text: format!("could not write the bisect's report: {e}"),

@@ -199,9 +199,13 @@ pub struct PowerState {
 
 impl RunContext {
     /// Writes `context.json` atomically.
-    pub fn checkpoint(&self, run_dir: &Path) -> std::io::Result<()> {
+    pub fn checkpoint(
+        &self,
+        run_dir: &Path,
+        durability: rundir::Durability,
+    ) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        rundir::write_atomic(&run_dir.join("context.json"), &bytes)
+        rundir::write_atomic_as(&run_dir.join("context.json"), &bytes, durability)
     }
 
     /// Reads `context.json`.

@@ -353,6 +353,7 @@ impl<'a> Job<'a> {
     ) -> Result<Job<'a>, OrchestratorError> {
         // Everything that can be refused (the strategy too) is checked before the run directory
         // exists.
+        let durability = durability_of(&strategy.0);
         let started = Utc::now();
         let run_dir = match placement {
             Placement::Runs => {
@@ -437,9 +438,9 @@ impl<'a> Job<'a> {
         });
         let bytes = serde_json::to_vec_pretty(&run_json).map_err(std::io::Error::other);
         bytes
-            .and_then(|b| rundir::write_atomic(&run_dir.path().join("run.json"), &b))
+            .and_then(|b| rundir::write_atomic_as(&run_dir.path().join("run.json"), &b, durability))
             .map_err(io)?;
-        let trace = TraceWriter::open(&run_dir, 0).map_err(io)?;
+        let trace = TraceWriter::open(&run_dir, 0, durability).map_err(io)?;
         events.emit(&Event::RunStarted {
             run_id: run_dir.id().to_string(),
             command: command.name().to_string(),
@@ -467,20 +468,22 @@ impl<'a> Job<'a> {
             })?
             .map(|l| l.seq)
             .unwrap_or(0);
-        let mut trace = TraceWriter::open(&run_dir, last_seq).map_err(|source| {
-            if source.kind() == std::io::ErrorKind::WouldBlock {
-                OrchestratorError::Usage(format!(
+        let mut trace = TraceWriter::open(&run_dir, last_seq, durability_of(&strategy.0)).map_err(
+            |source| {
+                if source.kind() == std::io::ErrorKind::WouldBlock {
+                    OrchestratorError::Usage(format!(
                     "run {} is still going: another fwfix process carries it on (last recorded: \
                      pid {} on host {}); stop it or let it finish before resuming",
                     ctx.run_id, ctx.pid, ctx.host
                 ))
-            } else {
-                OrchestratorError::RunDir {
-                    path: run_dir.path().to_path_buf(),
-                    source,
+                } else {
+                    OrchestratorError::RunDir {
+                        path: run_dir.path().to_path_buf(),
+                        source,
+                    }
                 }
-            }
-        })?;
+            },
+        )?;
         // The context is written before the trace line: a crash between the two leaves the
         // line in the context only, and it is appended now.
         if let Some(line) = &ctx.last_line {
@@ -565,6 +568,11 @@ impl<'a> Job<'a> {
     /// Whether this run patches (a fix run) or only tests.
     pub fn patching(&self) -> bool {
         self.strategy.is_some()
+    }
+
+    /// How the run's records are written: synced to disk when the run patches the tree.
+    pub fn durability(&self) -> rundir::Durability {
+        durability_of(&self.strategy)
     }
 
     /// Whether another candidate can be tried.
@@ -787,7 +795,9 @@ impl<'a> Job<'a> {
             path: self.run_dir.path().to_path_buf(),
             source,
         };
-        self.ctx.checkpoint(self.run_dir.path()).map_err(io)?;
+        self.ctx
+            .checkpoint(self.run_dir.path(), self.durability())
+            .map_err(io)?;
         self.trace.write(&line).map_err(io)?;
         self.events.emit(&Event::Transition {
             seq: line.seq,
@@ -825,16 +835,18 @@ impl<'a> Job<'a> {
         }
         // The context records the finished run (resume refuses it; `fwfix runs` lists it).
         self.ctx
-            .checkpoint(self.run_dir.path())
+            .checkpoint(self.run_dir.path(), self.durability())
             .map_err(|source| OrchestratorError::RunDir {
                 path: self.run_dir.path().to_path_buf(),
                 source,
             })?;
         let mut report = self.report(state);
         self.record_check(&mut report);
-        report::write(self.run_dir.path(), &report).map_err(|e| OrchestratorError::RunDir {
-            path: self.run_dir.path().to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
+        report::write(self.run_dir.path(), &report, self.durability()).map_err(|e| {
+            OrchestratorError::RunDir {
+                path: self.run_dir.path().to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            }
         })?;
         Ok(Finished {
             command: self.ctx.command,
@@ -1160,6 +1172,16 @@ impl Job<'_> {
                 report.notes.push(text);
             }
         }
+    }
+}
+
+/// How the records of a run with `strategy` are written: a run that patches the tree syncs them,
+/// since its checkpoint is what gives the person's tree back after a crash; a test run does not
+/// (see [`rundir::Durability`]).
+fn durability_of(strategy: &Option<Box<dyn Strategy + '_>>) -> rundir::Durability {
+    match strategy {
+        Some(_) => rundir::Durability::Synced,
+        None => rundir::Durability::Cached,
     }
 }
 

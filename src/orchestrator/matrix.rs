@@ -11,6 +11,7 @@
 //!   only when one of them passed; otherwise it is skipped, saying which failed;
 //! - a pair that ended on an infrastructure error runs again, up to `retries` more times (a test
 //!   that failed is a result and is never retried);
+//! - every pair runs on a thread of its own, so one job's own work never holds up another's;
 //! - every event reaches the sink with its pair's name, so nothing a person or a script reads
 //!   mixes two pairs' lines;
 //! - once the run is cancelled no further pair starts; the ones running end as `fwfix test`
@@ -29,6 +30,7 @@ use crate::report::Status;
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::{HashSet, VecDeque};
 use std::path::{Path, PathBuf};
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Options of `fwfix test` over several boards or profiles.
@@ -201,6 +203,7 @@ pub async fn run_pairs(
     let mut pending: VecDeque<usize> = (0..pairs.len()).collect();
     let mut busy: HashSet<String> = HashSet::new();
     let mut running = FuturesUnordered::new();
+    let (event_tx, mut event_rx) = mpsc::unbounded_channel();
     let slots = schedule.jobs.max(1);
     loop {
         while running.len() < slots && !cancel.is_cancelled() {
@@ -249,12 +252,22 @@ pub async fn run_pairs(
                 repeat: schedule.repeat,
                 access: schedule.access.clone(),
             };
-            let (sink, cancel) = (&sinks[i], cancel.clone());
-            running.push(async move { (i, test(run, sink, cancel).await) });
+            running.push(on_own_thread(i, run, &cancel, &event_tx));
         }
         // Nothing running means nothing could start: every pair ended or was skipped, or the
         // run was cancelled.
-        let Some((i, result)) = running.next().await else {
+        let next = loop {
+            tokio::select! {
+                biased;
+                Some((pair, event)) = event_rx.recv() => sinks[pair].emit(&event),
+                next = running.next() => break next,
+            }
+        };
+        // What a pair said before it ended comes before anything said of its end.
+        while let Ok((pair, event)) = event_rx.try_recv() {
+            sinks[pair].emit(&event);
+        }
+        let Some((i, result)) = next else {
             break;
         };
         if pairs[i].is_hardware() {
@@ -287,6 +300,67 @@ pub async fn run_pairs(
             end: end.unwrap_or(PairEnd::NotStarted),
         })
         .collect())
+}
+
+/// Runs pair `i`'s test on a thread of its own, with a runtime of its own: run as futures of one
+/// task, the jobs took turns on one thread, and whatever one did between two awaits (writing its
+/// records, starting QEMU, reading symbols, rendering its report) held up the others, the QEMUs
+/// they wait on included. Its events come back on `events`, to be emitted under the pair's name
+/// by the caller. Dropping the returned future cancels the job, which then ends as `fwfix test`
+/// does on Ctrl+C (its QEMU stopped, its report written).
+fn on_own_thread(
+    i: usize,
+    run: TestOptions,
+    cancel: &CancellationToken,
+    events: &mpsc::UnboundedSender<(usize, Event)>,
+) -> impl std::future::Future<Output = (usize, Result<Finished, OrchestratorError>)> {
+    let cancel = cancel.child_token();
+    let stop = cancel.clone().drop_guard();
+    let sink = Forward {
+        pair: i,
+        events: events.clone(),
+    };
+    let (done_tx, done_rx) = oneshot::channel();
+    let spawned = std::thread::Builder::new()
+        .name(format!("fwfix-job-{i}"))
+        .spawn(move || {
+            let result = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(runtime) => runtime.block_on(test(run, &sink, cancel)),
+                Err(e) => Err(OrchestratorError::Internal(format!(
+                    "cannot start the runtime of a job: {e}"
+                ))),
+            };
+            let _ = done_tx.send(result);
+        });
+    async move {
+        let _stop = stop;
+        let result = match spawned {
+            Ok(_) => done_rx.await.unwrap_or_else(|_| {
+                Err(OrchestratorError::Internal(
+                    "a job's thread ended without a result".into(),
+                ))
+            }),
+            Err(e) => Err(OrchestratorError::Internal(format!(
+                "cannot start the thread of a job: {e}"
+            ))),
+        };
+        (i, result)
+    }
+}
+
+/// A job's events, sent to the thread that runs the schedule.
+struct Forward {
+    pair: usize,
+    events: mpsc::UnboundedSender<(usize, Event)>,
+}
+
+impl EventSink for Forward {
+    fn emit(&self, event: &Event) {
+        let _ = self.events.send((self.pair, event.clone()));
+    }
 }
 
 /// What sim-first says of a hardware pair now.

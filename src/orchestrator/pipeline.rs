@@ -107,7 +107,7 @@ impl Job<'_> {
             env: vec![("FWFIX_BOARD".into(), self.board.name.clone())],
             lock: Some(self.ctx.work_dir.join(build::BUILD_LOCK)),
         };
-        let out = match build::run(&req, &self.cancel, self.events).await {
+        let mut out = match build::run(&req, &self.cancel, self.events).await {
             Ok(out) => out,
             Err(e) => return Step::error(ErrorClass::BuildEnvFailure, e.to_string()),
         };
@@ -120,6 +120,8 @@ impl Job<'_> {
             errors,
             warnings,
         });
+        // The next build of the tree may start now that this one is said to have ended.
+        drop(out.turn.take());
         let first_error = diagnostics
             .iter()
             .find(|d| d.severity == Severity::Error)
@@ -613,7 +615,7 @@ impl Job<'_> {
         };
         let written = serde_json::to_vec_pretty(&results)
             .map_err(std::io::Error::other)
-            .and_then(|bytes| rundir::write_atomic(&results_path, &bytes));
+            .and_then(|bytes| rundir::write_atomic_as(&results_path, &bytes, self.durability()));
         if let Err(e) = written {
             return Step::error(
                 ErrorClass::ArtifactMissing,

@@ -72,7 +72,10 @@ fn write_with(
         .ok_or_else(|| RepoError::io("write", path, std::io::ErrorKind::InvalidInput.into()))?;
     fs::create_dir_all(parent).map_err(|e| RepoError::io("create directory", parent, e))?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = parent.join(format!("{TMP_PREFIX}{}-{name}", std::process::id()));
+    let tmp = parent.join(format!(
+        "{TMP_PREFIX}{}-{name}",
+        crate::rundir::temp_suffix()
+    ));
     match fs::remove_file(&tmp) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -30,6 +30,7 @@ pub use model::{
 };
 pub use visible::{escape_html, visible, visible_char};
 
+use crate::rundir::Durability;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -78,7 +79,7 @@ pub enum ReportError {
 /// Writes `report.json`, `report.md`, `junit.xml` and `report.html` into `run_dir`, each
 /// atomically (a reader sees the old file or the new one, never half of one). All are attempted
 /// even when one fails, so a broken renderer never costs the others; the first error is returned.
-pub fn write(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
+pub fn write(run_dir: &Path, report: &Report, durability: Durability) -> Result<(), ReportError> {
     fs::create_dir_all(run_dir).map_err(|source| ReportError::Io {
         action: "create the run directory",
         path: run_dir.to_path_buf(),
@@ -95,15 +96,19 @@ pub fn write(run_dir: &Path, report: &Report) -> Result<(), ReportError> {
             path: json_path.clone(),
             source,
         })
-        .and_then(|text| write_atomic(&json_path, text.as_bytes()));
-    let renderings = write_renderings(run_dir, report);
+        .and_then(|text| write_atomic(&json_path, text.as_bytes(), durability));
+    let renderings = write_renderings(run_dir, report, durability);
     json.and(renderings.map(|_| ()))
 }
 
 /// Writes the files rendered from a report — `report.md`, `junit.xml` and `report.html` — but not
 /// `report.json` itself, and returns their paths. All are attempted even when one fails; the
 /// first error is returned.
-pub fn write_renderings(run_dir: &Path, report: &Report) -> Result<Vec<PathBuf>, ReportError> {
+pub fn write_renderings(
+    run_dir: &Path,
+    report: &Report,
+    durability: Durability,
+) -> Result<Vec<PathBuf>, ReportError> {
     let md_path = run_dir.join(REPORT_MD);
     let junit_path = run_dir.join(JUNIT_XML);
     let html_path = run_dir.join(REPORT_HTML);
@@ -112,11 +117,12 @@ pub fn write_renderings(run_dir: &Path, report: &Report) -> Result<Vec<PathBuf>,
         source,
     });
     let results = [
-        write_atomic(&md_path, render_markdown(report).as_bytes()),
-        junit.and_then(|text| write_atomic(&junit_path, text.as_bytes())),
+        write_atomic(&md_path, render_markdown(report).as_bytes(), durability),
+        junit.and_then(|text| write_atomic(&junit_path, text.as_bytes(), durability)),
         write_atomic(
             &html_path,
             render_html(report, &history::load(run_dir, report)).as_bytes(),
+            durability,
         ),
     ];
     results.into_iter().collect::<Result<(), _>>()?;
@@ -140,8 +146,9 @@ pub fn load(run_dir: &Path) -> Result<Report, ReportError> {
 }
 
 /// Writes `path` through a temporary file in the same directory: write, fsync, rename, then fsync
-/// the directory so the rename itself survives a power cut.
-fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
+/// the directory so the rename itself survives a power cut — the fsyncs only when `durability`
+/// says so.
+fn write_atomic(path: &Path, contents: &[u8], durability: Durability) -> Result<(), ReportError> {
     let io_error = |action: &'static str, path: &Path| {
         let path = path.to_path_buf();
         move |source| ReportError::Io {
@@ -158,7 +165,7 @@ fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = dir.join(format!(".{name}.tmp-{}", crate::rundir::temp_suffix()));
 
     let written = OpenOptions::new()
         .write(true)
@@ -167,7 +174,7 @@ fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
         .open(&tmp)
         .and_then(|mut file| {
             file.write_all(contents)?;
-            file.sync_all()
+            durability.sync(&file)
         })
         .map_err(io_error("write", &tmp))
         .and_then(|()| fs::rename(&tmp, path).map_err(io_error("replace", path)));
@@ -176,9 +183,12 @@ fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), ReportError> {
         let _ = fs::remove_file(&tmp);
     }
     written?;
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_error("sync", dir))
+    match durability {
+        Durability::Synced => File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_error("sync", dir)),
+        Durability::Cached => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -339,7 +349,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let run_dir = dir.path().join("runs").join("r1");
         let report = minimal();
-        write(&run_dir, &report).unwrap();
+        write(&run_dir, &report, Durability::Synced).unwrap();
 
         let mut names: Vec<String> = fs::read_dir(&run_dir)
             .unwrap()
@@ -361,7 +371,7 @@ mod tests {
         // Rewriting replaces the files in place.
         let mut again = report.clone();
         again.status = Status::Passed;
-        write(&run_dir, &again).unwrap();
+        write(&run_dir, &again, Durability::Cached).unwrap();
         assert_eq!(load(&run_dir).unwrap().status, Status::Passed);
     }
 
@@ -387,7 +397,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let not_a_dir = dir.path().join("file");
         fs::write(&not_a_dir, "x").unwrap();
-        let err = write(&not_a_dir, &minimal()).unwrap_err();
+        let err = write(&not_a_dir, &minimal(), Durability::Synced).unwrap_err();
         assert!(
             err.to_string().contains(&not_a_dir.display().to_string()),
             "{err}"
