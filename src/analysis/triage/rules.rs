@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
+use super::prefilter::Prefilter;
 use super::TriageClass;
 use crate::analysis::{Diagnostic, Severity};
 
@@ -907,6 +908,8 @@ pub(super) struct Compiled {
     pub regex: Vec<Option<Regex>>,
     /// The diagnostic hint's index in `set`.
     pub hint: usize,
+    /// The lines `set` could match, found over a whole buffer at once.
+    pub prefilter: Prefilter,
 }
 
 /// The set's lazy DFA cache, an upper bound (it grows as states are needed). With the default
@@ -955,6 +958,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .build()
         .expect("built-in triage patterns compile as a set");
     Compiled {
+        prefilter: Prefilter::new(&patterns),
         set,
         set_index,
         regex,

@@ -1137,3 +1137,189 @@ fn a_ci_success_trailer_is_not_a_pass() {
         assert_eq!(t.class, TriageClass::Unknown, "{trailer}: {t:#?}");
     }
 }
+
+/// Every recorded log, the fixtures and the real public ones, as bytes.
+fn every_recorded_log() -> Vec<(PathBuf, Vec<u8>)> {
+    let mut logs = Vec::new();
+    for dir in [data_dir(), data_dir().join("real")] {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                logs.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    logs.sort();
+    assert!(logs.len() > 300, "{} logs", logs.len());
+    logs
+}
+
+/// Whether the rule set matches any part of `raw` as the triager reads it.
+fn rule_set_matches(raw: &[u8]) -> bool {
+    let cleaned = clean(raw);
+    cleaned
+        .split(|&b| b == b'\r')
+        .map(trim)
+        .any(|segment| !segment.is_empty() && COMPILED.set.matches(segment).matched_any())
+}
+
+/// Both ways of reading `text` (prefiltered and not) give the same triage.
+fn prefiltered_and_plain(text: &[u8], ctx: TriageContext) -> (Triage, Triage) {
+    let mut fast = Triager::new(ctx);
+    fast.push_text(text);
+    let mut plain = Triager::without_prefilter(ctx);
+    plain.push_text(text);
+    (fast.finish(), plain.finish())
+}
+
+#[test]
+fn the_prefilter_narrows_the_lines_read() {
+    assert!(COMPILED.prefilter.is_effective());
+    let ordinary = b"[00:00:00.000,000] <inf> main: sensor ready\n\
+                     CC arch/arm/core/cortex_m/fault.c\n\
+                     I (312) cpu_start: Starting scheduler on PRO CPU.\n";
+    for line in ordinary.split(|&b| b == b'\n') {
+        assert!(
+            !COMPILED.prefilter.is_candidate(line),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
+
+#[test]
+fn every_line_the_rule_set_matches_is_a_prefilter_candidate() {
+    let mut matched = 0;
+    for (path, bytes) in every_recorded_log() {
+        for raw in bytes.split(|&b| b == b'\n') {
+            if rule_set_matches(raw) {
+                matched += 1;
+                assert!(
+                    COMPILED.prefilter.is_candidate(raw),
+                    "{}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(raw)
+                );
+            }
+        }
+    }
+    assert!(matched > 500, "{matched} lines matched");
+}
+
+#[test]
+fn the_prefilter_changes_no_classification_of_a_recorded_log() {
+    for (path, bytes) in every_recorded_log() {
+        for ctx in [PLAIN, TIMED_OUT] {
+            let (fast, plain) = prefiltered_and_plain(&bytes, ctx);
+            assert_eq!(fast, plain, "{}", path.display());
+        }
+    }
+}
+
+/// Lines the rule set matches, from the recorded logs: what the property tests mutate.
+static MATCHING_LINES: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    every_recorded_log()
+        .into_iter()
+        .flat_map(|(_, bytes)| {
+            bytes
+                .split(|&b| b == b'\n')
+                .filter(|raw| rule_set_matches(raw))
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+});
+
+/// One edit of a line: flip the case of a byte, put bytes (an escape sequence, a carriage
+/// return, a stamp, noise) in, or take some out.
+#[derive(Debug, Clone)]
+enum Edit {
+    FlipCase(usize),
+    Insert(usize, Vec<u8>),
+    Delete(usize, usize),
+}
+
+fn edit_strategy() -> impl Strategy<Value = Edit> {
+    let inserted = prop_oneof![
+        Just(b"\x1b[0m".to_vec()),
+        Just(b"\x1b[1;31m".to_vec()),
+        Just(b"\r".to_vec()),
+        Just(b"[    0.035] uart  ".to_vec()),
+        Just(b" ".to_vec()),
+        proptest::collection::vec(any::<u8>(), 1..4),
+    ];
+    prop_oneof![
+        any::<usize>().prop_map(Edit::FlipCase),
+        (any::<usize>(), inserted).prop_map(|(at, bytes)| Edit::Insert(at, bytes)),
+        (any::<usize>(), 1..4usize).prop_map(|(at, n)| Edit::Delete(at, n)),
+    ]
+}
+
+fn apply(line: &mut Vec<u8>, edit: &Edit) {
+    let at = |i: usize, len: usize| if len == 0 { 0 } else { i % len };
+    match edit {
+        Edit::FlipCase(i) => {
+            if !line.is_empty() {
+                let i = at(*i, line.len());
+                line[i] = if line[i].is_ascii_lowercase() {
+                    line[i].to_ascii_uppercase()
+                } else {
+                    line[i].to_ascii_lowercase()
+                };
+            }
+        }
+        Edit::Insert(i, bytes) => {
+            let i = at(*i, line.len() + 1);
+            let bytes: Vec<u8> = bytes.iter().copied().filter(|&b| b != b'\n').collect();
+            line.splice(i..i, bytes);
+        }
+        Edit::Delete(i, n) => {
+            if !line.is_empty() {
+                let i = at(*i, line.len());
+                let end = (i + n).min(line.len());
+                line.drain(i..end);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Mutated lines that the rule set still matches stay candidates: completeness does not
+    /// rest on the exact lines recorded.
+    #[test]
+    fn a_mutated_line_the_rule_set_matches_is_a_candidate(
+        pick in any::<usize>(),
+        edits in proptest::collection::vec(edit_strategy(), 0..6),
+    ) {
+        let mut line = MATCHING_LINES[pick % MATCHING_LINES.len()].clone();
+        for edit in &edits {
+            apply(&mut line, edit);
+        }
+        if rule_set_matches(&line) {
+            prop_assert!(
+                COMPILED.prefilter.is_candidate(&line),
+                "{}", String::from_utf8_lossy(&line)
+            );
+        }
+    }
+
+    /// A log made of mutated recorded lines and noise triages the same with and without the
+    /// prefilter.
+    #[test]
+    fn the_prefilter_changes_no_classification_of_a_mixed_log(
+        picks in proptest::collection::vec((any::<usize>(), edit_strategy()), 1..40),
+        timed_out in any::<bool>(),
+    ) {
+        let mut text = Vec::new();
+        for (pick, edit) in &picks {
+            let mut line = MATCHING_LINES[pick % MATCHING_LINES.len()].clone();
+            apply(&mut line, edit);
+            text.extend_from_slice(&line);
+            text.extend_from_slice(if pick % 3 == 0 { b"\r\n" } else { b"\nplain text\n\n" });
+        }
+        let (fast, plain) = prefiltered_and_plain(&text, TriageContext { timed_out });
+        prop_assert_eq!(fast, plain);
+    }
+}
