@@ -652,7 +652,155 @@ const SAMPLES: &[(&str, &str)] = &[
     (
         "____________ TestSelfTest.test_reassemble ____________",
         "pytest.failure_section",
+    ),    // Runners, compilers, configure steps and flashers whose shapes no recorded log showed,
+    // as those tools print them.
+    ("67% tests passed, 1 tests failed out of 3", "ctest.summary_fail"),
+    ("100% tests passed, 0 tests failed out of 12", "ctest.summary_pass"),
+    (
+        "1/1 Test #1: test_ringbuf .....................***Timeout  10.01 sec",
+        "ctest.timeout",
     ),
+    (
+        " 2/27 Test  #2: qa_signal_generator_cw_c ............***Failed    0.19 sec",
+        "ctest.failed",
+    ),
+    ("Test timeout 10 seconds exceeded.", "robot.timeout"),
+    ("1 test, 0 passed, 1 failed", "robot.summary_fail"),
+    ("3 tests, 3 passed, 0 failed, 0 skipped", "robot.summary_pass"),
+    (
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=uart-echo RESULT=fail>",
+        "lava.testcase_fail",
+    ),
+    (
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=uart-echo RESULT=pass>",
+        "lava.testcase_pass",
+    ),
+    ("test cases: 5 | 4 passed | 1 failed", "catch2.summary_fail"),
+    (
+        "All tests passed (12 assertions in 3 test cases)",
+        "catch2.summary_pass",
+    ),
+    (
+        "Errors (1 failures, 10 tests, 10 ran, 20 checks, 0 ignored, 0 filtered out, 1 ms)",
+        "cpputest.summary_fail",
+    ),
+    (
+        "OK (10 tests, 10 ran, 20 checks, 0 ignored, 0 filtered out, 0 ms)",
+        "cpputest.summary_pass",
+    ),
+    (
+        "test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out",
+        "cargo.test_failed",
+    ),
+    (
+        "test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out",
+        "cargo.test_ok",
+    ),
+    (
+        "======= 2 test cases: 1 failed, 1 succeeded in 00:00:02.345 =======",
+        "platformio.test_fail",
+    ),
+    (
+        "======= 3 test cases: 3 succeeded in 00:00:01.234 =======",
+        "platformio.test_pass",
+    ),
+    (
+        "idf.py : The term 'idf.py' is not recognized as the name of a cmdlet, function, script file, or operable program.",
+        "powershell.not_recognized",
+    ),
+    (
+        "which: no arm-none-eabi-gcc in (/usr/local/bin:/usr/bin:/bin)",
+        "which.no_program",
+    ),
+    (
+        "  is not a full path and was not found in the PATH.",
+        "cmake.program_not_found",
+    ),
+    (
+        "  Could NOT find Python3 (missing: Python3_EXECUTABLE Interpreter)",
+        "cmake.program_not_found",
+    ),
+    (
+        "src/meson.build:3:0: ERROR: Program 'dtc' not found or not executable",
+        "meson.not_found",
+    ),
+    (
+        "fatal error: 2 No such file or directory: 'nrfjprog'",
+        "python.program_not_found",
+    ),
+    (
+        "FileNotFoundError: [WinError 2] The system cannot find the file specified: 'openocd'",
+        "python.program_not_found",
+    ),
+    (
+        "error: linker `arm-none-eabi-gcc` not found",
+        "rust.target_missing",
+    ),
+    (
+        "  = note: the `thumbv7em-none-eabihf` target may not be installed",
+        "rust.target_missing",
+    ),
+    ("ERROR: No debuggers were discovered.", "nrfjprog.error"),
+    (
+        "FATAL ERROR: Unable to find a board; is the board connected?",
+        "nrfjprog.error",
+    ),
+    (
+        "dfu-util: No DFU capable USB device available",
+        "dfu_util.error",
+    ),
+    ("No device found on /dev/ttyACM0", "bossac.no_device"),
+    (
+        "avrdude: stk500_recv(): programmer is not responding",
+        "avrdude.error",
+    ),
+    ("Error: No STM32 target found!", "stm32cube.error"),
+    (
+        "pylink.errors.JLinkException: No emulators found.",
+        "python.flasher_exception",
+    ),
+    (
+        "ERROR: No matching distribution found for esptool==4.5",
+        "pip.no_distribution",
+    ),
+    (
+        "fatal: unable to access 'https://github.com/zephyrproject-rtos/hal_nordic/': Could not resolve host: github.com",
+        "net.unreachable",
+    ),
+    (
+        r#""src\main.c", line 12: Error:  #20: identifier "foo" is undefined"#,
+        "armcc.error",
+    ),
+    (
+        r#"src\main.c(12): error:  #20: identifier "foo" is undefined"#,
+        "armcc.error",
+    ),
+    (
+        r#"Error[Li005]: no definition for "GPIO_SetDir" [referenced from main.o]"#,
+        "iar.link_error",
+    ),
+    (
+        r#"Error[Pe020]: identifier "foo" is undefined"#,
+        "iar.error",
+    ),
+    (
+        "meson.build:12:0: ERROR: Include dir include does not exist.",
+        "meson.error",
+    ),
+    ("Error: Unknown board ID 'esp32devv'", "platformio.config"),
+    ("ninja: build stopped: subcommand failed.", "ninja.stopped"),
+    (
+        "ninja failed with exit code 1, output of the command is in the build/log/idf_py_stderr_output_1",
+        "idf_py.failed",
+    ),
+    (
+        r#""app.axf" - 1 Error(s), 0 Warning(s)."#,
+        "uvision.errors",
+    ),
+    ("*** RIOT kernel panic:", "riot.kernel_panic"),
+    ("data abort", "cpu.abort"),
+    ("Fatal exception 28(LoadProhibitedCause):", "esp8266.exception"),
+    ("Exception (28):", "esp8266.exception"),
 ];
 
 #[test]
@@ -687,6 +835,11 @@ fn harmless_lines_are_not_evidence() {
         "Taking exception 16 [Semihosting call] on CPU 0",
         "...taking pending nonsecure exception 15",
         "Info : Listening on port 3333 for gdb connections",
+        "-- Could NOT find Doxygen (missing: DOXYGEN_EXECUTABLE)",
+        "dfu-util: error resetting after download (LIBUSB_ERROR_NO_DEVICE)",
+        "Program dtc found: YES (/usr/bin/dtc)",
+        "<err> net_sock: connect failed: Network is unreachable",
+        "    1 - test_foo (Failed)",
         "arm-none-eabi-gcc -c src/error_handler.c -o build/error_handler.o",
         "src/sensor.c:5:14: warning: unused variable 'v' [-Wunused-variable]",
         "2023-10-06T21:01:33 INFO flash_loader.c: Clear CFSR",
