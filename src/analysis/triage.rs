@@ -3,7 +3,9 @@
 //! [`classify`] reads a log line by line, lets the rule table in [`rules`] claim each line it
 //! recognises, and decides one [`TriageClass`] with the line numbers that decided it. It is pure
 //! and streams: nothing is kept per line beyond a bounded number of matches, so a log of any size
-//! costs time linear in its length. [`classify_file`] is the only function here that touches the
+//! costs time linear in its length. A prefilter searches whole buffers for the literals the
+//! rules need (see [`prefilter`]): only the lines it finds go through the rules, the others are
+//! counted and passed by as bytes. [`classify_file`] is the only function here that touches the
 //! file system, and it only reads. Triage never runs a tool and never decides what happens next
 //! in a run: [`Triage::error_class`] tells the orchestrator which error class a failure is, and
 //! the machine's recovery rules take it from there.
@@ -48,6 +50,7 @@
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
 //! log that reached its verdict did not hang, whatever stopped the process afterwards.
 
+mod prefilter;
 pub mod rules;
 
 use std::borrow::Cow;
@@ -316,15 +319,13 @@ pub const BINARY_PERCENT: u64 = 10;
 
 const TIMEOUT_RULE: &str = "timeout.no_verdict";
 
+/// Most bytes [`Triager::push_lines`] looks at in one go (its pieces end at a line break).
+const PUSH_PIECE_BYTES: usize = 1 << 20;
+
 /// Classifies a whole log held in memory.
 pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
     let mut triager = Triager::new(*ctx);
-    for line in text.lines() {
-        if triager.stopped() {
-            break;
-        }
-        triager.push_bytes(line.as_bytes(), line.len() as u64 + 1);
-    }
+    triager.push_text(text.as_bytes());
     triager.finish()
 }
 
@@ -335,6 +336,19 @@ pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Re
     let mut triager = Triager::new(*ctx);
     let mut buf = Vec::new();
     while !triager.stopped() {
+        // The whole lines in the reader's buffer at once; a line the buffer does not hold
+        // whole (or one that would cross the cap) the slow way below.
+        let available = match reader.fill_buf() {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let whole = memchr::memrchr(b'\n', available).map_or(0, |at| at + 1);
+        if whole > 0 && triager.bytes + (whole as u64) < MAX_LOG_BYTES {
+            triager.push_lines(&available[..whole]);
+            reader.consume(whole);
+            continue;
+        }
         let budget = (MAX_LOG_BYTES - triager.bytes).min(BINARY_SNIFF_BYTES);
         let Some(consumed) = read_line_capped(&mut reader, &mut buf, MAX_LINE_BYTES, budget)?
         else {
@@ -466,6 +480,9 @@ pub struct Triager {
     /// Bytes looked at that no text holds (see [`is_binary_byte`]).
     binary_bytes: u64,
     stop: Option<Stop>,
+    /// Lines go through the rules only where the prefilter finds a literal of theirs (always,
+    /// except in the tests that check the prefilter changes nothing).
+    prefiltered: bool,
 }
 
 /// A match with its rule, before it becomes a [`RuleMatch`].
@@ -498,6 +515,16 @@ impl Triager {
             seen_bytes: 0,
             binary_bytes: 0,
             stop: None,
+            prefiltered: true,
+        }
+    }
+
+    /// A triager that puts every line through the rules: what the prefilter must not change.
+    #[cfg(test)]
+    fn without_prefilter(ctx: TriageContext) -> Triager {
+        Triager {
+            prefiltered: false,
+            ..Triager::new(ctx)
         }
     }
 
@@ -509,41 +536,134 @@ impl Triager {
     /// Feeds the next line (without its line break), which took `consumed` bytes of the input.
     /// Bytes that are not UTF-8 are read as line noise.
     pub fn push_bytes(&mut self, raw: &[u8], consumed: u64) {
-        self.line += 1;
         let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
+        self.line += 1;
         self.bytes += consumed;
         self.seen_bytes += raw.len() as u64;
-        self.binary_bytes += raw.iter().filter(|&&b| is_binary_byte(b)).count() as u64;
+        self.binary_bytes += count_binary(raw);
         if self.bytes >= MAX_LOG_BYTES {
             self.stop = Some(Stop::Cap);
         } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
             self.stop = Some(Stop::Binary);
         }
+        let candidate = !self.prefiltered || COMPILED.prefilter.is_candidate(raw);
         let cleaned = clean(raw);
-        // A carriage return inside a line redraws it on a terminal (progress bars); each part
-        // is read on its own so nothing written before the redraw is lost.
-        let mut any = false;
+        if candidate {
+            self.scan_line(&cleaned);
+        }
+        if has_text(&cleaned) {
+            self.last_line = Some((self.line, self.quote_last(&cleaned)));
+        }
+    }
+
+    /// Feeds a whole log: [`Triager::push_lines`] for its lines, [`Triager::push_bytes`] for a
+    /// last line without a line break.
+    pub fn push_text(&mut self, text: &[u8]) {
+        let whole = memchr::memrchr(b'\n', text).map_or(0, |at| at + 1);
+        self.push_lines(&text[..whole]);
+        let tail = &text[whole..];
+        if !tail.is_empty() && !self.stopped() {
+            self.push_bytes(without_cr(tail), tail.len() as u64);
+        }
+    }
+
+    /// Feeds whole lines, each ending in `\n` (`region` ends with one): the same as feeding
+    /// each to [`Triager::push_bytes`], but a line the prefilter finds nothing in costs only its
+    /// count. Reads a piece of [`PUSH_PIECE_BYTES`] at a time, so that a stretch of binary noise
+    /// slows down only its own piece.
+    pub fn push_lines(&mut self, region: &[u8]) {
+        let mut start = 0;
+        while start < region.len() && !self.stopped() {
+            let rest = &region[start..];
+            let piece = match memchr::memrchr(b'\n', &rest[..rest.len().min(PUSH_PIECE_BYTES)]) {
+                Some(at) => at + 1,
+                None => memchr::memchr(b'\n', rest).map_or(rest.len(), |at| at + 1),
+            };
+            self.push_piece(&rest[..piece]);
+            start += piece;
+        }
+    }
+
+    fn push_piece(&mut self, piece: &[u8]) {
+        // A piece can be passed by only if neither the binary test nor the cap can stop the
+        // reading inside it: text only, in a log that is not binary so far, below the cap.
+        let fast = self.prefiltered
+            && !self.is_binary()
+            && count_binary(piece) == 0
+            && self.bytes + (piece.len() as u64) < MAX_LOG_BYTES;
+        let mut start = 0;
+        if !fast {
+            for end in memchr::memchr_iter(b'\n', piece) {
+                if self.stopped() {
+                    return;
+                }
+                self.push_bytes(without_cr(&piece[start..end]), (end + 1 - start) as u64);
+                start = end + 1;
+            }
+            return;
+        }
+        let prefilter = &COMPILED.prefilter;
+        let mut hit = prefilter.find(piece, 0);
+        for end in memchr::memchr_iter(b'\n', piece) {
+            let raw = without_cr(&piece[start..end]);
+            let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
+            self.line += 1;
+            self.bytes += (end + 1 - start) as u64;
+            self.seen_bytes += raw.len() as u64;
+            if hit.is_some_and(|at| at < end) {
+                self.scan_line(&clean(raw));
+                hit = prefilter.find(piece, end + 1);
+            }
+            start = end + 1;
+        }
+        self.find_last_line(piece);
+    }
+
+    /// Sets where the text stops to the last line of `piece` (just fed) that has any, if one
+    /// does: usually its very last line, so looking back costs next to nothing.
+    fn find_last_line(&mut self, piece: &[u8]) {
+        let Some(mut end) = piece.len().checked_sub(1) else {
+            return;
+        };
+        let mut line = self.line;
+        loop {
+            let start = memchr::memrchr(b'\n', &piece[..end]).map_or(0, |at| at + 1);
+            let raw = without_cr(&piece[start..end]);
+            let cleaned = clean(&raw[..raw.len().min(MAX_LINE_BYTES)]);
+            if has_text(&cleaned) {
+                self.last_line = Some((line, self.quote_last(&cleaned)));
+                return;
+            }
+            if start == 0 {
+                return;
+            }
+            end = start - 1;
+            line -= 1;
+        }
+    }
+
+    /// Puts a cleaned line through the rules. A carriage return inside a line redraws it on a
+    /// terminal (progress bars); each part is read on its own so nothing written before the
+    /// redraw is lost.
+    fn scan_line(&mut self, cleaned: &[u8]) {
         for segment in cleaned.split(|&b| b == b'\r') {
             let segment = trim(segment);
-            if segment.is_empty() {
-                continue;
+            if !segment.is_empty() {
+                self.scan(segment);
             }
-            any = true;
-            self.scan(segment);
         }
-        if any {
-            // The text is needed only to quote where a timed-out log stopped.
-            let text = if self.ctx.timed_out {
-                let joined: Vec<u8> = cleaned
-                    .iter()
-                    .map(|&b| if b == b'\r' { b' ' } else { b })
-                    .collect();
-                quote(&String::from_utf8_lossy(trim(&joined)))
-            } else {
-                String::new()
-            };
-            self.last_line = Some((self.line, text));
+    }
+
+    /// The text of the last line with text, kept only to quote where a timed-out log stopped.
+    fn quote_last(&self, cleaned: &[u8]) -> String {
+        if !self.ctx.timed_out {
+            return String::new();
         }
+        let joined: Vec<u8> = cleaned
+            .iter()
+            .map(|&b| if b == b'\r' { b' ' } else { b })
+            .collect();
+        quote(&String::from_utf8_lossy(trim(&joined)))
     }
 
     fn is_binary(&self) -> bool {
@@ -867,6 +987,26 @@ fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
             Cow::Owned(o)
         }
     }
+}
+
+/// Whether a cleaned line holds anything but blanks and control bytes.
+fn has_text(cleaned: &[u8]) -> bool {
+    cleaned
+        .iter()
+        .any(|b| !(b.is_ascii_whitespace() || b.is_ascii_control()))
+}
+
+/// A line without the carriage return of its `\r\n`.
+fn without_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// Bytes of `bytes` that no text holds (see [`is_binary_byte`]), counted branch-free so the
+/// compiler can count many at once.
+fn count_binary(bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(0u64, |n, &b| n + u64::from(is_binary_byte(b)))
 }
 
 /// Blanks and control bytes (a UART's reset noise, NULs) at either end.

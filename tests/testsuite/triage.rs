@@ -401,7 +401,7 @@ fn real_corpora_are_complete_labelled_and_apart() {
 /// What triage got right at first sight on the held-out set, the last time it was measured
 /// (see fresh/README.md and the README's figure). Below 95%, the goal: this floor only
 /// keeps the figure from falling, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 79.0;
+const HELD_OUT_FLOOR: f64 = 81.0;
 
 /// Triage on real public logs nobody tuning it has seen (`fresh/`).
 #[test]

@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 
 use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
+use super::prefilter::Prefilter;
 use super::TriageClass;
 use crate::analysis::{Diagnostic, Severity};
 
@@ -270,6 +271,99 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\{\{result;success\}\}|<greentea test suite>:\d+::PASS|\|\s*OK\s*\|)",
     )
     .weight(1),
+    // ctest, Robot Framework, LAVA, Catch2, CppUTest, cargo test and PlatformIO's test runner:
+    // each runner's own summary decides, whatever the board printed above it.
+    re(
+        "ctest.summary_fail",
+        "ctest",
+        TestFailure,
+        r"^(?P<msg>\d+% tests passed, [1-9]\d* tests? failed out of \d+)",
+    )
+    .verdict(),
+    re(
+        "ctest.summary_pass",
+        "ctest",
+        Pass,
+        r"^(?P<msg>100% tests passed, 0 tests failed out of [1-9]\d*)",
+    )
+    .verdict(),
+    re("ctest.timeout", "ctest", Hang, r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*Timeout\b.*)$"),
+    re(
+        "ctest.failed",
+        "ctest",
+        TestFailure,
+        r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*(?:Failed|Exception)\b.*)$",
+    )
+    .weight(1),
+    re("robot.timeout", "robot", Hang, r"(?P<msg>Test timeout .+ exceeded\.?)$"),
+    re(
+        "robot.summary_fail",
+        "robot",
+        TestFailure,
+        r"^(?P<msg>\d+ (?:critical )?tests?(?: total)?, \d+ passed, [1-9]\d* failed\b.*)$",
+    )
+    .verdict(),
+    re(
+        "robot.summary_pass",
+        "robot",
+        Pass,
+        r"^(?P<msg>[1-9]\d* (?:critical )?tests?(?: total)?, \d+ passed, 0 failed\b.*)$",
+    )
+    .verdict(),
+    re(
+        "lava.testcase_fail",
+        "lava",
+        TestFailure,
+        r"(?P<msg><LAVA_SIGNAL_TESTCASE TEST_CASE_ID=\S+ RESULT=fail\b[^>]*>|lava-test-case \S+ --result fail\b.*)",
+    )
+    .weight(2),
+    re(
+        "lava.testcase_pass",
+        "lava",
+        Pass,
+        r"(?P<msg><LAVA_SIGNAL_TESTCASE TEST_CASE_ID=\S+ RESULT=pass\b[^>]*>|lava-test-case \S+ --result pass\b.*)",
+    )
+    .weight(1),
+    re(
+        "catch2.summary_fail",
+        "catch2",
+        TestFailure,
+        r"^(?P<msg>test cases:\s+\d+ \|\s+(?:\d+ passed \|\s+)?[1-9]\d* failed\b.*)$",
+    )
+    .verdict(),
+    re("catch2.summary_pass", "catch2", Pass, r"^(?P<msg>All tests passed \(.*\))$").verdict(),
+    re(
+        "cpputest.summary_fail",
+        "cpputest",
+        TestFailure,
+        r"^(?P<msg>Errors \([1-9]\d* failures?, \d+ tests?, .*\))$",
+    )
+    .verdict(),
+    re("cpputest.summary_pass", "cpputest", Pass, r"^(?P<msg>OK \(\d+ tests?, \d+ ran, .*\))$")
+        .verdict(),
+    re(
+        "cargo.test_failed",
+        "cargo",
+        TestFailure,
+        r"^(?P<msg>test result: FAILED\. \d+ passed; [1-9]\d* failed.*)$",
+    )
+    .verdict(),
+    re("cargo.test_ok", "cargo", Pass, r"^(?P<msg>test result: ok\. \d+ passed; 0 failed.*)$")
+        .verdict(),
+    re(
+        "platformio.test_fail",
+        "platformio",
+        TestFailure,
+        r"(?P<msg>\d+ test cases: [1-9]\d* failed\b.*)$",
+    )
+    .verdict(),
+    re(
+        "platformio.test_pass",
+        "platformio",
+        Pass,
+        r"(?P<msg>\d+ test cases: (?:\d+ skipped, )?\d+ succeeded in .*)$",
+    )
+    .verdict(),
     re("ceedling.failed", "ceedling", TestFailure, r"^(?P<msg>FAILED:\s+[1-9]\d*)$").verdict(),
     re("ceedling.passed", "ceedling", Pass, r"^(?P<msg>FAILED:\s+0)$").verdict(),
     re("ceedling.test_failures", "ceedling", TestFailure, r"^(?P<msg>Unit test failures\.)$").verdict(),
@@ -375,6 +469,39 @@ pub static RULES: &[Rule] = &[
         "cmd",
         ToolMissing,
         r"(?P<msg>'[^']+' is not recognized as an internal or external command)",
+    ),
+    re(
+        "powershell.not_recognized",
+        "powershell",
+        ToolMissing,
+        r"(?P<msg>The term '[^']+' is not recognized as the name of a cmdlet.*|.* is not recognized as an internal or external command.*)$",
+    ),
+    re("which.no_program", "which", ToolMissing, r"^(?P<msg>which: no \S+ in \(.*)$"),
+    // CMake and meson say which program or package they looked for and did not find.
+    re(
+        "cmake.program_not_found",
+        "cmake",
+        ToolMissing,
+        r"(?P<msg>is not a full path and was not found in the PATH\..*|CMake was unable to find a build program corresponding to .*|^Could not find a package configuration file provided by .*|^Could NOT find \S+ \(missing: .*|No CMAKE_\w+_COMPILER could be found\..*)$",
+    ),
+    re(
+        "meson.not_found",
+        "meson",
+        ToolMissing,
+        r"\bmeson\.build:\d+:\d+: ERROR: (?P<msg>Program '[^']+' not found.*|Program or command '?\S+'? not found.*|Unknown compiler\(s\).*|Dependency \S+ not found.*|(?:C|C\+\+) compiler for .* not found.*)$",
+    ),
+    // Python could not start a program: the name alone, no path, is a lookup in PATH.
+    re(
+        "python.program_not_found",
+        "python",
+        ToolMissing,
+        r"(?:FileNotFoundError: |fatal error: )\[?(?:Errno 2\]|WinError 2\]|2) (?:No such file or directory|The system cannot find the file specified):? '(?P<msg>[\w+-]+(?:\.exe|\.py)?)'$",
+    ),
+    re(
+        "rust.target_missing",
+        "rustc",
+        ToolMissing,
+        r"(?P<msg>error: linker `[^`]+` not found|.*target may not be installed)$",
     ),
     re("west.not_installed", "west", ToolMissing, r"(?P<msg>\S+ is not installed or cannot be found)"),
     re(
@@ -556,6 +683,43 @@ pub static RULES: &[Rule] = &[
     ),
     re("pyocd.legacy_error", "pyocd", FlashError, r"^\d{7}:(?:ERROR|CRITICAL):\w+:(?P<msg>.+)$"),
     re(
+        "nrfjprog.error",
+        "nrfjprog",
+        FlashError,
+        r"^(?:ERROR|FATAL ERROR): (?P<msg>No debuggers were discovered\.?|There is no debugger connected to the PC\.?|Unable to connect to a debugger\.?|Unable to find a board; is the board connected\?|\[\s*nRFJProg\] - .+|.*\bNO_EMULATOR_CONNECTED\b.*)$",
+    ),
+    re(
+        "dfu_util.error",
+        "dfu-util",
+        FlashError,
+        r"^dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*)$",
+    ),
+    re(
+        "bossac.no_device",
+        "bossac",
+        FlashError,
+        r"^(?P<msg>No device found on \S+|SAM-BA operation failed)$",
+    ),
+    re(
+        "avrdude.error",
+        "avrdude",
+        FlashError,
+        r"^avrdude(?:\.exe)?: (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|[Ee]rror).*)$",
+    ),
+    re(
+        "stm32cube.error",
+        "stm32cubeprogrammer",
+        FlashError,
+        r"^Error: (?P<msg>No STM32 target found!?|No debug probe detected\.?|Target device not found.*|ST-LINK error \(DEV_.*|failed to download (?:the )?(?:Segment|file).*)$",
+    ),
+    // The last line of a flashing library's Python traceback names the library that raised.
+    re(
+        "python.flasher_exception",
+        "python",
+        FlashError,
+        r"^(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$",
+    ),
+    re(
         "stflash.bad_target",
         "st-flash",
         FlashError,
@@ -664,6 +828,18 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     re(
+        "pip.no_distribution",
+        "pip",
+        InfraError,
+        r"^ERROR: (?P<msg>Could not find a version that satisfies the requirement .*|No matching distribution found for .*)$",
+    ),
+    re(
+        "net.unreachable",
+        "host",
+        InfraError,
+        r"(?P<msg>Could not resolve host:? \S+.*|Temporary failure in name resolution.*|fatal: unable to access '[^']+'.*|Cannot connect to the Docker daemon.*)$",
+    ),
+    re(
         "platformio.install",
         "platformio",
         InfraError,
@@ -761,6 +937,62 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"(?:^|: )fatal error: (?P<msg>.+: No such file or directory|no input files)$",
     ),
+    // armcc, Keil's uVision and IAR write diagnostics gcc's parser does not read.
+    re(
+        "armcc.error",
+        "armcc",
+        BuildError,
+        r#"^(?:"[^"]+", line \d+|\S+\(\d+\)): (?:[Ff]atal )?[Ee]rror:\s+(?P<msg>#?\w+: .+)$"#,
+    ),
+    re(
+        "iar.link_error",
+        "iar",
+        LinkError,
+        r"(?:^|\s)(?:Fatal )?Error\[(?P<msg>L[a-z]\d+\]: .+)$",
+    ),
+    re(
+        "iar.error",
+        "iar",
+        BuildError,
+        r"(?:^|\s)(?:Fatal )?Error\[(?P<msg>[A-Z][a-z]\d+\]: .+)$",
+    ),
+    re(
+        "meson.error",
+        "meson",
+        BuildError,
+        r"\bmeson\.build:\d+:\d+: (?P<msg>ERROR: .+)$",
+    ),
+    re(
+        "platformio.config",
+        "platformio",
+        BuildError,
+        r"^Error: (?P<msg>Unknown (?:board ID|environment names?) .*|BoardConfig: .*)$",
+    ),
+    // Steps that say only that a build step failed, like make's `Error 1`.
+    re(
+        "ninja.stopped",
+        "ninja",
+        BuildError,
+        r"^(?P<msg>ninja: build stopped: subcommand failed\.)$",
+    )
+    .weight(1)
+    .generic(),
+    re(
+        "idf_py.failed",
+        "idf.py",
+        BuildError,
+        r"(?P<msg>(?:ninja|cmake) failed with exit code \d+.*)$",
+    )
+    .weight(1)
+    .generic(),
+    re(
+        "uvision.errors",
+        "uvision",
+        BuildError,
+        r#"(?P<msg>"[^"]+" - [1-9]\d* Error\(s\), \d+ Warning\(s\)\.?)"#,
+    )
+    .weight(1)
+    .generic(),
     re("ninja.error", "ninja", BuildError, r"^ninja: error: (?P<msg>.+)$"),
     // gcc's own summary of `-Werror`: the diagnostic above it may have lost its `file:line:`.
     re(
@@ -810,6 +1042,19 @@ pub static RULES: &[Rule] = &[
         "renode",
         Crash,
         r"(?P<msg>CPU abort \[PC=[^\]]+\]: .+|PC does not lay in memory.*)$",
+    ),
+    re("riot.kernel_panic", "riot", Crash, r"(?P<msg>\*\*\* RIOT kernel panic:?.*)$").weight(2),
+    re(
+        "cpu.abort",
+        "firmware",
+        Crash,
+        r"(?i)(?:^|\s)(?P<msg>(?:data|prefetch) abort(?:\s*$|[^\w\s].*|\s+(?:at|in|exception|handler)\b.*))$",
+    ),
+    re(
+        "esp8266.exception",
+        "esp8266",
+        Crash,
+        r"^(?P<msg>Fatal exception \(?\d+\)?.*|Exception \(\d+\):.*)$",
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
     // RIOT's panic line comes first (`*** RIOT kernel panic:`), its reason on the next line.
@@ -907,6 +1152,8 @@ pub(super) struct Compiled {
     pub regex: Vec<Option<Regex>>,
     /// The diagnostic hint's index in `set`.
     pub hint: usize,
+    /// The lines `set` could match, found over a whole buffer at once.
+    pub prefilter: Prefilter,
 }
 
 /// The set's lazy DFA cache, an upper bound (it grows as states are needed). With the default
@@ -955,6 +1202,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .build()
         .expect("built-in triage patterns compile as a set");
     Compiled {
+        prefilter: Prefilter::new(&patterns),
         set,
         set_index,
         regex,

@@ -652,7 +652,155 @@ const SAMPLES: &[(&str, &str)] = &[
     (
         "____________ TestSelfTest.test_reassemble ____________",
         "pytest.failure_section",
+    ),    // Runners, compilers, configure steps and flashers whose shapes no recorded log showed,
+    // as those tools print them.
+    ("67% tests passed, 1 tests failed out of 3", "ctest.summary_fail"),
+    ("100% tests passed, 0 tests failed out of 12", "ctest.summary_pass"),
+    (
+        "1/1 Test #1: test_ringbuf .....................***Timeout  10.01 sec",
+        "ctest.timeout",
     ),
+    (
+        " 2/27 Test  #2: qa_signal_generator_cw_c ............***Failed    0.19 sec",
+        "ctest.failed",
+    ),
+    ("Test timeout 10 seconds exceeded.", "robot.timeout"),
+    ("1 test, 0 passed, 1 failed", "robot.summary_fail"),
+    ("3 tests, 3 passed, 0 failed, 0 skipped", "robot.summary_pass"),
+    (
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=uart-echo RESULT=fail>",
+        "lava.testcase_fail",
+    ),
+    (
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=uart-echo RESULT=pass>",
+        "lava.testcase_pass",
+    ),
+    ("test cases: 5 | 4 passed | 1 failed", "catch2.summary_fail"),
+    (
+        "All tests passed (12 assertions in 3 test cases)",
+        "catch2.summary_pass",
+    ),
+    (
+        "Errors (1 failures, 10 tests, 10 ran, 20 checks, 0 ignored, 0 filtered out, 1 ms)",
+        "cpputest.summary_fail",
+    ),
+    (
+        "OK (10 tests, 10 ran, 20 checks, 0 ignored, 0 filtered out, 0 ms)",
+        "cpputest.summary_pass",
+    ),
+    (
+        "test result: FAILED. 3 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out",
+        "cargo.test_failed",
+    ),
+    (
+        "test result: ok. 4 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out",
+        "cargo.test_ok",
+    ),
+    (
+        "======= 2 test cases: 1 failed, 1 succeeded in 00:00:02.345 =======",
+        "platformio.test_fail",
+    ),
+    (
+        "======= 3 test cases: 3 succeeded in 00:00:01.234 =======",
+        "platformio.test_pass",
+    ),
+    (
+        "idf.py : The term 'idf.py' is not recognized as the name of a cmdlet, function, script file, or operable program.",
+        "powershell.not_recognized",
+    ),
+    (
+        "which: no arm-none-eabi-gcc in (/usr/local/bin:/usr/bin:/bin)",
+        "which.no_program",
+    ),
+    (
+        "  is not a full path and was not found in the PATH.",
+        "cmake.program_not_found",
+    ),
+    (
+        "  Could NOT find Python3 (missing: Python3_EXECUTABLE Interpreter)",
+        "cmake.program_not_found",
+    ),
+    (
+        "src/meson.build:3:0: ERROR: Program 'dtc' not found or not executable",
+        "meson.not_found",
+    ),
+    (
+        "fatal error: 2 No such file or directory: 'nrfjprog'",
+        "python.program_not_found",
+    ),
+    (
+        "FileNotFoundError: [WinError 2] The system cannot find the file specified: 'openocd'",
+        "python.program_not_found",
+    ),
+    (
+        "error: linker `arm-none-eabi-gcc` not found",
+        "rust.target_missing",
+    ),
+    (
+        "  = note: the `thumbv7em-none-eabihf` target may not be installed",
+        "rust.target_missing",
+    ),
+    ("ERROR: No debuggers were discovered.", "nrfjprog.error"),
+    (
+        "FATAL ERROR: Unable to find a board; is the board connected?",
+        "nrfjprog.error",
+    ),
+    (
+        "dfu-util: No DFU capable USB device available",
+        "dfu_util.error",
+    ),
+    ("No device found on /dev/ttyACM0", "bossac.no_device"),
+    (
+        "avrdude: stk500_recv(): programmer is not responding",
+        "avrdude.error",
+    ),
+    ("Error: No STM32 target found!", "stm32cube.error"),
+    (
+        "pylink.errors.JLinkException: No emulators found.",
+        "python.flasher_exception",
+    ),
+    (
+        "ERROR: No matching distribution found for esptool==4.5",
+        "pip.no_distribution",
+    ),
+    (
+        "fatal: unable to access 'https://github.com/zephyrproject-rtos/hal_nordic/': Could not resolve host: github.com",
+        "net.unreachable",
+    ),
+    (
+        r#""src\main.c", line 12: Error:  #20: identifier "foo" is undefined"#,
+        "armcc.error",
+    ),
+    (
+        r#"src\main.c(12): error:  #20: identifier "foo" is undefined"#,
+        "armcc.error",
+    ),
+    (
+        r#"Error[Li005]: no definition for "GPIO_SetDir" [referenced from main.o]"#,
+        "iar.link_error",
+    ),
+    (
+        r#"Error[Pe020]: identifier "foo" is undefined"#,
+        "iar.error",
+    ),
+    (
+        "meson.build:12:0: ERROR: Include dir include does not exist.",
+        "meson.error",
+    ),
+    ("Error: Unknown board ID 'esp32devv'", "platformio.config"),
+    ("ninja: build stopped: subcommand failed.", "ninja.stopped"),
+    (
+        "ninja failed with exit code 1, output of the command is in the build/log/idf_py_stderr_output_1",
+        "idf_py.failed",
+    ),
+    (
+        r#""app.axf" - 1 Error(s), 0 Warning(s)."#,
+        "uvision.errors",
+    ),
+    ("*** RIOT kernel panic:", "riot.kernel_panic"),
+    ("data abort", "cpu.abort"),
+    ("Fatal exception 28(LoadProhibitedCause):", "esp8266.exception"),
+    ("Exception (28):", "esp8266.exception"),
 ];
 
 #[test]
@@ -687,6 +835,11 @@ fn harmless_lines_are_not_evidence() {
         "Taking exception 16 [Semihosting call] on CPU 0",
         "...taking pending nonsecure exception 15",
         "Info : Listening on port 3333 for gdb connections",
+        "-- Could NOT find Doxygen (missing: DOXYGEN_EXECUTABLE)",
+        "dfu-util: error resetting after download (LIBUSB_ERROR_NO_DEVICE)",
+        "Program dtc found: YES (/usr/bin/dtc)",
+        "<err> net_sock: connect failed: Network is unreachable",
+        "    1 - test_foo (Failed)",
         "arm-none-eabi-gcc -c src/error_handler.c -o build/error_handler.o",
         "src/sensor.c:5:14: warning: unused variable 'v' [-Wunused-variable]",
         "2023-10-06T21:01:33 INFO flash_loader.c: Clear CFSR",
@@ -1135,5 +1288,191 @@ fn a_ci_success_trailer_is_not_a_pass() {
     for trailer in ["Job succeeded\n", "Finished: SUCCESS\n"] {
         let t = classify(trailer, &PLAIN);
         assert_eq!(t.class, TriageClass::Unknown, "{trailer}: {t:#?}");
+    }
+}
+
+/// Every recorded log, the fixtures and the real public ones, as bytes.
+fn every_recorded_log() -> Vec<(PathBuf, Vec<u8>)> {
+    let mut logs = Vec::new();
+    for dir in [data_dir(), data_dir().join("real")] {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "log") {
+                logs.push((path.clone(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    logs.sort();
+    assert!(logs.len() > 300, "{} logs", logs.len());
+    logs
+}
+
+/// Whether the rule set matches any part of `raw` as the triager reads it.
+fn rule_set_matches(raw: &[u8]) -> bool {
+    let cleaned = clean(raw);
+    cleaned
+        .split(|&b| b == b'\r')
+        .map(trim)
+        .any(|segment| !segment.is_empty() && COMPILED.set.matches(segment).matched_any())
+}
+
+/// Both ways of reading `text` (prefiltered and not) give the same triage.
+fn prefiltered_and_plain(text: &[u8], ctx: TriageContext) -> (Triage, Triage) {
+    let mut fast = Triager::new(ctx);
+    fast.push_text(text);
+    let mut plain = Triager::without_prefilter(ctx);
+    plain.push_text(text);
+    (fast.finish(), plain.finish())
+}
+
+#[test]
+fn the_prefilter_narrows_the_lines_read() {
+    assert!(COMPILED.prefilter.is_effective());
+    let ordinary = b"[00:00:00.000,000] <inf> main: sensor ready\n\
+                     CC arch/arm/core/cortex_m/fault.c\n\
+                     I (312) cpu_start: Starting scheduler on PRO CPU.\n";
+    for line in ordinary.split(|&b| b == b'\n') {
+        assert!(
+            !COMPILED.prefilter.is_candidate(line),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
+
+#[test]
+fn every_line_the_rule_set_matches_is_a_prefilter_candidate() {
+    let mut matched = 0;
+    for (path, bytes) in every_recorded_log() {
+        for raw in bytes.split(|&b| b == b'\n') {
+            if rule_set_matches(raw) {
+                matched += 1;
+                assert!(
+                    COMPILED.prefilter.is_candidate(raw),
+                    "{}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(raw)
+                );
+            }
+        }
+    }
+    assert!(matched > 500, "{matched} lines matched");
+}
+
+#[test]
+fn the_prefilter_changes_no_classification_of_a_recorded_log() {
+    for (path, bytes) in every_recorded_log() {
+        for ctx in [PLAIN, TIMED_OUT] {
+            let (fast, plain) = prefiltered_and_plain(&bytes, ctx);
+            assert_eq!(fast, plain, "{}", path.display());
+        }
+    }
+}
+
+/// Lines the rule set matches, from the recorded logs: what the property tests mutate.
+static MATCHING_LINES: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
+    every_recorded_log()
+        .into_iter()
+        .flat_map(|(_, bytes)| {
+            bytes
+                .split(|&b| b == b'\n')
+                .filter(|raw| rule_set_matches(raw))
+                .map(<[u8]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+});
+
+/// One edit of a line: flip the case of a byte, put bytes (an escape sequence, a carriage
+/// return, a stamp, noise) in, or take some out.
+#[derive(Debug, Clone)]
+enum Edit {
+    FlipCase(usize),
+    Insert(usize, Vec<u8>),
+    Delete(usize, usize),
+}
+
+fn edit_strategy() -> impl Strategy<Value = Edit> {
+    let inserted = prop_oneof![
+        Just(b"\x1b[0m".to_vec()),
+        Just(b"\x1b[1;31m".to_vec()),
+        Just(b"\r".to_vec()),
+        Just(b"[    0.035] uart  ".to_vec()),
+        Just(b" ".to_vec()),
+        proptest::collection::vec(any::<u8>(), 1..4),
+    ];
+    prop_oneof![
+        any::<usize>().prop_map(Edit::FlipCase),
+        (any::<usize>(), inserted).prop_map(|(at, bytes)| Edit::Insert(at, bytes)),
+        (any::<usize>(), 1..4usize).prop_map(|(at, n)| Edit::Delete(at, n)),
+    ]
+}
+
+fn apply(line: &mut Vec<u8>, edit: &Edit) {
+    let at = |i: usize, len: usize| if len == 0 { 0 } else { i % len };
+    match edit {
+        Edit::FlipCase(i) => {
+            if !line.is_empty() {
+                let i = at(*i, line.len());
+                line[i] = if line[i].is_ascii_lowercase() {
+                    line[i].to_ascii_uppercase()
+                } else {
+                    line[i].to_ascii_lowercase()
+                };
+            }
+        }
+        Edit::Insert(i, bytes) => {
+            let i = at(*i, line.len() + 1);
+            let bytes: Vec<u8> = bytes.iter().copied().filter(|&b| b != b'\n').collect();
+            line.splice(i..i, bytes);
+        }
+        Edit::Delete(i, n) => {
+            if !line.is_empty() {
+                let i = at(*i, line.len());
+                let end = (i + n).min(line.len());
+                line.drain(i..end);
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Mutated lines that the rule set still matches stay candidates: completeness does not
+    /// rest on the exact lines recorded.
+    #[test]
+    fn a_mutated_line_the_rule_set_matches_is_a_candidate(
+        pick in any::<usize>(),
+        edits in proptest::collection::vec(edit_strategy(), 0..6),
+    ) {
+        let mut line = MATCHING_LINES[pick % MATCHING_LINES.len()].clone();
+        for edit in &edits {
+            apply(&mut line, edit);
+        }
+        if rule_set_matches(&line) {
+            prop_assert!(
+                COMPILED.prefilter.is_candidate(&line),
+                "{}", String::from_utf8_lossy(&line)
+            );
+        }
+    }
+
+    /// A log made of mutated recorded lines and noise triages the same with and without the
+    /// prefilter.
+    #[test]
+    fn the_prefilter_changes_no_classification_of_a_mixed_log(
+        picks in proptest::collection::vec((any::<usize>(), edit_strategy()), 1..40),
+        timed_out in any::<bool>(),
+    ) {
+        let mut text = Vec::new();
+        for (pick, edit) in &picks {
+            let mut line = MATCHING_LINES[pick % MATCHING_LINES.len()].clone();
+            apply(&mut line, edit);
+            text.extend_from_slice(&line);
+            text.extend_from_slice(if pick % 3 == 0 { b"\r\n" } else { b"\nplain text\n\n" });
+        }
+        let (fast, plain) = prefiltered_and_plain(&text, TriageContext { timed_out });
+        prop_assert_eq!(fast, plain);
     }
 }

@@ -1,0 +1,268 @@
+//! The triage prefilter: which lines of a log some rule could claim, found for a whole buffer
+//! in one search.
+//!
+//! Almost every line of a long log is one no rule claims, and running the rule set on each of
+//! them was most of triage's time. From each pattern of the set (every regex rule and the
+//! diagnostic hint) this module derives, from the pattern's syntax alone, a set of literals one
+//! of which every match of the pattern contains; one Aho-Corasick automaton over all the sets,
+//! ASCII case folded, then searches the whole buffer, as ripgrep does. A line without a hit
+//! cannot match any pattern and is only counted; a line with one is read as before.
+//!
+//! Completeness is what matters (a candidate too many costs time, one too few loses evidence),
+//! and it holds by construction:
+//! - a literal is derived only where the syntax guarantees it: the prefixes of a concatenation's
+//!   tail, a part of a concatenation every match must go through, the union over every branch of
+//!   an alternation; where no finite set is known, every line is a candidate;
+//! - literals are compared ASCII case-insensitively, so `(?i)` patterns need no case variants;
+//! - rules see a line after its colour codes are removed, which can join the text around an
+//!   escape sequence into a word the raw line does not hold, so a line with an escape byte is
+//!   always a candidate; the other cleaning (stamps, blanks, carriage returns) only cuts the
+//!   line, and a literal in a part is in the whole.
+//!
+//! The unit tests check the property on every line of the recorded logs and on mutations of them.
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Class, Hir, HirKind};
+
+/// Finds the lines some pattern could match.
+#[derive(Debug)]
+pub(super) struct Prefilter {
+    /// None when some pattern has no literal set: then every line is a candidate.
+    automaton: Option<AhoCorasick>,
+}
+
+/// The escape byte: see the module docs.
+const ESCAPE: &[u8] = b"\x1b";
+
+impl Prefilter {
+    /// The prefilter of `patterns`, compiled as the rule set compiles them (bytes, Unicode
+    /// classes off).
+    pub fn new(patterns: &[&str]) -> Prefilter {
+        let mut literals: Vec<Vec<u8>> = vec![ESCAPE.to_vec()];
+        for pattern in patterns {
+            match pattern_literals(pattern) {
+                Some(set) => literals.extend(set),
+                None => return Prefilter { automaton: None },
+            }
+        }
+        literals.sort();
+        literals.dedup();
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&literals)
+            .ok();
+        Prefilter { automaton }
+    }
+
+    /// Whether the prefilter narrows anything (false when every line is a candidate).
+    #[cfg(test)]
+    pub fn is_effective(&self) -> bool {
+        self.automaton.is_some()
+    }
+
+    /// The start of the first literal at or after `from` in `haystack`, or None.
+    pub fn find(&self, haystack: &[u8], from: usize) -> Option<usize> {
+        match &self.automaton {
+            Some(ac) => ac
+                .find(Input::new(haystack).range(from..))
+                .map(|m| m.start()),
+            None => (from < haystack.len()).then_some(from),
+        }
+    }
+
+    /// Whether some pattern could match somewhere in `line`.
+    pub fn is_candidate(&self, line: &[u8]) -> bool {
+        match &self.automaton {
+            Some(ac) => ac.is_match(line),
+            None => true,
+        }
+    }
+}
+
+/// The literals of one pattern, lower case, or None when it has no finite set (or does not
+/// parse, which the rule table's own tests rule out).
+fn pattern_literals(pattern: &str) -> Option<Vec<Vec<u8>>> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(pattern)
+        .ok()?;
+    let mut set = required(&fold(&hir))?;
+    for literal in &mut set {
+        literal.make_ascii_lowercase();
+    }
+    // A match inside one line holds no line break (rules see a line cut at its carriage
+    // returns too), so a literal with one is never what a line's match contains.
+    set.retain(|l| !l.contains(&b'\n') && !l.contains(&b'\r'));
+    Some(set)
+}
+
+/// Literals one of which every match of `hir` contains, or None when no finite set is known.
+fn required(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => None,
+        HirKind::Literal(_) | HirKind::Class(_) => prefixes(hir),
+        HirKind::Capture(capture) => required(&capture.sub),
+        HirKind::Repetition(repetition) => {
+            if repetition.min == 0 {
+                None
+            } else {
+                required(&repetition.sub)
+            }
+        }
+        HirKind::Concat(parts) => {
+            let mut best = None;
+            for (i, part) in parts.iter().enumerate() {
+                // Every match of the concatenation holds a match of each part, and a match of
+                // the parts from `i` on, which starts with one of their prefixes.
+                best = better(best, prefixes(&Hir::concat(parts[i..].to_vec())));
+                best = better(best, required(part));
+            }
+            best
+        }
+        HirKind::Alternation(branches) => {
+            let mut union = Vec::new();
+            for branch in branches {
+                union.extend(required(branch)?);
+            }
+            better(Some(union), prefixes(hir))
+        }
+    }
+}
+
+/// The literals every match of `hir` starts with, when finite and none of them empty.
+fn prefixes(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    let seq = Extractor::new().kind(ExtractKind::Prefix).extract(hir);
+    let literals = seq.literals()?;
+    if literals.iter().any(|l| l.as_bytes().is_empty()) {
+        return None;
+    }
+    Some(literals.iter().map(|l| l.as_bytes().to_vec()).collect())
+}
+
+/// The set that narrows more: longer shortest literal (up to a length past which it hardly
+/// matters), then fewer literals.
+fn better(a: Option<Vec<Vec<u8>>>, b: Option<Vec<Vec<u8>>>) -> Option<Vec<Vec<u8>>> {
+    let score = |set: &Vec<Vec<u8>>| {
+        let shortest = set.iter().map(Vec::len).min().unwrap_or(0).min(8);
+        (shortest, usize::MAX - set.len())
+    };
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if score(&b) > score(&a) { b } else { a }),
+        (a, None) => a,
+        (None, b) => b,
+    }
+}
+
+/// `hir` with its literals in lower case and each class that is one letter in either case
+/// (what `(?i)` makes of a letter) replaced by that letter: literals are compared
+/// case-insensitively, so the extraction need not spell out every case variant.
+fn fold(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => hir.clone(),
+        HirKind::Literal(literal) => Hir::literal(literal.0.to_ascii_lowercase()),
+        HirKind::Class(class) => match one_letter(class) {
+            Some(letter) => Hir::literal([letter]),
+            None => hir.clone(),
+        },
+        HirKind::Capture(capture) => {
+            let mut capture = capture.clone();
+            capture.sub = Box::new(fold(&capture.sub));
+            Hir::capture(capture)
+        }
+        HirKind::Repetition(repetition) => {
+            let mut repetition = repetition.clone();
+            repetition.sub = Box::new(fold(&repetition.sub));
+            Hir::repetition(repetition)
+        }
+        HirKind::Concat(parts) => Hir::concat(parts.iter().map(fold).collect()),
+        HirKind::Alternation(branches) => Hir::alternation(branches.iter().map(fold).collect()),
+    }
+}
+
+/// The lower-case letter a class of exactly that letter's two cases stands for.
+fn one_letter(class: &Class) -> Option<u8> {
+    let bytes: Vec<u8> = match class {
+        Class::Bytes(bytes) => bytes
+            .ranges()
+            .iter()
+            .flat_map(|r| r.start()..=r.end())
+            .take(3)
+            .collect(),
+        Class::Unicode(unicode) => unicode
+            .ranges()
+            .iter()
+            .flat_map(|r| r.start()..=r.end())
+            .take(3)
+            .map(|c| u8::try_from(u32::from(c)).unwrap_or(0))
+            .collect(),
+    };
+    match bytes[..] {
+        [upper, lower] if upper.is_ascii_uppercase() && upper.to_ascii_lowercase() == lower => {
+            Some(lower)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn literals(pattern: &str) -> Vec<String> {
+        pattern_literals(pattern)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|l| String::from_utf8_lossy(&l).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_concatenation_gives_its_longest_required_literal() {
+        assert_eq!(literals(r"^ninja: error: (?P<msg>.+)$"), ["ninja: error: "]);
+        assert_eq!(
+            literals(r"(?P<msg>\S+ -- clearing lockup after double fault)$"),
+            [" -- clearing lockup after double fault"]
+        );
+    }
+
+    #[test]
+    fn case_insensitive_letters_fold_to_one_literal() {
+        assert_eq!(
+            literals(r"(?i)context before hard ?fault"),
+            ["context before hard"]
+        );
+    }
+
+    #[test]
+    fn an_alternation_needs_a_literal_in_every_branch() {
+        let mut got = literals(r"(?P<msg>Load failed|Error writing data to flash)$");
+        got.sort();
+        assert_eq!(got, ["error writing data to flash", "load failed"]);
+        assert!(pattern_literals(r"^(?:\w+|Load failed)$").is_none());
+    }
+
+    #[test]
+    fn a_pattern_without_literals_makes_every_line_a_candidate() {
+        let prefilter = Prefilter::new(&[r"^\w+$", "abc"]);
+        assert!(!prefilter.is_effective());
+        assert!(prefilter.is_candidate(b"xyz"));
+        assert_eq!(prefilter.find(b"xyz", 1), Some(1));
+        assert_eq!(prefilter.find(b"xyz", 3), None);
+    }
+
+    #[test]
+    fn finds_literals_in_either_case_and_escape_bytes() {
+        let prefilter = Prefilter::new(&["(?i)abort", "Boom"]);
+        assert!(prefilter.is_effective());
+        assert!(prefilter.is_candidate(b"x ABORT y"));
+        assert!(prefilter.is_candidate(b"boom"));
+        assert!(prefilter.is_candidate(b"Bo\x1b[0mom"));
+        assert!(!prefilter.is_candidate(b"bom abor"));
+        assert_eq!(prefilter.find(b"a\nboom\nabort", 2), Some(2));
+        assert_eq!(prefilter.find(b"a\nboom\nabort", 3), Some(7));
+    }
+}
