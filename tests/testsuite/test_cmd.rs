@@ -760,12 +760,27 @@ fn jobs_test_every_pair_in_a_run_of_its_own_with_one_exit_code() {
 #[test]
 fn jobs_boot_side_by_side_while_builds_of_the_tree_take_turns() {
     let repo = FixtureRepo::new();
-    // The hanging image under a 2 s timeout: two such runs overlap whenever two run at once.
+    // The hanging image under a 3 s timeout: two such runs overlap whenever two run at once.
     repo.write(
         "hang.toml",
         "name = \"hang\"\n[build]\ncommand = \"make BOARD={machine} build/{machine}/test_event.elf\"\n\
-         artifact = \"build/{machine}/test_event.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 2\n",
+         artifact = \"build/{machine}/test_event.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 3\n",
     );
+    // Both images built beforehand: each pair's build is then a make that does nothing, over
+    // well before the other pair's run ends, however loaded the machine — the runs overlap.
+    for machine in ["mps2-an385", "lm3s6965evb"] {
+        let made = std::process::Command::new("make")
+            .arg(format!("BOARD={machine}"))
+            .arg(format!("build/{machine}/test_event.elf"))
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
     let out = test_pairs(&repo, &[MPS2, LM3S], &["hang.toml"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let events = events(&out);
