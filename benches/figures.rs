@@ -657,6 +657,7 @@ fn render(rows: &[Row], effort: Effort) -> String {
             r.figure, r.fwfix, r.reference, r.ratio, r.target, r.met, r.command
         );
     }
+    md.push_str(include_str!("bounds.md"));
     md
 }
 
