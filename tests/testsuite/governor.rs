@@ -38,21 +38,7 @@ fn a_no_op_and_a_policy_violation_are_dropped_in_review_before_any_test_runs() {
         .unwrap();
     }
     let test_source = std::fs::read_to_string(repo.path().join("tests/test_crc.c")).unwrap();
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            "crc",
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), "crc", queue.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
@@ -60,19 +46,7 @@ fn a_no_op_and_a_policy_violation_are_dropped_in_review_before_any_test_runs() {
     // The whole queue was one round: the fix was tested first and converged.
     assert_eq!(report["iterations"], 1);
 
-    let round: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("iter-001/candidates.json")).unwrap(),
-    )
-    .unwrap();
-    let by_id = |id: &str| -> Value {
-        round["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap()
-            .clone()
-    };
+    let by_id = |id: &str| candidate(&dir, 1, id);
     let c1 = by_id("c1");
     assert_eq!(c1["origin"], "01-comment.diff");
     assert_eq!(c1["verdict"], "dropped", "{c1:#}");
@@ -171,21 +145,7 @@ timeout_s = 20
     repo.git(&["add", "profiles/crc-disk.toml"]);
     repo.git(&["commit", "-q", "-m", "profile"]);
     let queue = fixture_queue(&["02-breaks-build.diff", "04-fixes-crc16.diff"]);
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            "crc-disk",
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), "crc-disk", queue.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
     let listed = report(&dir)["candidates"].clone();

@@ -251,40 +251,14 @@ fn a_round_ranks_the_candidate_with_a_new_cppcheck_finding_after_the_clean_one()
         &lint_toml("cppcheck -q --xml src", "cppcheck"),
         "",
     );
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            &profile,
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), &profile, queue.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
     assert_eq!(report["status"], "SUCCESS");
     assert_eq!(report["iterations"], 1);
 
-    let round: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("iter-001/candidates.json")).unwrap(),
-    )
-    .unwrap();
-    let by_id = |id: &str| -> Value {
-        round["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["id"] == id)
-            .unwrap()
-            .clone()
-    };
+    let by_id = |id: &str| candidate(&dir, 1, id);
     let c1 = by_id("c1");
     assert_eq!(
         (c1["verdict"].as_str(), c1["rank"].as_u64()),
@@ -344,21 +318,7 @@ fn a_fix_that_only_moves_existing_findings_is_not_penalised() {
     });
     std::fs::write(queue.path().join("01-fix.diff"), moves).unwrap();
     let profile = profile(scratch.path(), &lint_toml(CPPCHECK, "cppcheck"), "");
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            &profile,
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), &profile, queue.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
@@ -424,21 +384,7 @@ fn a_new_sign_compare_warning_ends_the_run_as_lint_failure_and_old_ones_an_incre
     );
     // The build's warnings alone.
     let profile = profile(scratch.path(), "build_warnings = true\n", "");
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            &profile,
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), &profile, queue.path());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);
@@ -623,21 +569,7 @@ fn new_findings_warn_reports_them_and_lets_the_fix_through() {
         ),
         "",
     );
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            &profile,
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), &profile, queue.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let dir = run_dir(&out);
     let report = report(&dir);

@@ -12,32 +12,31 @@ use std::process::{Command, Output};
 
 /// Fails loudly when a tool the integration tests drive is missing: these tests never skip.
 pub fn require_tools() {
-    for tool in [
-        "qemu-system-arm",
-        "arm-none-eabi-gcc",
-        "gdb-multiarch",
-        "socat",
-        "make",
-        "git",
-    ] {
-        let found = Command::new("sh")
-            .arg("-c")
-            .arg(format!("command -v {tool}"))
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
-        assert!(
-            found,
-            "{tool} is not installed: run `bash scripts/prerequisites.sh` (the test suite needs the real tools)"
-        );
-    }
+    require(
+        &[
+            "qemu-system-arm",
+            "arm-none-eabi-gcc",
+            "gdb-multiarch",
+            "socat",
+            "make",
+            "git",
+        ],
+        "the test suite needs the real tools",
+    );
 }
 
 /// Fails loudly when the static analysers the lint stage's tests run are missing, as
 /// [`require_tools`] does for the firmware tools.
 pub fn require_lint_tools() {
     require_tools();
-    for tool in ["cppcheck", "clang-tidy", "gcc"] {
+    require(
+        &["cppcheck", "clang-tidy", "gcc"],
+        "the lint tests run the real analysers",
+    );
+}
+
+fn require(tools: &[&str], why: &str) {
+    for tool in tools {
         let found = Command::new("sh")
             .arg("-c")
             .arg(format!("command -v {tool}"))
@@ -46,7 +45,7 @@ pub fn require_lint_tools() {
             .unwrap_or(false);
         assert!(
             found,
-            "{tool} is not installed: run `bash scripts/prerequisites.sh` (the lint tests run the real analysers)"
+            "{tool} is not installed: run `bash scripts/prerequisites.sh` ({why})"
         );
     }
 }
@@ -219,6 +218,40 @@ fn copy_tree(from: &Path, to: &Path) {
 
 /// Runs the real fwfix binary, with board leases and health in a state directory of the test
 /// process's own (never the user's).
+/// `fwfix run --json` on the mps2-an385 QEMU board with `profile`, taking the candidates of the
+/// patch queue `queue`.
+pub fn run_queue(cwd: &Path, profile: &str, queue: &Path) -> Output {
+    let queue = queue.to_string_lossy();
+    fwfix(
+        &[
+            "run",
+            "--json",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            profile,
+            "--strategy",
+            "queue",
+            "--patches",
+            &queue,
+        ],
+        cwd,
+    )
+}
+
+/// Candidate `id` of iteration `iteration`'s round, from its candidates.json.
+pub fn candidate(run_dir: &Path, iteration: u32, id: &str) -> Value {
+    let path = run_dir.join(format!("iter-{iteration:03}/candidates.json"));
+    let round: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    round["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap()
+        .clone()
+}
+
 pub fn fwfix(args: &[&str], cwd: &Path) -> Output {
     static STATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let state = STATE.get_or_init(|| {
