@@ -428,8 +428,8 @@ fn real_logs_tuning_accuracy() {
     let result = corpus_accuracy("real");
     let accuracy = report("tuning (real/)", &result);
     assert!(
-        accuracy >= 94.0,
-        "tuning accuracy {accuracy:.1}% is below 94%"
+        accuracy >= 98.0,
+        "tuning accuracy {accuracy:.1}% is below 98%"
     );
 }
 

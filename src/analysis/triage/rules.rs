@@ -58,6 +58,12 @@ pub struct Rule {
     pub timeout_explains: bool,
     /// What the line shows of its evidence.
     pub scope: Scope,
+    /// The line's class yields to the log's [`Scope::Context`]: a serial port that cannot be
+    /// opened in a flasher's log is the flasher's upload port, so the flash failed.
+    pub yields_to_context: bool,
+    /// A test case's own pass line: a firmware assert or fault since the case before was one
+    /// the test expected (ztest's error-hook tests raise them on purpose).
+    pub passes_test_case: bool,
 }
 
 /// How far a rule's line decides by itself.
@@ -72,6 +78,11 @@ pub enum Scope {
     /// Like [`Scope::Generic`], but too common to count without a context line (OpenOCD's bare
     /// `Error: ...`).
     GenericInContext,
+    /// A step that says only that a command it ran failed (`make: *** Error 1`, `ninja: build
+    /// stopped`, west's `FATAL ERROR: command exited with status 1`): the echo of whatever that
+    /// command printed. Counts like [`Scope::Generic`], but only when no other line, generic or
+    /// not, is evidence of a failure.
+    Echo,
     /// Not evidence by itself: names the step the log comes from (a flasher's banner, `west
     /// flash: using runner jlink`). Gives its class to the log's generic failures.
     Context,
@@ -94,6 +105,8 @@ impl Rule {
             follows: &[],
             timeout_explains: false,
             scope: Scope::Specific,
+            yields_to_context: false,
+            passes_test_case: false,
         }
     }
 
@@ -109,6 +122,21 @@ impl Rule {
 
     const fn context(mut self) -> Rule {
         self.scope = Scope::Context;
+        self
+    }
+
+    const fn echo(mut self) -> Rule {
+        self.scope = Scope::Echo;
+        self
+    }
+
+    const fn yields_to_context(mut self) -> Rule {
+        self.yields_to_context = true;
+        self
+    }
+
+    const fn passes_test_case(mut self) -> Rule {
+        self.passes_test_case = true;
         self
     }
 
@@ -196,7 +224,9 @@ pub static RULES: &[Rule] = &[
     re("ztest.assert", "ztest", TestFailure, r"^Assertion failed at (?P<msg>.+)$"),
     re("ztest.summary_fail", "ztest", TestFailure, r"^- FAIL - \[").weight(2),
     re("ztest.fail", "ztest", TestFailure, r"^FAIL - \S+"),
-    re("ztest.pass", "ztest", Pass, r"^(?:- )?(?:PASS|SKIP) - \S+").weight(1),
+    re("ztest.pass", "ztest", Pass, r"^(?:- )?(?:PASS|SKIP) - \S+")
+        .weight(1)
+        .passes_test_case(),
     re("ztest.suite_fail", "ztest", TestFailure, r"^(?:SUITE FAIL - |TESTSUITE \S+ failed\.)")
         .weight(2),
     re("ztest.suite_pass", "ztest", Pass, r"^(?:SUITE PASS - |TESTSUITE \S+ succeeded)").weight(2),
@@ -265,6 +295,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>mbedgt: test case results: .*\b[1-9]\d* FAIL\b.*|mbedgt: test case summary: \d+ pass(?:es)?, [1-9]\d* failures?|\{\{result;failure\}\}|\|\s*FAIL\s*\|)",
     ),
     re(
+        "greentea.suite_fail",
+        "greentea",
+        TestFailure,
+        r"(?P<msg>mbedgt: test suite '[^']+' \.+ (?:FAIL|ERROR|CRASH)\b.*)$",
+    )
+    .verdict(),
+    re("greentea.suite_ok", "greentea", Pass, r"(?P<msg>mbedgt: test suite '[^']+' \.+ OK\b.*)$")
+        .verdict(),
+    re(
         "greentea.pass",
         "greentea",
         Pass,
@@ -293,6 +332,21 @@ pub static RULES: &[Rule] = &[
         "ctest",
         TestFailure,
         r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*(?:Failed|Exception)\b.*)$",
+    )
+    .weight(1),
+    // Renode's robot runner, one line per test as it ends.
+    re(
+        "robot.test_failed",
+        "robot",
+        TestFailure,
+        r"^\+{5} (?P<msg>Finished test '[^']+' in [\d.]+ seconds with status (?:failed|FAIL)\b.*)$",
+    )
+    .weight(2),
+    re(
+        "robot.test_ok",
+        "robot",
+        Pass,
+        r"^\+{5} (?P<msg>Finished test '[^']+' in [\d.]+ seconds with status OK\b.*)$",
     )
     .weight(1),
     re("robot.timeout", "robot", Hang, r"(?P<msg>Test timeout .+ exceeded\.?)$"),
@@ -364,6 +418,27 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\d+ test cases: (?:\d+ skipped, )?\d+ succeeded in .*)$",
     )
     .verdict(),
+    // PlatformIO 6 rewrites each test case's line with its status in brackets, and ends with
+    // a table of environments and tests (its summary: one row per test).
+    re("platformio.case_failed", "platformio", TestFailure, r"^(?P<msg>\S+:\d+:.*?)\s+\[FAILED\]$")
+        .weight(2),
+    re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
+        .weight(1),
+    re(
+        "platformio.table_failed",
+        "platformio",
+        TestFailure,
+        r"^(?P<msg>\S+\s+\S+\s+(?:FAILED|ERRORED))\s+\d\d:\d\d:\d\d\.\d+$",
+    )
+    .verdict(),
+    re(
+        "platformio.table_passed",
+        "platformio",
+        Pass,
+        r"^(?P<msg>\S+\s+\S+\s+PASSED)\s+\d\d:\d\d:\d\d\.\d+$",
+    )
+    .weight(1)
+    .verdict(),
     re("ceedling.failed", "ceedling", TestFailure, r"^(?P<msg>FAILED:\s+[1-9]\d*)$").verdict(),
     re("ceedling.passed", "ceedling", Pass, r"^(?P<msg>FAILED:\s+0)$").verdict(),
     re("ceedling.test_failures", "ceedling", TestFailure, r"^(?P<msg>Unit test failures\.)$").verdict(),
@@ -381,7 +456,7 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>ERROR: Shell command failed\.|ShellExecutionException|ERROR: Ceedling Failed)",
     )
     .weight(1)
-    .generic(),
+    .echo(),
     re("gtest.failed", "gtest", TestFailure, r"^\[\s+FAILED\s+\] (?P<msg>[1-9]\d* tests?\b.*)$").verdict(),
     re("gtest.passed", "gtest", Pass, r"^\[\s+FAILED\s+\] (?P<msg>0 tests\.?)$").verdict(),
     re(
@@ -424,6 +499,39 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("nuttx.ostest_pass", "nuttx", Pass, r"(?P<msg>ostest_main: Exiting with status 0)\b").verdict(),
     re("freertos.demo_ok", "freertos", Pass, r"^(?P<msg>OK: No errors\b.*)$").weight(2),
+    // Any runner's closing words, after every runner above had its turn: `all tests passed!`
+    // (defmt-test), `Tests finished successfully :)` and `Some tests failed :(` (Renode's
+    // run_tests), `~~~ALL TESTS PASSED~~~` (TensorFlow Lite Micro); anchored at the line's
+    // start, so a command line quoting them is not a verdict. Counts (`Tests: 5 passed, 0
+    // failed`) may be one suite's or one case's among more, so they are no final verdict.
+    re(
+        "tests.failed",
+        "runner",
+        TestFailure,
+        r"^(?:(?:ERROR|FAIL)\s+)?\W*(?P<msg>(?i:(?:some|[1-9]\d*) (?:of the )?tests? (?:have )?failed|tests? failed)\b.*)$",
+    )
+    .verdict(),
+    re(
+        "tests.passed",
+        "runner",
+        Pass,
+        r"^(?:INFO\s+)?\W*(?P<msg>(?i:all (?:\d+ )?tests? (?:have )?(?:passed|succeeded)|tests? finished successfully)\b.*)$",
+    )
+    .verdict(),
+    re(
+        "tests.counts_failed",
+        "runner",
+        TestFailure,
+        r"(?i)\b(?P<msg>\d+ (?:tests? )?passed\W+[1-9]\d* (?:tests? )?failed\b.*)$",
+    )
+    .weight(2),
+    re(
+        "tests.counts_passed",
+        "runner",
+        Pass,
+        r"(?i)\b(?P<msg>[1-9]\d* (?:tests? )?passed\W+0 (?:tests? )?failed\b.*)$",
+    )
+    .weight(2),
     // A program that is not installed.
     re(
         "shell.not_found",
@@ -456,7 +564,22 @@ pub static RULES: &[Rule] = &[
         "python.no_module",
         "python",
         ToolMissing,
-        r"^ModuleNotFoundError: (?P<msg>No module named '[^']+')",
+        r"^(?:(?:ModuleNotFoundError|ImportError): |\S*python[\d.]*(?:\.exe)?: )(?P<msg>No module named '?[\w.]+'?.*)$",
+    ),
+    // ESP-IDF checks its Python packages before it builds or flashes.
+    re(
+        "esp_idf.python_requirements",
+        "esp-idf",
+        ToolMissing,
+        r"(?P<msg>(?:The following )?Python requirements? (?:are|is) not satisfied.*)$",
+    ),
+    // CMake names a program it looked for and did not find `<VAR>-NOTFOUND` (its own `--`
+    // status lines say so about optional programs too, and are left alone).
+    re(
+        "cmake.notfound",
+        "cmake",
+        ToolMissing,
+        r"^(?P<msg>(?:[^-]|-[^-]).*\b[A-Z][A-Z0-9_]*-NOTFOUND\b.*)$",
     ),
     re(
         "make.command_not_found",
@@ -528,7 +651,7 @@ pub static RULES: &[Rule] = &[
         "openocd.no_adapter",
         "openocd",
         FlashError,
-        r"^Error: (?P<msg>unable to find (?:a matching )?CMSIS-DAP device|open failed|No J-Link device found|Cannot find jlink Interface.*|unable to open (?:ftdi|CMSIS-DAP) device.*|libusb_open\(\) failed with LIBUSB_ERROR_\w+|The specified debug interface was not found.*)$",
+        r"^Error: (?P<msg>unable to find (?:a matching )?CMSIS-DAP device|open failed|No J-Link device found\.?|Cannot find jlink Interface.*|unable to open (?:ftdi|CMSIS-DAP) device.*|libusb_open\(\) failed with LIBUSB_ERROR_\w+|The specified debug interface was not found.*)$",
     ),
     re(
         "openocd.init_mode",
@@ -732,19 +855,34 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>FATAL ERROR: command exited with status \d+: \S*(?:jlink\w*|nrfjprog|openocd|pyocd|st-flash|esptool\S*|dfu-util|STM32_Programmer_CLI|LinkServer|probe-rs|bossac)\b.*|fatal error: command flash\b.*)$",
     ),
+    // west's own clone or fetch that failed: the network or the remote, not the build.
+    re(
+        "west.git_failed",
+        "west",
+        InfraError,
+        r"^(?P<msg>FATAL ERROR: command exited with status \d+: git (?:clone|fetch|submodule|ls-remote)\b.*)$",
+    )
+    .generic(),
+    re(
+        "west.update_failed",
+        "west",
+        InfraError,
+        r"^ERROR: (?P<msg>update failed for projects?: .+)$",
+    )
+    .weight(2),
     re(
         "west.command_failed",
         "west",
         BuildError,
         r"^(?P<msg>FATAL ERROR: command exited with status \d+.*)$",
     )
-    .generic(),
+    .echo(),
     // Lines that say a log comes from a flasher: its generic failures are the flash's.
     re(
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*)$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2))$",
     )
     .context(),
     re(
@@ -752,6 +890,15 @@ pub static RULES: &[Rule] = &[
         "python",
         FlashError,
         r#"^\s*File ".*[/\\](?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
+    )
+    .context(),
+    // A frame of a test harness's or lab tool's own code: a traceback through it is the
+    // harness's failure, not the firmware's.
+    re(
+        "python.harness_frame",
+        "python",
+        InfraError,
+        r#"^\s*File "\S*[/\\](?:labgrid|twisterlib|pytest_embedded\w*|_pytest|pluggy)[/\\]"#,
     )
     .context(),
     // A CI job's own trailer says the job's script exited 0, not that the firmware passed: a
@@ -828,6 +975,13 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     re(
+        "git.network",
+        "git",
+        InfraError,
+        r"^(?:fatal|error): (?P<msg>the remote end hung up unexpectedly|early EOF|RPC failed; .*|index-pack failed|Could not read from remote repository\.?|unable to connect to .*)$",
+    )
+    .weight(2),
+    re(
         "pip.no_distribution",
         "pip",
         InfraError,
@@ -871,14 +1025,16 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>ConnectionRefusedError: .*|E connect\(.*\): Connection refused|Unable to connect to remote host: Connection refused|[Cc]ould not connect to \S+: Connection refused.*|failed to connect: Connection refused)",
     ),
-    re("serial.open", "pyserial", InfraError, r"(?P<msg>[Cc]ould not (?:open|exclusively lock) (?:serial )?port .*)$"),
+    re("serial.open", "pyserial", InfraError, r"(?P<msg>[Cc]ould not (?:open|exclusively lock) (?:serial )?port .*)$")
+        .yields_to_context(),
     re(
         "serial.permission",
         "serial",
         InfraError,
         r"(?P<msg>Permission denied:? '?(?:/dev/(?:tty|serial|cu\.)|COM\d)\S*)",
-    ),
-    re("serial.busy", "serial", InfraError, r"Device or resource busy"),
+    )
+    .yields_to_context(),
+    re("serial.busy", "serial", InfraError, r"Device or resource busy").yields_to_context(),
     re(
         "serial.vanished",
         "pyserial",
@@ -902,6 +1058,12 @@ pub static RULES: &[Rule] = &[
     )
     .generic(),
     re("cmake.error", "cmake", BuildError, r"(?P<msg>CMake Error(?: at .+)?)$").weight(2),
+    re(
+        "cmake.unknown_command",
+        "cmake",
+        BuildError,
+        r#"(?P<msg>Unknown CMake command "[^"]+"\.?)"#,
+    ),
     re("cmake.incomplete", "cmake", BuildError, r"(?P<msg>Configuring incomplete, errors occurred!)"),
     re(
         "kconfig.error",
@@ -976,7 +1138,7 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>ninja: build stopped: subcommand failed\.)$",
     )
     .weight(1)
-    .generic(),
+    .echo(),
     re(
         "idf_py.failed",
         "idf.py",
@@ -984,7 +1146,7 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>(?:ninja|cmake) failed with exit code \d+.*)$",
     )
     .weight(1)
-    .generic(),
+    .echo(),
     re(
         "uvision.errors",
         "uvision",
@@ -1003,7 +1165,7 @@ pub static RULES: &[Rule] = &[
     ),
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
-        .generic(),
+        .echo(),
     // What the firmware printed, or what the emulator saw it do.
     re(
         "nuttx.fault_panic",
@@ -1030,6 +1192,13 @@ pub static RULES: &[Rule] = &[
         "libc",
         Assert,
         r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\.?|(?i:assertion failed).*)$"#,
+    ),
+    // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
+    re(
+        "mbed.assert",
+        "mbed",
+        Assert,
+        r"^Error Message: (?P<msg>(?i:(?:mbed )?assert(?:at)?ion failed).*)$",
     ),
     re(
         "mbed.fault",
@@ -1126,6 +1295,55 @@ pub static RULES: &[Rule] = &[
         r"(?i)^\W*(?P<msg>stack overflow (?:in|detected)\b.*)$",
     ),
     re("rust.panic", "firmware", Crash, r"(?:^|\s)(?P<msg>panicked at .+)$"),
+    // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the
+    // backtrace frames they print through the fault handler or the panic machinery.
+    re(
+        "probe_rs.firmware_fault",
+        "probe-rs",
+        Crash,
+        r"(?P<msg>Firmware exited unexpectedly: Exception\b.*|the program panicked\b.*)$",
+    ),
+    re(
+        "rust.fault_frame",
+        "probe-rs",
+        Crash,
+        r"^(?:\d+: 0x[0-9a-fA-F]+ - |Frame \d+: )(?P<msg>\S*(?:HardFault\w*|rust_begin_unwind|core::panicking::\w+))\b",
+    )
+    .weight(2),
+    // A traceback's frame as pytest prints it, and the exception that ends a traceback whose
+    // first line the excerpt lost: what raised is unknown, like a bare traceback's.
+    re("python.pytest_frame", "python", InfraError, r"^(?P<msg>\S+\.py:\d+): in \S+$")
+        .weight(1)
+        .generic(),
+    re(
+        "python.exception",
+        "python",
+        InfraError,
+        r"^(?P<msg>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+)$",
+    )
+    .weight(1)
+    .generic(),
+    // Generic evidence, after every rule that knows the tool: a line that says only that
+    // something failed (`error: ...`, `ERROR: ...`, `FATAL: ...`, ninja's `FAILED: ...`) or
+    // timed out. It decides only a log no specific line explains, as the step a context line
+    // names or else as a build step (the commonest place for a tool that is not known), and
+    // the reason says the confidence is low.
+    re(
+        "generic.error",
+        "any",
+        BuildError,
+        r"^(?:ERROR|error|FATAL ERROR|FATAL|fatal|Fatal error|FAILED)\s*:\s*(?P<msg>\S.*)$",
+    )
+    .weight(1)
+    .generic(),
+    re(
+        "generic.timeout",
+        "any",
+        Hang,
+        r"^(?:\w+ )?(?P<msg>(?i:time ?out|timed out))[.!]*$",
+    )
+    .weight(1)
+    .generic(),
     // Last, so that every rule above sees its lines first: a bare `Error: ...` is OpenOCD's only
     // in an OpenOCD log.
     re("openocd.error", "openocd", FlashError, r"^Error: (?P<msg>.+)$")

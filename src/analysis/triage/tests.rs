@@ -172,6 +172,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "Error: unable to find a matching CMSIS-DAP device",
         "openocd.no_adapter",
     ),
+    ("Error: No J-Link device found.", "openocd.no_adapter"),
     (
         "Error: init mode failed (unable to connect to the target)",
         "openocd.init_mode",
@@ -801,6 +802,118 @@ const SAMPLES: &[(&str, &str)] = &[
     ("data abort", "cpu.abort"),
     ("Fatal exception 28(LoadProhibitedCause):", "esp8266.exception"),
     ("Exception (28):", "esp8266.exception"),
+    // Runners' results and summaries the corpus showed later (round 4).
+    (
+        "mbedgt: test suite 'tests-mbedtls-selftest' ........................ OK in 17.30 sec",
+        "greentea.suite_ok",
+    ),
+    (
+        "mbedgt: test suite 'tests-mbed_hal-common_tickers' ................. FAIL in 41.22 sec",
+        "greentea.suite_fail",
+    ),
+    (
+        "+++++ Finished test 'bluepill.Should Run All Bluepill Tests' in 10.63 seconds with status failed",
+        "robot.test_failed",
+    ),
+    (
+        "+++++ Finished test 'BIOS.BIOS boots' in 2.24 seconds with status OK",
+        "robot.test_ok",
+    ),
+    (
+        "test/test_test_dummy/test_main.cpp:7: smoke: CHECK( 42 == 40 + 1 ) is NOT correct!\t[FAILED]",
+        "platformio.case_failed",
+    ),
+    (
+        "test/test_calculator/test_main.cpp:30:test_addition\t[PASSED]",
+        "platformio.case_passed",
+    ),
+    (
+        "esp32dev       test_interrupt          FAILED    00:00:07.247",
+        "platformio.table_failed",
+    ),
+    (
+        "esp32dev       test_core               PASSED    00:00:11.156",
+        "platformio.table_passed",
+    ),
+    ("Some tests failed :( See logs for details!", "tests.failed"),
+    ("3 tests failed", "tests.failed"),
+    (" INFO  all tests passed!", "tests.passed"),
+    ("Tests finished successfully :)", "tests.passed"),
+    ("~~~ALL TESTS PASSED~~~", "tests.passed"),
+    (
+        ">>> 'lp ticker info test': 1 passed, 2 failed",
+        "tests.counts_failed",
+    ),
+    ("Tests: 12 passed, 0 failed, 1 skipped", "tests.counts_passed"),
+    // Programs and packages that are not installed.
+    ("ImportError: No module named serial", "python.no_module"),
+    (
+        "/usr/bin/python3: No module named west",
+        "python.no_module",
+    ),
+    (
+        "The following Python requirements are not satisfied:",
+        "esp_idf.python_requirements",
+    ),
+    (
+        "  No such file or directory: CMAKE_READELF: 'CMAKE_READELF-NOTFOUND'",
+        "cmake.notfound",
+    ),
+    (
+        "  Unknown CMake command \"pico_generate_pio_header\".",
+        "cmake.unknown_command",
+    ),
+    // west and git fetching what a workspace needs.
+    (
+        "FATAL ERROR: command exited with status 128: git clone https://github.com/zephyrproject-rtos/zephyr /home/user/zephyrproject/.west/manifest-tmp",
+        "west.git_failed",
+    ),
+    (
+        "ERROR: update failed for projects: libmetal, open-amp",
+        "west.update_failed",
+    ),
+    ("fatal: the remote end hung up unexpectedly", "git.network"),
+    (
+        "error: RPC failed; curl 56 GnuTLS recv error (-9): Error decoding the received TLS packet.",
+        "git.network",
+    ),
+    // Faults and asserts as Mbed, probe-run and probe-rs report them.
+    (
+        "Error Message: Mbed assertation failed 0>1",
+        "mbed.assert",
+    ),
+    (
+        "Firmware exited unexpectedly: Exception",
+        "probe_rs.firmware_fault",
+    ),
+    ("(HOST) ERROR the program panicked", "probe_rs.firmware_fault"),
+    (
+        "   1: 0x000002bc - panic_probe::__cortex_m_rt_HardFault",
+        "rust.fault_frame",
+    ),
+    ("    Frame 0: HardFault_ @ 0x08005dba", "rust.fault_frame"),
+    (
+        "   5: 0x00000656 - rust_begin_unwind",
+        "rust.fault_frame",
+    ),
+    // Generic evidence: a failure without the step that failed.
+    (
+        "/usr/local/lib/python3.7/dist-packages/labgrid/target.py:425: in activate",
+        "python.pytest_frame",
+    ),
+    (
+        "serial.serialutil.SerialTimeoutException: Write timeout",
+        "python.exception",
+    ),
+    ("error: could not compile `app` due to 2 previous errors", "generic.error"),
+    ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
+    ("FAILED: zephyr/zephyr_pre0.elf", "generic.error"),
+    ("Check Timeout", "generic.timeout"),
+    (
+        "  File \"/usr/lib/python3/dist-packages/labgrid/driver/serialdriver.py\", line 65, in on_activate",
+        "python.harness_frame",
+    ),
+    ("Timed out!", "generic.timeout"),
 ];
 
 #[test]
@@ -848,6 +961,12 @@ fn harmless_lines_are_not_evidence() {
         "OK",
         "FAIL",
         "Error: 3 retries left",
+        "nsh: hello: open failed: 2",
+        "W (706) cpu_start: failed to load RF calibration data, falling back to full calibration",
+        "TRACE +0.001 command op=0x0a data len=4 wait_response=1 timeout=3.000 data=0020f43f",
+        "-- ccache: CCACHE_PROGRAM-NOTFOUND",
+        "$> test_bluepill_binary.sh gen/bin '~~~ALL TESTS PASSED~~~'",
+        "[INFO] Connection timeout set to 5 s",
     ] {
         let t = classify_str(line);
         assert_eq!(
@@ -1475,4 +1594,125 @@ proptest! {
         let (fast, plain) = prefiltered_and_plain(&text, TriageContext { timed_out });
         prop_assert_eq!(fast, plain);
     }
+}
+
+/// The generic tier: a failure line that does not say which step failed decides only a log no
+/// specific line explains, and says that its confidence is low.
+#[test]
+fn a_generic_failure_decides_only_alone_and_says_it_is_unsure() {
+    let t = classify_str("Building app\nerror: could not compile `app` due to 2 previous errors\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::BuildError, &[2][..])
+    );
+    assert!(t.reason.contains("low confidence"), "{}", t.reason);
+    // A specific line explains the log: the generic one adds nothing.
+    let t = classify_str(
+        "src/a.c:3:1: error: expected ';' before '}' token\nerror: could not compile `app`\n",
+    );
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::BuildError, &[1][..])
+    );
+    assert!(!t.reason.contains("low confidence"), "{}", t.reason);
+    // A timeout, then the build tool that ran the tests stops: the stop is the timeout's echo.
+    let t = classify_str(
+        "[ RUN      ] test_message_multi_thread2\nCheck Timeout\nninja: build stopped: subcommand failed.\n",
+    );
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Hang, &[2][..]));
+    // An echo alone still says that a step failed.
+    let t = classify_str("ninja: build stopped: subcommand failed.\n");
+    assert_eq!(t.class, TriageClass::BuildError);
+    assert!(t.reason.contains("low confidence"), "{}", t.reason);
+}
+
+#[test]
+fn a_failure_anywhere_outranks_a_passing_summary() {
+    for log in [
+        "INFO  all tests passed!\nERROR: failed to write coverage data\n",
+        "Tests finished successfully :)\nFAILED: build/app.elf\n",
+    ] {
+        assert_ne!(classify_str(log).class, TriageClass::Pass, "{log}");
+    }
+    // A CI job's success trailer under failed tests is no pass.
+    let t = classify_str("Some tests failed :( See logs for details!\nJob succeeded\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
+    // A passing summary alone is a pass.
+    let t = classify_str(" INFO  (1/1) running `sign`...\n INFO  all tests passed!\n");
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Pass, &[2][..]));
+}
+
+#[test]
+fn a_runner_timeout_after_a_failed_test_is_the_test_failure() {
+    let log = "\
+Assertion failed at src/main.c:34: test_clock: (done is false)
+FAIL - test_clock in 1.12 seconds
+START - test_ipm
+Timed out while monitoring serial output on intel_adsp_cavs25
+";
+    let t = classify_str(log);
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1, 2][..])
+    );
+    // The timeout first: the run hung before anything failed.
+    let t = classify_str("START - test_ipm\nTimed out while monitoring serial output on x\n");
+    assert_eq!(t.class, TriageClass::Hang);
+    // fwfix's own timeout over a log with no verdict is a hang, failures or not.
+    let t = classify(
+        "FAIL - test_clock in 1.12 seconds\nSTART - test_ipm\n",
+        &TIMED_OUT,
+    );
+    assert_eq!(t.class, TriageClass::Hang);
+}
+
+#[test]
+fn a_traceback_is_read_by_the_frames_it_names() {
+    // A flasher's frames: its exception is the flash's failure.
+    let flasher = "\
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/esptool/__init__.py\", line 1064, in main
+OSError: [Errno 71] Protocol error
+";
+    assert_eq!(classify_str(flasher).class, TriageClass::FlashError);
+    // A lab tool's frames: the harness broke.
+    let harness = "\
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/labgrid/driver/serialdriver.py\", line 65, in on_activate
+OSError: [Errno 71] Protocol error
+";
+    assert_eq!(classify_str(harness).class, TriageClass::InfraError);
+    // The serial port an uploader opens is its upload port: in its log, the flash failed.
+    let upload = "\
+Uploading .pio/build/nodemcuv2/firmware.bin
+esptool.py v3.0
+PermissionError: [Errno 13] Permission denied: '/dev/ttyUSB0'
+";
+    assert_eq!(classify_str(upload).class, TriageClass::FlashError);
+    assert_eq!(
+        classify_str("PermissionError: [Errno 13] Permission denied: '/dev/ttyUSB0'\n").class,
+        TriageClass::InfraError
+    );
+}
+
+/// ztest's error-hook tests raise an assert or a fault on purpose and pass when it comes.
+#[test]
+fn an_assert_a_test_case_expected_is_no_failure() {
+    let log = "\
+START - test_catch_assert_in_isr
+ASSERTION FAIL [a != ((void *)0)] @ WEST_TOPDIR/zephyr/tests/ztest/error_hook/src/main.c:41
+Caught assert failed
+PASS - test_catch_assert_in_isr
+START - test_catch_z_oops
+";
+    let t = classify_str(log);
+    assert_eq!(t.class, TriageClass::Unknown, "{t:#?}");
+    // An assert in a case that then fails, or that no pass line follows, is one.
+    let failed = "ASSERTION FAIL [p] @ main.c:3\nFAIL - test_x in 0.1 seconds\nPASS - test_y in 0.1 seconds\n";
+    assert_eq!(classify_str(failed).class, TriageClass::Assert);
+    let passed_before = "PASS - test_y in 0.1 seconds\nASSERTION FAIL [p] @ main.c:3\n";
+    assert_eq!(classify_str(passed_before).class, TriageClass::Assert);
 }
