@@ -41,10 +41,20 @@
 //!     failed where the log does not show) say nothing certain about the firmware, so they are
 //!     never a pass.
 //!
-//! Some lines say only that something failed, not what: a Python traceback, `make: *** Error 1`,
-//! west's `FATAL ERROR: command exited with status 1`. Such a generic line decides only when no
-//! specific line explains the log, and then as the step its context lines name (a flasher's
-//! banner makes a traceback a FLASH_ERROR); see [`rules::Scope`].
+//! Some lines say only that something failed, not what: a Python traceback, a bare `error:` or
+//! `FATAL:` line from a tool no rule knows, a lone `Timeout`. Such a generic line decides only
+//! when no specific line explains the log, and then as the step its context lines name (a
+//! flasher's banner or frame makes a traceback a FLASH_ERROR, a lab tool's frame an
+//! INFRA_ERROR); its reason says the confidence is low. Lines that only echo a failed
+//! subcommand (`make: *** Error 1`, `ninja: build stopped`, west's `FATAL ERROR: command exited
+//! with status 1`) count only when nothing else is evidence of a failure. See [`rules::Scope`].
+//!
+//! Three readings refine the order above. A runner's timeout after a test's own failure line is
+//! that test failure (the verdict was reached; the timeout cut the rest short), except when
+//! fwfix itself stopped a run with no verdict. A serial port that cannot be opened in an
+//! uploader's log is the upload port, so the flash failed. A firmware assert or fault that a
+//! ztest case then reports as passed was expected by it (error-hook tests raise them on
+//! purpose), and is no failure.
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a

@@ -238,16 +238,23 @@ pub static RULES: &[Rule] = &[
         "twister.summary_pass",
         "twister",
         Pass,
-        r"(?P<msg>\d+ of \d+ (?:executed )?test configurations passed \([\d.]+%\), (?:\d+ built \(not run\), )?0 failed, 0 errored.*)$",
+        r"(?P<msg>\d+ of \d+ (?:executed )?test (?:configurations|suites) passed \([\d.]+%\), (?:\d+ built \(not run\), )?0 failed, 0 errored.*)$",
     )
     .verdict(),
     re(
         "twister.summary_fail",
         "twister",
         TestFailure,
-        r"(?P<msg>\d+ of \d+ (?:executed )?test configurations passed \([\d.]+%\), (?:\d+ built \(not run\), )?[1-9]\d* failed.*)$",
+        r"(?P<msg>\d+ of \d+ (?:executed )?test (?:configurations|suites) passed \([\d.]+%\), (?:\d+ built \(not run\), )?[1-9]\d* failed.*)$",
     )
     .verdict(),
+    re(
+        "twister.cases_failed",
+        "twister",
+        TestFailure,
+        r"(?P<msg>\d+ of \d+ executed test cases passed \([\d.]+%\), (?:\d+ \w+, )*[1-9]\d* failed\b.*)$",
+    )
+    .weight(2),
     re("twister.tests_passed", "twister", Pass, r"^(?P<msg>\d+ of \d+ tests passed\b.*)$").verdict(),
     re(
         "twister.total_failed",
@@ -269,6 +276,14 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Timed out while monitoring serial output.*|\brun status: \S+ timeout\b.*|\b(?:FAILED|Skipped):? \(?Timeout\b.*)$",
     ),
     re("twister.failed", "twister", TestFailure, r"\sFAILED\s*:\s*(?P<msg>\S.*)$").weight(1),
+    // Newer twister: the status, then its reason without a colon.
+    re(
+        "twister.failed_reason",
+        "twister",
+        TestFailure,
+        r"\sFAILED (?P<msg>(?:Failed|Exception|Testsuite mismatch|Test suite mismatch)\b.*)$",
+    )
+    .weight(1),
     re(
         "twister.passed",
         "twister",
@@ -324,6 +339,22 @@ pub static RULES: &[Rule] = &[
         "ctest",
         Pass,
         r"^(?P<msg>100% tests passed, 0 tests failed out of [1-9]\d*)",
+    )
+    .verdict(),
+    re("ctest.failed_list", "ctest", TestFailure, r"^(?P<msg>The following tests FAILED:)$").weight(2),
+    re("ctest.errors", "ctest", TestFailure, r"^(?P<msg>Errors while running CTest)$")
+        .weight(1)
+        .echo(),
+    // Python's unittest: `Ran 12 tests in 0.031s`, then `OK` or `FAILED (failures=1)`.
+    re("unittest.ran", "unittest", Pass, r"^(?P<msg>Ran \d+ tests? in [\d.]+s)$").weight(1),
+    re("unittest.ok", "unittest", Pass, r"^(?P<msg>OK(?: \((?:skipped|expected failures)=\d+.*\))?)$")
+        .verdict()
+        .follows(&["unittest.ran"]),
+    re(
+        "unittest.failed",
+        "unittest",
+        TestFailure,
+        r"^(?P<msg>FAILED \((?:failures|errors)=\d+.*\))$",
     )
     .verdict(),
     re("ctest.timeout", "ctest", Hang, r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*Timeout\b.*)$"),
@@ -424,6 +455,15 @@ pub static RULES: &[Rule] = &[
         .weight(2),
     re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
         .weight(1),
+    // `pio run`'s closing line and its table of environments: the step failed, not why.
+    re(
+        "platformio.env_failed",
+        "platformio",
+        BuildError,
+        r"^(?P<msg>=+ \[FAILED\] Took [\d.]+ seconds =+|\S+\s+FAILED\s+\d\d:\d\d:\d\d\.\d+)$",
+    )
+    .weight(1)
+    .echo(),
     re(
         "platformio.table_failed",
         "platformio",
@@ -539,6 +579,7 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:[\w./-]*\b(?:sh|bash|dash|ksh)|[\w./-]+\.sh): (?:line )?(?:\d+: )?(?:[\w./-]+\.sh: )?(?:exec: )?(?P<msg>[^\s:]+: (?:command )?not found)$",
     ),
+    re("shell.bare_not_found", "sh", ToolMissing, r"^(?P<msg>[\w./+-]+: command not found)$"),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
     re(
         "make.no_such_program",
@@ -552,7 +593,7 @@ pub static RULES: &[Rule] = &[
         "gcc.cannot_execute",
         "gcc",
         ToolMissing,
-        r"(?P<msg>cannot execute '[^']+': execvp: No such file or directory)",
+        r"(?P<msg>(?:cannot execute|error trying to exec) '[^']+': execvp: No such file or directory)",
     ),
     re(
         "env.no_interpreter",
@@ -605,7 +646,7 @@ pub static RULES: &[Rule] = &[
         "cmake.program_not_found",
         "cmake",
         ToolMissing,
-        r"(?P<msg>is not a full path and was not found in the PATH\..*|CMake was unable to find a build program corresponding to .*|^Could not find a package configuration file provided by .*|^Could NOT find \S+ \(missing: .*|No CMAKE_\w+_COMPILER could be found\..*)$",
+        r"(?P<msg>is not a full path and was not found in the PATH\..*|CMake was unable to find a build program corresponding to .*|^Could not find a package configuration file provided by .*|^Could not find a configuration file for package .*|^Could NOT find \S+ \(missing: .*|No CMAKE_\w+_COMPILER could be found\..*)$",
     ),
     re(
         "meson.not_found",
@@ -625,6 +666,24 @@ pub static RULES: &[Rule] = &[
         "rustc",
         ToolMissing,
         r"(?P<msg>error: linker `[^`]+` not found|.*target may not be installed)$",
+    ),
+    re(
+        "west.program_missing",
+        "west",
+        ToolMissing,
+        r"(?P<msg>required program \S+ not found; install it or add its location to PATH)",
+    ),
+    re(
+        "esp_idf.tool_missing",
+        "esp-idf",
+        ToolMissing,
+        r"(?P<msg>tool \S+ has no installed versions\..*|.*doesn't exist! Please run the install script.*)$",
+    ),
+    re(
+        "rustup.not_installed",
+        "rustup",
+        ToolMissing,
+        r"^error: (?P<msg>toolchain '[^']+' is not installed.*)$",
     ),
     re("west.not_installed", "west", ToolMissing, r"(?P<msg>\S+ is not installed or cannot be found)"),
     re(
@@ -778,7 +837,19 @@ pub static RULES: &[Rule] = &[
         "esptool.no_reply",
         "esptool",
         FlashError,
-        r"(?P<msg>Timed? out waiting for packet header|Invalid head of packet.*)",
+        r"(?P<msg>Timed? out waiting for packet header|Invalid head of packet.*|^Failed to connect to (?:ESP\w*|Espressif device): .+)",
+    ),
+    re(
+        "uvision.flash",
+        "uvision",
+        FlashError,
+        r"^Error: (?P<msg>Flash Download failed.*)$",
+    ),
+    re(
+        "arduino.upload_failed",
+        "arduino",
+        FlashError,
+        r"^(?P<msg>An error occurred while uploading the sketch|Failed uploading: .+)$",
     ),
     re(
         "picotool.no_device",
@@ -928,6 +999,47 @@ pub static RULES: &[Rule] = &[
     ),
     re("qemu.start_error", "qemu", InfraError, qemu!(r"(?P<msg>.+)$")),
     re("host.no_space", "host", InfraError, r"No space left on device"),
+    // A CI runner that was lost or cancelled, a package manager or container that could not
+    // get what the job needs.
+    re(
+        "ci.runner_lost",
+        "ci",
+        InfraError,
+        r"(?P<msg>The runner has received a shutdown signal\..*|##\[error\]The operation was canceled\.|Job failed \(system failure\).*)$",
+    ),
+    re(
+        "ci.step_failed",
+        "ci",
+        BuildError,
+        r"^(?P<msg>##\[error\]Process completed with exit code [1-9]\d*\.?|Error: Process completed with exit code [1-9]\d*\.?|ERROR: Job failed: exit code [1-9]\d*)$",
+    )
+    .weight(1)
+    .echo(),
+    re(
+        "apt.failed",
+        "apt",
+        InfraError,
+        r"^E: (?P<msg>Unable to locate package .+|Failed to fetch .+|Package '[^']+' has no installation candidate|Could not get lock .+)$",
+    ),
+    re("docker.daemon", "docker", InfraError, r"(?P<msg>Error response from daemon: .+)$"),
+    re(
+        "renode.command_error",
+        "renode",
+        InfraError,
+        r"(?P<msg>There was an error executing command '[^']+'.*)$",
+    ),
+    re(
+        "lava.infrastructure",
+        "lava",
+        InfraError,
+        r#"(?P<msg>InfrastructureError: .+|JobError: .+|"error_type": "(?:Infrastructure|Job|Bug|Configuration)")"#,
+    ),
+    re(
+        "lava.action_timeout",
+        "lava",
+        Hang,
+        r"(?P<msg>[a-z][\w-]*-(?:action|monitor|shell|interrupt|retry) timed out after \d+ seconds)",
+    ),
     re("host.read_only", "host", InfraError, r"Read-only file system"),
     re(
         "host.out_of_memory",
@@ -1086,7 +1198,32 @@ pub static RULES: &[Rule] = &[
         LinkError,
         r"(?P<msg>section `[^']+' will not fit in region `[^']+'|region `[^']+' overflowed by \d+ bytes)",
     ),
-    re("ld.error_line", "ld", LinkError, r"\bld(?:\.exe)?: [Ee]rror: (?P<msg>.+)$").weight(2),
+    re("ld.error_line", "ld", LinkError, r"\b(?:ld|ld\.lld|rust-lld|lld)(?:\.exe)?: [Ee]rror: (?P<msg>.+)$")
+        .weight(2),
+    re("rustc.link_failed", "rustc", LinkError, r"^error: (?P<msg>linking with `[^`]+` failed.*)$")
+        .weight(1),
+    re("rustc.error", "rustc", BuildError, r"^error\[E\d{4}\]: (?P<msg>.+)$").weight(2),
+    re(
+        "cargo.could_not_compile",
+        "cargo",
+        BuildError,
+        r"^error: (?P<msg>could not compile `[^`]+`.*)$",
+    )
+    .weight(1)
+    .echo(),
+    re(
+        "zephyr.devicetree_error",
+        "zephyr",
+        BuildError,
+        r"^(?:-- )?devicetree error: (?P<msg>.+)$",
+    ),
+    re(
+        "arduino.compile_failed",
+        "arduino",
+        BuildError,
+        r"^(?P<msg>Error compiling for board .+|Compilation error: .+)$",
+    )
+    .weight(2),
     re(
         "armlink.error",
         "armlink",
@@ -1191,7 +1328,7 @@ pub static RULES: &[Rule] = &[
         "libc.assert",
         "libc",
         Assert,
-        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\.?|(?i:assertion failed).*)$"#,
+        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\.?|(?i:assertion failed).*|assertion `[^`]*` failed.*)$"#,
     ),
     // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
     re(
@@ -1260,6 +1397,30 @@ pub static RULES: &[Rule] = &[
     ),
     re("esp_idf.stack_overflow", "esp-idf", Crash, r"\*\*\*ERROR\*\*\* A stack overflow in task"),
     re("esp_idf.task_watchdog", "esp-idf", Hang, r"(?P<msg>Task watchdog got triggered.*)$"),
+    // An ESP chip's ROM names a watchdog's reset on the next boot: ESP32's timer-group
+    // watchdogs, ESP8266's hardware watchdog (`rst cause:4`, then `wdt reset`).
+    re(
+        "esp.watchdog_reset",
+        "esp",
+        Hang,
+        r"(?P<msg>rst:0x[78] \(TG[01]WDT_SYS_RESET\).*|^wdt reset$)",
+    )
+    .weight(2),
+    // Zephyr's fault dump names the faulting instruction whatever the fault's banner was.
+    re(
+        "zephyr.faulting_instruction",
+        "zephyr",
+        Crash,
+        r"(?P<msg>Faulting instruction address \(r15/pc\): 0x[0-9a-fA-F]+)",
+    )
+    .weight(2),
+    // A Linux kernel's panic, as a LAVA job's boot shows it.
+    re(
+        "linux.kernel_panic",
+        "linux",
+        Crash,
+        r"(?P<msg>Kernel panic - not syncing: .+|Unable to handle kernel (?:NULL pointer dereference|paging request) at virtual address .+)$",
+    ),
     re("qemu.lockup", "qemu", Crash, r"^qemu: fatal: (?P<msg>Lockup.*)$"),
     re("qemu.fatal", "qemu", Crash, r"^qemu: fatal: (?P<msg>.+)$"),
     re(
@@ -1301,7 +1462,7 @@ pub static RULES: &[Rule] = &[
         "probe_rs.firmware_fault",
         "probe-rs",
         Crash,
-        r"(?P<msg>Firmware exited unexpectedly: Exception\b.*|the program panicked\b.*)$",
+        r"(?P<msg>Firmware exited unexpectedly: Exception\b.*|the program panicked\b.*|CPU halted unexpectedly\.?)$",
     ),
     re(
         "rust.fault_frame",
@@ -1340,7 +1501,7 @@ pub static RULES: &[Rule] = &[
         "generic.timeout",
         "any",
         Hang,
-        r"^(?:\w+ )?(?P<msg>(?i:time ?out|timed out))[.!]*$",
+        r"^(?:\w+ )?(?P<msg>(?i:time ?out|timed out)(?:[.!]*|[:!] .*| (?:after|waiting|while|reached|expired|exceeded)\b.*))$",
     )
     .weight(1)
     .generic(),

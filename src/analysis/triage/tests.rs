@@ -905,7 +905,10 @@ const SAMPLES: &[(&str, &str)] = &[
         "serial.serialutil.SerialTimeoutException: Write timeout",
         "python.exception",
     ),
-    ("error: could not compile `app` due to 2 previous errors", "generic.error"),
+    (
+        "error: Your local changes to the following files would be overwritten by checkout:",
+        "generic.error",
+    ),
     ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
     ("FAILED: zephyr/zephyr_pre0.elf", "generic.error"),
     ("Check Timeout", "generic.timeout"),
@@ -914,6 +917,135 @@ const SAMPLES: &[(&str, &str)] = &[
         "python.harness_frame",
     ),
     ("Timed out!", "generic.timeout"),
+    ("Timeout waiting for the DUT to boot", "generic.timeout"),
+    // More runners' summaries.
+    (
+        "INFO    - 1 of 1 executed test suites passed (100.00%), 0 built (not run), 0 failed, 0 errored, with no warnings in 51.22 seconds.",
+        "twister.summary_pass",
+    ),
+    (
+        "INFO    - 13 of 15 executed test suites passed (86.67%), 0 built (not run), 2 failed, 0 errored, with no warnings in 63.45 seconds.",
+        "twister.summary_fail",
+    ),
+    (
+        "INFO    - 1188 of 1190 executed test cases passed (99.83%), 2 failed on 41 out of total 1002 platforms (4.09%)",
+        "twister.cases_failed",
+    ),
+    (
+        "INFO    -  3/15 qemu_x86_64   tests/ztest/base/testing.ztest.base.verbose_2   FAILED Failed (qemu 1.457s)",
+        "twister.failed_reason",
+    ),
+    ("The following tests FAILED:", "ctest.failed_list"),
+    ("Errors while running CTest", "ctest.errors"),
+    ("Ran 12 tests in 0.031s", "unittest.ran"),
+    ("FAILED (failures=2, errors=1)", "unittest.failed"),
+    (
+        "========================== [FAILED] Took 1.23 seconds ==========================",
+        "platformio.env_failed",
+    ),
+    ("uno          FAILED    00:00:01.234", "platformio.env_failed"),
+    ("Error compiling for board Arduino Uno.", "arduino.compile_failed"),
+    (
+        "Compilation error: 'foo' was not declared in this scope",
+        "arduino.compile_failed",
+    ),
+    (
+        "Failed uploading: uploading error: exit status 2",
+        "arduino.upload_failed",
+    ),
+    ("An error occurred while uploading the sketch", "arduino.upload_failed"),
+    (
+        "Failed to connect to ESP32: No serial data received.",
+        "esptool.no_reply",
+    ),
+    (
+        "Error: Flash Download failed  -  Target DLL has been cancelled",
+        "uvision.flash",
+    ),
+    // Programs that are not installed, as rustup, west and ESP-IDF's tools say it.
+    ("xtensa-esp32-elf-gcc: command not found", "shell.bare_not_found"),
+    (
+        "arm-none-eabi-gcc: error trying to exec 'cc1': execvp: No such file or directory",
+        "gcc.cannot_execute",
+    ),
+    (
+        "FATAL ERROR: required program JLinkExe not found; install it or add its location to PATH",
+        "west.program_missing",
+    ),
+    (
+        "ERROR: tool xtensa-esp32-elf has no installed versions. Please run 'install.sh' to install it.",
+        "esp_idf.tool_missing",
+    ),
+    (
+        "error: toolchain 'nightly-x86_64-unknown-linux-gnu' is not installed",
+        "rustup.not_installed",
+    ),
+    (
+        "  Could not find a configuration file for package \"Zephyr-sdk\" that is",
+        "cmake.program_not_found",
+    ),
+    // Rust's compiler and linker, and the devicetree of a Zephyr build.
+    ("error[E0425]: cannot find value `x` in this scope", "rustc.error"),
+    ("error: linking with `rust-lld` failed: exit status: 1", "rustc.link_failed"),
+    ("rust-lld: error: undefined symbol: __pre_init", "ld.error_line"),
+    (
+        "error: could not compile `app` (bin \"app\") due to 1 previous error",
+        "cargo.could_not_compile",
+    ),
+    (
+        "devicetree error: Label 'zephyr_udc0' appears on /soc/usb@40040000 and on /soc/usb@50000000",
+        "zephyr.devicetree_error",
+    ),
+    // Faults, asserts and watchdogs.
+    (
+        "[00:00:01.234,000] <err> os: Faulting instruction address (r15/pc): 0x0000abcd",
+        "zephyr.faulting_instruction",
+    ),
+    (
+        "Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b",
+        "linux.kernel_panic",
+    ),
+    (
+        "Unable to handle kernel NULL pointer dereference at virtual address 00000000",
+        "linux.kernel_panic",
+    ),
+    ("Error: CPU halted unexpectedly.", "probe_rs.firmware_fault"),
+    ("assertion `left == right` failed", "libc.assert"),
+    (
+        "rst:0x8 (TG1WDT_SYS_RESET),boot:0x13 (SPI_FAST_FLASH_BOOT)",
+        "esp.watchdog_reset",
+    ),
+    ("wdt reset", "esp.watchdog_reset"),
+    // CI runners, package managers, containers, Renode and LAVA.
+    (
+        "The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled.",
+        "ci.runner_lost",
+    ),
+    ("##[error]The operation was canceled.", "ci.runner_lost"),
+    (
+        "ERROR: Job failed (system failure): prepare environment: Error response from daemon",
+        "ci.runner_lost",
+    ),
+    ("##[error]Process completed with exit code 2.", "ci.step_failed"),
+    ("ERROR: Job failed: exit code 1", "ci.step_failed"),
+    ("E: Unable to locate package gcc-arm-none-eabi", "apt.failed"),
+    (
+        "docker: Error response from daemon: pull access denied for foo, repository does not exist",
+        "docker.daemon",
+    ),
+    (
+        "There was an error executing command 'mach create'",
+        "renode.command_error",
+    ),
+    (
+        "InfrastructureError: Unable to power on the device",
+        "lava.infrastructure",
+    ),
+    (
+        "- {\"dt\": \"2022-12-02T07:44:02\", \"lvl\": \"results\", \"msg\": {\"case\": \"job\", \"result\": \"fail\", \"error_type\": \"Infrastructure\"}}",
+        "lava.infrastructure",
+    ),
+    ("auto-login-action timed out after 300 seconds", "lava.action_timeout"),
 ];
 
 #[test]
@@ -930,6 +1062,7 @@ fn every_rule_with_a_class_has_a_sample() {
     let in_context = [
         "unity.ok",
         "unity.verdict_fail",
+        "unittest.ok",
         "esp_idf.abort_after_watchdog",
     ];
     for rule in RULES {
@@ -1715,4 +1848,25 @@ START - test_catch_z_oops
     assert_eq!(classify_str(failed).class, TriageClass::Assert);
     let passed_before = "PASS - test_y in 0.1 seconds\nASSERTION FAIL [p] @ main.c:3\n";
     assert_eq!(classify_str(passed_before).class, TriageClass::Assert);
+}
+
+#[test]
+fn rules_that_read_a_line_only_after_their_header() {
+    let t = classify_str("Ran 3 tests in 0.004s\n\nOK\n");
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Pass, &[3][..]));
+    // `OK` alone is no verdict.
+    assert_eq!(classify_str("OK\n").class, TriageClass::Unknown);
+    // ctest's list of failed tests, under its summary or alone.
+    let t = classify_str(
+        "67% tests passed, 1 tests failed out of 3\n\nThe following tests FAILED:\n\t  3 - test_crc (Failed)\nErrors while running CTest\n",
+    );
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
+    let t = classify_str("The following tests FAILED:\n\t  3 - test_crc (Failed)\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
 }
