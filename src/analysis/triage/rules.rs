@@ -539,6 +539,11 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("nuttx.ostest_pass", "nuttx", Pass, r"(?P<msg>ostest_main: Exiting with status 0)\b").verdict(),
     re("freertos.demo_ok", "freertos", Pass, r"^(?P<msg>OK: No errors\b.*)$").weight(2),
+    // RIOT's tests end on `[SUCCESS]` (or a `[FAILED]` line), its unit tests (embUnit) on
+    // `OK (42 tests)`.
+    re("riot.test_failed", "riot", TestFailure, r"^(?P<msg>\[FAILED\](?:\s.*)?)$").verdict(),
+    re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
+    re("embunit.ok", "embunit", Pass, r"^(?P<msg>OK \(\d+ tests?\))$").verdict(),
     // Any runner's closing words, after every runner above had its turn: `all tests passed!`
     // (defmt-test), `Tests finished successfully :)` and `Some tests failed :(` (Renode's
     // run_tests), `~~~ALL TESTS PASSED~~~` (TensorFlow Lite Micro); anchored at the line's
@@ -833,6 +838,14 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Load failed|Error erasing flash with vFlashErase packet|Error writing data to flash)$",
     ),
     re("esptool.exception", "esptool", FlashError, r"esptool\.FatalError: (?P<msg>.+)$"),
+    // A frozen esptool (Arduino's, PlatformIO's) that died of an exception says so last.
+    re(
+        "esptool.script_failed",
+        "esptool",
+        FlashError,
+        r"(?P<msg>Failed to execute script '?esptool'?.*)$",
+    )
+    .weight(2),
     re(
         "esptool.no_reply",
         "esptool",
@@ -849,7 +862,7 @@ pub static RULES: &[Rule] = &[
         "arduino.upload_failed",
         "arduino",
         FlashError,
-        r"^(?P<msg>An error occurred while uploading the sketch|Failed uploading: .+)$",
+        r"^(?P<msg>An error occurred while uploading the sketch|Failed uploading: .+|Error during Upload: .+)$",
     ),
     re(
         "picotool.no_device",
@@ -960,7 +973,7 @@ pub static RULES: &[Rule] = &[
         "python.flasher_frame",
         "python",
         FlashError,
-        r#"^\s*File ".*[/\\](?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
+        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
     )
     .context(),
     // A frame of a test harness's or lab tool's own code: a traceback through it is the
@@ -969,7 +982,7 @@ pub static RULES: &[Rule] = &[
         "python.harness_frame",
         "python",
         InfraError,
-        r#"^\s*File "\S*[/\\](?:labgrid|twisterlib|pytest_embedded\w*|_pytest|pluggy)[/\\]"#,
+        r#"^\s*File "(?:\S*[/\\])?(?:labgrid|twisterlib|pytest_embedded\w*|_pytest|pluggy)[/\\]"#,
     )
     .context(),
     // A CI job's own trailer says the job's script exited 0, not that the firmware passed: a
@@ -1308,7 +1321,7 @@ pub static RULES: &[Rule] = &[
         "nuttx.fault_panic",
         "nuttx",
         Crash,
-        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort)\S*\.c.*)|PANIC!!! .*)$",
+        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort|unexpected)\S*\.c.*)|PANIC!!! .*)$",
     ),
     re(
         "freertos.assert_hook",

@@ -623,6 +623,10 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("make[5]: *** [Makefile:70: errno] Error 1", "make.error"),
     (
+        "up_assert: Assertion failed at file:irq/irq_unexpectedisr.c line: 51 task: Idle Task",
+        "nuttx.fault_panic",
+    ),
+    (
         "[CPU0] dump_assert_info: Assertion failed panic: at file: arch/arm64/src/common/arm64_fatal.c:561",
         "nuttx.fault_panic",
     ),
@@ -938,6 +942,12 @@ const SAMPLES: &[(&str, &str)] = &[
     ("The following tests FAILED:", "ctest.failed_list"),
     ("Errors while running CTest", "ctest.errors"),
     ("Ran 12 tests in 0.031s", "unittest.ran"),
+    ("[SUCCESS]", "riot.test_success"),
+    (
+        "[FAILED] You're not running riotboot",
+        "riot.test_failed",
+    ),
+    ("OK (42 tests)", "embunit.ok"),
     ("FAILED (failures=2, errors=1)", "unittest.failed"),
     (
         "========================== [FAILED] Took 1.23 seconds ==========================",
@@ -954,6 +964,15 @@ const SAMPLES: &[(&str, &str)] = &[
         "arduino.upload_failed",
     ),
     ("An error occurred while uploading the sketch", "arduino.upload_failed"),
+    (
+        "Error during Upload: uploading error: uploading error: exit status 255",
+        "arduino.upload_failed",
+    ),
+    ("Failed to execute script esptool", "esptool.script_failed"),
+    (
+        "[12469] Failed to execute script 'esptool' due to unhandled exception!",
+        "esptool.script_failed",
+    ),
     (
         "Failed to connect to ESP32: No serial data received.",
         "esptool.no_reply",
@@ -1811,6 +1830,14 @@ Traceback (most recent call last):
 OSError: [Errno 71] Protocol error
 ";
     assert_eq!(classify_str(flasher).class, TriageClass::FlashError);
+    // A frozen flasher's frames name its module without a directory.
+    let frozen = "\
+Traceback (most recent call last):
+  File \"esptool.py\", line 3969, in <module>
+  File \"serial/serialposix.py\", line 438, in _reconfigure_port
+termios.error: (22, 'Invalid argument')
+";
+    assert_eq!(classify_str(frozen).class, TriageClass::FlashError);
     // A lab tool's frames: the harness broke.
     let harness = "\
 Traceback (most recent call last):
