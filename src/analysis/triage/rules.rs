@@ -523,6 +523,15 @@ pub static RULES: &[Rule] = &[
     re("pytest.failure_section", "pytest", TestFailure, r"^_{3,} (?P<msg>[\w.:\[\]-]+) _{3,}$")
         .weight(1),
     re("pytest.failed", "pytest", TestFailure, r"^(?P<msg>FAILED \S+::\S+.*)$").weight(1),
+    // The exception pytest quotes under a failing test (`E       AssertionError: ...`); the
+    // rules above see a pexpect timeout or a serial port's failure in it first.
+    re(
+        "pytest.exception",
+        "pytest",
+        TestFailure,
+        r"^E {3,}(?P<msg>(?:\w+\.)*\w*(?:Error|Exception)\b.*)$",
+    )
+    .weight(1),
     re("pytest.timeout", "pytest-timeout", Hang, r"^\++ (?P<msg>Timeout) \++$"),
     re(
         "pexpect.timeout",
@@ -1502,6 +1511,16 @@ pub static RULES: &[Rule] = &[
     // timed out. It decides only a log no specific line explains, as the step a context line
     // names or else as a build step (the commonest place for a tool that is not known), and
     // the reason says the confidence is low.
+    // A bare error line that names a debug probe, an adapter or the flash: a flashing tool's,
+    // whichever it is (OpenOCD's own `Error:` lines without its banner, a vendor tool's).
+    re(
+        "probe.error",
+        "flasher",
+        FlashError,
+        r"^(?:\*+ )?(?:Error|ERROR)\s*:\s*(?P<msg>.*(?i:debug adapter|adapter|probe|flash|jtag|\bswd\b|\bdap\b|st-?link|j-?link|cmsis-dap|debugger|libusb|usb device|target voltage|target device|\w\.cfg\b).*)$",
+    )
+    .weight(1)
+    .generic(),
     re(
         "generic.error",
         "any",

@@ -645,7 +645,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "Error: [rp2040.cpu] Could not find MEM-AP to control the core",
         "openocd.target",
     ),
-    ("Error: adapter speed is too low", "openocd.error"),
+    ("Error: Target not halted", "openocd.error"),
     (
         "verify failed in bank at 0x20000000 starting at 0x00000000",
         "openocd.verify",
@@ -916,6 +916,12 @@ const SAMPLES: &[(&str, &str)] = &[
     ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
     ("FAILED: zephyr/zephyr_pre0.elf", "generic.error"),
     ("Check Timeout", "generic.timeout"),
+    ("****** Error: No CMSIS-DAP device found", "probe.error"),
+    (
+        "Error: Debug adapter does not support any transports? Check config file order.",
+        "probe.error",
+    ),
+    ("Error: Can't find interface/stlink-v2.cfg", "probe.error"),
     (
         "  File \"/usr/lib/python3/dist-packages/labgrid/driver/serialdriver.py\", line 65, in on_activate",
         "python.harness_frame",
@@ -942,6 +948,10 @@ const SAMPLES: &[(&str, &str)] = &[
     ("The following tests FAILED:", "ctest.failed_list"),
     ("Errors while running CTest", "ctest.errors"),
     ("Ran 12 tests in 0.031s", "unittest.ran"),
+    (
+        "E       AssertionError: assert 'Hello' in 'Guru Meditation Error'",
+        "pytest.exception",
+    ),
     ("[SUCCESS]", "riot.test_success"),
     (
         "[FAILED] You're not running riotboot",
