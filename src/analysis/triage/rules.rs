@@ -11,7 +11,9 @@
 //! lines come first because a test's name or message may contain any word (`test_error_counter`,
 //! `Expected HardFault`); then environment and flasher lines, whose own text can look like a
 //! compiler diagnostic (`embedded:startup.tcl:1516: Error: ** Programming Failed **`); then the
-//! diagnostics; then what the firmware itself printed.
+//! diagnostics; then what the firmware itself printed; last the generic evidence (a bare
+//! `error:` or `ERROR:` line, a Python exception, a lone timeout), which only a line no rule
+//! above knows reaches.
 
 use std::sync::LazyLock;
 
@@ -381,6 +383,15 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1),
     re("robot.timeout", "robot", Hang, r"(?P<msg>Test timeout .+ exceeded\.?)$"),
+    // Robot's own setup, or a suite file it cannot read: the harness broke before any test ran,
+    // so the FAIL under each test is its echo.
+    re(
+        "robot.setup_failed",
+        "robot",
+        InfraError,
+        r"^(?P<msg>(?:Parent suite |Suite )?[Ss]etup failed:.*|\[ ERROR \] Error in file .+)$",
+    ),
+    re("robot.case_pass", "robot", Pass, r"^(?P<msg>\S.*?)\s+\| PASS \|$").weight(1),
     re(
         "robot.summary_fail",
         "robot",
@@ -1054,7 +1065,7 @@ pub static RULES: &[Rule] = &[
         "lava.infrastructure",
         "lava",
         InfraError,
-        r#"(?P<msg>InfrastructureError: .+|JobError: .+|"error_type": "(?:Infrastructure|Job|Bug|Configuration)")"#,
+        r#"(?P<msg>InfrastructureError: .+|JobError: .+|"error_type": "(?:Infrastructure|Job|Bug|Configuration)"|\d+ retries out of \d+ failed for \S+)"#,
     ),
     re(
         "lava.action_timeout",

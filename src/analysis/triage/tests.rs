@@ -948,6 +948,15 @@ const SAMPLES: &[(&str, &str)] = &[
     ("The following tests FAILED:", "ctest.failed_list"),
     ("Errors while running CTest", "ctest.errors"),
     ("Ran 12 tests in 0.031s", "unittest.ran"),
+    ("Parent suite setup failed:", "robot.setup_failed"),
+    (
+        "[ ERROR ] Error in file '/home/u/renode/tests/platforms/LiteX/LiteX_Linux_VexRiscv.robot': Replacing variables from setting 'Resource' failed: Variable '${RENODEKEYWORDS}' not found.",
+        "robot.setup_failed",
+    ),
+    (
+        "Should Boot                                                           | PASS |",
+        "robot.case_pass",
+    ),
     (
         "E       AssertionError: assert 'Hello' in 'Guru Meditation Error'",
         "pytest.exception",
@@ -1075,6 +1084,10 @@ const SAMPLES: &[(&str, &str)] = &[
         "lava.infrastructure",
     ),
     ("auto-login-action timed out after 300 seconds", "lava.action_timeout"),
+    (
+        "No time left for remaining 2 retries. 1 retries out of 3 failed for depthcharge-retry",
+        "lava.infrastructure",
+    ),
 ];
 
 #[test]
