@@ -730,7 +730,12 @@ pub static RULES: &[Rule] = &[
         r"FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<msg>[^']+\.(?:so|dll|dylib|exe))'",
     ),
     // Flashers and debug probes: the image did not get onto the board.
-    re("esptool.fatal", "esptool", FlashError, r"A fatal error occurred: (?P<msg>.+)$"),
+    re(
+        "esptool.fatal",
+        "esptool",
+        FlashError,
+        r"A (?:fatal|serial exception) error occurred: (?P<msg>.+)$",
+    ),
     re(
         "openocd.no_adapter",
         "openocd",
@@ -832,6 +837,8 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>Error while programming flash: .*)$",
     ),
+    // J-Link's own errors stand out with six asterisks.
+    re("jlink.error", "jlink", FlashError, r"^\*{6} Error: (?P<msg>.+)$").weight(2),
     re(
         "stflash.no_stlink",
         "st-flash",

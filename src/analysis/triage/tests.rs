@@ -916,7 +916,15 @@ const SAMPLES: &[(&str, &str)] = &[
     ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
     ("FAILED: zephyr/zephyr_pre0.elf", "generic.error"),
     ("Check Timeout", "generic.timeout"),
-    ("****** Error: No CMSIS-DAP device found", "probe.error"),
+    ("*** Error: No CMSIS-DAP device found", "probe.error"),
+    (
+        "****** Error: PC of target system has unexpected value after programming.",
+        "jlink.error",
+    ),
+    (
+        "A serial exception error occurred: Could not configure port: (5, 'Input/output error')",
+        "esptool.fatal",
+    ),
     (
         "Error: Debug adapter does not support any transports? Check config file order.",
         "probe.error",
