@@ -951,7 +951,7 @@ pub static RULES: &[Rule] = &[
         "python.flasher_exception",
         "python",
         FlashError,
-        r"^(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$",
+        r"^(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core|pyocd|esptool)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$",
     ),
     re(
         "stflash.bad_target",

@@ -956,6 +956,14 @@ const SAMPLES: &[(&str, &str)] = &[
     ("The following tests FAILED:", "ctest.failed_list"),
     ("Errors while running CTest", "ctest.errors"),
     ("Ran 12 tests in 0.031s", "unittest.ran"),
+    (
+        "pyocd.probe.pydapaccess.dap_access_api.DAPAccessIntf.TransferError: No ACK received",
+        "python.flasher_exception",
+    ),
+    (
+        "esptool.util.FatalError: Failed to connect to ESP32: No serial data received.",
+        "python.flasher_exception",
+    ),
     ("Parent suite setup failed:", "robot.setup_failed"),
     (
         "[ ERROR ] Error in file '/home/u/renode/tests/platforms/LiteX/LiteX_Linux_VexRiscv.robot': Replacing variables from setting 'Resource' failed: Variable '${RENODEKEYWORDS}' not found.",
