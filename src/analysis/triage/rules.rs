@@ -711,6 +711,14 @@ pub static RULES: &[Rule] = &[
         r"^error: (?P<msg>toolchain '[^']+' is not installed.*)$",
     ),
     re("west.not_installed", "west", ToolMissing, r"(?P<msg>\S+ is not installed or cannot be found)"),
+    // Any tool's own words, as an error, that a program is not installed (a warning that an
+    // optional one is missing is not a failure).
+    re(
+        "tool.not_installed",
+        "any",
+        ToolMissing,
+        r"^(?:(?:ERROR|Error|error|FATAL ERROR):\s*|(?:[Tt]ool|[Pp]rogram) )(?P<msg>(?:[Tt]ool |[Pp]rogram |[Tt]he (?:program |tool |command )?)?'?[\w./+-]+'? (?:is|was) not installed\b.*)$",
+    ),
     re(
         "gcc.cannot_find_tool",
         "gcc",

@@ -1018,6 +1018,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     // Programs that are not installed, as rustup, west and ESP-IDF's tools say it.
     ("xtensa-esp32-elf-gcc: command not found", "shell.bare_not_found"),
+    ("ERROR: tool xtensa-esp-elf-gdb is not installed", "tool.not_installed"),
     (
         "arm-none-eabi-gcc: error trying to exec 'cc1': execvp: No such file or directory",
         "gcc.cannot_execute",
@@ -1158,6 +1159,7 @@ fn harmless_lines_are_not_evidence() {
         "-- ccache: CCACHE_PROGRAM-NOTFOUND",
         "$> test_bluepill_binary.sh gen/bin '~~~ALL TESTS PASSED~~~'",
         "[INFO] Connection timeout set to 5 s",
+        "WARNING: ccache is not installed, builds will be slower",
     ] {
         let t = classify_str(line);
         assert_eq!(
