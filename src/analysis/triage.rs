@@ -41,10 +41,20 @@
 //!     failed where the log does not show) say nothing certain about the firmware, so they are
 //!     never a pass.
 //!
-//! Some lines say only that something failed, not what: a Python traceback, `make: *** Error 1`,
-//! west's `FATAL ERROR: command exited with status 1`. Such a generic line decides only when no
-//! specific line explains the log, and then as the step its context lines name (a flasher's
-//! banner makes a traceback a FLASH_ERROR); see [`rules::Scope`].
+//! Some lines say only that something failed, not what: a Python traceback, a bare `error:` or
+//! `FATAL:` line from a tool no rule knows, a lone `Timeout`. Such a generic line decides only
+//! when no specific line explains the log, and then as the step its context lines name (a
+//! flasher's banner or frame makes a traceback a FLASH_ERROR, a lab tool's frame an
+//! INFRA_ERROR); its reason says the confidence is low. Lines that only echo a failed
+//! subcommand (`make: *** Error 1`, `ninja: build stopped`, west's `FATAL ERROR: command exited
+//! with status 1`) count only when nothing else is evidence of a failure. See [`rules::Scope`].
+//!
+//! Three readings refine the order above. A runner's timeout after a test's own failure line is
+//! that test failure (the verdict was reached; the timeout cut the rest short), except when
+//! fwfix itself stopped a run with no verdict. A serial port that cannot be opened in an
+//! uploader's log is the upload port, so the flash failed. A firmware assert or fault that a
+//! ztest case then reports as passed was expected by it (error-hook tests raise them on
+//! purpose), and is no failure.
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
@@ -743,7 +753,11 @@ impl Triager {
         let ctx = self.ctx;
         let saw_verdict = self.saw_verdict;
         let verdict_line = self.verdict_line;
+        let expected = expected_faults(&self.matches);
         let effective = |kept: &Kept| -> Option<TriageClass> {
+            if expected.contains(&kept.line) {
+                return None;
+            }
             let rule = &RULES[kept.rule];
             let class = if rule.timeout_explains && ctx.timed_out {
                 Some(TriageClass::Hang)
@@ -766,6 +780,8 @@ impl Triager {
                     line: k.line,
                     message: k.message.as_str(),
                     scope: RULES[k.rule].scope,
+                    yields: RULES[k.rule].yields_to_context,
+                    from_context: false,
                 })
             })
             .collect();
@@ -779,6 +795,8 @@ impl Triager {
                 line,
                 message: timeout_reason.as_str(),
                 scope: Scope::Specific,
+                yields: false,
+                from_context: false,
             });
         }
 
@@ -805,7 +823,7 @@ impl Triager {
             }
         }
 
-        let Some(class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
+        let Some(mut class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
             let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
             {
                 format!(
@@ -825,6 +843,11 @@ impl Triager {
                 matches,
             };
         };
+        // fwfix's own timeout over a log with no verdict is a hang whatever failed before it.
+        let stopped_by_us = ctx.timed_out && !saw_verdict;
+        if class == TriageClass::Hang && !stopped_by_us && failed_before_timeout(&candidates) {
+            class = TriageClass::TestFailure;
+        }
         let weight = candidates
             .iter()
             .filter(|c| c.class == class)
@@ -859,6 +882,13 @@ impl Triager {
         }
         if matches!(class, TriageClass::Pass | TriageClass::TestFailure) && !saw_verdict {
             reason.push_str(" (no final verdict in the log)");
+        }
+        if deciding.iter().all(|c| c.scope != Scope::Specific) {
+            reason.push_str(if deciding.iter().any(|c| c.from_context) {
+                " (low confidence: a generic failure line, its step named by the log's context)"
+            } else {
+                " (low confidence: a generic failure line; no line names what failed)"
+            });
         }
         Triage {
             class,
@@ -896,10 +926,15 @@ struct Candidate<'a> {
     line: usize,
     message: &'a str,
     scope: Scope,
+    /// See [`Rule::yields_to_context`].
+    yields: bool,
+    /// The class is the log's context's, not the rule's own.
+    from_context: bool,
 }
 
 /// Applies [`Scope`]: generic failures count only when no specific failure explains the log,
-/// and then as the class its context lines name; context lines never count by themselves.
+/// echoes only when nothing else does, and then as the class its context lines name; context
+/// lines never count by themselves. A line that yields to the context takes its class too.
 fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
     let specific_failure = candidates
         .iter()
@@ -909,16 +944,66 @@ fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
         .filter(|c| c.scope == Scope::Context)
         .map(|c| c.class)
         .min_by_key(|c| c.rank());
+    let generic_failure = !specific_failure
+        && candidates.iter().any(|c| match c.scope {
+            Scope::Generic => true,
+            Scope::GenericInContext => context.is_some(),
+            Scope::Specific | Scope::Echo | Scope::Context => false,
+        });
     candidates.retain(|c| match c.scope {
         Scope::Specific => true,
         Scope::Context => false,
         Scope::Generic => !specific_failure,
         Scope::GenericInContext => !specific_failure && context.is_some(),
+        Scope::Echo => !specific_failure && !generic_failure,
     });
     if let Some(context) = context {
-        for c in candidates.iter_mut().filter(|c| c.scope != Scope::Specific) {
+        for c in candidates
+            .iter_mut()
+            .filter(|c| c.scope != Scope::Specific || c.yields)
+        {
             c.class = context;
+            c.from_context = true;
         }
+    }
+}
+
+/// Lines of the firmware's asserts and faults that a test case then passed over: the test
+/// expected them (ztest's error-hook tests raise them on purpose and catch them), so they are
+/// no failure. A case ends at its pass or failure line, so only the lines since the last one
+/// count.
+fn expected_faults(matches: &[Kept]) -> Vec<usize> {
+    let mut expected = Vec::new();
+    let mut pending = Vec::new();
+    for kept in matches {
+        let rule = &RULES[kept.rule];
+        match rule.class {
+            Some(TriageClass::Assert | TriageClass::Crash) => pending.push(kept.line),
+            Some(TriageClass::TestFailure) => pending.clear(),
+            _ if rule.passes_test_case => expected.append(&mut pending),
+            _ => {}
+        }
+    }
+    expected
+}
+
+/// Whether a runner's timeout came after a test had already failed by a line that decides it
+/// (a test's own failure, not a running count that may hold earlier timeouts): the run's
+/// verdict was a failure by then, and the timeout only cut short the tests after it.
+fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
+    let first = |class: TriageClass, weight: u8| {
+        candidates
+            .iter()
+            .filter(|c| c.class == class && c.weight >= weight && c.line > 0)
+            .map(|c| c.line)
+            .min()
+    };
+    match (
+        first(TriageClass::TestFailure, 3),
+        first(TriageClass::Hang, 1),
+    ) {
+        (Some(failed), Some(hang)) => failed < hang,
+        _ => false,
     }
 }
 

@@ -11,7 +11,9 @@
 //! lines come first because a test's name or message may contain any word (`test_error_counter`,
 //! `Expected HardFault`); then environment and flasher lines, whose own text can look like a
 //! compiler diagnostic (`embedded:startup.tcl:1516: Error: ** Programming Failed **`); then the
-//! diagnostics; then what the firmware itself printed.
+//! diagnostics; then what the firmware itself printed; last the generic evidence (a bare
+//! `error:` or `ERROR:` line, a Python exception, a lone timeout), which only a line no rule
+//! above knows reaches.
 
 use std::sync::LazyLock;
 
@@ -58,6 +60,12 @@ pub struct Rule {
     pub timeout_explains: bool,
     /// What the line shows of its evidence.
     pub scope: Scope,
+    /// The line's class yields to the log's [`Scope::Context`]: a serial port that cannot be
+    /// opened in a flasher's log is the flasher's upload port, so the flash failed.
+    pub yields_to_context: bool,
+    /// A test case's own pass line: a firmware assert or fault since the case before was one
+    /// the test expected (ztest's error-hook tests raise them on purpose).
+    pub passes_test_case: bool,
 }
 
 /// How far a rule's line decides by itself.
@@ -72,6 +80,11 @@ pub enum Scope {
     /// Like [`Scope::Generic`], but too common to count without a context line (OpenOCD's bare
     /// `Error: ...`).
     GenericInContext,
+    /// A step that says only that a command it ran failed (`make: *** Error 1`, `ninja: build
+    /// stopped`, west's `FATAL ERROR: command exited with status 1`): the echo of whatever that
+    /// command printed. Counts like [`Scope::Generic`], but only when no other line, generic or
+    /// not, is evidence of a failure.
+    Echo,
     /// Not evidence by itself: names the step the log comes from (a flasher's banner, `west
     /// flash: using runner jlink`). Gives its class to the log's generic failures.
     Context,
@@ -94,6 +107,8 @@ impl Rule {
             follows: &[],
             timeout_explains: false,
             scope: Scope::Specific,
+            yields_to_context: false,
+            passes_test_case: false,
         }
     }
 
@@ -109,6 +124,21 @@ impl Rule {
 
     const fn context(mut self) -> Rule {
         self.scope = Scope::Context;
+        self
+    }
+
+    const fn echo(mut self) -> Rule {
+        self.scope = Scope::Echo;
+        self
+    }
+
+    const fn yields_to_context(mut self) -> Rule {
+        self.yields_to_context = true;
+        self
+    }
+
+    const fn passes_test_case(mut self) -> Rule {
+        self.passes_test_case = true;
         self
     }
 
@@ -196,7 +226,9 @@ pub static RULES: &[Rule] = &[
     re("ztest.assert", "ztest", TestFailure, r"^Assertion failed at (?P<msg>.+)$"),
     re("ztest.summary_fail", "ztest", TestFailure, r"^- FAIL - \[").weight(2),
     re("ztest.fail", "ztest", TestFailure, r"^FAIL - \S+"),
-    re("ztest.pass", "ztest", Pass, r"^(?:- )?(?:PASS|SKIP) - \S+").weight(1),
+    re("ztest.pass", "ztest", Pass, r"^(?:- )?(?:PASS|SKIP) - \S+")
+        .weight(1)
+        .passes_test_case(),
     re("ztest.suite_fail", "ztest", TestFailure, r"^(?:SUITE FAIL - |TESTSUITE \S+ failed\.)")
         .weight(2),
     re("ztest.suite_pass", "ztest", Pass, r"^(?:SUITE PASS - |TESTSUITE \S+ succeeded)").weight(2),
@@ -208,16 +240,23 @@ pub static RULES: &[Rule] = &[
         "twister.summary_pass",
         "twister",
         Pass,
-        r"(?P<msg>\d+ of \d+ (?:executed )?test configurations passed \([\d.]+%\), (?:\d+ built \(not run\), )?0 failed, 0 errored.*)$",
+        r"(?P<msg>\d+ of \d+ (?:executed )?test (?:configurations|suites) passed \([\d.]+%\), (?:\d+ built \(not run\), )?0 failed, 0 errored.*)$",
     )
     .verdict(),
     re(
         "twister.summary_fail",
         "twister",
         TestFailure,
-        r"(?P<msg>\d+ of \d+ (?:executed )?test configurations passed \([\d.]+%\), (?:\d+ built \(not run\), )?[1-9]\d* failed.*)$",
+        r"(?P<msg>\d+ of \d+ (?:executed )?test (?:configurations|suites) passed \([\d.]+%\), (?:\d+ built \(not run\), )?[1-9]\d* failed.*)$",
     )
     .verdict(),
+    re(
+        "twister.cases_failed",
+        "twister",
+        TestFailure,
+        r"(?P<msg>\d+ of \d+ executed test cases passed \([\d.]+%\), (?:\d+ \w+, )*[1-9]\d* failed\b.*)$",
+    )
+    .weight(2),
     re("twister.tests_passed", "twister", Pass, r"^(?P<msg>\d+ of \d+ tests passed\b.*)$").verdict(),
     re(
         "twister.total_failed",
@@ -239,6 +278,14 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Timed out while monitoring serial output.*|\brun status: \S+ timeout\b.*|\b(?:FAILED|Skipped):? \(?Timeout\b.*)$",
     ),
     re("twister.failed", "twister", TestFailure, r"\sFAILED\s*:\s*(?P<msg>\S.*)$").weight(1),
+    // Newer twister: the status, then its reason without a colon.
+    re(
+        "twister.failed_reason",
+        "twister",
+        TestFailure,
+        r"\sFAILED (?P<msg>(?:Failed|Exception|Testsuite mismatch|Test suite mismatch)\b.*)$",
+    )
+    .weight(1),
     re(
         "twister.passed",
         "twister",
@@ -265,6 +312,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>mbedgt: test case results: .*\b[1-9]\d* FAIL\b.*|mbedgt: test case summary: \d+ pass(?:es)?, [1-9]\d* failures?|\{\{result;failure\}\}|\|\s*FAIL\s*\|)",
     ),
     re(
+        "greentea.suite_fail",
+        "greentea",
+        TestFailure,
+        r"(?P<msg>mbedgt: test suite '[^']+' \.+ (?:FAIL|ERROR|CRASH)\b.*)$",
+    )
+    .verdict(),
+    re("greentea.suite_ok", "greentea", Pass, r"(?P<msg>mbedgt: test suite '[^']+' \.+ OK\b.*)$")
+        .verdict(),
+    re(
         "greentea.pass",
         "greentea",
         Pass,
@@ -287,6 +343,22 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>100% tests passed, 0 tests failed out of [1-9]\d*)",
     )
     .verdict(),
+    re("ctest.failed_list", "ctest", TestFailure, r"^(?P<msg>The following tests FAILED:)$").weight(2),
+    re("ctest.errors", "ctest", TestFailure, r"^(?P<msg>Errors while running CTest)$")
+        .weight(1)
+        .echo(),
+    // Python's unittest: `Ran 12 tests in 0.031s`, then `OK` or `FAILED (failures=1)`.
+    re("unittest.ran", "unittest", Pass, r"^(?P<msg>Ran \d+ tests? in [\d.]+s)$").weight(1),
+    re("unittest.ok", "unittest", Pass, r"^(?P<msg>OK(?: \((?:skipped|expected failures)=\d+.*\))?)$")
+        .verdict()
+        .follows(&["unittest.ran"]),
+    re(
+        "unittest.failed",
+        "unittest",
+        TestFailure,
+        r"^(?P<msg>FAILED \((?:failures|errors)=\d+.*\))$",
+    )
+    .verdict(),
     re("ctest.timeout", "ctest", Hang, r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*Timeout\b.*)$"),
     re(
         "ctest.failed",
@@ -295,7 +367,31 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*(?:Failed|Exception)\b.*)$",
     )
     .weight(1),
+    // Renode's robot runner, one line per test as it ends.
+    re(
+        "robot.test_failed",
+        "robot",
+        TestFailure,
+        r"^\+{5} (?P<msg>Finished test '[^']+' in [\d.]+ seconds with status (?:failed|FAIL)\b.*)$",
+    )
+    .weight(2),
+    re(
+        "robot.test_ok",
+        "robot",
+        Pass,
+        r"^\+{5} (?P<msg>Finished test '[^']+' in [\d.]+ seconds with status OK\b.*)$",
+    )
+    .weight(1),
     re("robot.timeout", "robot", Hang, r"(?P<msg>Test timeout .+ exceeded\.?)$"),
+    // Robot's own setup, or a suite file it cannot read: the harness broke before any test ran,
+    // so the FAIL under each test is its echo.
+    re(
+        "robot.setup_failed",
+        "robot",
+        InfraError,
+        r"^(?P<msg>(?:Parent suite |Suite )?[Ss]etup failed:.*|\[ ERROR \] Error in file .+)$",
+    ),
+    re("robot.case_pass", "robot", Pass, r"^(?P<msg>\S.*?)\s+\| PASS \|$").weight(1),
     re(
         "robot.summary_fail",
         "robot",
@@ -364,6 +460,36 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\d+ test cases: (?:\d+ skipped, )?\d+ succeeded in .*)$",
     )
     .verdict(),
+    // PlatformIO 6 rewrites each test case's line with its status in brackets, and ends with
+    // a table of environments and tests (its summary: one row per test).
+    re("platformio.case_failed", "platformio", TestFailure, r"^(?P<msg>\S+:\d+:.*?)\s+\[FAILED\]$")
+        .weight(2),
+    re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
+        .weight(1),
+    // `pio run`'s closing line and its table of environments: the step failed, not why.
+    re(
+        "platformio.env_failed",
+        "platformio",
+        BuildError,
+        r"^(?P<msg>=+ \[FAILED\] Took [\d.]+ seconds =+|\S+\s+FAILED\s+\d\d:\d\d:\d\d\.\d+)$",
+    )
+    .weight(1)
+    .echo(),
+    re(
+        "platformio.table_failed",
+        "platformio",
+        TestFailure,
+        r"^(?P<msg>\S+\s+\S+\s+(?:FAILED|ERRORED))\s+\d\d:\d\d:\d\d\.\d+$",
+    )
+    .verdict(),
+    re(
+        "platformio.table_passed",
+        "platformio",
+        Pass,
+        r"^(?P<msg>\S+\s+\S+\s+PASSED)\s+\d\d:\d\d:\d\d\.\d+$",
+    )
+    .weight(1)
+    .verdict(),
     re("ceedling.failed", "ceedling", TestFailure, r"^(?P<msg>FAILED:\s+[1-9]\d*)$").verdict(),
     re("ceedling.passed", "ceedling", Pass, r"^(?P<msg>FAILED:\s+0)$").verdict(),
     re("ceedling.test_failures", "ceedling", TestFailure, r"^(?P<msg>Unit test failures\.)$").verdict(),
@@ -381,7 +507,7 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>ERROR: Shell command failed\.|ShellExecutionException|ERROR: Ceedling Failed)",
     )
     .weight(1)
-    .generic(),
+    .echo(),
     re("gtest.failed", "gtest", TestFailure, r"^\[\s+FAILED\s+\] (?P<msg>[1-9]\d* tests?\b.*)$").verdict(),
     re("gtest.passed", "gtest", Pass, r"^\[\s+FAILED\s+\] (?P<msg>0 tests\.?)$").verdict(),
     re(
@@ -408,6 +534,15 @@ pub static RULES: &[Rule] = &[
     re("pytest.failure_section", "pytest", TestFailure, r"^_{3,} (?P<msg>[\w.:\[\]-]+) _{3,}$")
         .weight(1),
     re("pytest.failed", "pytest", TestFailure, r"^(?P<msg>FAILED \S+::\S+.*)$").weight(1),
+    // The exception pytest quotes under a failing test (`E       AssertionError: ...`); the
+    // rules above see a pexpect timeout or a serial port's failure in it first.
+    re(
+        "pytest.exception",
+        "pytest",
+        TestFailure,
+        r"^E {3,}(?P<msg>(?:\w+\.)*\w*(?:Error|Exception)\b.*)$",
+    )
+    .weight(1),
     re("pytest.timeout", "pytest-timeout", Hang, r"^\++ (?P<msg>Timeout) \++$"),
     re(
         "pexpect.timeout",
@@ -424,6 +559,44 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("nuttx.ostest_pass", "nuttx", Pass, r"(?P<msg>ostest_main: Exiting with status 0)\b").verdict(),
     re("freertos.demo_ok", "freertos", Pass, r"^(?P<msg>OK: No errors\b.*)$").weight(2),
+    // RIOT's tests end on `[SUCCESS]` (or a `[FAILED]` line), its unit tests (embUnit) on
+    // `OK (42 tests)`.
+    re("riot.test_failed", "riot", TestFailure, r"^(?P<msg>\[FAILED\](?:\s.*)?)$").verdict(),
+    re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
+    re("embunit.ok", "embunit", Pass, r"^(?P<msg>OK \(\d+ tests?\))$").verdict(),
+    // Any runner's closing words, after every runner above had its turn: `all tests passed!`
+    // (defmt-test), `Tests finished successfully :)` and `Some tests failed :(` (Renode's
+    // run_tests), `~~~ALL TESTS PASSED~~~` (TensorFlow Lite Micro); anchored at the line's
+    // start, so a command line quoting them is not a verdict. Counts (`Tests: 5 passed, 0
+    // failed`) may be one suite's or one case's among more, so they are no final verdict.
+    re(
+        "tests.failed",
+        "runner",
+        TestFailure,
+        r"^(?:(?:ERROR|FAIL)\s+)?\W*(?P<msg>(?i:(?:some|[1-9]\d*) (?:of the )?tests? (?:have )?failed|tests? failed)\b.*)$",
+    )
+    .verdict(),
+    re(
+        "tests.passed",
+        "runner",
+        Pass,
+        r"^(?:INFO\s+)?\W*(?P<msg>(?i:all (?:\d+ )?tests? (?:have )?(?:passed|succeeded)|tests? finished successfully)\b.*)$",
+    )
+    .verdict(),
+    re(
+        "tests.counts_failed",
+        "runner",
+        TestFailure,
+        r"(?i)\b(?P<msg>\d+ (?:tests? )?passed\W+[1-9]\d* (?:tests? )?failed\b.*)$",
+    )
+    .weight(2),
+    re(
+        "tests.counts_passed",
+        "runner",
+        Pass,
+        r"(?i)\b(?P<msg>[1-9]\d* (?:tests? )?passed\W+0 (?:tests? )?failed\b.*)$",
+    )
+    .weight(2),
     // A program that is not installed.
     re(
         "shell.not_found",
@@ -431,6 +604,7 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:[\w./-]*\b(?:sh|bash|dash|ksh)|[\w./-]+\.sh): (?:line )?(?:\d+: )?(?:[\w./-]+\.sh: )?(?:exec: )?(?P<msg>[^\s:]+: (?:command )?not found)$",
     ),
+    re("shell.bare_not_found", "sh", ToolMissing, r"^(?P<msg>[\w./+-]+: command not found)$"),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
     re(
         "make.no_such_program",
@@ -444,7 +618,7 @@ pub static RULES: &[Rule] = &[
         "gcc.cannot_execute",
         "gcc",
         ToolMissing,
-        r"(?P<msg>cannot execute '[^']+': execvp: No such file or directory)",
+        r"(?P<msg>(?:cannot execute|error trying to exec) '[^']+': execvp: No such file or directory)",
     ),
     re(
         "env.no_interpreter",
@@ -456,7 +630,22 @@ pub static RULES: &[Rule] = &[
         "python.no_module",
         "python",
         ToolMissing,
-        r"^ModuleNotFoundError: (?P<msg>No module named '[^']+')",
+        r"^(?:(?:ModuleNotFoundError|ImportError): |\S*python[\d.]*(?:\.exe)?: )(?P<msg>No module named '?[\w.]+'?.*)$",
+    ),
+    // ESP-IDF checks its Python packages before it builds or flashes.
+    re(
+        "esp_idf.python_requirements",
+        "esp-idf",
+        ToolMissing,
+        r"(?P<msg>(?:The following )?Python requirements? (?:are|is) not satisfied.*)$",
+    ),
+    // CMake names a program it looked for and did not find `<VAR>-NOTFOUND` (its own `--`
+    // status lines say so about optional programs too, and are left alone).
+    re(
+        "cmake.notfound",
+        "cmake",
+        ToolMissing,
+        r"^(?P<msg>(?:[^-]|-[^-]).*\b[A-Z][A-Z0-9_]*-NOTFOUND\b.*)$",
     ),
     re(
         "make.command_not_found",
@@ -482,7 +671,7 @@ pub static RULES: &[Rule] = &[
         "cmake.program_not_found",
         "cmake",
         ToolMissing,
-        r"(?P<msg>is not a full path and was not found in the PATH\..*|CMake was unable to find a build program corresponding to .*|^Could not find a package configuration file provided by .*|^Could NOT find \S+ \(missing: .*|No CMAKE_\w+_COMPILER could be found\..*)$",
+        r"(?P<msg>is not a full path and was not found in the PATH\..*|CMake was unable to find a build program corresponding to .*|^Could not find a package configuration file provided by .*|^Could not find a configuration file for package .*|^Could NOT find \S+ \(missing: .*|No CMAKE_\w+_COMPILER could be found\..*)$",
     ),
     re(
         "meson.not_found",
@@ -503,7 +692,33 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?P<msg>error: linker `[^`]+` not found|.*target may not be installed)$",
     ),
+    re(
+        "west.program_missing",
+        "west",
+        ToolMissing,
+        r"(?P<msg>required program \S+ not found; install it or add its location to PATH)",
+    ),
+    re(
+        "esp_idf.tool_missing",
+        "esp-idf",
+        ToolMissing,
+        r"(?P<msg>tool \S+ has no installed versions\..*|.*doesn't exist! Please run the install script.*)$",
+    ),
+    re(
+        "rustup.not_installed",
+        "rustup",
+        ToolMissing,
+        r"^error: (?P<msg>toolchain '[^']+' is not installed.*)$",
+    ),
     re("west.not_installed", "west", ToolMissing, r"(?P<msg>\S+ is not installed or cannot be found)"),
+    // Any tool's own words, as an error, that a program is not installed (a warning that an
+    // optional one is missing is not a failure).
+    re(
+        "tool.not_installed",
+        "any",
+        ToolMissing,
+        r"^(?:(?:ERROR|Error|error|FATAL ERROR):\s*|(?:[Tt]ool|[Pp]rogram) )(?P<msg>(?:[Tt]ool |[Pp]rogram |[Tt]he (?:program |tool |command )?)?'?[\w./+-]+'? (?:is|was) not installed\b.*)$",
+    ),
     re(
         "gcc.cannot_find_tool",
         "gcc",
@@ -523,12 +738,17 @@ pub static RULES: &[Rule] = &[
         r"FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<msg>[^']+\.(?:so|dll|dylib|exe))'",
     ),
     // Flashers and debug probes: the image did not get onto the board.
-    re("esptool.fatal", "esptool", FlashError, r"A fatal error occurred: (?P<msg>.+)$"),
+    re(
+        "esptool.fatal",
+        "esptool",
+        FlashError,
+        r"A (?:fatal|serial exception) error occurred: (?P<msg>.+)$",
+    ),
     re(
         "openocd.no_adapter",
         "openocd",
         FlashError,
-        r"^Error: (?P<msg>unable to find (?:a matching )?CMSIS-DAP device|open failed|No J-Link device found|Cannot find jlink Interface.*|unable to open (?:ftdi|CMSIS-DAP) device.*|libusb_open\(\) failed with LIBUSB_ERROR_\w+|The specified debug interface was not found.*)$",
+        r"^Error: (?P<msg>unable to find (?:a matching )?CMSIS-DAP device|open failed|No J-Link device found\.?|Cannot find jlink Interface.*|unable to open (?:ftdi|CMSIS-DAP) device.*|libusb_open\(\) failed with LIBUSB_ERROR_\w+|The specified debug interface was not found.*)$",
     ),
     re(
         "openocd.init_mode",
@@ -625,6 +845,8 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>Error while programming flash: .*)$",
     ),
+    // J-Link's own errors stand out with six asterisks.
+    re("jlink.error", "jlink", FlashError, r"^\*{6} Error: (?P<msg>.+)$").weight(2),
     re(
         "stflash.no_stlink",
         "st-flash",
@@ -651,11 +873,31 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Load failed|Error erasing flash with vFlashErase packet|Error writing data to flash)$",
     ),
     re("esptool.exception", "esptool", FlashError, r"esptool\.FatalError: (?P<msg>.+)$"),
+    // A frozen esptool (Arduino's, PlatformIO's) that died of an exception says so last.
+    re(
+        "esptool.script_failed",
+        "esptool",
+        FlashError,
+        r"(?P<msg>Failed to execute script '?esptool'?.*)$",
+    )
+    .weight(2),
     re(
         "esptool.no_reply",
         "esptool",
         FlashError,
-        r"(?P<msg>Timed? out waiting for packet header|Invalid head of packet.*)",
+        r"(?P<msg>Timed? out waiting for packet header|Invalid head of packet.*|^Failed to connect to (?:ESP\w*|Espressif device): .+)",
+    ),
+    re(
+        "uvision.flash",
+        "uvision",
+        FlashError,
+        r"^Error: (?P<msg>Flash Download failed.*)$",
+    ),
+    re(
+        "arduino.upload_failed",
+        "arduino",
+        FlashError,
+        r"^(?P<msg>An error occurred while uploading the sketch|Failed uploading: .+|Error during Upload: .+)$",
     ),
     re(
         "picotool.no_device",
@@ -717,7 +959,7 @@ pub static RULES: &[Rule] = &[
         "python.flasher_exception",
         "python",
         FlashError,
-        r"^(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$",
+        r"^(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core|pyocd|esptool)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$",
     ),
     re(
         "stflash.bad_target",
@@ -732,26 +974,50 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>FATAL ERROR: command exited with status \d+: \S*(?:jlink\w*|nrfjprog|openocd|pyocd|st-flash|esptool\S*|dfu-util|STM32_Programmer_CLI|LinkServer|probe-rs|bossac)\b.*|fatal error: command flash\b.*)$",
     ),
+    // west's own clone or fetch that failed: the network or the remote, not the build.
+    re(
+        "west.git_failed",
+        "west",
+        InfraError,
+        r"^(?P<msg>FATAL ERROR: command exited with status \d+: git (?:clone|fetch|submodule|ls-remote)\b.*)$",
+    )
+    .generic(),
+    re(
+        "west.update_failed",
+        "west",
+        InfraError,
+        r"^ERROR: (?P<msg>update failed for projects?: .+)$",
+    )
+    .weight(2),
     re(
         "west.command_failed",
         "west",
         BuildError,
         r"^(?P<msg>FATAL ERROR: command exited with status \d+.*)$",
     )
-    .generic(),
+    .echo(),
     // Lines that say a log comes from a flasher: its generic failures are the flash's.
     re(
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*)$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2))$",
     )
     .context(),
     re(
         "python.flasher_frame",
         "python",
         FlashError,
-        r#"^\s*File ".*[/\\](?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
+        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
+    )
+    .context(),
+    // A frame of a test harness's or lab tool's own code: a traceback through it is the
+    // harness's failure, not the firmware's.
+    re(
+        "python.harness_frame",
+        "python",
+        InfraError,
+        r#"^\s*File "(?:\S*[/\\])?(?:labgrid|twisterlib|pytest_embedded\w*|_pytest|pluggy)[/\\]"#,
     )
     .context(),
     // A CI job's own trailer says the job's script exited 0, not that the firmware passed: a
@@ -781,6 +1047,47 @@ pub static RULES: &[Rule] = &[
     ),
     re("qemu.start_error", "qemu", InfraError, qemu!(r"(?P<msg>.+)$")),
     re("host.no_space", "host", InfraError, r"No space left on device"),
+    // A CI runner that was lost or cancelled, a package manager or container that could not
+    // get what the job needs.
+    re(
+        "ci.runner_lost",
+        "ci",
+        InfraError,
+        r"(?P<msg>The runner has received a shutdown signal\..*|##\[error\]The operation was canceled\.|Job failed \(system failure\).*)$",
+    ),
+    re(
+        "ci.step_failed",
+        "ci",
+        BuildError,
+        r"^(?P<msg>##\[error\]Process completed with exit code [1-9]\d*\.?|Error: Process completed with exit code [1-9]\d*\.?|ERROR: Job failed: exit code [1-9]\d*)$",
+    )
+    .weight(1)
+    .echo(),
+    re(
+        "apt.failed",
+        "apt",
+        InfraError,
+        r"^E: (?P<msg>Unable to locate package .+|Failed to fetch .+|Package '[^']+' has no installation candidate|Could not get lock .+)$",
+    ),
+    re("docker.daemon", "docker", InfraError, r"(?P<msg>Error response from daemon: .+)$"),
+    re(
+        "renode.command_error",
+        "renode",
+        InfraError,
+        r"(?P<msg>There was an error executing command '[^']+'.*)$",
+    ),
+    re(
+        "lava.infrastructure",
+        "lava",
+        InfraError,
+        r#"(?P<msg>InfrastructureError: .+|JobError: .+|"error_type": "(?:Infrastructure|Job|Bug|Configuration)"|\d+ retries out of \d+ failed for \S+)"#,
+    ),
+    re(
+        "lava.action_timeout",
+        "lava",
+        Hang,
+        r"(?P<msg>[a-z][\w-]*-(?:action|monitor|shell|interrupt|retry) timed out after \d+ seconds)",
+    ),
     re("host.read_only", "host", InfraError, r"Read-only file system"),
     re(
         "host.out_of_memory",
@@ -828,6 +1135,13 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     re(
+        "git.network",
+        "git",
+        InfraError,
+        r"^(?:fatal|error): (?P<msg>the remote end hung up unexpectedly|early EOF|RPC failed; .*|index-pack failed|Could not read from remote repository\.?|unable to connect to .*)$",
+    )
+    .weight(2),
+    re(
         "pip.no_distribution",
         "pip",
         InfraError,
@@ -871,14 +1185,16 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>ConnectionRefusedError: .*|E connect\(.*\): Connection refused|Unable to connect to remote host: Connection refused|[Cc]ould not connect to \S+: Connection refused.*|failed to connect: Connection refused)",
     ),
-    re("serial.open", "pyserial", InfraError, r"(?P<msg>[Cc]ould not (?:open|exclusively lock) (?:serial )?port .*)$"),
+    re("serial.open", "pyserial", InfraError, r"(?P<msg>[Cc]ould not (?:open|exclusively lock) (?:serial )?port .*)$")
+        .yields_to_context(),
     re(
         "serial.permission",
         "serial",
         InfraError,
         r"(?P<msg>Permission denied:? '?(?:/dev/(?:tty|serial|cu\.)|COM\d)\S*)",
-    ),
-    re("serial.busy", "serial", InfraError, r"Device or resource busy"),
+    )
+    .yields_to_context(),
+    re("serial.busy", "serial", InfraError, r"Device or resource busy").yields_to_context(),
     re(
         "serial.vanished",
         "pyserial",
@@ -902,6 +1218,12 @@ pub static RULES: &[Rule] = &[
     )
     .generic(),
     re("cmake.error", "cmake", BuildError, r"(?P<msg>CMake Error(?: at .+)?)$").weight(2),
+    re(
+        "cmake.unknown_command",
+        "cmake",
+        BuildError,
+        r#"(?P<msg>Unknown CMake command "[^"]+"\.?)"#,
+    ),
     re("cmake.incomplete", "cmake", BuildError, r"(?P<msg>Configuring incomplete, errors occurred!)"),
     re(
         "kconfig.error",
@@ -924,7 +1246,32 @@ pub static RULES: &[Rule] = &[
         LinkError,
         r"(?P<msg>section `[^']+' will not fit in region `[^']+'|region `[^']+' overflowed by \d+ bytes)",
     ),
-    re("ld.error_line", "ld", LinkError, r"\bld(?:\.exe)?: [Ee]rror: (?P<msg>.+)$").weight(2),
+    re("ld.error_line", "ld", LinkError, r"\b(?:ld|ld\.lld|rust-lld|lld)(?:\.exe)?: [Ee]rror: (?P<msg>.+)$")
+        .weight(2),
+    re("rustc.link_failed", "rustc", LinkError, r"^error: (?P<msg>linking with `[^`]+` failed.*)$")
+        .weight(1),
+    re("rustc.error", "rustc", BuildError, r"^error\[E\d{4}\]: (?P<msg>.+)$").weight(2),
+    re(
+        "cargo.could_not_compile",
+        "cargo",
+        BuildError,
+        r"^error: (?P<msg>could not compile `[^`]+`.*)$",
+    )
+    .weight(1)
+    .echo(),
+    re(
+        "zephyr.devicetree_error",
+        "zephyr",
+        BuildError,
+        r"^(?:-- )?devicetree error: (?P<msg>.+)$",
+    ),
+    re(
+        "arduino.compile_failed",
+        "arduino",
+        BuildError,
+        r"^(?P<msg>Error compiling for board .+|Compilation error: .+)$",
+    )
+    .weight(2),
     re(
         "armlink.error",
         "armlink",
@@ -976,7 +1323,7 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>ninja: build stopped: subcommand failed\.)$",
     )
     .weight(1)
-    .generic(),
+    .echo(),
     re(
         "idf_py.failed",
         "idf.py",
@@ -984,7 +1331,7 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>(?:ninja|cmake) failed with exit code \d+.*)$",
     )
     .weight(1)
-    .generic(),
+    .echo(),
     re(
         "uvision.errors",
         "uvision",
@@ -1003,13 +1350,13 @@ pub static RULES: &[Rule] = &[
     ),
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
-        .generic(),
+        .echo(),
     // What the firmware printed, or what the emulator saw it do.
     re(
         "nuttx.fault_panic",
         "nuttx",
         Crash,
-        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort)\S*\.c.*)|PANIC!!! .*)$",
+        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort|unexpected)\S*\.c.*)|PANIC!!! .*)$",
     ),
     re(
         "freertos.assert_hook",
@@ -1029,7 +1376,14 @@ pub static RULES: &[Rule] = &[
         "libc.assert",
         "libc",
         Assert,
-        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\.?|(?i:assertion failed).*)$"#,
+        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\.?|(?i:assertion failed).*|assertion `[^`]*` failed.*)$"#,
+    ),
+    // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
+    re(
+        "mbed.assert",
+        "mbed",
+        Assert,
+        r"^Error Message: (?P<msg>(?i:(?:mbed )?assert(?:at)?ion failed).*)$",
     ),
     re(
         "mbed.fault",
@@ -1091,6 +1445,30 @@ pub static RULES: &[Rule] = &[
     ),
     re("esp_idf.stack_overflow", "esp-idf", Crash, r"\*\*\*ERROR\*\*\* A stack overflow in task"),
     re("esp_idf.task_watchdog", "esp-idf", Hang, r"(?P<msg>Task watchdog got triggered.*)$"),
+    // An ESP chip's ROM names a watchdog's reset on the next boot: ESP32's timer-group
+    // watchdogs, ESP8266's hardware watchdog (`rst cause:4`, then `wdt reset`).
+    re(
+        "esp.watchdog_reset",
+        "esp",
+        Hang,
+        r"(?P<msg>rst:0x[78] \(TG[01]WDT_SYS_RESET\).*|^wdt reset$)",
+    )
+    .weight(2),
+    // Zephyr's fault dump names the faulting instruction whatever the fault's banner was.
+    re(
+        "zephyr.faulting_instruction",
+        "zephyr",
+        Crash,
+        r"(?P<msg>Faulting instruction address \(r15/pc\): 0x[0-9a-fA-F]+)",
+    )
+    .weight(2),
+    // A Linux kernel's panic, as a LAVA job's boot shows it.
+    re(
+        "linux.kernel_panic",
+        "linux",
+        Crash,
+        r"(?P<msg>Kernel panic - not syncing: .+|Unable to handle kernel (?:NULL pointer dereference|paging request) at virtual address .+)$",
+    ),
     re("qemu.lockup", "qemu", Crash, r"^qemu: fatal: (?P<msg>Lockup.*)$"),
     re("qemu.fatal", "qemu", Crash, r"^qemu: fatal: (?P<msg>.+)$"),
     re(
@@ -1126,6 +1504,65 @@ pub static RULES: &[Rule] = &[
         r"(?i)^\W*(?P<msg>stack overflow (?:in|detected)\b.*)$",
     ),
     re("rust.panic", "firmware", Crash, r"(?:^|\s)(?P<msg>panicked at .+)$"),
+    // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the
+    // backtrace frames they print through the fault handler or the panic machinery.
+    re(
+        "probe_rs.firmware_fault",
+        "probe-rs",
+        Crash,
+        r"(?P<msg>Firmware exited unexpectedly: Exception\b.*|the program panicked\b.*|CPU halted unexpectedly\.?)$",
+    ),
+    re(
+        "rust.fault_frame",
+        "probe-rs",
+        Crash,
+        r"^(?:\d+: 0x[0-9a-fA-F]+ - |Frame \d+: )(?P<msg>\S*(?:HardFault\w*|rust_begin_unwind|core::panicking::\w+))\b",
+    )
+    .weight(2),
+    // A traceback's frame as pytest prints it, and the exception that ends a traceback whose
+    // first line the excerpt lost: what raised is unknown, like a bare traceback's.
+    re("python.pytest_frame", "python", InfraError, r"^(?P<msg>\S+\.py:\d+): in \S+$")
+        .weight(1)
+        .generic(),
+    re(
+        "python.exception",
+        "python",
+        InfraError,
+        r"^(?P<msg>(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception): .+)$",
+    )
+    .weight(1)
+    .generic(),
+    // Generic evidence, after every rule that knows the tool: a line that says only that
+    // something failed (`error: ...`, `ERROR: ...`, `FATAL: ...`, ninja's `FAILED: ...`) or
+    // timed out. It decides only a log no specific line explains, as the step a context line
+    // names or else as a build step (the commonest place for a tool that is not known), and
+    // the reason says the confidence is low.
+    // A bare error line that names a debug probe, an adapter or the flash: a flashing tool's,
+    // whichever it is (OpenOCD's own `Error:` lines without its banner, a vendor tool's).
+    re(
+        "probe.error",
+        "flasher",
+        FlashError,
+        r"^(?:\*+ )?(?:Error|ERROR)\s*:\s*(?P<msg>.*(?i:debug adapter|adapter|probe|flash|jtag|\bswd\b|\bdap\b|st-?link|j-?link|cmsis-dap|debugger|libusb|usb device|target voltage|target device|\w\.cfg\b).*)$",
+    )
+    .weight(1)
+    .generic(),
+    re(
+        "generic.error",
+        "any",
+        BuildError,
+        r"^(?:ERROR|error|FATAL ERROR|FATAL|fatal|Fatal error|FAILED)\s*:\s*(?P<msg>\S.*)$",
+    )
+    .weight(1)
+    .generic(),
+    re(
+        "generic.timeout",
+        "any",
+        Hang,
+        r"^(?:\w+ )?(?P<msg>(?i:time ?out|timed out)(?:[.!]*|[:!] .*| (?:after|waiting|while|reached|expired|exceeded)\b.*))$",
+    )
+    .weight(1)
+    .generic(),
     // Last, so that every rule above sees its lines first: a bare `Error: ...` is OpenOCD's only
     // in an OpenOCD log.
     re("openocd.error", "openocd", FlashError, r"^Error: (?P<msg>.+)$")

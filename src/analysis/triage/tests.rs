@@ -172,6 +172,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "Error: unable to find a matching CMSIS-DAP device",
         "openocd.no_adapter",
     ),
+    ("Error: No J-Link device found.", "openocd.no_adapter"),
     (
         "Error: init mode failed (unable to connect to the target)",
         "openocd.init_mode",
@@ -622,6 +623,10 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("make[5]: *** [Makefile:70: errno] Error 1", "make.error"),
     (
+        "up_assert: Assertion failed at file:irq/irq_unexpectedisr.c line: 51 task: Idle Task",
+        "nuttx.fault_panic",
+    ),
+    (
         "[CPU0] dump_assert_info: Assertion failed panic: at file: arch/arm64/src/common/arm64_fatal.c:561",
         "nuttx.fault_panic",
     ),
@@ -640,7 +645,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "Error: [rp2040.cpu] Could not find MEM-AP to control the core",
         "openocd.target",
     ),
-    ("Error: adapter speed is too low", "openocd.error"),
+    ("Error: Target not halted", "openocd.error"),
     (
         "verify failed in bank at 0x20000000 starting at 0x00000000",
         "openocd.verify",
@@ -801,6 +806,305 @@ const SAMPLES: &[(&str, &str)] = &[
     ("data abort", "cpu.abort"),
     ("Fatal exception 28(LoadProhibitedCause):", "esp8266.exception"),
     ("Exception (28):", "esp8266.exception"),
+    // Runners' results and summaries the corpus showed later (round 4).
+    (
+        "mbedgt: test suite 'tests-mbedtls-selftest' ........................ OK in 17.30 sec",
+        "greentea.suite_ok",
+    ),
+    (
+        "mbedgt: test suite 'tests-mbed_hal-common_tickers' ................. FAIL in 41.22 sec",
+        "greentea.suite_fail",
+    ),
+    (
+        "+++++ Finished test 'bluepill.Should Run All Bluepill Tests' in 10.63 seconds with status failed",
+        "robot.test_failed",
+    ),
+    (
+        "+++++ Finished test 'BIOS.BIOS boots' in 2.24 seconds with status OK",
+        "robot.test_ok",
+    ),
+    (
+        "test/test_test_dummy/test_main.cpp:7: smoke: CHECK( 42 == 40 + 1 ) is NOT correct!\t[FAILED]",
+        "platformio.case_failed",
+    ),
+    (
+        "test/test_calculator/test_main.cpp:30:test_addition\t[PASSED]",
+        "platformio.case_passed",
+    ),
+    (
+        "esp32dev       test_interrupt          FAILED    00:00:07.247",
+        "platformio.table_failed",
+    ),
+    (
+        "esp32dev       test_core               PASSED    00:00:11.156",
+        "platformio.table_passed",
+    ),
+    ("Some tests failed :( See logs for details!", "tests.failed"),
+    ("3 tests failed", "tests.failed"),
+    (" INFO  all tests passed!", "tests.passed"),
+    ("Tests finished successfully :)", "tests.passed"),
+    ("~~~ALL TESTS PASSED~~~", "tests.passed"),
+    (
+        ">>> 'lp ticker info test': 1 passed, 2 failed",
+        "tests.counts_failed",
+    ),
+    ("Tests: 12 passed, 0 failed, 1 skipped", "tests.counts_passed"),
+    // Programs and packages that are not installed.
+    ("ImportError: No module named serial", "python.no_module"),
+    (
+        "/usr/bin/python3: No module named west",
+        "python.no_module",
+    ),
+    (
+        "The following Python requirements are not satisfied:",
+        "esp_idf.python_requirements",
+    ),
+    (
+        "  No such file or directory: CMAKE_READELF: 'CMAKE_READELF-NOTFOUND'",
+        "cmake.notfound",
+    ),
+    (
+        "  Unknown CMake command \"pico_generate_pio_header\".",
+        "cmake.unknown_command",
+    ),
+    // west and git fetching what a workspace needs.
+    (
+        "FATAL ERROR: command exited with status 128: git clone https://github.com/zephyrproject-rtos/zephyr /home/user/zephyrproject/.west/manifest-tmp",
+        "west.git_failed",
+    ),
+    (
+        "ERROR: update failed for projects: libmetal, open-amp",
+        "west.update_failed",
+    ),
+    ("fatal: the remote end hung up unexpectedly", "git.network"),
+    (
+        "error: RPC failed; curl 56 GnuTLS recv error (-9): Error decoding the received TLS packet.",
+        "git.network",
+    ),
+    // Faults and asserts as Mbed, probe-run and probe-rs report them.
+    (
+        "Error Message: Mbed assertation failed 0>1",
+        "mbed.assert",
+    ),
+    (
+        "Firmware exited unexpectedly: Exception",
+        "probe_rs.firmware_fault",
+    ),
+    ("(HOST) ERROR the program panicked", "probe_rs.firmware_fault"),
+    (
+        "   1: 0x000002bc - panic_probe::__cortex_m_rt_HardFault",
+        "rust.fault_frame",
+    ),
+    ("    Frame 0: HardFault_ @ 0x08005dba", "rust.fault_frame"),
+    (
+        "   5: 0x00000656 - rust_begin_unwind",
+        "rust.fault_frame",
+    ),
+    // Generic evidence: a failure without the step that failed.
+    (
+        "/usr/local/lib/python3.7/dist-packages/labgrid/target.py:425: in activate",
+        "python.pytest_frame",
+    ),
+    (
+        "serial.serialutil.SerialTimeoutException: Write timeout",
+        "python.exception",
+    ),
+    (
+        "error: Your local changes to the following files would be overwritten by checkout:",
+        "generic.error",
+    ),
+    ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
+    ("FAILED: zephyr/zephyr_pre0.elf", "generic.error"),
+    ("Check Timeout", "generic.timeout"),
+    ("*** Error: No CMSIS-DAP device found", "probe.error"),
+    (
+        "****** Error: PC of target system has unexpected value after programming.",
+        "jlink.error",
+    ),
+    (
+        "A serial exception error occurred: Could not configure port: (5, 'Input/output error')",
+        "esptool.fatal",
+    ),
+    (
+        "Error: Debug adapter does not support any transports? Check config file order.",
+        "probe.error",
+    ),
+    ("Error: Can't find interface/stlink-v2.cfg", "probe.error"),
+    (
+        "  File \"/usr/lib/python3/dist-packages/labgrid/driver/serialdriver.py\", line 65, in on_activate",
+        "python.harness_frame",
+    ),
+    ("Timed out!", "generic.timeout"),
+    ("Timeout waiting for the DUT to boot", "generic.timeout"),
+    // More runners' summaries.
+    (
+        "INFO    - 1 of 1 executed test suites passed (100.00%), 0 built (not run), 0 failed, 0 errored, with no warnings in 51.22 seconds.",
+        "twister.summary_pass",
+    ),
+    (
+        "INFO    - 13 of 15 executed test suites passed (86.67%), 0 built (not run), 2 failed, 0 errored, with no warnings in 63.45 seconds.",
+        "twister.summary_fail",
+    ),
+    (
+        "INFO    - 1188 of 1190 executed test cases passed (99.83%), 2 failed on 41 out of total 1002 platforms (4.09%)",
+        "twister.cases_failed",
+    ),
+    (
+        "INFO    -  3/15 qemu_x86_64   tests/ztest/base/testing.ztest.base.verbose_2   FAILED Failed (qemu 1.457s)",
+        "twister.failed_reason",
+    ),
+    ("The following tests FAILED:", "ctest.failed_list"),
+    ("Errors while running CTest", "ctest.errors"),
+    ("Ran 12 tests in 0.031s", "unittest.ran"),
+    (
+        "pyocd.probe.pydapaccess.dap_access_api.DAPAccessIntf.TransferError: No ACK received",
+        "python.flasher_exception",
+    ),
+    (
+        "esptool.util.FatalError: Failed to connect to ESP32: No serial data received.",
+        "python.flasher_exception",
+    ),
+    ("Parent suite setup failed:", "robot.setup_failed"),
+    (
+        "[ ERROR ] Error in file '/home/u/renode/tests/platforms/LiteX/LiteX_Linux_VexRiscv.robot': Replacing variables from setting 'Resource' failed: Variable '${RENODEKEYWORDS}' not found.",
+        "robot.setup_failed",
+    ),
+    (
+        "Should Boot                                                           | PASS |",
+        "robot.case_pass",
+    ),
+    (
+        "E       AssertionError: assert 'Hello' in 'Guru Meditation Error'",
+        "pytest.exception",
+    ),
+    ("[SUCCESS]", "riot.test_success"),
+    (
+        "[FAILED] You're not running riotboot",
+        "riot.test_failed",
+    ),
+    ("OK (42 tests)", "embunit.ok"),
+    ("FAILED (failures=2, errors=1)", "unittest.failed"),
+    (
+        "========================== [FAILED] Took 1.23 seconds ==========================",
+        "platformio.env_failed",
+    ),
+    ("uno          FAILED    00:00:01.234", "platformio.env_failed"),
+    ("Error compiling for board Arduino Uno.", "arduino.compile_failed"),
+    (
+        "Compilation error: 'foo' was not declared in this scope",
+        "arduino.compile_failed",
+    ),
+    (
+        "Failed uploading: uploading error: exit status 2",
+        "arduino.upload_failed",
+    ),
+    ("An error occurred while uploading the sketch", "arduino.upload_failed"),
+    (
+        "Error during Upload: uploading error: uploading error: exit status 255",
+        "arduino.upload_failed",
+    ),
+    ("Failed to execute script esptool", "esptool.script_failed"),
+    (
+        "[12469] Failed to execute script 'esptool' due to unhandled exception!",
+        "esptool.script_failed",
+    ),
+    (
+        "Failed to connect to ESP32: No serial data received.",
+        "esptool.no_reply",
+    ),
+    (
+        "Error: Flash Download failed  -  Target DLL has been cancelled",
+        "uvision.flash",
+    ),
+    // Programs that are not installed, as rustup, west and ESP-IDF's tools say it.
+    ("xtensa-esp32-elf-gcc: command not found", "shell.bare_not_found"),
+    ("ERROR: tool xtensa-esp-elf-gdb is not installed", "tool.not_installed"),
+    (
+        "arm-none-eabi-gcc: error trying to exec 'cc1': execvp: No such file or directory",
+        "gcc.cannot_execute",
+    ),
+    (
+        "FATAL ERROR: required program JLinkExe not found; install it or add its location to PATH",
+        "west.program_missing",
+    ),
+    (
+        "ERROR: tool xtensa-esp32-elf has no installed versions. Please run 'install.sh' to install it.",
+        "esp_idf.tool_missing",
+    ),
+    (
+        "error: toolchain 'nightly-x86_64-unknown-linux-gnu' is not installed",
+        "rustup.not_installed",
+    ),
+    (
+        "  Could not find a configuration file for package \"Zephyr-sdk\" that is",
+        "cmake.program_not_found",
+    ),
+    // Rust's compiler and linker, and the devicetree of a Zephyr build.
+    ("error[E0425]: cannot find value `x` in this scope", "rustc.error"),
+    ("error: linking with `rust-lld` failed: exit status: 1", "rustc.link_failed"),
+    ("rust-lld: error: undefined symbol: __pre_init", "ld.error_line"),
+    (
+        "error: could not compile `app` (bin \"app\") due to 1 previous error",
+        "cargo.could_not_compile",
+    ),
+    (
+        "devicetree error: Label 'zephyr_udc0' appears on /soc/usb@40040000 and on /soc/usb@50000000",
+        "zephyr.devicetree_error",
+    ),
+    // Faults, asserts and watchdogs.
+    (
+        "[00:00:01.234,000] <err> os: Faulting instruction address (r15/pc): 0x0000abcd",
+        "zephyr.faulting_instruction",
+    ),
+    (
+        "Kernel panic - not syncing: Attempted to kill init! exitcode=0x0000000b",
+        "linux.kernel_panic",
+    ),
+    (
+        "Unable to handle kernel NULL pointer dereference at virtual address 00000000",
+        "linux.kernel_panic",
+    ),
+    ("Error: CPU halted unexpectedly.", "probe_rs.firmware_fault"),
+    ("assertion `left == right` failed", "libc.assert"),
+    (
+        "rst:0x8 (TG1WDT_SYS_RESET),boot:0x13 (SPI_FAST_FLASH_BOOT)",
+        "esp.watchdog_reset",
+    ),
+    ("wdt reset", "esp.watchdog_reset"),
+    // CI runners, package managers, containers, Renode and LAVA.
+    (
+        "The runner has received a shutdown signal. This can happen when the runner service is stopped, or a manually started runner is canceled.",
+        "ci.runner_lost",
+    ),
+    ("##[error]The operation was canceled.", "ci.runner_lost"),
+    (
+        "ERROR: Job failed (system failure): prepare environment: Error response from daemon",
+        "ci.runner_lost",
+    ),
+    ("##[error]Process completed with exit code 2.", "ci.step_failed"),
+    ("ERROR: Job failed: exit code 1", "ci.step_failed"),
+    ("E: Unable to locate package gcc-arm-none-eabi", "apt.failed"),
+    (
+        "docker: Error response from daemon: pull access denied for foo, repository does not exist",
+        "docker.daemon",
+    ),
+    (
+        "There was an error executing command 'mach create'",
+        "renode.command_error",
+    ),
+    (
+        "InfrastructureError: Unable to power on the device",
+        "lava.infrastructure",
+    ),
+    (
+        "- {\"dt\": \"2022-12-02T07:44:02\", \"lvl\": \"results\", \"msg\": {\"case\": \"job\", \"result\": \"fail\", \"error_type\": \"Infrastructure\"}}",
+        "lava.infrastructure",
+    ),
+    ("auto-login-action timed out after 300 seconds", "lava.action_timeout"),
+    (
+        "No time left for remaining 2 retries. 1 retries out of 3 failed for depthcharge-retry",
+        "lava.infrastructure",
+    ),
 ];
 
 #[test]
@@ -817,6 +1121,7 @@ fn every_rule_with_a_class_has_a_sample() {
     let in_context = [
         "unity.ok",
         "unity.verdict_fail",
+        "unittest.ok",
         "esp_idf.abort_after_watchdog",
     ];
     for rule in RULES {
@@ -848,6 +1153,13 @@ fn harmless_lines_are_not_evidence() {
         "OK",
         "FAIL",
         "Error: 3 retries left",
+        "nsh: hello: open failed: 2",
+        "W (706) cpu_start: failed to load RF calibration data, falling back to full calibration",
+        "TRACE +0.001 command op=0x0a data len=4 wait_response=1 timeout=3.000 data=0020f43f",
+        "-- ccache: CCACHE_PROGRAM-NOTFOUND",
+        "$> test_bluepill_binary.sh gen/bin '~~~ALL TESTS PASSED~~~'",
+        "[INFO] Connection timeout set to 5 s",
+        "WARNING: ccache is not installed, builds will be slower",
     ] {
         let t = classify_str(line);
         assert_eq!(
@@ -1475,4 +1787,154 @@ proptest! {
         let (fast, plain) = prefiltered_and_plain(&text, TriageContext { timed_out });
         prop_assert_eq!(fast, plain);
     }
+}
+
+/// The generic tier: a failure line that does not say which step failed decides only a log no
+/// specific line explains, and says that its confidence is low.
+#[test]
+fn a_generic_failure_decides_only_alone_and_says_it_is_unsure() {
+    let t = classify_str("Building app\nerror: could not compile `app` due to 2 previous errors\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::BuildError, &[2][..])
+    );
+    assert!(t.reason.contains("low confidence"), "{}", t.reason);
+    // A specific line explains the log: the generic one adds nothing.
+    let t = classify_str(
+        "src/a.c:3:1: error: expected ';' before '}' token\nerror: could not compile `app`\n",
+    );
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::BuildError, &[1][..])
+    );
+    assert!(!t.reason.contains("low confidence"), "{}", t.reason);
+    // A timeout, then the build tool that ran the tests stops: the stop is the timeout's echo.
+    let t = classify_str(
+        "[ RUN      ] test_message_multi_thread2\nCheck Timeout\nninja: build stopped: subcommand failed.\n",
+    );
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Hang, &[2][..]));
+    // An echo alone still says that a step failed.
+    let t = classify_str("ninja: build stopped: subcommand failed.\n");
+    assert_eq!(t.class, TriageClass::BuildError);
+    assert!(t.reason.contains("low confidence"), "{}", t.reason);
+}
+
+#[test]
+fn a_failure_anywhere_outranks_a_passing_summary() {
+    for log in [
+        "INFO  all tests passed!\nERROR: failed to write coverage data\n",
+        "Tests finished successfully :)\nFAILED: build/app.elf\n",
+    ] {
+        assert_ne!(classify_str(log).class, TriageClass::Pass, "{log}");
+    }
+    // A CI job's success trailer under failed tests is no pass.
+    let t = classify_str("Some tests failed :( See logs for details!\nJob succeeded\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
+    // A passing summary alone is a pass.
+    let t = classify_str(" INFO  (1/1) running `sign`...\n INFO  all tests passed!\n");
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Pass, &[2][..]));
+}
+
+#[test]
+fn a_runner_timeout_after_a_failed_test_is_the_test_failure() {
+    let log = "\
+Assertion failed at src/main.c:34: test_clock: (done is false)
+FAIL - test_clock in 1.12 seconds
+START - test_ipm
+Timed out while monitoring serial output on intel_adsp_cavs25
+";
+    let t = classify_str(log);
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1, 2][..])
+    );
+    // The timeout first: the run hung before anything failed.
+    let t = classify_str("START - test_ipm\nTimed out while monitoring serial output on x\n");
+    assert_eq!(t.class, TriageClass::Hang);
+    // fwfix's own timeout over a log with no verdict is a hang, failures or not.
+    let t = classify(
+        "FAIL - test_clock in 1.12 seconds\nSTART - test_ipm\n",
+        &TIMED_OUT,
+    );
+    assert_eq!(t.class, TriageClass::Hang);
+}
+
+#[test]
+fn a_traceback_is_read_by_the_frames_it_names() {
+    // A flasher's frames: its exception is the flash's failure.
+    let flasher = "\
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/esptool/__init__.py\", line 1064, in main
+OSError: [Errno 71] Protocol error
+";
+    assert_eq!(classify_str(flasher).class, TriageClass::FlashError);
+    // A frozen flasher's frames name its module without a directory.
+    let frozen = "\
+Traceback (most recent call last):
+  File \"esptool.py\", line 3969, in <module>
+  File \"serial/serialposix.py\", line 438, in _reconfigure_port
+termios.error: (22, 'Invalid argument')
+";
+    assert_eq!(classify_str(frozen).class, TriageClass::FlashError);
+    // A lab tool's frames: the harness broke.
+    let harness = "\
+Traceback (most recent call last):
+  File \"/usr/lib/python3/site-packages/labgrid/driver/serialdriver.py\", line 65, in on_activate
+OSError: [Errno 71] Protocol error
+";
+    assert_eq!(classify_str(harness).class, TriageClass::InfraError);
+    // The serial port an uploader opens is its upload port: in its log, the flash failed.
+    let upload = "\
+Uploading .pio/build/nodemcuv2/firmware.bin
+esptool.py v3.0
+PermissionError: [Errno 13] Permission denied: '/dev/ttyUSB0'
+";
+    assert_eq!(classify_str(upload).class, TriageClass::FlashError);
+    assert_eq!(
+        classify_str("PermissionError: [Errno 13] Permission denied: '/dev/ttyUSB0'\n").class,
+        TriageClass::InfraError
+    );
+}
+
+/// ztest's error-hook tests raise an assert or a fault on purpose and pass when it comes.
+#[test]
+fn an_assert_a_test_case_expected_is_no_failure() {
+    let log = "\
+START - test_catch_assert_in_isr
+ASSERTION FAIL [a != ((void *)0)] @ WEST_TOPDIR/zephyr/tests/ztest/error_hook/src/main.c:41
+Caught assert failed
+PASS - test_catch_assert_in_isr
+START - test_catch_z_oops
+";
+    let t = classify_str(log);
+    assert_eq!(t.class, TriageClass::Unknown, "{t:#?}");
+    // An assert in a case that then fails, or that no pass line follows, is one.
+    let failed = "ASSERTION FAIL [p] @ main.c:3\nFAIL - test_x in 0.1 seconds\nPASS - test_y in 0.1 seconds\n";
+    assert_eq!(classify_str(failed).class, TriageClass::Assert);
+    let passed_before = "PASS - test_y in 0.1 seconds\nASSERTION FAIL [p] @ main.c:3\n";
+    assert_eq!(classify_str(passed_before).class, TriageClass::Assert);
+}
+
+#[test]
+fn rules_that_read_a_line_only_after_their_header() {
+    let t = classify_str("Ran 3 tests in 0.004s\n\nOK\n");
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Pass, &[3][..]));
+    // `OK` alone is no verdict.
+    assert_eq!(classify_str("OK\n").class, TriageClass::Unknown);
+    // ctest's list of failed tests, under its summary or alone.
+    let t = classify_str(
+        "67% tests passed, 1 tests failed out of 3\n\nThe following tests FAILED:\n\t  3 - test_crc (Failed)\nErrors while running CTest\n",
+    );
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
+    let t = classify_str("The following tests FAILED:\n\t  3 - test_crc (Failed)\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
 }
