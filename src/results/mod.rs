@@ -1,9 +1,12 @@
 //! Test-output parsers (one per harness), the result model, and verdicts.
 //!
-//! A parser turns one attempt's [`Capture`] into [`TestResults`]: the cases the harness reported,
-//! its summary, and a verdict with the reasons for it. Parsers are pure: they read the capture and
-//! the [`ParseContext`] the orchestrator hands them, and must not touch files, the clock or the
-//! DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
+//! A parser turns one attempt's console into [`TestResults`]: the cases the harness reported, its
+//! summary, and a verdict with the reasons for it. It streams: a [`HarnessStream`] reads the live
+//! UART lines one by one as the backend captures them (it is the attempt's end detector too), so
+//! however long the console, every line the harness needs is read while memory stays bounded;
+//! when the attempt is over it is finished with how the run ended. Parsers are pure: they read
+//! lines, the run's end and the [`ParseContext`] the orchestrator hands them, and must not touch
+//! files, the clock or the DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
 //! crash site to say which test was running. [`crash_dump`] reads a fault dump the firmware
 //! printed into the same snapshot a backend would have read, for the caller to symbolise.
 //!
@@ -24,21 +27,86 @@ pub mod unity;
 pub mod ztest;
 
 pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict};
-pub use regex_harness::{RegexDetector, RegexParser};
-pub use unity::{UnityDetector, UnityParser};
-pub use ztest::{ZtestDetector, ZtestParser};
+pub use regex_harness::{RegexParser, RegexStream};
+pub use unity::{UnityParser, UnityStream};
+pub use ztest::{ZtestParser, ZtestStream};
 
-use crate::capture::{Capture, EndDetector};
+use crate::capture::{Capture, EndDetector, FaultSnapshot};
 use crate::config::{Harness, RegexSpec};
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// One harness's console format: how to tell that the run is over, and what it reported.
+/// One harness's console format: how to read an attempt's console, line by line, into results.
 pub trait HarnessParser: Send + Sync {
     /// The harness name as it appears in results and reports, e.g. `unity`.
     fn name(&self) -> &'static str;
-    /// A fresh detector for one attempt: true once the final verdict line has arrived.
-    fn detector(&self) -> Box<dyn EndDetector>;
-    /// Parse one attempt's capture into results with a verdict.
-    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults;
+    /// A fresh parse for one attempt, to be fed its live UART lines as they arrive.
+    fn stream(&self) -> Box<dyn HarnessStream>;
+    /// Parses a whole capture: its live UART lines fed in order, then finished. A capture keeps
+    /// only a bounded part of a long console, so a live attempt is parsed with [`LiveParse`]
+    /// instead; this reads what a capture kept (a resumed run, an interrupted attempt, tests).
+    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        let mut stream = self.stream();
+        for line in capture.uart_lines() {
+            stream.is_final(line);
+        }
+        stream.finish(capture, ctx)
+    }
+}
+
+/// One attempt's parse as its console arrives. It is the attempt's [`EndDetector`] too: it reads
+/// every live UART line in order (also those after the final verdict, until the attempt ends)
+/// and says when the harness has printed its final word. Its memory is bounded by what the
+/// harness must remember (the cases so far, the running test, summaries, the first fault dump),
+/// never by the length of the console.
+pub trait HarnessStream: EndDetector {
+    /// The first fault dump the console showed so far, for a caller to symbolise when the
+    /// backend could not read the core.
+    fn fault_dump(&self) -> Option<FaultSnapshot>;
+    /// The results of the lines read, given how the attempt ended: of `capture` only its end and
+    /// whether it was truncated are read, never its lines. The stream is spent afterwards.
+    fn finish(&mut self, capture: &Capture, ctx: &ParseContext) -> TestResults;
+}
+
+/// A harness's parse shared between the backend that feeds it (as the attempt's end detector)
+/// and the orchestrator that finishes it when the attempt is over.
+#[derive(Clone)]
+pub struct LiveParse(Arc<Mutex<Box<dyn HarnessStream>>>);
+
+impl LiveParse {
+    pub fn new(stream: Box<dyn HarnessStream>) -> LiveParse {
+        LiveParse(Arc::new(Mutex::new(stream)))
+    }
+
+    /// The end detector to hand the backend: it feeds this parse.
+    pub fn detector(&self) -> Box<dyn EndDetector> {
+        Box::new(self.clone())
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut dyn HarnessStream) -> T) -> T {
+        // A panic elsewhere while the lock was held leaves the parse as it was: still readable.
+        let mut stream = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f(stream.as_mut())
+    }
+
+    /// See [`HarnessStream::fault_dump`].
+    pub fn fault_dump(&self) -> Option<FaultSnapshot> {
+        self.with(|s| s.fault_dump())
+    }
+
+    /// See [`HarnessStream::finish`].
+    pub fn finish(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        self.with(|s| s.finish(capture, ctx))
+    }
+}
+
+impl EndDetector for LiveParse {
+    fn is_final(&mut self, line: &str) -> bool {
+        self.with(|s| s.is_final(line))
+    }
+
+    fn keeps(&self, line: &str) -> bool {
+        self.with(|s| s.keeps(line))
+    }
 }
 
 /// What the orchestrator knows about an attempt beyond its console text.
