@@ -131,7 +131,33 @@ pub fn parser_for(harness: &Harness) -> Box<dyn HarnessParser> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::RunEnd;
     use crate::config::{Pattern, RegexMode};
+
+    /// The parse a backend feeds through its end detector is the one the orchestrator finishes:
+    /// it ends the run at Unity's final word, reads the lines after it, and gives what parsing
+    /// the whole capture gives.
+    #[test]
+    fn a_live_parse_fed_as_the_end_detector_gives_the_capture_s_results() {
+        let text = "t.c:1:test_a:PASS\nt.c:2:test_b:FAIL: no\n\
+                    -----------------------\n2 Tests 1 Failures 0 Ignored\nFAIL\nt.c:3:test_c:PASS\n";
+        let capture = test_support::capture(text, RunEnd::Verdict);
+        let live = LiveParse::new(UnityParser.stream());
+        let mut detector = live.detector();
+        let fired: Vec<bool> = capture
+            .uart_lines()
+            .map(|line| detector.is_final(line))
+            .collect();
+        assert_eq!(fired, [false, false, false, false, true, false]);
+        assert!(detector.keeps("t.c:3:test_c:PASS"));
+        drop(detector);
+        let ctx = ParseContext::default();
+        let streamed = live.finish(&capture, &ctx);
+        assert_eq!(streamed, UnityParser.parse(&capture, &ctx));
+        // The result printed after the final word is read: Unity counted two tests, three came.
+        assert_eq!(streamed.cases.len(), 3);
+        assert_eq!(streamed.verdict, Verdict::Inconclusive);
+    }
 
     #[test]
     fn every_harness_has_its_parser() {
