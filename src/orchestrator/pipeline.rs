@@ -373,13 +373,14 @@ impl Job<'_> {
         let (Some(dut), Some(record)) = (self.dut.as_mut(), &self.ctx.build) else {
             return Step::error(ErrorClass::TestEnvFailure, "no DUT or image");
         };
-        let live = LiveParse::new(self.parser.stream());
+        let nonce = dut.nonce_check().map(Nonce::fresh);
+        let live = LiveParse::new(self.parser.stream(), nonce.as_ref());
         let spec = RunSpec {
             timeout: self.profile.test.timeout,
             detector: live.detector(),
             console_log: console.clone(),
             append: None,
-            nonce: dut.nonce_check().map(Nonce::fresh),
+            nonce,
             cancel: self.cancel.clone(),
             attempt,
         };

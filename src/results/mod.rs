@@ -31,6 +31,7 @@ pub use regex_harness::{RegexParser, RegexStream};
 pub use unity::{UnityParser, UnityStream};
 pub use ztest::{ZtestParser, ZtestStream};
 
+use crate::capture::nonce::{Nonce, NonceCheck};
 use crate::capture::{Capture, EndDetector, FaultSnapshot};
 use crate::config::{Harness, RegexSpec};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -70,11 +71,21 @@ pub trait HarnessStream: EndDetector {
 /// A harness's parse shared between the backend that feeds it (as the attempt's end detector)
 /// and the orchestrator that finishes it when the attempt is over.
 #[derive(Clone)]
-pub struct LiveParse(Arc<Mutex<Box<dyn HarnessStream>>>);
+pub struct LiveParse(Arc<Mutex<Live>>);
+
+struct Live {
+    stream: Box<dyn HarnessStream>,
+    /// A required nonce whose line has not come yet: the backend holds back every line before it
+    /// as stale, and its own line is not output either ([`Capture::uart`] starts after it), so
+    /// the parse counts lines from the same place as when it reads the capture.
+    nonce: Option<Nonce>,
+}
 
 impl LiveParse {
-    pub fn new(stream: Box<dyn HarnessStream>) -> LiveParse {
-        LiveParse(Arc::new(Mutex::new(stream)))
+    /// A parse of the attempt that hands out `nonce`.
+    pub fn new(stream: Box<dyn HarnessStream>, nonce: Option<&Nonce>) -> LiveParse {
+        let nonce = nonce.filter(|n| n.check == NonceCheck::Required).cloned();
+        LiveParse(Arc::new(Mutex::new(Live { stream, nonce })))
     }
 
     /// The end detector to hand the backend: it feeds this parse.
@@ -82,30 +93,36 @@ impl LiveParse {
         Box::new(self.clone())
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut dyn HarnessStream) -> T) -> T {
+    fn with<T>(&self, f: impl FnOnce(&mut Live) -> T) -> T {
         // A panic elsewhere while the lock was held leaves the parse as it was: still readable.
-        let mut stream = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        f(stream.as_mut())
+        let mut live = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut live)
     }
 
     /// See [`HarnessStream::fault_dump`].
     pub fn fault_dump(&self) -> Option<FaultSnapshot> {
-        self.with(|s| s.fault_dump())
+        self.with(|l| l.stream.fault_dump())
     }
 
     /// See [`HarnessStream::finish`].
     pub fn finish(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
-        self.with(|s| s.finish(capture, ctx))
+        self.with(|l| l.stream.finish(capture, ctx))
     }
 }
 
 impl EndDetector for LiveParse {
     fn is_final(&mut self, line: &str) -> bool {
-        self.with(|s| s.is_final(line))
+        self.with(|l| {
+            if l.nonce.as_ref().is_some_and(|n| n.is_its_line(line)) {
+                l.nonce = None;
+                return false;
+            }
+            l.stream.is_final(line)
+        })
     }
 
     fn keeps(&self, line: &str) -> bool {
-        self.with(|s| s.keeps(line))
+        self.with(|l| l.stream.keeps(line))
     }
 }
 
@@ -142,7 +159,7 @@ mod tests {
         let text = "t.c:1:test_a:PASS\nt.c:2:test_b:FAIL: no\n\
                     -----------------------\n2 Tests 1 Failures 0 Ignored\nFAIL\nt.c:3:test_c:PASS\n";
         let capture = test_support::capture(text, RunEnd::Verdict);
-        let live = LiveParse::new(UnityParser.stream());
+        let live = LiveParse::new(UnityParser.stream(), None);
         let mut detector = live.detector();
         let fired: Vec<bool> = capture
             .uart_lines()
@@ -157,6 +174,46 @@ mod tests {
         // The result printed after the final word is read: Unity counted two tests, three came.
         assert_eq!(streamed.cases.len(), 3);
         assert_eq!(streamed.verdict, Verdict::Inconclusive);
+    }
+
+    /// A required nonce's own line is not output: the live parse counts lines from after it, as
+    /// a parse of the capture does.
+    #[test]
+    fn a_live_parse_counts_lines_from_after_a_required_nonce() {
+        let nonce = Nonce::fresh(NonceCheck::Required);
+        let text = format!("fwfix-nonce: {}\nboot\nASSERT failed\n", nonce.value);
+        let mut capture = test_support::capture(&text, RunEnd::Verdict);
+        capture.nonce = Some(crate::capture::nonce::NonceRecord {
+            value: nonce.value.clone(),
+            check: NonceCheck::Required,
+            seen: true,
+            stale_lines: 0,
+        });
+        let spec = RegexSpec {
+            mode: RegexMode::OneLine,
+            ordered: true,
+            patterns: vec![Pattern::new("Hello").unwrap()],
+            fail_patterns: vec![Pattern::new("ASSERT").unwrap()],
+            crash_patterns: Vec::new(),
+            case_name: "console".to_string(),
+        };
+        let parser = RegexParser::new(spec);
+        let live = LiveParse::new(parser.stream(), Some(&nonce));
+        let mut detector = live.detector();
+        // The backend feeds the nonce line (it is live), never a stale line before it.
+        let fired: Vec<bool> = text.lines().map(|l| detector.is_final(l)).collect();
+        assert_eq!(fired, [false, false, true]);
+        let ctx = ParseContext::default();
+        let streamed = live.finish(&capture, &ctx);
+        assert_eq!(streamed, parser.parse(&capture, &ctx));
+        assert!(
+            streamed
+                .notes
+                .iter()
+                .any(|n| n.contains("matched line 2: ASSERT")),
+            "{:?}",
+            streamed.notes
+        );
     }
 
     #[test]
