@@ -824,11 +824,12 @@ fn cross_check(
 
     // Per-test summary lines against the case lines; the skipped ones never printed a result.
     let mut unrun: Vec<TestCase> = Vec::new();
+    let mut unrun_names: HashSet<String> = HashSet::new();
     for (word, suite, name) in &scan.case_summaries {
         let full = format!("{suite}.{name}");
         let Some(reported) = scan.reported_as(&full) else {
             if *word == Word::Skip {
-                if !unrun.iter().any(|c| c.name == full) {
+                if unrun_names.insert(full.clone()) {
                     unrun.push(TestCase {
                         name: full,
                         status: CaseStatus::Ignore,
