@@ -139,16 +139,17 @@ impl Capture {
 }
 
 /// Watches console lines as they arrive and says when the harness has printed its final verdict,
-/// so an attempt can end at once instead of at process exit.
+/// so an attempt can end at once instead of at process exit. It is the harness's streaming parse
+/// (`results::HarnessStream`): it reads the whole live console as it arrives, however long.
 pub trait EndDetector: Send {
-    /// Called for each live UART line in order (never a stale one, see [`nonce`]); true once the
-    /// verdict is final.
+    /// Called for each live UART line in order (never a stale one, see [`nonce`]), also after it
+    /// said the verdict was final, until the attempt ends; true when the verdict is final.
     fn is_final(&mut self, line: &str) -> bool;
 
-    /// Whether the harness's parser reads this line (a result, a summary, a pattern's match): such
-    /// a line is kept in memory even from the middle of a console too long to keep whole (see
-    /// [`store`]). A detector that says false for every line leaves the parser the head and the
-    /// tail of a long console.
+    /// Whether the harness reads this line (a result, a summary, a pattern's match): such a line
+    /// is kept in memory even from the middle of a console too long to keep whole (see
+    /// [`store`]), as evidence for the report. The results never depend on it: the harness read
+    /// every line as it came.
     fn keeps(&self, line: &str) -> bool {
         let _ = line;
         false

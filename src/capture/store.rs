@@ -1,10 +1,13 @@
 //! Bounded in-memory keeping of console lines: the first lines and the last lines of an attempt's
 //! UART, each part capped by a line count and a byte count, so a firmware that floods its console
 //! cannot exhaust memory. From the middle only the lines the harness reads survive (its results,
-//! summaries and pattern matches, as its [`EndDetector::keeps`] says), under caps of their own: a
-//! long run that floods its console between two results still has both. Host lines (the emulator's or flasher's own) have a budget of their own
-//! and never count against the UART's: however much the host logs, no UART line is dropped for
-//! it. The full text always goes to console.log; this module does no I/O.
+//! summaries and pattern matches, as its [`EndDetector::keeps`] says), under caps of their own,
+//! as evidence for the report and for a run resumed before its analysis. The results do not
+//! depend on what is kept: the harness parses every live UART line as it arrives (the end
+//! detector is its streaming parse), so a run with more results than these caps keep still has
+//! them all. Host lines (the emulator's or flasher's own) have a budget of their own and never
+//! count against the UART's: however much the host logs, no UART line is dropped for it. The
+//! full text always goes to console.log; this module does no I/O.
 
 #[cfg(doc)]
 use super::EndDetector;

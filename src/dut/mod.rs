@@ -35,7 +35,8 @@ pub struct Image {
 pub struct RunSpec {
     /// The test timeout: no final verdict by then is a hang.
     pub timeout: Duration,
-    /// Ends the attempt the moment the harness prints its final verdict.
+    /// Ends the attempt the moment the harness prints its final verdict. It is the harness's
+    /// streaming parse: every live UART line goes to it, also after the verdict.
     pub detector: Box<dyn EndDetector>,
     /// Where the timestamped console goes (created or truncated).
     pub console_log: PathBuf,

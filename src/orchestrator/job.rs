@@ -308,6 +308,9 @@ pub(super) struct Job<'a> {
     pub profile: Profile,
     pub build: BuildSpec,
     pub parser: Box<dyn HarnessParser>,
+    /// The parse the last attempt's console was streamed into, beside `ctx.capture` until
+    /// RESULT_ANALYSIS finishes it (a resumed run has none, and parses the capture).
+    pub(super) live: Option<results::LiveParse>,
     pub budgets: Budgets,
     pub dut: Option<Box<dyn Dut>>,
     /// The work tree's repository (fix runs).
@@ -534,6 +537,7 @@ impl<'a> Job<'a> {
             profile,
             build,
             parser,
+            live: None,
             budgets,
             dut: None,
             repo: None,
@@ -908,9 +912,7 @@ impl<'a> Job<'a> {
         }
         // An attempt interrupted mid-run: what it printed so far is the last test run's cases.
         if let (State::Aborted, Some(capture)) = (final_state, &ctx.capture) {
-            let partial = self
-                .parser
-                .parse(capture, &crate::results::ParseContext::default());
+            let partial = self.results_of(capture, &crate::results::ParseContext::default());
             report.verdict = Some(partial.verdict);
             report.cases = partial.cases;
             report.notes = partial.notes;

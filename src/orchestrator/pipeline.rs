@@ -8,14 +8,14 @@ use crate::analysis::triage::{self, Stage, TriageContext};
 use crate::analysis::{fault, silence, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::capture::nonce::Nonce;
-use crate::capture::RunEnd;
+use crate::capture::{Capture, RunEnd};
 use crate::dut::power::PowerAction;
 use crate::dut::{self, DutError, Image, RunSpec};
 use crate::events::{Event, Level};
 use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
 use crate::machine::{ErrorClass, Outcome, State};
 use crate::report::{self, AttemptSummary, BuildSummary, PowerCycle};
-use crate::results::{crash_dump, CaseStatus, ParseContext, TestResults, Verdict};
+use crate::results::{crash_dump, CaseStatus, LiveParse, ParseContext, TestResults, Verdict};
 use crate::rundir;
 use std::path::{Path, PathBuf};
 
@@ -373,12 +373,14 @@ impl Job<'_> {
         let (Some(dut), Some(record)) = (self.dut.as_mut(), &self.ctx.build) else {
             return Step::error(ErrorClass::TestEnvFailure, "no DUT or image");
         };
+        let nonce = dut.nonce_check().map(Nonce::fresh);
+        let live = LiveParse::new(self.parser.stream(), nonce.as_ref());
         let spec = RunSpec {
             timeout: self.profile.test.timeout,
-            detector: self.parser.detector(),
+            detector: live.detector(),
             console_log: console.clone(),
             append: None,
-            nonce: dut.nonce_check().map(Nonce::fresh),
+            nonce,
             cancel: self.cancel.clone(),
             attempt,
         };
@@ -481,11 +483,21 @@ impl Job<'_> {
         // A runner that broke names why in its own words on the console (QEMU's stderr).
         let step = triaged(step, &console);
         self.ctx.capture = Some(capture);
+        self.live = Some(live);
         let step = step.with_evidence(console);
         if flash_log.is_file() {
             step.with_evidence(flash_log)
         } else {
             step
+        }
+    }
+
+    /// The results of the attempt `capture` came from: its streamed parse finished, or, when
+    /// there is none (a resumed run), the capture parsed.
+    pub(super) fn results_of(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        match &self.live {
+            Some(live) => live.finish(capture, ctx),
+            None => self.parser.parse(capture, ctx),
         }
     }
 
@@ -517,9 +529,10 @@ impl Job<'_> {
         // fault dump on its console: symbolise that instead.
         let from_console = capture.fault.is_none();
         if from_console {
-            let uart: Vec<&str> = capture.uart_lines().collect();
-            let dumped = crash_dump::parse(&uart);
-            capture.fault = dumped;
+            capture.fault = match &self.live {
+                Some(live) => live.fault_dump(),
+                None => crash_dump::parse(&capture.uart_lines().collect::<Vec<_>>()),
+            };
         }
         let sym = self.symbolizer.as_ref();
         let root = self.ctx.work_dir.clone();
@@ -550,7 +563,9 @@ impl Job<'_> {
             expected: sym.map(|s| s.test_functions()).unwrap_or_default(),
             site_functions,
         };
-        let mut results = self.parser.parse(&capture, &ctx);
+        let mut results = self.results_of(&capture, &ctx);
+        // Finished: the next attempt streams into a parse of its own.
+        self.live = None;
         let timeout = self.profile.test.timeout;
         // A timeout: what the console did until then says where to look.
         let silence = (capture.end == RunEnd::Timeout).then(|| {

@@ -34,36 +34,72 @@ pub fn parse(lines: &[&str]) -> Option<FaultSnapshot> {
     find(lines).map(|dump| dump.snapshot)
 }
 
-/// The first fault dump in `lines`. A dump is a run of consecutive dump lines (blank lines
-/// allowed) that either holds Zephyr's fatal error line, or shows PC together with LR, CFSR, or a
-/// fault name: a lone `pc: 0x...` in a test's output is not a crash.
+/// The first fault dump in `lines` (see [`Finder`]).
 pub(super) fn find(lines: &[&str]) -> Option<Dump> {
-    let mut block: Option<Block> = None;
-    for (index, raw) in lines.iter().enumerate() {
+    let mut finder = Finder::default();
+    lines.iter().for_each(|line| finder.line(line));
+    finder.dump()
+}
+
+/// Looks for the first fault dump in console lines fed one at a time, as they arrive. A dump is a
+/// run of consecutive dump lines (blank lines allowed) that either holds Zephyr's fatal error
+/// line, or shows PC together with LR, CFSR, or a fault name: a lone `pc: 0x...` in a test's
+/// output is not a crash. Memory is bounded: one open block, with at most [`RAW_LINES`] of its
+/// lines kept as text.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Finder {
+    /// Lines fed so far: the index of the next one.
+    index: usize,
+    block: Option<Block>,
+    found: Option<Dump>,
+}
+
+impl Finder {
+    /// Reads the next console line.
+    pub(super) fn line(&mut self, raw: &str) {
+        let index = self.index;
+        self.index += 1;
+        if self.found.is_some() {
+            return;
+        }
         let body = strip_log_prefix(clean(raw));
         if body.is_empty() {
-            continue;
+            return;
         }
-        if let Some(open) = block.as_mut() {
+        if let Some(open) = self.block.as_mut() {
             if open.take(index, raw, body) {
-                continue;
+                return;
             }
-            if let Some(done) = block.take().filter(Block::qualifies) {
-                return Some(done.into_dump());
+            if let Some(done) = self.block.take().filter(Block::qualifies) {
+                self.found = Some(done.into_dump());
+                return;
             }
         }
         // A line that ends one block may open the next.
         let mut fresh = Block::new(index);
         if fresh.take(index, raw, body) {
-            block = Some(fresh);
+            self.block = Some(fresh);
         }
     }
-    block.filter(Block::qualifies).map(Block::into_dump)
+
+    /// The first dump among the lines fed so far (one still open counts when it qualifies).
+    pub(super) fn dump(&self) -> Option<Dump> {
+        self.found.clone().or_else(|| {
+            self.block
+                .clone()
+                .filter(Block::qualifies)
+                .map(Block::into_dump)
+        })
+    }
 }
+
+/// How many of a dump's lines its snapshot keeps as text: a real dump has a few dozen; a console
+/// that prints register-like lines for ever must not grow memory with them.
+const RAW_LINES: usize = 256;
 
 /// Register values seen in a dump; the first value of each register wins (a later line may be
 /// a nested fault's).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct Block {
     first: usize,
     last: usize,
@@ -136,7 +172,9 @@ impl Block {
         if used {
             self.last = index;
             self.lines += 1;
-            self.raw.push(clean(raw).to_string());
+            if self.raw.len() < RAW_LINES {
+                self.raw.push(clean(raw).to_string());
+            }
         }
         used
     }

@@ -1,9 +1,12 @@
 //! Test-output parsers (one per harness), the result model, and verdicts.
 //!
-//! A parser turns one attempt's [`Capture`] into [`TestResults`]: the cases the harness reported,
-//! its summary, and a verdict with the reasons for it. Parsers are pure: they read the capture and
-//! the [`ParseContext`] the orchestrator hands them, and must not touch files, the clock or the
-//! DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
+//! A parser turns one attempt's console into [`TestResults`]: the cases the harness reported, its
+//! summary, and a verdict with the reasons for it. It streams: a [`HarnessStream`] reads the live
+//! UART lines one by one as the backend captures them (it is the attempt's end detector too), so
+//! however long the console, every line the harness needs is read while memory stays bounded;
+//! when the attempt is over it is finished with how the run ended. Parsers are pure: they read
+//! lines, the run's end and the [`ParseContext`] the orchestrator hands them, and must not touch
+//! files, the clock or the DUT. Symbolising a crash is the caller's job; a parser only needs the function names at the
 //! crash site to say which test was running. [`crash_dump`] reads a fault dump the firmware
 //! printed into the same snapshot a backend would have read, for the caller to symbolise.
 //!
@@ -24,21 +27,103 @@ pub mod unity;
 pub mod ztest;
 
 pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict};
-pub use regex_harness::{RegexDetector, RegexParser};
-pub use unity::{UnityDetector, UnityParser};
-pub use ztest::{ZtestDetector, ZtestParser};
+pub use regex_harness::{RegexParser, RegexStream};
+pub use unity::{UnityParser, UnityStream};
+pub use ztest::{ZtestParser, ZtestStream};
 
-use crate::capture::{Capture, EndDetector};
+use crate::capture::nonce::{Nonce, NonceCheck};
+use crate::capture::{Capture, EndDetector, FaultSnapshot};
 use crate::config::{Harness, RegexSpec};
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// One harness's console format: how to tell that the run is over, and what it reported.
+/// One harness's console format: how to read an attempt's console, line by line, into results.
 pub trait HarnessParser: Send + Sync {
     /// The harness name as it appears in results and reports, e.g. `unity`.
     fn name(&self) -> &'static str;
-    /// A fresh detector for one attempt: true once the final verdict line has arrived.
-    fn detector(&self) -> Box<dyn EndDetector>;
-    /// Parse one attempt's capture into results with a verdict.
-    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults;
+    /// A fresh parse for one attempt, to be fed its live UART lines as they arrive.
+    fn stream(&self) -> Box<dyn HarnessStream>;
+    /// Parses a whole capture: its live UART lines fed in order, then finished. A capture keeps
+    /// only a bounded part of a long console, so a live attempt is parsed with [`LiveParse`]
+    /// instead; this reads what a capture kept (a resumed run, an interrupted attempt, tests).
+    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        let mut stream = self.stream();
+        for line in capture.uart_lines() {
+            stream.is_final(line);
+        }
+        stream.finish(capture, ctx)
+    }
+}
+
+/// One attempt's parse as its console arrives. It is the attempt's [`EndDetector`] too: it reads
+/// every live UART line in order (also those after the final verdict, until the attempt ends)
+/// and says when the harness has printed its final word. Its memory is bounded by what the
+/// harness must remember (the cases so far, the running test, summaries, the first fault dump),
+/// never by the length of the console.
+pub trait HarnessStream: EndDetector {
+    /// The first fault dump the console showed so far, for a caller to symbolise when the
+    /// backend could not read the core.
+    fn fault_dump(&self) -> Option<FaultSnapshot>;
+    /// The results of the lines read, given how the attempt ended: of `capture` only its end and
+    /// whether it was truncated are read, never its lines. The stream is spent afterwards.
+    fn finish(&mut self, capture: &Capture, ctx: &ParseContext) -> TestResults;
+}
+
+/// A harness's parse shared between the backend that feeds it (as the attempt's end detector)
+/// and the orchestrator that finishes it when the attempt is over.
+#[derive(Clone)]
+pub struct LiveParse(Arc<Mutex<Live>>);
+
+struct Live {
+    stream: Box<dyn HarnessStream>,
+    /// A required nonce whose line has not come yet: the backend holds back every line before it
+    /// as stale, and its own line is not output either ([`Capture::uart`] starts after it), so
+    /// the parse counts lines from the same place as when it reads the capture.
+    nonce: Option<Nonce>,
+}
+
+impl LiveParse {
+    /// A parse of the attempt that hands out `nonce`.
+    pub fn new(stream: Box<dyn HarnessStream>, nonce: Option<&Nonce>) -> LiveParse {
+        let nonce = nonce.filter(|n| n.check == NonceCheck::Required).cloned();
+        LiveParse(Arc::new(Mutex::new(Live { stream, nonce })))
+    }
+
+    /// The end detector to hand the backend: it feeds this parse.
+    pub fn detector(&self) -> Box<dyn EndDetector> {
+        Box::new(self.clone())
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Live) -> T) -> T {
+        // A panic elsewhere while the lock was held leaves the parse as it was: still readable.
+        let mut live = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut live)
+    }
+
+    /// See [`HarnessStream::fault_dump`].
+    pub fn fault_dump(&self) -> Option<FaultSnapshot> {
+        self.with(|l| l.stream.fault_dump())
+    }
+
+    /// See [`HarnessStream::finish`].
+    pub fn finish(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        self.with(|l| l.stream.finish(capture, ctx))
+    }
+}
+
+impl EndDetector for LiveParse {
+    fn is_final(&mut self, line: &str) -> bool {
+        self.with(|l| {
+            if l.nonce.as_ref().is_some_and(|n| n.is_its_line(line)) {
+                l.nonce = None;
+                return false;
+            }
+            l.stream.is_final(line)
+        })
+    }
+
+    fn keeps(&self, line: &str) -> bool {
+        self.with(|l| l.stream.keeps(line))
+    }
 }
 
 /// What the orchestrator knows about an attempt beyond its console text.
@@ -63,7 +148,73 @@ pub fn parser_for(harness: &Harness) -> Box<dyn HarnessParser> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::RunEnd;
     use crate::config::{Pattern, RegexMode};
+
+    /// The parse a backend feeds through its end detector is the one the orchestrator finishes:
+    /// it ends the run at Unity's final word, reads the lines after it, and gives what parsing
+    /// the whole capture gives.
+    #[test]
+    fn a_live_parse_fed_as_the_end_detector_gives_the_capture_s_results() {
+        let text = "t.c:1:test_a:PASS\nt.c:2:test_b:FAIL: no\n\
+                    -----------------------\n2 Tests 1 Failures 0 Ignored\nFAIL\nt.c:3:test_c:PASS\n";
+        let capture = test_support::capture(text, RunEnd::Verdict);
+        let live = LiveParse::new(UnityParser.stream(), None);
+        let mut detector = live.detector();
+        let fired: Vec<bool> = capture
+            .uart_lines()
+            .map(|line| detector.is_final(line))
+            .collect();
+        assert_eq!(fired, [false, false, false, false, true, false]);
+        assert!(detector.keeps("t.c:3:test_c:PASS"));
+        drop(detector);
+        let ctx = ParseContext::default();
+        let streamed = live.finish(&capture, &ctx);
+        assert_eq!(streamed, UnityParser.parse(&capture, &ctx));
+        // The result printed after the final word is read: Unity counted two tests, three came.
+        assert_eq!(streamed.cases.len(), 3);
+        assert_eq!(streamed.verdict, Verdict::Inconclusive);
+    }
+
+    /// A required nonce's own line is not output: the live parse counts lines from after it, as
+    /// a parse of the capture does.
+    #[test]
+    fn a_live_parse_counts_lines_from_after_a_required_nonce() {
+        let nonce = Nonce::fresh(NonceCheck::Required);
+        let text = format!("fwfix-nonce: {}\nboot\nASSERT failed\n", nonce.value);
+        let mut capture = test_support::capture(&text, RunEnd::Verdict);
+        capture.nonce = Some(crate::capture::nonce::NonceRecord {
+            value: nonce.value.clone(),
+            check: NonceCheck::Required,
+            seen: true,
+            stale_lines: 0,
+        });
+        let spec = RegexSpec {
+            mode: RegexMode::OneLine,
+            ordered: true,
+            patterns: vec![Pattern::new("Hello").unwrap()],
+            fail_patterns: vec![Pattern::new("ASSERT").unwrap()],
+            crash_patterns: Vec::new(),
+            case_name: "console".to_string(),
+        };
+        let parser = RegexParser::new(spec);
+        let live = LiveParse::new(parser.stream(), Some(&nonce));
+        let mut detector = live.detector();
+        // The backend feeds the nonce line (it is live), never a stale line before it.
+        let fired: Vec<bool> = text.lines().map(|l| detector.is_final(l)).collect();
+        assert_eq!(fired, [false, false, true]);
+        let ctx = ParseContext::default();
+        let streamed = live.finish(&capture, &ctx);
+        assert_eq!(streamed, parser.parse(&capture, &ctx));
+        assert!(
+            streamed
+                .notes
+                .iter()
+                .any(|n| n.contains("matched line 2: ASSERT")),
+            "{:?}",
+            streamed.notes
+        );
+    }
 
     #[test]
     fn every_harness_has_its_parser() {

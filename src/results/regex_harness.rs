@@ -30,10 +30,12 @@
 
 use super::attribution::{self, Stop};
 use super::common;
-use super::crash_dump;
+use super::crash_dump::{self, Dump};
 use super::lines::{clean, is_nonce};
-use super::{CaseStatus, HarnessParser, ParseContext, TestCase, TestResults, Verdict};
-use crate::capture::{Capture, EndDetector, RunEnd};
+use super::{
+    CaseStatus, HarnessParser, HarnessStream, ParseContext, TestCase, TestResults, Verdict,
+};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, RunEnd};
 use crate::config::{Pattern, RegexMode, RegexSpec};
 
 const HARNESS: &str = "regex";
@@ -55,28 +57,31 @@ impl HarnessParser for RegexParser {
         HARNESS
     }
 
-    fn detector(&self) -> Box<dyn EndDetector> {
-        Box::new(RegexDetector {
+    fn stream(&self) -> Box<dyn HarnessStream> {
+        Box::new(RegexStream {
+            spec: self.spec.clone(),
             matcher: Matcher::new(&self.spec),
             lines: 0,
+            dumps: crash_dump::Finder::default(),
         })
     }
-
-    fn parse(&self, capture: &Capture, _ctx: &ParseContext) -> TestResults {
-        parse_capture(&self.spec, capture)
-    }
 }
 
-/// True once every pattern has matched, or a fail or crash line came.
+/// The regex harness's parse of one attempt, line by line: the run is over once every pattern
+/// has matched, or a fail or crash line came.
 #[derive(Debug, Clone)]
-pub struct RegexDetector {
+pub struct RegexStream {
+    spec: RegexSpec,
     matcher: Matcher,
+    /// UART lines read so far: the index of the next one.
     lines: usize,
+    dumps: crash_dump::Finder,
 }
 
-impl EndDetector for RegexDetector {
+impl EndDetector for RegexStream {
     fn is_final(&mut self, line: &str) -> bool {
         self.matcher.feed(self.lines, line);
+        self.dumps.line(line);
         self.lines += 1;
         self.matcher.decided()
     }
@@ -89,6 +94,16 @@ impl EndDetector for RegexDetector {
             .into_iter()
             .flatten()
             .any(|p| p.is_match(line))
+    }
+}
+
+impl HarnessStream for RegexStream {
+    fn fault_dump(&self) -> Option<FaultSnapshot> {
+        self.dumps.dump().map(|dump| dump.snapshot)
+    }
+
+    fn finish(&mut self, capture: &Capture, _ctx: &ParseContext) -> TestResults {
+        results(&self.spec, &self.matcher, capture, self.dumps.dump())
     }
 }
 
@@ -105,7 +120,7 @@ impl Hit {
     }
 }
 
-/// The matching state of one attempt, shared by the detector and the parser so they agree.
+/// The matching state of one attempt: what decides the run's end and its results alike.
 #[derive(Debug, Clone)]
 struct Matcher {
     patterns: Vec<Pattern>,
@@ -225,15 +240,11 @@ fn quoted(pattern: &Pattern) -> String {
     format!("`{pattern}`")
 }
 
-fn parse_capture(spec: &RegexSpec, capture: &Capture) -> TestResults {
-    let uart: Vec<&str> = capture.uart_lines().collect();
-    let mut m = Matcher::new(spec);
-    for (index, line) in uart.iter().enumerate() {
-        m.feed(index, line);
-    }
+/// The results of the matching `m` did, with the console's first fault dump `dump`.
+fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>) -> TestResults {
     let mut notes = Vec::new();
     common::truncation_note(capture, &mut notes);
-    let dump = crash_dump::find(&uart).filter(|dump| {
+    let dump = dump.filter(|dump| {
         m.last_required.is_none_or(|last| last < dump.first)
             && m.decided_at.is_none_or(|decided| dump.first <= decided)
     });
@@ -278,13 +289,13 @@ fn parse_capture(spec: &RegexSpec, capture: &Capture) -> TestResults {
     };
 
     let mut cases = match spec.mode {
-        RegexMode::OneLine => vec![one_line_case(spec, &m, &outcome)],
-        RegexMode::MultiLine => multi_line_cases(spec, &m, &outcome),
+        RegexMode::OneLine => vec![one_line_case(spec, m, &outcome)],
+        RegexMode::MultiLine => multi_line_cases(spec, m, &outcome),
     };
     if spec.mode == RegexMode::MultiLine {
         cases.push(run_case(&spec.case_name, &outcome));
     }
-    let verdict = decide(spec, &m, capture.end, &outcome, &cases, &mut notes);
+    let verdict = decide(spec, m, capture.end, &outcome, &cases, &mut notes);
     TestResults {
         harness: HARNESS.to_string(),
         cases,
@@ -460,7 +471,7 @@ fn decide(
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{capture, notes, statuses};
+    use super::super::test_support::{self, capture, notes, statuses};
     use super::*;
     use crate::capture::{ConsoleLine, Stream};
     use proptest::prelude::*;
@@ -498,7 +509,7 @@ mod tests {
 
     /// The 1-based line the detector first fires on (the backend stops reading there).
     fn fires(spec: &RegexSpec, text: &str) -> Vec<usize> {
-        let mut d = RegexParser::new(spec.clone()).detector();
+        let mut d = RegexParser::new(spec.clone()).stream();
         text.lines()
             .enumerate()
             .find(|(_, l)| d.is_final(l))
@@ -509,7 +520,7 @@ mod tests {
 
     #[test]
     fn the_lines_any_pattern_matches_are_kept() {
-        let d = RegexParser::new(multi(true)).detector();
+        let d = RegexParser::new(multi(true)).stream();
         assert!(d.keeps("Hello\r"));
         assert!(d.keeps("tick 42"));
         assert!(d.keeps("ASSERT failed"));
@@ -829,9 +840,39 @@ mod tests {
         fn arbitrary_text_never_panics(text in "\\PC*") {
             for s in [multi(true), multi(false), spec(RegexMode::OneLine, true, &["x"])] {
                 let _ = parse(&s, &text, RunEnd::Timeout);
-                let mut d = RegexParser::new(s).detector();
+                let mut d = RegexParser::new(s).stream();
                 let _ = d.is_final(&text);
             }
         }
+    }
+
+    /// More lines that patterns match than a capture keeps in memory: a heartbeat printed from
+    /// boot matches ahead of its turn until the self-test passes in the middle of the console.
+    /// The streamed parse reads that line; the kept lines alone had lost it.
+    #[test]
+    fn a_match_in_the_middle_of_a_console_longer_than_the_capture_is_read() {
+        const N: usize = 150_000;
+        let s = spec(
+            RegexMode::MultiLine,
+            true,
+            &["^self-test passed$", "^heartbeat [0-9]+$"],
+        );
+        let lines = (0..2 * N).map(|i| match i {
+            N => "self-test passed".to_string(),
+            i => format!("heartbeat {i}"),
+        });
+        let (r, kept) = test_support::stream(&RegexParser::new(s.clone()), lines, RunEnd::Verdict);
+        assert!(kept.truncated);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("^self-test passed$", CaseStatus::Pass),
+                ("^heartbeat [0-9]+$", CaseStatus::Pass),
+                ("console", CaseStatus::Pass),
+            ]
+        );
+        let from_kept = RegexParser::new(s).parse(&kept, &ParseContext::default());
+        assert_eq!(from_kept.verdict, Verdict::Fail, "{}", notes(&from_kept));
     }
 }

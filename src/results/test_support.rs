@@ -1,7 +1,8 @@
 //! What the harness parsers' unit tests share: a capture made from console text, a parse context
-//! from name lists, and compact views of the results.
+//! from name lists, a console streamed as a backend streams it, and compact views of the results.
 
 use super::{CaseStatus, HarnessParser, ParseContext, TestResults};
+use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, RunEnd, Stream};
 
 /// A capture of UART lines, split on `\n` only (a `\r` stays, as a serial console delivers it).
@@ -25,6 +26,35 @@ pub(super) fn capture(text: &str, end: RunEnd) -> Capture {
         nonce: None,
         faults_watched: false,
     }
+}
+
+/// Streams UART `lines` into a fresh parse as a backend does: each line is read by the parse and
+/// kept, or not, by a line store with the backends' limits. Returns the streamed results and the
+/// capture the store kept.
+pub(super) fn stream(
+    parser: &dyn HarnessParser,
+    lines: impl Iterator<Item = String>,
+    end: RunEnd,
+) -> (TestResults, Capture) {
+    let mut parse = parser.stream();
+    let mut store = LineStore::new(StoreLimits::default());
+    for (i, text) in lines.enumerate() {
+        parse.is_final(&text);
+        let read = parse.keeps(&text);
+        let line = ConsoleLine {
+            t_ms: i as u64,
+            stream: Stream::Uart,
+            text,
+        };
+        store.push_read(line, read);
+    }
+    let (lines, truncated) = store.into_lines();
+    let capture = Capture {
+        lines,
+        truncated,
+        ..capture("", end)
+    };
+    (parse.finish(&capture, &ParseContext::default()), capture)
 }
 
 /// Parses `text` with the expected tests and crash-site functions given.

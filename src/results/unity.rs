@@ -29,10 +29,12 @@ use std::collections::HashSet;
 
 use super::attribution::{self, Stop};
 use super::common::{self, Tally};
-use super::crash_dump;
+use super::crash_dump::{self, Dump};
 use super::lines::{clean, is_nonce};
-use super::{CaseStatus, HarnessParser, ParseContext, Summary, TestCase, TestResults, Verdict};
-use crate::capture::{Capture, EndDetector, RunEnd};
+use super::{
+    CaseStatus, HarnessParser, HarnessStream, ParseContext, Summary, TestCase, TestResults, Verdict,
+};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, RunEnd};
 
 const HARNESS: &str = "unity";
 
@@ -48,42 +50,125 @@ impl HarnessParser for UnityParser {
         HARNESS
     }
 
-    fn detector(&self) -> Box<dyn EndDetector> {
-        Box::new(UnityDetector::default())
-    }
-
-    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
-        parse_capture(capture, ctx)
+    fn stream(&self) -> Box<dyn HarnessStream> {
+        Box::new(UnityStream::default())
     }
 }
 
-/// Says the run is over when `OK` or `FAIL` is the next non-blank line after Unity's summary.
-///
-/// A bare `OK` printed by a test, or a test named `FAIL`, does not end the run.
-#[derive(Debug, Clone, Default)]
-pub struct UnityDetector {
+/// Unity's parse of one attempt, line by line. Says the run is over when `OK` or `FAIL` is the
+/// next non-blank line after Unity's summary: a bare `OK` printed by a test, or a test named
+/// `FAIL`, does not end the run.
+#[derive(Debug, Default)]
+pub struct UnityStream {
+    /// UART lines read so far: the index of the next one.
+    index: usize,
+    scan: Scan,
+    /// The last non-blank line was a summary: a verdict word may follow.
     after_summary: bool,
+    /// The names in `scan.reported` and in `scan.repeated`.
+    names: HashSet<String>,
+    repeated: HashSet<String>,
+    /// Files results named with nothing printed before them, and the cases whose file may carry
+    /// a test's output stuck to its path (indices into `scan.reported`).
+    clean_files: HashSet<String>,
+    noisy: Vec<usize>,
+    dumps: crash_dump::Finder,
 }
 
-impl EndDetector for UnityDetector {
+impl EndDetector for UnityStream {
     fn is_final(&mut self, line: &str) -> bool {
-        let line = clean(line);
-        if line.is_empty() {
-            return false;
-        }
-        if parse_summary(line).is_some() {
-            self.after_summary = true;
-            return false;
-        }
-        let is_final = self.after_summary && verdict_word(line).is_some();
-        self.after_summary = false;
-        is_final
+        let index = self.index;
+        self.index += 1;
+        self.dumps.line(line);
+        self.read(index, clean(line))
     }
 
     /// A result line, a summary, or a verdict word.
     fn keeps(&self, line: &str) -> bool {
         let line = clean(line);
         verdict_word(line).is_some() || classify(line) != UnityLine::Other
+    }
+}
+
+impl HarnessStream for UnityStream {
+    fn fault_dump(&self) -> Option<FaultSnapshot> {
+        self.dumps.dump().map(|dump| dump.snapshot)
+    }
+
+    fn finish(&mut self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        let mut scan = std::mem::take(&mut self.scan);
+        // Text the test printed just before its result can stick to the path (`42test_crc.c`);
+        // when another result names the same file cleanly, use that.
+        for &index in &self.noisy {
+            let Some(case) = scan.reported.get_mut(index) else {
+                continue;
+            };
+            let Some(file) = case.file.as_deref() else {
+                continue;
+            };
+            let better = self
+                .clean_files
+                .iter()
+                .filter(|clean| file.len() > clean.len() && file.ends_with(clean.as_str()))
+                .max_by_key(|clean| clean.len());
+            if let Some(better) = better {
+                case.file = Some(better.clone());
+            }
+        }
+        let dump = self.dumps.dump();
+        results(capture, ctx, &scan, dump)
+    }
+}
+
+impl UnityStream {
+    /// Reads one cleaned line, the `index`th; true when it is Unity's final word.
+    fn read(&mut self, index: usize, line: &str) -> bool {
+        let scan = &mut self.scan;
+        if line.is_empty() || is_nonce(line) {
+            return false;
+        }
+        scan.saw_output = true;
+        if self.after_summary {
+            self.after_summary = false;
+            if let (Some(ok), Some(summary)) = (verdict_word(line), scan.summaries.last_mut()) {
+                summary.ok = Some(ok);
+                scan.last_unity_line = Some(index);
+                return true;
+            }
+        }
+        match classify(line) {
+            UnityLine::Summary(summary) => {
+                scan.summaries.push(summary);
+                scan.last_unity_line = Some(index);
+                self.after_summary = true;
+            }
+            UnityLine::Result(result) => {
+                scan.last_unity_line = Some(index);
+                if self.names.contains(result.name) {
+                    if self.repeated.insert(result.name.to_string()) {
+                        scan.repeated.push(result.name.to_string());
+                    }
+                    return false;
+                }
+                self.names.insert(result.name.to_string());
+                if result.clean_start {
+                    if !self.clean_files.contains(result.file) {
+                        self.clean_files.insert(result.file.to_string());
+                    }
+                } else {
+                    self.noisy.push(scan.reported.len());
+                }
+                scan.reported.push(TestCase {
+                    name: result.name.to_string(),
+                    status: result.status,
+                    message: result.message.map(str::to_string),
+                    file: Some(result.file.to_string()),
+                    line: Some(result.line),
+                });
+            }
+            UnityLine::Other => {}
+        }
+        false
     }
 }
 
@@ -220,82 +305,11 @@ struct Scan {
     last_unity_line: Option<usize>,
 }
 
-fn scan(uart: &[&str]) -> Scan {
-    let mut scan = Scan::default();
-    let mut clean_files: HashSet<&str> = HashSet::new();
-    let mut noisy: Vec<usize> = Vec::new();
-    let mut after_summary = false;
-    for (index, raw) in uart.iter().enumerate() {
-        let line = clean(raw);
-        if line.is_empty() || is_nonce(line) {
-            continue;
-        }
-        scan.saw_output = true;
-        if after_summary {
-            after_summary = false;
-            if let (Some(ok), Some(summary)) = (verdict_word(line), scan.summaries.last_mut()) {
-                summary.ok = Some(ok);
-                scan.last_unity_line = Some(index);
-                continue;
-            }
-        }
-        match classify(line) {
-            UnityLine::Summary(summary) => {
-                scan.summaries.push(summary);
-                scan.last_unity_line = Some(index);
-                after_summary = true;
-            }
-            UnityLine::Result(result) => {
-                scan.last_unity_line = Some(index);
-                if scan.reported.iter().any(|c| c.name == result.name) {
-                    if !scan.repeated.iter().any(|n| n == result.name) {
-                        scan.repeated.push(result.name.to_string());
-                    }
-                    continue;
-                }
-                if result.clean_start {
-                    clean_files.insert(result.file);
-                } else {
-                    noisy.push(scan.reported.len());
-                }
-                scan.reported.push(TestCase {
-                    name: result.name.to_string(),
-                    status: result.status,
-                    message: result.message.map(str::to_string),
-                    file: Some(result.file.to_string()),
-                    line: Some(result.line),
-                });
-            }
-            UnityLine::Other => {}
-        }
-    }
-    // Text the test printed just before its result can stick to the path (`42test_crc.c`); when
-    // another result names the same file cleanly, use that.
-    for index in noisy {
-        let Some(case) = scan.reported.get_mut(index) else {
-            continue;
-        };
-        let Some(file) = case.file.as_deref() else {
-            continue;
-        };
-        let better = clean_files
-            .iter()
-            .filter(|clean| file.len() > clean.len() && file.ends_with(**clean))
-            .max_by_key(|clean| clean.len());
-        if let Some(better) = better {
-            case.file = Some((*better).to_string());
-        }
-    }
-    scan
-}
-
-fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
-    let uart: Vec<&str> = capture.uart_lines().collect();
-    let scan = scan(&uart);
+/// The results of what `scan` read, with the first fault dump `dump`.
+fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump>) -> TestResults {
     let mut notes = Vec::new();
     common::truncation_note(capture, &mut notes);
-    let dump = crash_dump::find(&uart)
-        .filter(|dump| scan.last_unity_line.is_none_or(|last| last < dump.first));
+    let dump = dump.filter(|dump| scan.last_unity_line.is_none_or(|last| last < dump.first));
     if let Some(dump) = &dump {
         notes.push(attribution::dump_note(dump));
     }
@@ -328,7 +342,7 @@ fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
     let verdict = decide(
         capture.end,
         stop.is_some(),
-        &scan,
+        scan,
         &cases,
         summary,
         &mut notes,
@@ -1019,7 +1033,7 @@ FAIL
                 ok: Some(false)
             })
         );
-        let fired = feed(&mut UnityDetector::default(), FWTESTS_CRC);
+        let fired = feed(&mut UnityStream::default(), FWTESTS_CRC);
         assert_eq!(fired.iter().filter(|f| **f).count(), 1);
         assert_eq!(fired.last(), Some(&true));
     }
@@ -1064,20 +1078,17 @@ FAIL
 
     #[test]
     fn detector_fires_on_ok_or_fail_after_the_summary() {
-        let fired = feed(&mut UnityDetector::default(), PASSING);
+        let fired = feed(&mut UnityStream::default(), PASSING);
         assert_eq!(fired.iter().filter(|f| **f).count(), 1);
         assert_eq!(fired.last(), Some(&true));
 
-        let fired = feed(
-            &mut UnityDetector::default(),
-            &FAILING.replace('\n', "\r\n"),
-        );
+        let fired = feed(&mut UnityStream::default(), &FAILING.replace('\n', "\r\n"));
         assert_eq!(fired.last(), Some(&true));
     }
 
     #[test]
     fn the_lines_unity_reads_are_kept() {
-        let d = UnityDetector::default();
+        let d = UnityStream::default();
         assert!(d.keeps("test/t.c:3:test_a:PASS\r"));
         assert!(d.keeps("t.c:4:test_b:FAIL: Expected 1 Was 2"));
         assert!(d.keeps("3 Tests 0 Failures 0 Ignored"));
@@ -1089,7 +1100,7 @@ FAIL
     #[test]
     fn detector_ignores_ok_and_fail_elsewhere() {
         let parser = UnityParser;
-        let mut d = parser.detector();
+        let mut d = parser.stream();
         assert!(!d.is_final("OK"));
         assert!(!d.is_final("FAIL"));
         assert!(!d.is_final("t.c:3:FAIL:PASS"));
@@ -1101,7 +1112,7 @@ FAIL
 
     #[test]
     fn detector_wants_the_verdict_right_after_the_summary() {
-        let mut d = UnityDetector::default();
+        let mut d = UnityStream::default();
         assert!(!d.is_final("1 Tests 0 Failures 0 Ignored"));
         assert!(!d.is_final("some other line"));
         assert!(!d.is_final("OK"));
@@ -1113,7 +1124,7 @@ FAIL
         #[test]
         fn arbitrary_text_never_panics(text in "\\PC*") {
             let _ = parse(&text, RunEnd::Verdict);
-            let mut d = UnityDetector::default();
+            let mut d = UnityStream::default();
             let _ = d.is_final(&text);
         }
 
@@ -1142,5 +1153,31 @@ FAIL
             let message = message.trim();
             prop_assert_eq!(r.message, (!message.is_empty()).then_some(message));
         }
+    }
+
+    /// More results than a capture keeps in memory: the streamed parse still has every case,
+    /// where the kept lines alone would have lost most of them.
+    #[test]
+    fn every_case_of_a_console_longer_than_the_capture_is_read() {
+        const N: usize = 300_000;
+        let lines = (0..N)
+            .map(|i| format!("test/test_many.c:{}:test_{i:06}:PASS", i + 1))
+            .chain(
+                [
+                    "-----------------------",
+                    &format!("{N} Tests 0 Failures 0 Ignored"),
+                    "OK",
+                ]
+                .map(str::to_string),
+            );
+        let (r, kept) = test_support::stream(&UnityParser, lines, RunEnd::Verdict);
+        assert!(kept.truncated);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.cases.len(), N);
+        assert!(r.cases.iter().all(|c| c.status == CaseStatus::Pass));
+        assert_eq!(r.cases[N - 1].name, format!("test_{:06}", N - 1));
+        assert_eq!(r.summary.map(|s| s.tests), Some(N as u32));
+        let from_kept = UnityParser.parse(&kept, &ParseContext::default());
+        assert!(from_kept.cases.len() < N, "{}", from_kept.cases.len());
     }
 }

@@ -36,14 +36,16 @@
 //! complete run's own accounting (every suite's counts) is taken over symbols in the ELF, whose
 //! `test_*` functions are not ztest's case names in Zephyr 3.x.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::attribution::{self, Stop, RUN_CASE};
 use super::common::{self, names, Tally};
-use super::crash_dump;
+use super::crash_dump::{self, Dump};
 use super::lines::{clean, is_nonce, strip_log_prefix};
-use super::{CaseStatus, HarnessParser, ParseContext, Summary, TestCase, TestResults, Verdict};
-use crate::capture::{Capture, EndDetector, RunEnd};
+use super::{
+    CaseStatus, HarnessParser, HarnessStream, ParseContext, Summary, TestCase, TestResults, Verdict,
+};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, RunEnd};
 
 const HARNESS: &str = "ztest";
 
@@ -59,25 +61,37 @@ impl HarnessParser for ZtestParser {
         HARNESS
     }
 
-    fn detector(&self) -> Box<dyn EndDetector> {
-        Box::new(ZtestDetector::default())
-    }
-
-    fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
-        parse_capture(capture, ctx)
+    fn stream(&self) -> Box<dyn HarnessStream> {
+        Box::new(ZtestStream::default())
     }
 }
 
-/// Says the run is over at `PROJECT EXECUTION SUCCESSFUL` or `FAILED`, or at `Halting system`
-/// after a Zephyr fatal error: Zephyr has stopped the CPU and nothing more will come.
-#[derive(Debug, Clone, Default)]
-pub struct ZtestDetector {
+/// ztest's parse of one attempt, line by line. Says the run is over at `PROJECT EXECUTION
+/// SUCCESSFUL` or `FAILED`, or at `Halting system` after a Zephyr fatal error: Zephyr has stopped
+/// the CPU and nothing more will come.
+#[derive(Debug, Default)]
+pub struct ZtestStream {
+    /// UART lines read so far: the index of the next one.
+    index: usize,
+    scan: Scan,
+    /// The suite running, the test running (its index in `scan.starts`), the assertions it made
+    /// so far, and the assertion whose message the next line may be.
+    suite: Option<String>,
+    open: Option<usize>,
+    assertions: Vec<(bool, String, u32, Option<String>)>,
+    message_for: Option<usize>,
+    /// A Zephyr fatal error came: `Halting system` ends the run.
     fatal: bool,
+    dumps: crash_dump::Finder,
 }
 
-impl EndDetector for ZtestDetector {
+impl EndDetector for ZtestStream {
     fn is_final(&mut self, line: &str) -> bool {
+        let index = self.index;
+        self.index += 1;
+        self.dumps.line(line);
         let line = strip_log_prefix(clean(line));
+        self.read(index, line);
         if project_result(line).is_some() {
             return true;
         }
@@ -94,6 +108,17 @@ impl EndDetector for ZtestDetector {
         line.contains(FATAL_ERROR)
             || line.starts_with("Halting system")
             || classify(line) != ZLine::Other
+    }
+}
+
+impl HarnessStream for ZtestStream {
+    fn fault_dump(&self) -> Option<FaultSnapshot> {
+        self.dumps.dump().map(|dump| dump.snapshot)
+    }
+
+    fn finish(&mut self, capture: &Capture, ctx: &ParseContext) -> TestResults {
+        let scan = std::mem::take(&mut self.scan);
+        results(capture, ctx, &scan, self.dumps.dump(), self.index)
     }
 }
 
@@ -437,6 +462,9 @@ struct Started {
 #[derive(Debug, Default)]
 struct Scan {
     reported: Vec<Reported>,
+    /// Where each test is in `reported`, by suite and name, and by full name (the first).
+    by_case: HashMap<(Option<String>, String), usize>,
+    by_full_name: HashMap<String, usize>,
     starts: Vec<Started>,
     started_suites: Vec<String>,
     suite_ends: Vec<(String, bool)>,
@@ -462,38 +490,39 @@ impl Scan {
     }
 }
 
-fn scan(uart: &[&str]) -> Scan {
-    let mut scan = Scan::default();
-    let mut suite: Option<String> = None;
-    let mut open: Option<usize> = None;
-    let mut assertions: Vec<(bool, String, u32, Option<String>)> = Vec::new();
-    // The test's own message follows an assertion line.
-    let mut message_for: Option<usize> = None;
-    for (index, raw) in uart.iter().enumerate() {
-        let line = strip_log_prefix(clean(raw));
+impl ZtestStream {
+    /// Reads one line without its log prefix, the `index`th.
+    fn read(&mut self, index: usize, line: &str) {
+        let (scan, suite, open, assertions) = (
+            &mut self.scan,
+            &mut self.suite,
+            &mut self.open,
+            &mut self.assertions,
+        );
         if line.is_empty() || is_nonce(line) {
-            continue;
+            return;
         }
         scan.saw_output = true;
         let kind = classify(line);
         if kind != ZLine::Other {
             scan.last_ztest_line = Some(index);
         }
-        let expects_message = message_for.take();
+        // The test's own message follows an assertion line.
+        let expects_message = self.message_for.take();
         match kind {
             ZLine::Boot => scan.boots += 1,
             ZLine::SuiteStart(name) => {
                 if !scan.started_suites.iter().any(|s| s == name) {
                     scan.started_suites.push(name.to_string());
                 }
-                suite = Some(name.to_string());
+                *suite = Some(name.to_string());
             }
             ZLine::SuiteEnd { suite: name, ok } => {
                 scan.suite_ends.push((name.to_string(), ok));
-                suite = None;
+                *suite = None;
             }
             ZLine::CaseStart(name) => {
-                open = Some(scan.starts.len());
+                *open = Some(scan.starts.len());
                 scan.starts.push(Started {
                     index,
                     full_name: full_name(suite.as_deref(), name),
@@ -508,7 +537,7 @@ fn scan(uart: &[&str]) -> Scan {
                     a.line,
                     a.message.map(str::to_string),
                 ));
-                message_for = Some(assertions.len() - 1);
+                self.message_for = Some(assertions.len() - 1);
             }
             ZLine::CaseEnd { status, name } => {
                 if let Some(start) = open.take().and_then(|i| scan.starts.get_mut(i)) {
@@ -523,7 +552,7 @@ fn scan(uart: &[&str]) -> Scan {
                     _ => None,
                 };
                 assertions.clear();
-                record(&mut scan.reported, suite.as_deref(), name, status, why);
+                scan.record(suite.as_deref(), name, status, why);
             }
             ZLine::SuiteSummary(s) => scan.summaries.push((
                 s.word,
@@ -549,77 +578,92 @@ fn scan(uart: &[&str]) -> Scan {
             }
         }
     }
-    scan
 }
 
-/// Adds one result line, merging a test reported again in the same boot (a repeat mode).
-fn record(
-    reported: &mut Vec<Reported>,
-    suite: Option<&str>,
-    name: &str,
-    status: CaseStatus,
-    why: Option<(bool, String, u32, Option<String>)>,
-) {
-    let (file, line, message) = match why {
-        Some((_, file, line, message)) => (Some(file), Some(line), message),
-        None => (None, None, None),
-    };
-    let existing = reported
-        .iter_mut()
-        .find(|r| r.suite.as_deref() == suite && r.name == name);
-    let entry = match existing {
-        Some(entry) => entry,
-        None => {
-            reported.push(Reported {
-                suite: suite.map(str::to_string),
-                name: name.to_string(),
-                status,
-                file: None,
-                line: None,
-                message: None,
-                runs: 0,
-                passes: 0,
-                failures: 0,
-            });
-            let Some(entry) = reported.last_mut() else {
-                return;
-            };
-            entry
+impl Scan {
+    /// Adds one result line, merging a test reported again in the same boot (a repeat mode).
+    fn record(
+        &mut self,
+        suite: Option<&str>,
+        name: &str,
+        status: CaseStatus,
+        why: Option<(bool, String, u32, Option<String>)>,
+    ) {
+        let (file, line, message) = match why {
+            Some((_, file, line, message)) => (Some(file), Some(line), message),
+            None => (None, None, None),
+        };
+        let key = (suite.map(str::to_string), name.to_string());
+        let at = match self.by_case.get(&key) {
+            Some(&at) => at,
+            None => {
+                let at = self.reported.len();
+                let reported = Reported {
+                    suite: key.0.clone(),
+                    name: key.1.clone(),
+                    status,
+                    file: None,
+                    line: None,
+                    message: None,
+                    runs: 0,
+                    passes: 0,
+                    failures: 0,
+                };
+                self.by_full_name.entry(reported.full_name()).or_insert(at);
+                self.reported.push(reported);
+                self.by_case.insert(key, at);
+                at
+            }
+        };
+        let Some(entry) = self.reported.get_mut(at) else {
+            return;
+        };
+        entry.runs += 1;
+        match status {
+            CaseStatus::Pass => entry.passes += 1,
+            CaseStatus::Fail => entry.failures += 1,
+            _ => {}
         }
-    };
-    entry.runs += 1;
-    match status {
-        CaseStatus::Pass => entry.passes += 1,
-        CaseStatus::Fail => entry.failures += 1,
-        _ => {}
-    }
-    // The first failure's location is the one to fix; a skip's reason matters only if nothing
-    // failed.
-    if entry.file.is_none() && (status == CaseStatus::Fail || entry.failures == 0) {
-        entry.file = file;
-        entry.line = line;
-        if message.is_some() {
-            entry.message = message;
+        // The first failure's location is the one to fix; a skip's reason matters only if
+        // nothing failed.
+        if entry.file.is_none() && (status == CaseStatus::Fail || entry.failures == 0) {
+            entry.file = file;
+            entry.line = line;
+            if message.is_some() {
+                entry.message = message;
+            }
         }
+        entry.status = if entry.failures > 0 {
+            CaseStatus::Fail
+        } else if entry.passes > 0 {
+            CaseStatus::Pass
+        } else {
+            CaseStatus::Ignore
+        };
     }
-    entry.status = if entry.failures > 0 {
-        CaseStatus::Fail
-    } else if entry.passes > 0 {
-        CaseStatus::Pass
-    } else {
-        CaseStatus::Ignore
-    };
+
+    /// The first test reported under the full name `full`.
+    fn reported_as(&self, full: &str) -> Option<&Reported> {
+        self.by_full_name
+            .get(full)
+            .and_then(|&at| self.reported.get(at))
+    }
 }
 
-fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
-    let uart: Vec<&str> = capture.uart_lines().collect();
-    let scan = scan(&uart);
+/// The results of what `scan` read from `lines` UART lines, with the first fault dump `dump`.
+fn results(
+    capture: &Capture,
+    ctx: &ParseContext,
+    scan: &Scan,
+    dump: Option<Dump>,
+    lines: usize,
+) -> TestResults {
     let mut notes = Vec::new();
     common::truncation_note(capture, &mut notes);
 
     let mut cases: Vec<TestCase> = scan.reported.iter().map(Reported::to_case).collect();
 
-    let dump = crash_dump::find(&uart).filter(|dump| {
+    let dump = dump.filter(|dump| {
         dump.fatal_error.is_some() || scan.last_ztest_line.is_none_or(|last| last < dump.first)
     });
     if let Some(dump) = &dump {
@@ -648,7 +692,7 @@ fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
     if let Some(stop) = stop {
         let at = match (&dump, stop) {
             (Some(dump), Stop::Crashed) => dump.first,
-            _ => uart.len(),
+            _ => lines,
         };
         let open = scan.open_at(at);
         let went_on = open.and_then(|s| s.ended_at.map(|_| s.full_name.clone()));
@@ -685,16 +729,16 @@ fn parse_capture(capture: &Capture, ctx: &ParseContext) -> TestResults {
 
     let mut consistent = true;
     if stop.is_none() {
-        let disagreements = cross_check(&scan, capture.end, &mut cases, &mut notes);
+        let disagreements = cross_check(scan, capture.end, &mut cases, &mut notes);
         consistent = disagreements.is_empty();
         notes.extend(disagreements);
     }
-    let summary = summary(&scan, &cases);
+    let summary = summary(scan, &cases);
     let verdict = decide(
         capture.end,
         stop.is_some(),
         consistent,
-        &scan,
+        scan,
         &cases,
         &mut notes,
     );
@@ -780,11 +824,12 @@ fn cross_check(
 
     // Per-test summary lines against the case lines; the skipped ones never printed a result.
     let mut unrun: Vec<TestCase> = Vec::new();
+    let mut unrun_names: HashSet<String> = HashSet::new();
     for (word, suite, name) in &scan.case_summaries {
         let full = format!("{suite}.{name}");
-        let Some(reported) = scan.reported.iter().find(|r| r.full_name() == full) else {
+        let Some(reported) = scan.reported_as(&full) else {
             if *word == Word::Skip {
-                if !unrun.iter().any(|c| c.name == full) {
+                if unrun_names.insert(full.clone()) {
                     unrun.push(TestCase {
                         name: full,
                         status: CaseStatus::Ignore,
@@ -1012,7 +1057,7 @@ mod tests {
 
     /// 1-based lines the detector fires on.
     fn fires(text: &str) -> Vec<usize> {
-        let mut d = ZtestParser.detector();
+        let mut d = ZtestParser.stream();
         text.lines()
             .enumerate()
             .filter(|(_, l)| d.is_final(l))
@@ -1550,7 +1595,7 @@ uart0: PROJECT EXECUTION SUCCESSFUL
 
     #[test]
     fn the_lines_ztest_reads_are_kept() {
-        let d = ZtestDetector::default();
+        let d = ZtestStream::default();
         assert!(d.keeps("START - test_a"));
         assert!(d.keeps(" PASS - test_a in 0.001 seconds"));
         assert!(d.keeps("[00:00:00.010,000] <err> os: >>> ZEPHYR FATAL ERROR 4: Kernel panic"));
@@ -1560,12 +1605,12 @@ uart0: PROJECT EXECUTION SUCCESSFUL
 
     #[test]
     fn detector_ignores_verdict_words_elsewhere() {
-        let mut d = ZtestDetector::default();
+        let mut d = ZtestStream::default();
         assert!(!d.is_final("PROJECT EXECUTION"));
         assert!(!d.is_final("Halting system"));
         assert!(!d.is_final(" PASS - test_a in 0.001 seconds"));
         assert!(d.is_final("PROJECT EXECUTION FAILED\r"));
-        let mut d = ZtestDetector::default();
+        let mut d = ZtestStream::default();
         assert!(!d.is_final("E: >>> ZEPHYR FATAL ERROR 4: Kernel panic on CPU 0"));
         assert!(d.is_final("E: Halting system"));
     }
@@ -1575,7 +1620,7 @@ uart0: PROJECT EXECUTION SUCCESSFUL
         fn arbitrary_text_never_panics(text in "\\PC*") {
             let _ = parse(&text, RunEnd::Verdict);
             let _ = parse(&text, RunEnd::Crashed);
-            let mut d = ZtestDetector::default();
+            let mut d = ZtestStream::default();
             let _ = d.is_final(&text);
         }
 
@@ -1596,5 +1641,45 @@ uart0: PROJECT EXECUTION SUCCESSFUL
             let line = format!("{noise} {word} - {name} in {}.{:03} seconds", ms / 1000, ms % 1000);
             prop_assert_eq!(case_end(line.trim()), Some((status, name.as_str())));
         }
+    }
+
+    /// More results than a capture keeps in memory: the streamed parse still has every case and
+    /// checks every per-test summary line, where the kept lines alone would have lost most.
+    #[test]
+    fn every_case_of_a_console_longer_than_the_capture_is_read() {
+        const N: usize = 100_000;
+        let head = [
+            "*** Booting Zephyr OS build v3.5.0 ***",
+            "Running TESTSUITE many",
+        ]
+        .map(str::to_string)
+        .into_iter();
+        let cases = (0..N).flat_map(|i| {
+            [
+                format!("START - test_{i:06}"),
+                format!(" PASS - test_{i:06} in 0.001 seconds"),
+            ]
+        });
+        let summary = [
+            "TESTSUITE many succeeded".to_string(),
+            format!(
+                "SUITE PASS - 100.00% [many]: pass = {N}, fail = 0, skip = 0, total = {N} \
+                 duration = 1.000 seconds"
+            ),
+        ]
+        .into_iter();
+        let per_test =
+            (0..N).map(|i| format!(" - PASS - [many.test_{i:06}] duration = 0.001 seconds"));
+        let end = ["PROJECT EXECUTION SUCCESSFUL".to_string()].into_iter();
+        let lines = head.chain(cases).chain(summary).chain(per_test).chain(end);
+        let (r, kept) = test_support::stream(&ZtestParser, lines, RunEnd::Verdict);
+        assert!(kept.truncated);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.cases.len(), N);
+        assert!(r.cases.iter().all(|c| c.status == CaseStatus::Pass));
+        assert_eq!(r.cases[N - 1].name, format!("many.test_{:06}", N - 1));
+        assert_eq!(r.summary.map(|s| s.tests), Some(N as u32));
+        let from_kept = ZtestParser.parse(&kept, &ParseContext::default());
+        assert!(from_kept.cases.len() < N, "{}", from_kept.cases.len());
     }
 }

@@ -20,6 +20,7 @@ mod hostile_input;
 mod inspect;
 mod labgrid_backend;
 mod lint;
+mod long_console;
 mod matrix_cmd;
 mod mcp_server;
 mod parse_recorded_logs;

@@ -78,7 +78,7 @@ fn statuses(results: &TestResults) -> Vec<(&str, CaseStatus)> {
 /// Which lines the harness's end detector fires on, 1-based.
 fn detector_fires(text: &str) -> Vec<usize> {
     let parser = unity();
-    let mut detector = parser.detector();
+    let mut detector = parser.stream();
     text.lines()
         .enumerate()
         .filter(|(_, line)| detector.is_final(line))

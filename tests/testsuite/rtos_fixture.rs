@@ -428,7 +428,7 @@ fn a_console_silent_quiet_or_unmatched_until_the_timeout_is_explained() {
 /// A long real run: the `flood` variant prints some 35,000 trace lines between two status lines,
 /// so its first status line lies in the middle of a console too long to keep whole in memory (the
 /// first and last 20,000 lines are). An ordered multi-line profile needs that line and a later one:
-/// the harness's lines are kept from the middle, so both are read and the run passes; console.log
+/// the harness reads every line as it arrives, so both are read and the run passes; console.log
 /// has every line.
 #[test]
 fn a_flooded_console_keeps_the_lines_the_harness_reads() {

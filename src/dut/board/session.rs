@@ -678,11 +678,9 @@ impl Session<'_> {
     /// One console line: to console.log, to the event sink, to memory, to the detector.
     async fn take(&mut self, line: ConsoleLine) {
         let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
-        if line.stream == Stream::Uart
-            && live
-            && !self.verdict
-            && self.detector.is_final(&line.text)
-        {
+        // Every live UART line is read, also after the verdict: the detector is the harness's
+        // parse.
+        if line.stream == Stream::Uart && live && self.detector.is_final(&line.text) {
             self.verdict = true;
         }
         let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);

@@ -551,11 +551,9 @@ impl Attempt<'_> {
     /// One console line: to console.log, to the event sink, to memory, to the detector.
     async fn take(&mut self, line: ConsoleLine) {
         let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
-        if line.stream == Stream::Uart
-            && live
-            && !self.verdict
-            && self.detector.is_final(&line.text)
-        {
+        // Every live UART line is read, also after the verdict: the detector is the harness's
+        // parse.
+        if line.stream == Stream::Uart && live && self.detector.is_final(&line.text) {
             self.verdict = true;
         }
         let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);
@@ -929,7 +927,7 @@ mod tests {
     use crate::dut::cortex_m::CoreRegs;
     use crate::dut::probe::fake::{FakeDriver, FakeEnd, FakeScript};
     use crate::dut::Dut;
-    use crate::results::unity::UnityDetector;
+    use crate::results::unity::UnityStream;
     use std::sync::Mutex;
     use tokio_util::sync::CancellationToken;
 
@@ -1041,7 +1039,7 @@ mod tests {
         let spec = RunSpec {
             nonce,
             timeout,
-            detector: Box::new(UnityDetector::default()),
+            detector: Box::new(UnityStream::default()),
             console_log: dir.path().join("console.log"),
             append: None,
             cancel,

@@ -462,7 +462,8 @@ impl Session<'_> {
                 let live =
                     admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
                 self.uart_seen = true;
-                if live && !self.verdict && self.detector.is_final(&line.text) {
+                // Also after the verdict: the detector is the harness's parse.
+                if live && self.detector.is_final(&line.text) {
                     self.verdict = true;
                 }
                 let read = live && self.detector.keeps(&line.text);
