@@ -5,7 +5,9 @@
 //! and streams: nothing is kept per line beyond a bounded number of matches, so a log of any size
 //! costs time linear in its length. A prefilter searches whole buffers for the literals the
 //! rules need (see [`prefilter`]): only the lines it finds go through the rules, the others are
-//! counted and passed by as bytes. [`classify_file`] is the only function here that touches the
+//! counted and passed by as bytes. The lines of a long piece are matched on every core, and
+//! then claimed in log order, so the result is the same as reading them one by one.
+//! [`classify_file`] is the only function here that touches the
 //! file system, and it only reads. Triage never runs a tool and never decides what happens next
 //! in a run: [`Triage::error_class`] tells the orchestrator which error class a failure is, and
 //! the machine's recovery rules take it from there.
