@@ -5,7 +5,9 @@
 //! and streams: nothing is kept per line beyond a bounded number of matches, so a log of any size
 //! costs time linear in its length. A prefilter searches whole buffers for the literals the
 //! rules need (see [`prefilter`]): only the lines it finds go through the rules, the others are
-//! counted and passed by as bytes. [`classify_file`] is the only function here that touches the
+//! counted and passed by as bytes. The lines of a long piece are matched on every core, and
+//! then claimed in log order, so the result is the same as reading them one by one.
+//! [`classify_file`] is the only function here that touches the
 //! file system, and it only reads. Triage never runs a tool and never decides what happens next
 //! in a run: [`Triage::error_class`] tells the orchestrator which error class a failure is, and
 //! the machine's recovery rules take it from there.
@@ -66,6 +68,7 @@ pub mod rules;
 use std::borrow::Cow;
 use std::fmt;
 use std::io::{self, BufRead};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -73,7 +76,7 @@ use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::ErrorClass;
-use rules::{Matcher, Rule, Scope, COMPILED, RULES};
+use rules::{Matcher, Rule, Scope, SetScratch, COMPILED, RULES};
 
 /// What a log shows, strongest first in [`TriageClass::PRECEDENCE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -332,6 +335,10 @@ const TIMEOUT_RULE: &str = "timeout.no_verdict";
 /// Most bytes [`Triager::push_lines`] looks at in one go (its pieces end at a line break).
 const PUSH_PIECE_BYTES: usize = 1 << 20;
 
+/// The buffer [`classify_file`] reads through: a piece of [`PUSH_PIECE_BYTES`] at a time, so the
+/// threads that match a piece's lines have enough to share.
+const READ_BUFFER_BYTES: usize = PUSH_PIECE_BYTES;
+
 /// Classifies a whole log held in memory.
 pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
     let mut triager = Triager::new(*ctx);
@@ -342,8 +349,12 @@ pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
 /// Classifies a log read from `reader`, one line at a time, reading at most [`MAX_LOG_BYTES`]
 /// and stopping early when the input is binary. Invalid UTF-8 is read, not refused: logs of
 /// serial consoles hold line noise.
-pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Result<Triage> {
-    let mut triager = Triager::new(*ctx);
+pub fn classify_reader<R: BufRead>(reader: R, ctx: &TriageContext) -> io::Result<Triage> {
+    read_into(reader, Triager::new(*ctx))
+}
+
+/// Feeds `triager` what [`classify_reader`] reads, and decides.
+fn read_into<R: BufRead>(mut reader: R, mut triager: Triager) -> io::Result<Triage> {
     let mut buf = Vec::new();
     while !triager.stopped() {
         // The whole lines in the reader's buffer at once; a line the buffer does not hold
@@ -406,7 +417,7 @@ pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadErr
         crate::input::InputError::Io { source, .. } => read_error(source),
         other => read_error(io::Error::other(other.to_string())),
     })?;
-    let mut reader = io::BufReader::with_capacity(256 * 1024, handle);
+    let mut reader = io::BufReader::with_capacity(READ_BUFFER_BYTES, handle);
     if reader
         .fill_buf()
         .map_err(read_error)?
@@ -493,6 +504,138 @@ pub struct Triager {
     /// Lines go through the rules only where the prefilter finds a literal of theirs (always,
     /// except in the tests that check the prefilter changes nothing).
     prefiltered: bool,
+    /// Scratch: the rules a segment matches.
+    matching: Vec<usize>,
+    /// Scratch: the rule set's search caches, one per worker (this thread's first).
+    scratch: Scratches,
+    /// How many threads match the lines of a long piece (see [`Triager::push_piece`]).
+    workers: usize,
+    /// The shortest part of a piece given to a thread of its own.
+    min_part_bytes: usize,
+}
+
+/// What the rules found in a part of a piece of whole lines, before the triager claims it: the
+/// matching is pure, so parts are matched on threads of their own, and the triager then claims
+/// their lines in log order, exactly as if it had read them one by one.
+#[derive(Debug, Default)]
+struct Found {
+    /// Lines in the part.
+    lines: usize,
+    /// Bytes of those lines looked at (see [`Triager::seen_bytes`]).
+    seen_bytes: u64,
+    /// The segments some rule matched, in order.
+    hits: Vec<Hit>,
+    /// The rules each hit matched, one after the other (see [`Hit::rules`]).
+    rules: Vec<usize>,
+}
+
+/// A segment some rule matched, or a line to read on the triager's own thread.
+#[derive(Debug)]
+struct Hit {
+    /// 1-based line in the part.
+    line: usize,
+    at: HitAt,
+    /// Its [`matching_rules`] in [`Found::rules`].
+    rules: Range<usize>,
+}
+
+#[derive(Debug)]
+enum HitAt {
+    /// A segment of the line, in the part's bytes.
+    Segment(Range<usize>),
+    /// A raw line with an escape byte: cleaning it makes new bytes, so the triager cleans and
+    /// reads it itself.
+    Line(Range<usize>),
+}
+
+impl Found {
+    /// Matches the lines of `part` (whole lines, each ending with `\n`) the prefilter finds a
+    /// literal in.
+    fn in_part(part: &[u8], scratch: &mut SetScratch) -> Found {
+        let prefilter = &COMPILED.prefilter;
+        let mut found = Found::default();
+        let mut hit = prefilter.find(part, 0);
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', part) {
+            let raw = without_cr(&part[start..end]);
+            let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
+            found.lines += 1;
+            found.seen_bytes += raw.len() as u64;
+            if hit.is_some_and(|at| at < end) {
+                found.match_line(raw, start, scratch);
+                hit = prefilter.find(part, end + 1);
+            }
+            start = end + 1;
+        }
+        found
+    }
+
+    /// Matches the segments of `raw`, the line found at `offset` in the part.
+    fn match_line(&mut self, raw: &[u8], offset: usize, scratch: &mut SetScratch) {
+        if raw.contains(&0x1b) {
+            self.hits.push(Hit {
+                line: self.lines,
+                at: HitAt::Line(offset..offset + raw.len()),
+                rules: 0..0,
+            });
+            return;
+        }
+        // Without escapes, cleaning only cuts a stamp off the front.
+        let cleaned = clean(raw);
+        let offset = offset + raw.len() - cleaned.len();
+        for range in segments(&cleaned) {
+            let first = self.rules.len();
+            matching_rules(&cleaned[range.clone()], scratch, &mut self.rules);
+            if self.rules.len() > first {
+                self.hits.push(Hit {
+                    line: self.lines,
+                    at: HitAt::Segment(offset + range.start..offset + range.end),
+                    rules: first..self.rules.len(),
+                });
+            }
+        }
+    }
+}
+
+/// Splits `piece` (whole lines) into at most `parts` parts of whole lines, none shorter than
+/// `min_bytes` but the last.
+fn split_lines(piece: &[u8], parts: usize, min_bytes: usize) -> Vec<&[u8]> {
+    let size = (piece.len() / parts.max(1)).max(min_bytes).max(1);
+    let mut out = Vec::with_capacity(parts);
+    let mut rest = piece;
+    while !rest.is_empty() {
+        let cut = if out.len() + 1 >= parts || rest.len() <= size {
+            rest.len()
+        } else {
+            memchr::memchr(b'\n', &rest[size - 1..]).map_or(rest.len(), |at| size + at)
+        };
+        let (part, tail) = rest.split_at(cut);
+        out.push(part);
+        rest = tail;
+    }
+    out
+}
+
+/// Threads that match the lines of a long piece: the machine's cores, up to a few.
+static WORKERS: LazyLock<usize> =
+    LazyLock::new(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_WORKERS)));
+
+/// Most threads [`WORKERS`] uses: past a few, reading the input bounds the speed anyway.
+const MAX_WORKERS: usize = 4;
+
+/// The shortest part of a piece worth a thread of its own.
+const MIN_PART_BYTES: usize = 128 << 10;
+
+/// A triager's [`SetScratch`]es, given back warm when it is done.
+#[derive(Debug)]
+struct Scratches(Vec<SetScratch>);
+
+impl Drop for Scratches {
+    fn drop(&mut self) {
+        for scratch in self.0.drain(..) {
+            scratch.give_back();
+        }
+    }
 }
 
 /// A match with its rule, before it becomes a [`RuleMatch`].
@@ -526,6 +669,10 @@ impl Triager {
             binary_bytes: 0,
             stop: None,
             prefiltered: true,
+            matching: Vec::new(),
+            scratch: Scratches(vec![SetScratch::take()]),
+            workers: *WORKERS,
+            min_part_bytes: MIN_PART_BYTES,
         }
     }
 
@@ -534,6 +681,16 @@ impl Triager {
     fn without_prefilter(ctx: TriageContext) -> Triager {
         Triager {
             prefiltered: false,
+            ..Triager::new(ctx)
+        }
+    }
+
+    /// A triager that splits every piece among `workers` threads, however short the parts.
+    #[cfg(test)]
+    fn with_workers(ctx: TriageContext, workers: usize) -> Triager {
+        Triager {
+            workers,
+            min_part_bytes: 1,
             ..Triager::new(ctx)
         }
     }
@@ -612,20 +769,48 @@ impl Triager {
             }
             return;
         }
-        let prefilter = &COMPILED.prefilter;
-        let mut hit = prefilter.find(piece, 0);
-        for end in memchr::memchr_iter(b'\n', piece) {
-            let raw = without_cr(&piece[start..end]);
-            let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
-            self.line += 1;
-            self.bytes += (end + 1 - start) as u64;
-            self.seen_bytes += raw.len() as u64;
-            if hit.is_some_and(|at| at < end) {
-                self.scan_line(&clean(raw));
-                hit = prefilter.find(piece, end + 1);
-            }
-            start = end + 1;
+        let parts = split_lines(piece, self.workers, self.min_part_bytes);
+        if self.scratch.0.len() < parts.len() {
+            self.scratch.0.resize_with(parts.len(), SetScratch::take);
         }
+        let found: Vec<Found> = match (parts.split_first(), self.scratch.0.split_first_mut()) {
+            (Some((first, rest)), Some((own, others))) if !rest.is_empty() => {
+                std::thread::scope(|scope| {
+                    let workers: Vec<_> = rest
+                        .iter()
+                        .zip(others.iter_mut())
+                        .map(|(part, scratch)| scope.spawn(move || Found::in_part(part, scratch)))
+                        .collect();
+                    let mut found = vec![Found::in_part(first, own)];
+                    // A worker that panicked did so on a bug, not on the input: its lines are
+                    // matched again here rather than lost.
+                    for (part, worker) in rest.iter().zip(workers) {
+                        found.push(
+                            worker
+                                .join()
+                                .unwrap_or_else(|_| Found::in_part(part, &mut SetScratch::take())),
+                        );
+                    }
+                    found
+                })
+            }
+            _ => vec![Found::in_part(piece, &mut self.scratch.0[0])],
+        };
+        for (part, found) in parts.iter().zip(&found) {
+            let first_line = self.line;
+            for hit in &found.hits {
+                self.line = first_line + hit.line;
+                match hit.at {
+                    HitAt::Segment(ref range) => {
+                        self.claim_segment(&part[range.clone()], &found.rules[hit.rules.clone()]);
+                    }
+                    HitAt::Line(ref range) => self.scan_line(&clean(&part[range.clone()])),
+                }
+            }
+            self.line = first_line + found.lines;
+            self.seen_bytes += found.seen_bytes;
+        }
+        self.bytes += piece.len() as u64;
         self.find_last_line(piece);
     }
 
@@ -652,15 +837,10 @@ impl Triager {
         }
     }
 
-    /// Puts a cleaned line through the rules. A carriage return inside a line redraws it on a
-    /// terminal (progress bars); each part is read on its own so nothing written before the
-    /// redraw is lost.
+    /// Puts a cleaned line through the rules, one [`segments`] part at a time.
     fn scan_line(&mut self, cleaned: &[u8]) {
-        for segment in cleaned.split(|&b| b == b'\r') {
-            let segment = trim(segment);
-            if !segment.is_empty() {
-                self.scan(segment);
-            }
+        for range in segments(cleaned) {
+            self.scan(&cleaned[range]);
         }
     }
 
@@ -680,37 +860,32 @@ impl Triager {
         self.binary_bytes * 100 > self.seen_bytes * BINARY_PERCENT
     }
 
+    /// Puts one segment of a line through the rules.
     fn scan(&mut self, segment: &[u8]) {
-        let compiled = &*COMPILED;
-        let hits = compiled.set.matches(segment);
-        if !hits.matched_any() {
-            return;
-        }
-        let mut diagnostic = None;
-        for (index, rule) in RULES.iter().enumerate() {
-            let hit = match rule.matcher {
-                Matcher::Regex(_) => compiled.set_index[index].is_some_and(|i| hits.matched(i)),
-                Matcher::Diagnostic { .. } => {
-                    if !hits.matched(compiled.hint) {
-                        continue;
-                    }
-                    let found = diagnostic
-                        .get_or_insert_with(|| first_error(&String::from_utf8_lossy(segment)));
-                    found.as_ref().is_some_and(|d| rule.accepts(d))
-                }
-            };
-            if !hit || !self.follows_ok(rule) {
+        let mut matching = std::mem::take(&mut self.matching);
+        matching.clear();
+        matching_rules(segment, &mut self.scratch.0[0], &mut matching);
+        self.claim_segment(segment, &matching);
+        self.matching = matching;
+    }
+
+    /// Gives the segment to the first of the rules that match it (see [`matching_rules`]) whose
+    /// `follows` holds, and keeps the match with its message if the rule still keeps matches.
+    fn claim_segment(&mut self, segment: &[u8], matching: &[usize]) {
+        for &index in matching {
+            let rule = &RULES[index];
+            if !self.follows_ok(rule) {
                 continue;
             }
             if self.claim(index, rule) {
                 // Only kept matches pay for their message (a capture is the costly part).
                 let message = match rule.matcher {
-                    Matcher::Regex(_) => regex_message(compiled.regex[index].as_ref(), segment),
+                    Matcher::Regex(_) => regex_message(COMPILED.regex[index].as_ref(), segment),
                     Matcher::Diagnostic { .. } => {
-                        diagnostic.as_ref().and_then(Option::as_ref).map_or_else(
-                            || String::from_utf8_lossy(segment).into_owned(),
-                            diagnostic_message,
-                        )
+                        let text = String::from_utf8_lossy(segment);
+                        first_error(&text)
+                            .as_ref()
+                            .map_or_else(|| text.to_string(), diagnostic_message)
                     }
                 };
                 self.matches.push(Kept {
@@ -1007,6 +1182,38 @@ fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
     }
 }
 
+/// Pushes onto `out` the rules that match `segment`, in table order, up to the first that
+/// applies whatever came before it (no `follows`): the segment belongs to the first of them
+/// whose `follows` holds, which only the triager's state can tell. Pure, so the lines of a
+/// piece can be matched on other threads.
+fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) {
+    let compiled = &*COMPILED;
+    let hits = scratch.matches(segment);
+    if hits.is_empty() {
+        return;
+    }
+    let mut diagnostic = None;
+    for (index, rule) in RULES.iter().enumerate() {
+        let hit = match rule.matcher {
+            Matcher::Regex(_) => compiled.set_index[index]
+                .is_some_and(|i| hits.contains(regex_automata::PatternID::new_unchecked(i))),
+            Matcher::Diagnostic { .. } => {
+                hits.contains(regex_automata::PatternID::new_unchecked(compiled.hint))
+                    && diagnostic
+                        .get_or_insert_with(|| first_error(&String::from_utf8_lossy(segment)))
+                        .as_ref()
+                        .is_some_and(|d| rule.accepts(d))
+            }
+        };
+        if hit {
+            out.push(index);
+            if rule.follows.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
 /// The first error-severity diagnostic on a line.
 fn first_error(segment: &str) -> Option<crate::analysis::Diagnostic> {
     crate::analysis::parse_build_log(segment)
@@ -1096,12 +1303,30 @@ fn count_binary(bytes: &[u8]) -> u64 {
 
 /// Blanks and control bytes (a UART's reset noise, NULs) at either end.
 fn trim(text: &[u8]) -> &[u8] {
+    &text[trim_range(text)]
+}
+
+/// Where [`trim`] cuts `text`.
+fn trim_range(text: &[u8]) -> Range<usize> {
     let keep = |b: &u8| !(b.is_ascii_whitespace() || b.is_ascii_control());
     let Some(start) = text.iter().position(keep) else {
-        return &[];
+        return 0..0;
     };
     let end = text.iter().rposition(keep).map_or(start, |e| e + 1);
-    &text[start..end]
+    start..end
+}
+
+/// The parts of a cleaned line the rules read, trimmed, the empty ones left out. A carriage
+/// return inside a line redraws it on a terminal (progress bars); each part is read on its own
+/// so nothing written before the redraw is lost.
+fn segments(cleaned: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
+    let mut start = 0;
+    cleaned.split(|&b| b == b'\r').filter_map(move |part| {
+        let at = start;
+        start += part.len() + 1;
+        let kept = trim_range(part);
+        (!kept.is_empty()).then(|| at + kept.start..at + kept.end)
+    })
 }
 
 /// At most [`MAX_QUOTE_CHARS`] characters, with `…` when cut.

