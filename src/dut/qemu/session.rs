@@ -65,7 +65,9 @@ const STDERR_HEAD: usize = 64;
 /// A unix socket path must fit in `sun_path` (108 bytes with the terminator).
 const MAX_SOCKET_PATH: usize = 100;
 
-/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists.
+/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists. `scratch` is the
+/// DUT's scratch directory, made on its first attempt and kept for the next ones (each QEMU
+/// replaces the QMP socket the one before left).
 pub(super) async fn run(
     spec: &QemuSpec,
     target: &str,
@@ -73,6 +75,7 @@ pub(super) async fn run(
     run: RunSpec,
     events: &dyn EventSink,
     pid: &mut Option<u32>,
+    scratch: &mut Option<ScratchDir>,
 ) -> Result<Capture, DutError> {
     let program = spec.binary.as_str();
     let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
@@ -85,10 +88,13 @@ pub(super) async fn run(
             ),
         });
     }
-    let scratch = ScratchDir::create().map_err(|source| DutError::Io {
-        doing: "creating a scratch directory for QEMU".into(),
-        source,
-    })?;
+    let scratch = match scratch {
+        Some(dir) => dir,
+        None => scratch.insert(ScratchDir::create().map_err(|source| DutError::Io {
+            doing: "creating a scratch directory for QEMU".into(),
+            source,
+        })?),
+    };
     // The gdbstub's connection exists before QEMU does: QEMU gets one end of the pair.
     let (gdb, gdb_for_qemu) = std::os::unix::net::UnixStream::pair()
         .and_then(|(ours, theirs)| {
@@ -110,8 +116,8 @@ pub(super) async fn run(
         )));
     }
     // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
-    let may_exit = tokio::fs::read(&kernel)
-        .await
+    // Read in place: a small file, and a trip to the blocking pool would delay the launch.
+    let may_exit = std::fs::read(&kernel)
         .ok()
         .and_then(|elf| image::segments(&elf).ok())
         .is_none_or(|segments| image::may_semihost(&segments));
@@ -122,7 +128,8 @@ pub(super) async fn run(
     let mut command = process::command(program);
     command
         .args(args::qemu_args(spec, &kernel, &sockets, append.as_deref()))
-        // Anything QEMU leaves in its working directory (a core file) goes away with the scratch.
+        // Anything QEMU leaves in its working directory (a core file) goes away with the scratch,
+        // when the DUT does.
         .current_dir(scratch.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
