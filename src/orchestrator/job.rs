@@ -840,6 +840,7 @@ impl<'a> Job<'a> {
                 path: self.run_dir.path().to_path_buf(),
                 source,
             })?;
+        RunContext::checkpoints_done(self.run_dir.path());
         let mut report = self.report(state);
         self.record_check(&mut report);
         report::write(self.run_dir.path(), &report, self.durability()).map_err(|e| {
