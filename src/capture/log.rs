@@ -47,12 +47,11 @@ pub struct ConsoleLog {
 }
 
 impl ConsoleLog {
-    /// Creates (or truncates) the file and starts its writer.
+    /// Creates (or truncates) the file and starts its writer. The file is created in place: one
+    /// system call, where a trip to the blocking pool (a thread to start, in a fresh process)
+    /// would delay the attempt's launch.
     pub async fn create(path: &Path) -> io::Result<Self> {
-        let owned = path.to_path_buf();
-        let file = tokio::task::spawn_blocking(move || File::create(owned))
-            .await
-            .map_err(io::Error::other)??;
+        let file = File::create(path)?;
         let (tx, rx) = mpsc::channel(CHANNEL_LINES);
         let writer = tokio::task::spawn_blocking(move || write_all(file, rx));
         Ok(Self {

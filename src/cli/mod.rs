@@ -126,6 +126,16 @@ pub fn main() -> ExitCode {
             };
         }
     };
+    if matches!(
+        cli.command,
+        Command::Test(_)
+            | Command::Run(_)
+            | Command::Resume(_)
+            | Command::Bisect(_)
+            | Command::Matrix(_)
+    ) {
+        guardian::prestart();
+    }
     let exit = match cli.command {
         Command::Test(args) => test::run(args, &cli.global),
         Command::Run(args) => run::run(args, &cli.global),

@@ -283,25 +283,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
     pub async fn request(&mut self, payload: &str) -> Result<Vec<u8>, RspError> {
         self.send(payload).await?;
         let reply = self.reply(payload, self.step_timeout).await?;
-        if reply.len() == 3 && reply[0] == b'E' {
-            return Err(RspError::Refused {
-                step: step_name(payload),
-                code: String::from_utf8_lossy(&reply[1..]).into_owned(),
-            });
+        refused(payload, reply)
+    }
+
+    /// Sends every request of `payloads` in one write and returns their replies in order, each
+    /// as [`Client::request`] gives it (an `Enn` reply is that request's
+    /// [`RspError::Refused`]): a round trip for the lot. `limit` bounds the wait for each reply;
+    /// a timeout or a closed connection fails the whole batch.
+    pub async fn requests(
+        &mut self,
+        payloads: &[String],
+        limit: Duration,
+    ) -> Result<Vec<Result<Vec<u8>, RspError>>, RspError> {
+        let Some(first) = payloads.first() else {
+            return Ok(Vec::new());
+        };
+        let bytes: Vec<u8> = payloads.iter().flat_map(|p| frame(p.as_bytes())).collect();
+        self.write(&bytes, first).await?;
+        let mut replies = Vec::with_capacity(payloads.len());
+        for payload in payloads {
+            let reply = self.reply(payload, limit).await?;
+            replies.push(refused(payload, reply));
         }
-        Ok(reply)
+        Ok(replies)
     }
 
     /// A request the server must answer `OK`.
     pub async fn request_ok(&mut self, payload: &str) -> Result<(), RspError> {
         let reply = self.request(payload).await?;
-        if reply == b"OK" {
-            return Ok(());
-        }
-        Err(RspError::Protocol {
-            step: step_name(payload),
-            reply: String::from_utf8_lossy(&reply).into_owned(),
-        })
+        ok_reply(payload, &reply)
     }
 
     /// Sends a packet (and waits for nothing): `c` and `s` are answered by a stop reply later.
@@ -384,24 +394,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
 
     /// Reads `len` bytes of target memory at `addr`.
     pub async fn read_memory(&mut self, addr: u32, len: usize) -> Result<Vec<u8>, RspError> {
-        let request = format!("m{addr:x},{len:x}");
+        let request = read_memory_request(addr, len);
         let reply = self.request(&request).await?;
-        match decode_hex(&reply) {
-            Some(bytes) if bytes.len() == len => Ok(bytes),
-            _ => Err(RspError::Protocol {
-                step: request,
-                reply: String::from_utf8_lossy(&reply).into_owned(),
-            }),
-        }
+        memory_reply(&request, &reply, len)
     }
 
     /// Reads `count` little-endian words at `addr`.
     pub async fn read_words(&mut self, addr: u32, count: usize) -> Result<Vec<u32>, RspError> {
-        let bytes = self.read_memory(addr, count * 4).await?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
+        let request = read_memory_request(addr, count * 4);
+        let reply = self.request(&request).await?;
+        words_reply(&request, &reply, count)
     }
 
     pub async fn write_memory(&mut self, addr: u32, bytes: &[u8]) -> Result<(), RspError> {
@@ -438,7 +440,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
 
     /// A breakpoint (`Z0`, kind 2: a Thumb instruction) at `addr`.
     pub async fn set_breakpoint(&mut self, addr: u32) -> Result<(), RspError> {
-        self.request_ok(&format!("Z0,{addr:x},2")).await
+        self.request_ok(&set_breakpoint_request(addr)).await
     }
 
     pub async fn clear_breakpoint(&mut self, addr: u32) -> Result<(), RspError> {
@@ -448,7 +450,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
     /// A write watchpoint (`Z2`) on the `len` bytes at `addr`: the target stops after a store
     /// there, with a `watch:` stop reply.
     pub async fn set_write_watchpoint(&mut self, addr: u32, len: u32) -> Result<(), RspError> {
-        self.request_ok(&format!("Z2,{addr:x},{len:x}")).await
+        self.request_ok(&set_write_watchpoint_request(addr, len))
+            .await
     }
 
     pub async fn clear_write_watchpoint(&mut self, addr: u32, len: u32) -> Result<(), RspError> {
@@ -501,6 +504,63 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Client<S> {
         }
         Ok(register_numbers(documents.iter().map(String::as_str)))
     }
+}
+
+/// `m`: `len` bytes at `addr`.
+pub fn read_memory_request(addr: u32, len: usize) -> String {
+    format!("m{addr:x},{len:x}")
+}
+
+/// `Z0`: a breakpoint on the Thumb instruction at `addr`.
+pub fn set_breakpoint_request(addr: u32) -> String {
+    format!("Z0,{addr:x},2")
+}
+
+/// `Z2`: a write watchpoint on the `len` bytes at `addr`.
+pub fn set_write_watchpoint_request(addr: u32, len: u32) -> String {
+    format!("Z2,{addr:x},{len:x}")
+}
+
+/// The bytes of an `m` reply, which must hold exactly `len`.
+pub fn memory_reply(request: &str, reply: &[u8], len: usize) -> Result<Vec<u8>, RspError> {
+    match decode_hex(reply) {
+        Some(bytes) if bytes.len() == len => Ok(bytes),
+        _ => Err(RspError::Protocol {
+            step: request.to_string(),
+            reply: String::from_utf8_lossy(reply).into_owned(),
+        }),
+    }
+}
+
+/// The `count` little-endian words of an `m` reply.
+pub fn words_reply(request: &str, reply: &[u8], count: usize) -> Result<Vec<u32>, RspError> {
+    let bytes = memory_reply(request, reply, count * 4)?;
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect())
+}
+
+/// A reply that must be `OK`.
+pub fn ok_reply(request: &str, reply: &[u8]) -> Result<(), RspError> {
+    if reply == b"OK" {
+        return Ok(());
+    }
+    Err(RspError::Protocol {
+        step: step_name(request),
+        reply: String::from_utf8_lossy(reply).into_owned(),
+    })
+}
+
+/// An `Enn` reply as the server's refusal of `payload`; any other reply as it is.
+fn refused(payload: &str, reply: Vec<u8>) -> Result<Vec<u8>, RspError> {
+    if reply.len() == 3 && reply[0] == b'E' {
+        return Err(RspError::Refused {
+            step: step_name(payload),
+            code: String::from_utf8_lossy(&reply[1..]).into_owned(),
+        });
+    }
+    Ok(reply)
 }
 
 /// A request's name for messages: its command, not its hex arguments.

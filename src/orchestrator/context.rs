@@ -8,6 +8,7 @@
 use crate::analysis::{CrashReport, Location};
 use crate::capture::Capture;
 use crate::governor::{CandidateRecord, Verdict};
+use crate::inspect::CONTEXT_JSON;
 use crate::machine::convergence::{IterationVerdict, Judgement, Targets};
 use crate::machine::ledger::{Ledger, Limits};
 use crate::machine::{ErrorClass, State};
@@ -205,12 +206,18 @@ impl RunContext {
         durability: rundir::Durability,
     ) -> std::io::Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
-        rundir::write_atomic_as(&run_dir.join("context.json"), &bytes, durability)
+        rundir::rewrite_atomic_as(&run_dir.join(CONTEXT_JSON), &bytes, durability)
+    }
+
+    /// Removes what checkpointing left beside `context.json` once the run's last checkpoint is
+    /// written.
+    pub fn checkpoints_done(run_dir: &Path) {
+        rundir::remove_spare(&run_dir.join(CONTEXT_JSON));
     }
 
     /// Reads `context.json`.
     pub fn load(run_dir: &Path) -> Result<RunContext, String> {
-        let path = run_dir.join("context.json");
+        let path = run_dir.join(CONTEXT_JSON);
         let command = rundir::run_record(run_dir).and_then(|r| r.command);
         if !path.exists() && command.as_deref() == Some(Command::Bisect.name()) {
             return Err(format!(

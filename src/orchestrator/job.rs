@@ -846,11 +846,15 @@ impl<'a> Job<'a> {
             })?;
         let mut report = self.report(state);
         self.record_check(&mut report);
-        report::write(self.run_dir.path(), &report, self.durability()).map_err(|e| {
-            OrchestratorError::RunDir {
-                path: self.run_dir.path().to_path_buf(),
-                source: std::io::Error::other(e.to_string()),
-            }
+        // The checkpoint's spare goes while the reports are written (freeing a file can take
+        // milliseconds on a busy disk).
+        let written = std::thread::scope(|scope| {
+            scope.spawn(|| RunContext::checkpoints_done(self.run_dir.path()));
+            report::write(self.run_dir.path(), &report, self.durability())
+        });
+        written.map_err(|e| OrchestratorError::RunDir {
+            path: self.run_dir.path().to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
         })?;
         Ok(Finished {
             command: self.ctx.command,

@@ -16,7 +16,9 @@
 //! child fwfix starts announces its own process group on that socket (`+<pgid>`) between fork and
 //! exec, so no child ever runs unannounced; fwfix says `-<pgid>` once the group is done with. On
 //! EOF the guardian sends SIGTERM to every group still announced, gives them [`GRACE`] to stop
-//! (make removes half-written targets), SIGKILLs what is left, and exits.
+//! (make removes half-written targets), SIGKILLs what is left, and exits. It is spawned on a
+//! thread of its own, as early as the command knows it will start children ([`prestart`]), and
+//! the first child waits until it exists: its exec costs that command nothing.
 //!
 //! A group id is only signalled while it can still be the announced group: the guardian notes the
 //! leader's start time when it is announced, and skips a group whose leader id now belongs to
@@ -34,7 +36,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The hidden first argument that makes the fwfix binary serve as a guardian.
@@ -61,46 +63,97 @@ fn socket() -> Option<&'static UnixStream> {
     SOCKET.get_or_init(start).as_ref()
 }
 
+/// Starts the guardian now, without waiting for it: a command that will start children calls
+/// this first thing, so the guardian's exec (a millisecond or two) overlaps the command's setup
+/// instead of delaying its first child.
+pub fn prestart() {
+    let _ = socket();
+}
+
+/// The thread that spawns the guardian, until a child is about to start (see [`ready`]).
+static SPAWNING: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
+
+/// Makes the socket pair and spawns the guardian on a thread of its own: what fwfix sends before
+/// the guardian runs waits in the socket's buffer.
 fn start() -> Option<UnixStream> {
     use std::os::unix::process::CommandExt;
     let (ours, theirs) = UnixStream::pair().ok()?;
-    std::process::Command::new("/proc/self/exe")
-        .arg(ARG)
-        .stdin(Stdio::from(OwnedFd::from(theirs)))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // Not a mount point it keeps busy, and not in fwfix's process group.
-        .current_dir("/")
-        .process_group(0)
-        .spawn()
-        .ok()?;
+    let spawn = move || {
+        // A guardian that cannot start leaves `theirs` closed: announcements then go nowhere,
+        // and children still die on every way fwfix ends except SIGKILL.
+        let _ = std::process::Command::new("/proc/self/exe")
+            .arg(ARG)
+            .stdin(Stdio::from(OwnedFd::from(theirs)))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Not a mount point it keeps busy, and not in fwfix's process group.
+            .current_dir("/")
+            .process_group(0)
+            .spawn();
+    };
+    match std::thread::Builder::new()
+        .name("fwfix-guardian-spawn".into())
+        .spawn(spawn)
+    {
+        Ok(handle) => {
+            if let Ok(mut slot) = SPAWNING.lock() {
+                *slot = Some(handle);
+            }
+        }
+        Err(_) => return None,
+    }
     Some(ours)
 }
 
-/// Makes `command`'s child announce its process group to the guardian before it runs anything.
-/// The child must lead its own group (`process_group(0)`).
-pub fn announce_on_exec(command: &mut tokio::process::Command) {
-    if let Some(socket) = socket() {
-        announce_in_child(command, socket.as_raw_fd());
+/// Waits until the guardian process exists, so that no child of fwfix runs before it: a fwfix
+/// killed right after starting a child still has a guardian to stop it.
+fn ready() {
+    let handle = SPAWNING.lock().ok().and_then(|mut slot| slot.take());
+    if let Some(handle) = handle {
+        let _ = handle.join();
+    }
+}
+
+/// Makes `command`'s child announce its process group to the guardian before it runs anything,
+/// and keep `inherit` (a descriptor of fwfix's, close-on-exec) open across its exec under the same
+/// number. The child must lead its own group (`process_group(0)`).
+pub fn prepare_exec(command: &mut tokio::process::Command, inherit: Option<RawFd>) {
+    let guardian = socket().map(|socket| {
+        ready();
+        socket.as_raw_fd()
+    });
+    if guardian.is_some() || inherit.is_some() {
+        in_child(command, guardian, inherit);
     }
 }
 
 /// The one place fwfix runs code between fork and exec.
 #[allow(unsafe_code)]
-fn announce_in_child(command: &mut tokio::process::Command, fd: RawFd) {
+fn in_child(
+    command: &mut tokio::process::Command,
+    guardian: Option<RawFd>,
+    inherit: Option<RawFd>,
+) {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
     // SAFETY: the closure runs in the forked child, where only async-signal-safe calls are
-    // allowed: getpid and send are plain system calls, and the message is built on the stack
-    // without allocating. MSG_NOSIGNAL: a guardian that died must not kill the child with
+    // allowed: getpid, send and fcntl are plain system calls, and the message is built on the
+    // stack without allocating. MSG_NOSIGNAL: a guardian that died must not kill the child with
     // SIGPIPE; MSG_DONTWAIT: it must not block it either.
     unsafe {
         command.pre_exec(move || {
-            let mut buf = [0u8; MESSAGE_LEN];
-            let len = message(b'+', nix::unistd::getpid().as_raw(), &mut buf);
-            let _ = send(
-                fd,
-                &buf[..len],
-                MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
-            );
+            if let Some(fd) = guardian {
+                let mut buf = [0u8; MESSAGE_LEN];
+                let len = message(b'+', nix::unistd::getpid().as_raw(), &mut buf);
+                let _ = send(
+                    fd,
+                    &buf[..len],
+                    MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+                );
+            }
+            if let Some(fd) = inherit {
+                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
+            }
             Ok(())
         });
     }

@@ -35,11 +35,14 @@ pub fn qemu_args(
         "-d",
         "guest_errors",
         "-S",
-        "-gdb",
+        "-chardev",
     ] {
         args.push(a.into());
     }
-    args.push(unix_server(&sockets.gdb));
+    // The gdbstub on a socket fwfix already holds the other end of: no listening, no connecting.
+    args.push(format!("socket,id={GDB_CHARDEV},fd={}", sockets.gdb_fd).into());
+    args.push("-gdb".into());
+    args.push(format!("chardev:{GDB_CHARDEV}").into());
     args.push("-qmp".into());
     args.push(unix_server(&sockets.qmp));
     args.push("-kernel".into());
@@ -52,10 +55,14 @@ pub fn qemu_args(
     args
 }
 
-/// The attempt's unix sockets, in its scratch directory.
+/// The chardev QEMU's gdbstub runs on.
+const GDB_CHARDEV: &str = "fwfix-gdb";
+
+/// The attempt's sockets: the gdbstub's, one end of a connected pair that QEMU inherits under
+/// this descriptor number, and the QMP socket in the scratch directory.
 #[derive(Debug, Clone)]
 pub struct Sockets {
-    pub gdb: std::path::PathBuf,
+    pub gdb_fd: i32,
     pub qmp: std::path::PathBuf,
 }
 
@@ -268,7 +275,7 @@ mod tests {
 
     fn sockets() -> Sockets {
         Sockets {
-            gdb: "/tmp/x/gdb.sock".into(),
+            gdb_fd: 7,
             qmp: "/tmp/x/qmp.sock".into(),
         }
     }
@@ -289,7 +296,7 @@ mod tests {
             strings(&args).join(" "),
             "-M mps2-an385 -cpu cortex-m3 -display none -monitor none -serial stdio \
              -semihosting-config enable=on,target=native -d guest_errors -S \
-             -gdb unix:/tmp/x/gdb.sock,server=on,wait=off \
+             -chardev socket,id=fwfix-gdb,fd=7 -gdb chardev:fwfix-gdb \
              -qmp unix:/tmp/x/qmp.sock,server=on,wait=off -kernel /fw/test.elf -append seed=7 \
              -icount shift=0"
         );

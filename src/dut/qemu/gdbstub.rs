@@ -23,6 +23,13 @@
 //! the machine has: an image linked for another board faults on its first push with a frame no one
 //! can read, and the crash should say why.
 //!
+//! Arming is three round trips, each a batch of requests sent in one write (QEMU answers them in
+//! order): VTOR with the table at 0 (where the core boots from unless VTOR says otherwise); the
+//! stack check, the breakpoints and the VTOR watchpoint; then `c`. The connection is a socket pair
+//! made before QEMU starts, so nothing waits for a socket to appear. The target description
+//! (which register number is xPSR, PSP) is read at the first stop, which a passing run never has:
+//! QEMU 7.2 answers `p` and `P` only once it was read. QEMU 7.2 has no `QStartNoAckMode`.
+//!
 //! QEMU 7.2 describes no M-profile system registers to gdb: the PSP is read by executing one
 //! `mrs r0, psp` in place of the handler's first instruction (single-stepped with interrupts
 //! masked, then the instruction, r0 and PC are put back). A QEMU whose target description names
@@ -47,20 +54,15 @@ use crate::dut::cortex_m::{
 use crate::process::AbortOnDrop;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::time::Duration;
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, Instant};
 
-/// The gdbstub's socket in the attempt's scratch directory.
-pub const GDB_SOCKET: &str = "gdb.sock";
 /// The limit on each request to the gdbstub.
 const STEP: Duration = Duration::from_millis(500);
 /// How often a core that left its fault handler's entry running is sampled.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
-/// Pause between connection attempts while QEMU creates the socket.
-const RETRY_EVERY: Duration = Duration::from_millis(2);
 /// Entries of a non-fault exception into a shared fault handler before its breakpoint is given up.
 const OTHER_ENTRIES_MAX: u32 = 64;
 /// The vector table offset register.
@@ -114,21 +116,16 @@ pub struct Watch {
     _task: AbortOnDrop<()>,
 }
 
-/// Starts watching the QEMU whose gdbstub listens (or soon will) on `socket`.
-pub fn spawn(socket: PathBuf, patience: Duration) -> Watch {
+/// Starts watching the QEMU whose gdbstub is at the other end of `stream`; its first answer may
+/// take `patience` (QEMU reads the socket once it has started).
+pub fn spawn(stream: UnixStream, patience: Duration) -> Watch {
     let (report_tx, reports) = mpsc::channel(16);
     let (commands, command_rx) = mpsc::channel(4);
     let task = tokio::spawn(async move {
-        let stream = match connect(&socket, patience).await {
-            Ok(stream) => stream,
-            Err(why) => {
-                let _ = report_tx.send(Report::Lost(why)).await;
-                return;
-            }
-        };
         let mut watcher = Watcher {
             client: Client::new(stream, STEP),
             reports: report_tx,
+            described: false,
             xpsr: DEFAULT_XPSR,
             psp: None,
             handlers: FaultHandlers::default(),
@@ -139,7 +136,7 @@ pub fn spawn(socket: PathBuf, patience: Duration) -> Watch {
             others: HashMap::new(),
             sample_at: None,
         };
-        if let Err(why) = watcher.watch(command_rx).await {
+        if let Err(why) = watcher.watch(command_rx, patience).await {
             let _ = watcher.reports.send(Report::Lost(why)).await;
         }
     });
@@ -147,23 +144,6 @@ pub fn spawn(socket: PathBuf, patience: Duration) -> Watch {
         reports,
         commands,
         _task: AbortOnDrop(task),
-    }
-}
-
-async fn connect(socket: &std::path::Path, patience: Duration) -> Result<UnixStream, String> {
-    let started = Instant::now();
-    loop {
-        match UnixStream::connect(socket).await {
-            Ok(stream) => return Ok(stream),
-            Err(_) if started.elapsed() < patience => tokio::time::sleep(RETRY_EVERY).await,
-            Err(e) => {
-                return Err(format!(
-                    "could not connect to QEMU's gdbstub at {} within {} ms: {e}",
-                    socket.display(),
-                    patience.as_millis()
-                ))
-            }
-        }
     }
 }
 
@@ -178,6 +158,9 @@ enum State {
 struct Watcher {
     client: Client<UnixStream>,
     reports: mpsc::Sender<Report>,
+    /// The target description was asked for (once, at the first stop: a passing run never
+    /// needs it).
+    described: bool,
     xpsr: u32,
     psp: Option<u32>,
     handlers: FaultHandlers,
@@ -204,8 +187,12 @@ impl Watcher {
 
     /// Arms the breakpoints, runs the core, and serves stops and commands until the image exits,
     /// the connection fails or the session goes away.
-    async fn watch(&mut self, mut commands: mpsc::Receiver<Command>) -> Result<(), String> {
-        self.arm().await?;
+    async fn watch(
+        &mut self,
+        mut commands: mpsc::Receiver<Command>,
+        patience: Duration,
+    ) -> Result<(), String> {
+        self.arm(patience).await?;
         loop {
             let waiting = matches!(self.state, State::Running | State::Sampling);
             let sample_at = self.sample_at.filter(|_| self.state == State::Running);
@@ -232,28 +219,70 @@ impl Watcher {
         }
     }
 
-    async fn arm(&mut self) -> Result<(), String> {
-        // Which register is which: a server without a description keeps Arm's numbering.
-        if let Ok(map) = self.client.register_map().await {
-            self.xpsr = map.get("xpsr").copied().unwrap_or(DEFAULT_XPSR);
-            self.psp = map.get("psp").copied();
-        }
-        let vtor = self
+    /// Reads the vector table, sets the breakpoints and the VTOR watchpoint, and lets the core
+    /// run: three round trips, each a batch of requests. `patience` bounds the wait for QEMU's
+    /// first answer.
+    async fn arm(&mut self, patience: Duration) -> Result<(), String> {
+        // VTOR, and the table at 0, where the core boots from unless VTOR says otherwise.
+        let vtor_request = rsp::read_memory_request(VTOR, 4);
+        let reset_table = rsp::read_memory_request(0, SYSTEM_VECTORS * 4);
+        let replies = self
             .client
-            .read_words(VTOR, 1)
+            .requests(&[vtor_request.clone(), reset_table.clone()], patience)
             .await
-            .ok()
+            .map_err(text)?;
+        let mut replies = replies.into_iter();
+        let vtor = replies
+            .next()
+            .and_then(Result::ok)
+            .and_then(|r| rsp::words_reply(&vtor_request, &r, 1).ok())
             .and_then(|w| w.first().copied())
             .unwrap_or(0);
         self.table = vtor;
-        self.handlers = self.handlers_at(vtor).await;
-        if let Some(misfit) = self.initial_stack_misfit(vtor).await {
-            self.report(Report::Misfit(misfit)).await;
+        let table = match (vtor, replies.next()) {
+            (0, Some(reply)) => {
+                reply.and_then(|r| rsp::words_reply(&reset_table, &r, SYSTEM_VECTORS))
+            }
+            _ => self.client.read_words(vtor, SYSTEM_VECTORS).await,
+        };
+        self.handlers = handlers_of(vtor, &table);
+        // The initial stack's top word (a misfit check), the breakpoints and the watchpoint.
+        let sp = table.as_ref().ok().and_then(|w| w.first().copied());
+        let top = sp.and_then(|sp| sp.checked_sub(4));
+        let mut batch: Vec<String> = top
+            .map(|top| rsp::read_memory_request(top, 4))
+            .into_iter()
+            .collect();
+        let breakpoints: Vec<String> = self
+            .handlers
+            .entries
+            .iter()
+            .map(|(addr, _)| rsp::set_breakpoint_request(*addr))
+            .collect();
+        batch.extend(breakpoints.iter().cloned());
+        batch.push(rsp::set_write_watchpoint_request(VTOR, 4));
+        let mut replies = self
+            .client
+            .requests(&batch, STEP)
+            .await
+            .map_err(text)?
+            .into_iter();
+        let stack = if top.is_some() { replies.next() } else { None };
+        if let (Some(sp), Some(top), Some(Err(e))) = (sp, top, stack) {
+            self.report(Report::Misfit(misfit(sp, top, &e))).await;
         }
-        for (addr, _) in self.handlers.entries.clone() {
-            self.client.set_breakpoint(addr).await.map_err(text)?;
+        for request in &breakpoints {
+            let reply = replies.next().unwrap_or_else(|| Ok(Vec::new()));
+            reply
+                .and_then(|r| rsp::ok_reply(request, &r))
+                .map_err(text)?;
         }
-        if let Err(e) = self.client.set_write_watchpoint(VTOR, 4).await {
+        let watch = batch.last().map(String::as_str).unwrap_or_default();
+        let watched = replies
+            .next()
+            .unwrap_or_else(|| Ok(Vec::new()))
+            .and_then(|r| rsp::ok_reply(watch, &r));
+        if let Err(e) = watched {
             self.handlers.notes.push(format!(
                 "fwfix could not watch VTOR ({e}): if the firmware moves its vector table, \
                  faults through the handlers of the new table are only found at the timeout"
@@ -265,36 +294,25 @@ impl Watcher {
         Ok(())
     }
 
-    /// The fault handlers the vector table at `table` names; a table that cannot be read leaves
-    /// nothing watched, and the notes say so.
-    async fn handlers_at(&mut self, table: u32) -> FaultHandlers {
-        match self.client.read_words(table, SYSTEM_VECTORS).await {
-            Ok(words) => fault_handlers(&words),
-            Err(e) => FaultHandlers {
-                entries: Vec::new(),
-                reset: None,
-                notes: vec![format!(
-                    "the vector table at 0x{table:08x} could not be read ({e}): faults are not \
-                     watched"
-                )],
-            },
+    /// Which register is which, from the target description, asked for once, at the first stop
+    /// (a passing run never stops): a server without a description keeps Arm's numbering. QEMU
+    /// answers `p` and `P` only once its description was read, so every stop asks this first.
+    async fn describe(&mut self) {
+        if self.described {
+            return;
+        }
+        self.described = true;
+        if let Ok(map) = self.client.register_map().await {
+            self.xpsr = map.get("xpsr").copied().unwrap_or(DEFAULT_XPSR);
+            self.psp = map.get("psp").copied();
         }
     }
 
-    /// Whether the initial stack pointer (the reset table's first word) points past memory the
-    /// machine has: the top word of the stack cannot be read. An image linked for another board
-    /// (more RAM) faults on its first push, with a frame nobody can read.
-    async fn initial_stack_misfit(&mut self, table: u32) -> Option<String> {
-        let sp = *self.client.read_words(table, 1).await.ok()?.first()?;
-        let top = sp.checked_sub(4)?;
-        match self.client.read_words(top, 1).await {
-            Ok(_) => None,
-            Err(e) => Some(format!(
-                "the image's initial stack pointer 0x{sp:08x} (its vector table's first word) is \
-                 outside this machine's memory (reading 0x{top:08x}: {e}): the image looks built \
-                 for another board or machine (its linker script's RAM)"
-            )),
-        }
+    /// The fault handlers the vector table at `table` names; a table that cannot be read leaves
+    /// nothing watched, and the notes say so.
+    async fn handlers_at(&mut self, table: u32) -> FaultHandlers {
+        let words = self.client.read_words(table, SYSTEM_VECTORS).await;
+        handlers_of(table, &words)
     }
 
     /// The core stopped at a store to VTOR: step over it, then, when the table moved, move the
@@ -363,6 +381,7 @@ impl Watcher {
         }
         let sampling = self.state == State::Sampling;
         self.state = State::Halted;
+        self.describe().await;
         if rsp::watch_hit(packet) == Some(VTOR) {
             return self.on_vtor_write().await;
         }
@@ -579,6 +598,7 @@ impl Watcher {
             self.client.reply("interrupt", STEP).await.map_err(text)?;
             self.state = State::Halted;
         }
+        self.describe().await;
         let regs = self.core_registers().await?;
         let mut raw = String::from("-- registers of the stopped core --\n");
         raw.push_str(&dump(&regs));
@@ -604,6 +624,34 @@ impl Watcher {
             raw,
         })
     }
+}
+
+/// The fault handlers a vector table read at `table` names; a table that could not be read leaves
+/// nothing watched, and the notes say so.
+fn handlers_of(table: u32, words: &Result<Vec<u32>, RspError>) -> FaultHandlers {
+    match words {
+        Ok(words) => fault_handlers(words),
+        Err(e) => FaultHandlers {
+            entries: Vec::new(),
+            reset: None,
+            notes: vec![format!(
+                "the vector table at 0x{table:08x} could not be read ({e}): faults are not \
+                 watched"
+            )],
+        },
+    }
+}
+
+/// Why an image whose initial stack pointer `sp` (its vector table's first word) points past the
+/// machine's memory does not fit it: reading the stack's top word at `top` failed with `error`.
+/// An image linked for another board (more RAM) faults on its first push, with a frame nobody can
+/// read.
+fn misfit(sp: u32, top: u32, error: &RspError) -> String {
+    format!(
+        "the image's initial stack pointer 0x{sp:08x} (its vector table's first word) is \
+         outside this machine's memory (reading 0x{top:08x}: {error}): the image looks built \
+         for another board or machine (its linker script's RAM)"
+    )
 }
 
 /// `r0=0x... r1=0x...` four to a line, then xPSR.

@@ -34,6 +34,9 @@ pub struct QemuDut {
     last_pid: Option<u32>,
     /// Where what the binary supports is cached (None: ask it every time).
     cache_dir: Option<PathBuf>,
+    /// The attempts' scratch directory (QMP socket, QEMU's working directory), made by the
+    /// first and removed with the DUT.
+    scratch: Option<process::ScratchDir>,
 }
 
 impl QemuDut {
@@ -43,6 +46,7 @@ impl QemuDut {
             spec,
             last_pid: None,
             cache_dir: None,
+            scratch: None,
         }
     }
 
@@ -161,6 +165,15 @@ impl Dut for QemuDut {
         if let Some(error) = args::gdbstub_conflict(&self.spec, &self.board) {
             return Err(error);
         }
-        session::run(&self.spec, &target, image, spec, events, &mut self.last_pid).await
+        session::run(
+            &self.spec,
+            &target,
+            image,
+            spec,
+            events,
+            &mut self.last_pid,
+            &mut self.scratch,
+        )
+        .await
     }
 }

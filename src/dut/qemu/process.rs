@@ -65,6 +65,18 @@ const SCRATCH_PREFIX: &str = "fwfix-qemu-";
 /// The QMP socket in a scratch directory.
 pub const QMP_SOCKET: &str = "qmp.sock";
 
+/// [`reap_orphans`], the first time this process starts a QEMU: a fwfix killed with SIGKILL
+/// leaves its QEMU to the guardian, and only when that could not stop it either does one wait
+/// here, for the next fwfix; scanning the temporary directory before every attempt of a long
+/// `--repeat` would find nothing new.
+pub async fn reap_orphans_once() -> Vec<PathBuf> {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if DONE.swap(true, Ordering::Relaxed) {
+        return Vec::new();
+    }
+    reap_orphans().await
+}
+
 /// Stops the QEMUs that a fwfix killed with SIGKILL left running, and removes their scratch
 /// directories. Only a SIGKILL leaves one: every other way fwfix ends runs its group guard. Such a
 /// QEMU (in a process group of its own, out of reach of whoever killed fwfix) runs on forever if

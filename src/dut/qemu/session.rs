@@ -1,9 +1,10 @@
 //! One QEMU attempt from launch to a stopped process. Outline:
 //!
 //! 1. Open console.log and a scratch directory, spawn QEMU paused (the nonce first on its
-//!    `-append` command line) in its own process group behind a guard that kills the group on
-//!    every exit path, start the stdout/stderr pumps and the gdbstub watcher, which sets a
-//!    breakpoint on every fault handler's entry and lets the core run.
+//!    `-append` command line, its gdbstub on one end of a connected socket pair) in its own
+//!    process group behind a guard that kills the group on every exit path, start the
+//!    stdout/stderr pumps and the gdbstub watcher on the other end, which sets a breakpoint on
+//!    every fault handler's entry and lets the core run.
 //! 2. Capture: every UART line is logged, emitted as an event, kept (bounded) and fed to the
 //!    harness's end detector; every stderr line is read for a lockup and passes a noise filter
 //!    before it is logged; the watcher's reports are taken as they come, until the first of:
@@ -34,6 +35,7 @@ use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
 use std::future::Future;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
@@ -47,8 +49,8 @@ use tokio_util::sync::CancellationToken;
 /// after a fault whose handler does not just spin, how long it may go on (printing a dump,
 /// exiting) before the run ends.
 const EXIT_GRACE: Duration = Duration::from_millis(300);
-/// How long fwfix keeps trying to reach the gdbstub after launch: QEMU makes its socket within
-/// milliseconds, but a host loaded with parallel builds can hold it up.
+/// How long QEMU's gdbstub may take to give its first answer after launch: QEMU reads its socket
+/// within milliseconds, but a host loaded with parallel builds can hold it up.
 const GDB_PATIENCE: Duration = Duration::from_secs(10);
 /// The registers of a hung core.
 const HANG_READ_BUDGET: Duration = Duration::from_millis(1500);
@@ -63,7 +65,9 @@ const STDERR_HEAD: usize = 64;
 /// A unix socket path must fit in `sun_path` (108 bytes with the terminator).
 const MAX_SOCKET_PATH: usize = 100;
 
-/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists.
+/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists. `scratch` is the
+/// DUT's scratch directory, made on its first attempt and kept for the next ones (each QEMU
+/// replaces the QMP socket the one before left).
 pub(super) async fn run(
     spec: &QemuSpec,
     target: &str,
@@ -71,10 +75,11 @@ pub(super) async fn run(
     run: RunSpec,
     events: &dyn EventSink,
     pid: &mut Option<u32>,
+    scratch: &mut Option<ScratchDir>,
 ) -> Result<Capture, DutError> {
     let program = spec.binary.as_str();
     let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
-    for dir in process::reap_orphans().await {
+    for dir in process::reap_orphans_once().await {
         events.emit(&Event::Message {
             level: Level::Warning,
             text: format!(
@@ -83,26 +88,36 @@ pub(super) async fn run(
             ),
         });
     }
-    let scratch = ScratchDir::create().map_err(|source| DutError::Io {
-        doing: "creating a scratch directory for QEMU".into(),
-        source,
-    })?;
+    let scratch = match scratch {
+        Some(dir) => dir,
+        None => scratch.insert(ScratchDir::create().map_err(|source| DutError::Io {
+            doing: "creating a scratch directory for QEMU".into(),
+            source,
+        })?),
+    };
+    // The gdbstub's connection exists before QEMU does: QEMU gets one end of the pair.
+    let (gdb, gdb_for_qemu) = std::os::unix::net::UnixStream::pair()
+        .and_then(|(ours, theirs)| {
+            ours.set_nonblocking(true)?;
+            Ok((tokio::net::UnixStream::from_std(ours)?, theirs))
+        })
+        .map_err(|source| DutError::Io {
+            doing: "making the socket pair for QEMU's gdbstub".into(),
+            source,
+        })?;
     let sockets = Sockets {
-        gdb: scratch.path().join(gdbstub::GDB_SOCKET),
+        gdb_fd: gdb_for_qemu.as_raw_fd(),
         qmp: scratch.path().join(process::QMP_SOCKET),
     };
-    for socket in [&sockets.gdb, &sockets.qmp] {
-        if socket.as_os_str().len() > MAX_SOCKET_PATH {
-            return Err(DutError::Other(format!(
-                "the socket path {} is too long for a unix socket; use a shorter temporary \
-                 directory",
-                socket.display()
-            )));
-        }
+    if sockets.qmp.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err(DutError::Other(format!(
+            "the socket path {} is too long for a unix socket; use a shorter temporary directory",
+            sockets.qmp.display()
+        )));
     }
     // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
-    let may_exit = tokio::fs::read(&kernel)
-        .await
+    // Read in place: a small file, and a trip to the blocking pool would delay the launch.
+    let may_exit = std::fs::read(&kernel)
         .ok()
         .and_then(|elf| image::segments(&elf).ok())
         .is_none_or(|segments| image::may_semihost(&segments));
@@ -113,12 +128,16 @@ pub(super) async fn run(
     let mut command = process::command(program);
     command
         .args(args::qemu_args(spec, &kernel, &sockets, append.as_deref()))
-        // Anything QEMU leaves in its working directory (a core file) goes away with the scratch.
+        // Anything QEMU leaves in its working directory (a core file) goes away with the scratch,
+        // when the DUT does.
         .current_dir(scratch.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let (mut child, mut killer) =
-        crate::process::spawn_group(&mut command).map_err(|e| process::spawn_error(program, e))?;
+        crate::process::spawn_group_passing(&mut command, Some(gdb_for_qemu.as_fd()))
+            .map_err(|e| process::spawn_error(program, e))?;
+    // QEMU has its own copy now: with this one closed, the connection ends when QEMU does.
+    drop(gdb_for_qemu);
     *pid = child.id();
     events.emit(&Event::BootStarted {
         target: target.to_string(),
@@ -143,7 +162,7 @@ pub(super) async fn run(
             tx,
         ))));
     }
-    let watch = gdbstub::spawn(sockets.gdb.clone(), GDB_PATIENCE);
+    let watch = gdbstub::spawn(gdb, GDB_PATIENCE);
 
     let mut session = Session {
         launch,
