@@ -781,6 +781,7 @@ impl Triager {
                     message: k.message.as_str(),
                     scope: RULES[k.rule].scope,
                     yields: RULES[k.rule].yields_to_context,
+                    consequence: RULES[k.rule].consequence,
                     from_context: false,
                 })
             })
@@ -796,6 +797,7 @@ impl Triager {
                 message: timeout_reason.as_str(),
                 scope: Scope::Specific,
                 yields: false,
+                consequence: false,
                 from_context: false,
             });
         }
@@ -928,6 +930,8 @@ struct Candidate<'a> {
     scope: Scope,
     /// See [`Rule::yields_to_context`].
     yields: bool,
+    /// See [`Rule::consequence`].
+    consequence: bool,
     /// The class is the log's context's, not the rule's own.
     from_context: bool,
 }
@@ -936,6 +940,7 @@ struct Candidate<'a> {
 /// echoes only when nothing else does, and then as the class its context lines name; context
 /// lines never count by themselves. A line that yields to the context takes its class too.
 fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
+    settle_consequences(candidates);
     let specific_failure = candidates
         .iter()
         .any(|c| c.scope == Scope::Specific && c.class != TriageClass::Pass);
@@ -965,6 +970,28 @@ fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
             c.class = context;
             c.from_context = true;
         }
+    }
+}
+
+/// The earlier, decisive cause beats its later consequence: a line that only reports how a
+/// failure was handled (a fatal-error handler's banner, an `abort()`) drops out when another
+/// specific line names a cause of another kind such handlers report (an assert, a hang).
+fn settle_consequences(candidates: &mut Vec<Candidate<'_>>) {
+    let causes: Vec<TriageClass> = candidates
+        .iter()
+        .filter(|c| {
+            !c.consequence
+                && c.scope == Scope::Specific
+                && matches!(
+                    c.class,
+                    TriageClass::Assert | TriageClass::Crash | TriageClass::Hang
+                )
+        })
+        .map(|c| c.class)
+        .collect();
+    if !causes.is_empty() {
+        // A consequence of the cause's own class still shows it (a fault, then its fatal error).
+        candidates.retain(|c| !c.consequence || causes.contains(&c.class));
     }
 }
 
