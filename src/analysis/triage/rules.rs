@@ -621,6 +621,28 @@ pub static RULES: &[Rule] = &[
     re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
     // RIOT's compile_and_test_for_board: `INFO:<board>.<app>:Success` once an application
     // built, flashed and passed its test.
+    // Its summary names the step the listed applications failed in.
+    re(
+        "riot.failures_compilation",
+        "riot",
+        BuildError,
+        r"^(?P<msg>Failures during compilation:)$",
+    )
+    .weight(2),
+    re(
+        "riot.failures_flash",
+        "riot",
+        FlashError,
+        r"^(?P<msg>Failures during test\.flash:)$",
+    )
+    .weight(2),
+    re(
+        "riot.failures_test",
+        "riot",
+        TestFailure,
+        r"^(?P<msg>Failures during test:)$",
+    )
+    .weight(2),
     re(
         "riot.board_app_success",
         "riot",
@@ -1678,6 +1700,15 @@ pub static RULES: &[Rule] = &[
         "st-flash",
         FlashError,
         r"(?:WARN|ERROR) \S+\.c: (?P<msg>unknown chip id!?.*)$",
+    )
+    .weight(2),
+    // An error from stlink's own logger (`2019-03-24T20:10:32 ERROR common.c: ...`) is the
+    // flasher's, whatever it says.
+    re(
+        "stlink.log_error",
+        "st-flash",
+        FlashError,
+        r"^\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d ERROR \S+\.c: (?P<msg>.+)$",
     )
     .weight(2),
     re(

@@ -1172,6 +1172,13 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Failed to connect to target", "stlink.connect_failed"),
     (
+        "2021-03-01T10:00:01 ERROR common.c: Flash memory is write protected",
+        "stlink.log_error",
+    ),
+    ("Failures during compilation:", "riot.failures_compilation"),
+    ("Failures during test.flash:", "riot.failures_flash"),
+    ("Failures during test:", "riot.failures_test"),
+    (
         "INTERNALERROR> Traceback (most recent call last):",
         "pytest.internal_error",
     ),
