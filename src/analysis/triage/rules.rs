@@ -921,7 +921,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^pyocd\.core\.exceptions\.(?P<msg>\w+: .+)$",
     ),
-    re("pyocd.error", "pyocd", FlashError, r"^\d{7} [CE] (?P<msg>.+?)(?: \[\w+\])?$").weight(1),
+    // pyOCD's log lines, also where its progress bar left no newline before them.
+    re(
+        "pyocd.error",
+        "pyocd",
+        FlashError,
+        r"^(?:\[[= ]*\]\s+\d+%)?\d{7} [CE] (?P<msg>.+?)(?: \[\w+\])?$",
+    )
+    .weight(1),
     re(
         "jlink.no_probe",
         "jlink",
@@ -1018,7 +1025,12 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r#""error": "(?P<msg>(?:Connecting to the chip was unsuccessful|The flashing procedure failed|Failed to attach)[^"]*|[^"]*[Pp]robe[^"]*)""#,
     ),
-    re("pyocd.legacy_error", "pyocd", FlashError, r"^\d{7}:(?:ERROR|CRITICAL):\w+:(?P<msg>.+)$"),
+    re(
+        "pyocd.legacy_error",
+        "pyocd",
+        FlashError,
+        r"^(?:\[[= ]*\]\s+\d+%)?\d{7}:(?:ERROR|CRITICAL):\w+:(?P<msg>.+)$",
+    ),
     re(
         "nrfjprog.error",
         "nrfjprog",

@@ -1179,6 +1179,14 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Failures during test.flash:", "riot.failures_flash"),
     ("Failures during test:", "riot.failures_test"),
     (
+        "[                    ]   0%0002229:CRITICAL:__main__:flash erase sector failure (address 0x00000000; result code 0x67)",
+        "pyocd.legacy_error",
+    ),
+    (
+        "[=                   ]   6%0013633 C target was not halted as expected after calling flash algorithm routine (IPSR=3) [__main__]",
+        "pyocd.error",
+    ),
+    (
         "INTERNALERROR> Traceback (most recent call last):",
         "pytest.internal_error",
     ),
