@@ -49,7 +49,10 @@
 //! subcommand (`make: *** Error 1`, `ninja: build stopped`, west's `FATAL ERROR: command exited
 //! with status 1`) count only when nothing else is evidence of a failure. See [`rules::Scope`].
 //!
-//! Three readings refine the order above. A runner's timeout after a test's own failure line is
+//! Four readings refine the order above. A line that only reports how a failure was handled
+//! (Zephyr's `ZEPHYR FATAL ERROR`, ESP-IDF's `abort()`) yields to a line of another kind that
+//! names its cause (an assert, a task watchdog's frame in the backtrace): the earlier, decisive
+//! cause beats its later consequence. A runner's timeout after a test's own failure line is
 //! that test failure (the verdict was reached; the timeout cut the rest short), except when
 //! fwfix itself stopped a run with no verdict. A serial port that cannot be opened in an
 //! uploader's log is the upload port, so the flash failed. A firmware assert or fault that a
