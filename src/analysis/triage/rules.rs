@@ -1769,6 +1769,16 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    // A line that says flashing, uploading or erasing failed, from a tool no rule knows (an
+    // IDE's uploader, a vendor's programmer): the flash's failure, at low confidence.
+    re(
+        "flash.generic_failed",
+        "flasher",
+        FlashError,
+        r"(?i)^\W*(?P<msg>(?:(?:flash(?:ing)?|upload(?:ing)?|programming|(?:chip |sector |mass )?eras(?:e|ing)|writ(?:e|ing) (?:to )?flash)\b[^.]{0,40}?\b(?:failed|error|unsuccessful|aborted)|failed (?:uploading|flashing|to (?:flash|program|upload|erase))\b).*)$",
+    )
+    .weight(1)
+    .generic(),
     re(
         "generic.error",
         "any",

@@ -1206,6 +1206,14 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("> FATAL: cannot open image", "generic.error"),
     (
+        "Mass erase failed, the device is read-protected",
+        "flash.generic_failed",
+    ),
+    (
+        "Flash Download failed  -  Target DLL has been cancelled",
+        "flash.generic_failed",
+    ),
+    (
         "No time left for remaining 2 retries. 1 retries out of 3 failed for depthcharge-retry",
         "lava.infrastructure",
     ),
