@@ -1127,6 +1127,14 @@ pub static RULES: &[Rule] = &[
         r#"^\s*File "(?:\S*[/\\])?(?:labgrid|twisterlib|pytest_embedded\w*|_pytest|pluggy)[/\\]"#,
     )
     .context(),
+    // A LAVA job's own action lines: a lab tool's log, so its vague errors are the lab's.
+    re(
+        "lava.context",
+        "lava",
+        InfraError,
+        r"^(?:\d\d:\d\d:\d\d\.\d+\s+)?(?:start|end): \d+(?:\.\d+)* [\w-]+ \((?:timeout|duration) \d\d:\d\d:\d\d\) \[\w+\]$",
+    )
+    .context(),
     // A CI job's own trailer says the job's script exited 0, not that the firmware passed: a
     // runner that reports failed tests and exits 0 is followed by it all the same.
     noise(

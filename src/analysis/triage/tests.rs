@@ -1196,6 +1196,10 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Bad test result: config", "lava.bad_result"),
     (
+        "09:25:04.713306  start: 2.3 expect-shell-connection (timeout 00:04:57) [common]",
+        "lava.context",
+    ),
+    (
         "fatal: repository 'https://github.com/foo/bar/' not found",
         "git.repository_not_found",
     ),
@@ -2116,4 +2120,15 @@ fn a_severity_word_counts_after_a_log_prefix() {
         classify_str("the test checks that no ERROR: line is printed").class,
         TriageClass::Unknown
     );
+}
+
+#[test]
+fn a_lab_tools_vague_error_is_the_labs() {
+    let t = classify_str(
+        "start: 1.1 download-retry (timeout 00:10:00) [common]\n\
+         ERROR: could not fetch the kernel image\n\
+         end: 1.1 download-retry (duration 00:00:03) [common]\n",
+    );
+    assert_eq!(t.class, TriageClass::InfraError, "{t:?}");
+    assert!(t.reason.contains("low confidence"), "{t:?}");
 }
