@@ -51,7 +51,10 @@
 //! subcommand (`make: *** Error 1`, `ninja: build stopped`, west's `FATAL ERROR: command exited
 //! with status 1`) count only when nothing else is evidence of a failure. See [`rules::Scope`].
 //!
-//! Three readings refine the order above. A runner's timeout after a test's own failure line is
+//! Four readings refine the order above. A line that only reports how a failure was handled
+//! (Zephyr's `ZEPHYR FATAL ERROR`, ESP-IDF's `abort()`) yields to a line of another kind that
+//! names its cause (an assert, a task watchdog's frame in the backtrace): the earlier, decisive
+//! cause beats its later consequence. A runner's timeout after a test's own failure line is
 //! that test failure (the verdict was reached; the timeout cut the rest short), except when
 //! fwfix itself stopped a run with no verdict. A serial port that cannot be opened in an
 //! uploader's log is the upload port, so the flash failed. A firmware assert or fault that a
@@ -956,6 +959,7 @@ impl Triager {
                     message: k.message.as_str(),
                     scope: RULES[k.rule].scope,
                     yields: RULES[k.rule].yields_to_context,
+                    consequence: RULES[k.rule].consequence,
                     from_context: false,
                 })
             })
@@ -971,6 +975,7 @@ impl Triager {
                 message: timeout_reason.as_str(),
                 scope: Scope::Specific,
                 yields: false,
+                consequence: false,
                 from_context: false,
             });
         }
@@ -1103,6 +1108,8 @@ struct Candidate<'a> {
     scope: Scope,
     /// See [`Rule::yields_to_context`].
     yields: bool,
+    /// See [`Rule::consequence`].
+    consequence: bool,
     /// The class is the log's context's, not the rule's own.
     from_context: bool,
 }
@@ -1111,6 +1118,7 @@ struct Candidate<'a> {
 /// echoes only when nothing else does, and then as the class its context lines name; context
 /// lines never count by themselves. A line that yields to the context takes its class too.
 fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
+    settle_consequences(candidates);
     let specific_failure = candidates
         .iter()
         .any(|c| c.scope == Scope::Specific && c.class != TriageClass::Pass);
@@ -1140,6 +1148,28 @@ fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
             c.class = context;
             c.from_context = true;
         }
+    }
+}
+
+/// The earlier, decisive cause beats its later consequence: a line that only reports how a
+/// failure was handled (a fatal-error handler's banner, an `abort()`) drops out when another
+/// specific line names a cause of another kind such handlers report (an assert, a hang).
+fn settle_consequences(candidates: &mut Vec<Candidate<'_>>) {
+    let causes: Vec<TriageClass> = candidates
+        .iter()
+        .filter(|c| {
+            !c.consequence
+                && c.scope == Scope::Specific
+                && matches!(
+                    c.class,
+                    TriageClass::Assert | TriageClass::Crash | TriageClass::Hang
+                )
+        })
+        .map(|c| c.class)
+        .collect();
+    if !causes.is_empty() {
+        // A consequence of the cause's own class still shows it (a fault, then its fatal error).
+        candidates.retain(|c| !c.consequence || causes.contains(&c.class));
     }
 }
 

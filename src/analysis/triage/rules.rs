@@ -68,6 +68,10 @@ pub struct Rule {
     /// A test case's own pass line: a firmware assert or fault since the case before was one
     /// the test expected (ztest's error-hook tests raise them on purpose).
     pub passes_test_case: bool,
+    /// The line reports how the system handled a failure, not the failure itself (Zephyr's
+    /// `ZEPHYR FATAL ERROR` after an assert, ESP-IDF's `abort()` a task watchdog called): it
+    /// yields to any other line of the log that names the cause (an assert, a fault, a hang).
+    pub consequence: bool,
 }
 
 /// How far a rule's line decides by itself.
@@ -111,6 +115,7 @@ impl Rule {
             scope: Scope::Specific,
             yields_to_context: false,
             passes_test_case: false,
+            consequence: false,
         }
     }
 
@@ -141,6 +146,11 @@ impl Rule {
 
     const fn passes_test_case(mut self) -> Rule {
         self.passes_test_case = true;
+        self
+    }
+
+    const fn consequence(mut self) -> Rule {
+        self.consequence = true;
         self
     }
 
@@ -212,6 +222,18 @@ const UNITY_SUMMARIES: &[&str] = &["unity.summary_ok", "unity.summary_fail"];
 macro_rules! qemu {
     ($rest:literal) => {
         concat!(r"(?:^|[\s)])qemu-system-[\w.-]+: ", $rest)
+    };
+}
+
+/// Whatever a logger, a quoting reply or a terminal puts before a line's own words: quote marks
+/// and emoji (`> `, `☠️ `), bracketed levels and tags (`[INFO]`, `[main]`), ISO and clock
+/// timestamps. A generic severity word counts after any of them.
+macro_rules! prefixed {
+    ($rest:literal) => {
+        concat!(
+            r"^(?:[^A-Za-z0-9\s]+\s*|\[[^\]]{0,40}\]\s*|\d{4}-\d\d-\d\d[T ][\d:.,]+Z?\s+|\d\d:\d\d:\d\d[.,\d]*\s+)*",
+            $rest
+        )
     };
 }
 
@@ -311,7 +333,7 @@ pub static RULES: &[Rule] = &[
         "greentea.fail",
         "greentea",
         TestFailure,
-        r"(?P<msg>mbedgt: test case results: .*\b[1-9]\d* FAIL\b.*|mbedgt: test case summary: \d+ pass(?:es)?, [1-9]\d* failures?|\{\{result;failure\}\}|\|\s*FAIL\s*\|)",
+        r"(?P<msg>mbedgt: test case results: .*\b[1-9]\d* (?:FAIL|ERROR|CRASH)\b.*|mbedgt: test case summary: \d+ pass(?:es)?, [1-9]\d* failures?|\{\{result;failure\}\}|\|\s*FAIL\s*\|)",
     ),
     re(
         "greentea.suite_fail",
@@ -322,6 +344,30 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("greentea.suite_ok", "greentea", Pass, r"(?P<msg>mbedgt: test suite '[^']+' \.+ OK\b.*)$")
         .verdict(),
+    // A row of greentea's result table: the result, then the time it took. A table of such
+    // rows is the run's result even when the excerpt lost the summary under it.
+    re(
+        "greentea.table_ok",
+        "greentea",
+        Pass,
+        r"^\|.*\|\s*(?P<msg>OK)\s*\|\s*[\d.]+\s*\|",
+    )
+    .weight(2),
+    re(
+        "greentea.no_target",
+        "greentea",
+        InfraError,
+        r"mbedgt: (?P<msg>no (?:platform/target matching tests|matching platforms|devices?) (?:(?:were|was) )?(?:found|detected)\b.*)$",
+    )
+    .weight(2),
+    re(
+        "greentea.exit_code",
+        "greentea",
+        InfraError,
+        r"^mbedgt: (?P<msg>exited with code (?:-\d+|[1-9]\d*))\b",
+    )
+    .weight(1)
+    .generic(),
     re(
         "greentea.pass",
         "greentea",
@@ -437,6 +483,14 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Errors \([1-9]\d* failures?, \d+ tests?, .*\))$",
     )
     .verdict(),
+    // CppUTest's failure line has a compiler diagnostic's `file:line:` shape.
+    re(
+        "cpputest.failure",
+        "cpputest",
+        TestFailure,
+        r"(?P<msg>\S+:\d+: (?:error: )?Failure in TEST\([^)]*\).*)$",
+    )
+    .weight(2),
     re("cpputest.summary_pass", "cpputest", Pass, r"^(?P<msg>OK \(\d+ tests?, \d+ ran, .*\))$")
         .verdict(),
     re(
@@ -499,7 +553,9 @@ pub static RULES: &[Rule] = &[
         "ceedling.test_crashed",
         "ceedling",
         Crash,
-        r"^ERROR: (?P<msg>Internal sanity check for test fixture .*|Test executable \S+ failed\..*)$",
+        prefixed!(
+            r"ERROR: (?P<msg>Internal sanity check for test fixture .*|Test executable \S+ (?:failed\.|seems to have crashed\b).*)$"
+        ),
     ),
     re("ceedling.no_file", "ceedling", BuildError, r"^ERROR: (?P<msg>Found no file .*)$"),
     re(
@@ -550,7 +606,7 @@ pub static RULES: &[Rule] = &[
         "pexpect.timeout",
         "pexpect",
         Hang,
-        r"(?P<msg>pexpect\.exceptions\.TIMEOUT\b.*|Timeout in expect script at .*)$",
+        r"(?P<msg>pexpect\.exceptions\.TIMEOUT\b.*|Timeout in expect script at .*|(?:raise|\w+ =) TIMEOUT\(.*)$",
     ),
     re(
         "nuttx.ostest_fail",
@@ -565,6 +621,37 @@ pub static RULES: &[Rule] = &[
     // `OK (42 tests)`.
     re("riot.test_failed", "riot", TestFailure, r"^(?P<msg>\[FAILED\](?:\s.*)?)$").verdict(),
     re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
+    // RIOT's compile_and_test_for_board: `INFO:<board>.<app>:Success` once an application
+    // built, flashed and passed its test.
+    // Its summary names the step the listed applications failed in.
+    re(
+        "riot.failures_compilation",
+        "riot",
+        BuildError,
+        r"^(?P<msg>Failures during compilation:)$",
+    )
+    .weight(2),
+    re(
+        "riot.failures_flash",
+        "riot",
+        FlashError,
+        r"^(?P<msg>Failures during test\.flash:)$",
+    )
+    .weight(2),
+    re(
+        "riot.failures_test",
+        "riot",
+        TestFailure,
+        r"^(?P<msg>Failures during test:)$",
+    )
+    .weight(2),
+    re(
+        "riot.board_app_success",
+        "riot",
+        Pass,
+        r"^INFO:[\w.-]+\.[\w/.-]+:(?P<msg>Success)$",
+    )
+    .weight(2),
     re("embunit.ok", "embunit", Pass, r"^(?P<msg>OK \(\d+ tests?\))$").verdict(),
     // Any runner's closing words, after every runner above had its turn: `all tests passed!`
     // (defmt-test), `Tests finished successfully :)` and `Some tests failed :(` (Renode's
@@ -674,6 +761,14 @@ pub static RULES: &[Rule] = &[
         "cmake",
         ToolMissing,
         r"(?P<msg>is not a full path and was not found in the PATH\..*|CMake was unable to find a build program corresponding to .*|^Could not find a package configuration file provided by .*|^Could not find a configuration file for package .*|^Could NOT find \S+ \(missing: .*|No CMAKE_\w+_COMPILER could be found\..*)$",
+    ),
+    // Zephyr's `cmake/compiler/<toolchain>/generic.cmake` stops when the toolchain's compiler
+    // is not installed; CMake's own lookup names the compiler it could not find.
+    re(
+        "cmake.compiler_not_found",
+        "cmake",
+        ToolMissing,
+        r"(?P<msg>CMake Error at \S*cmake[/\\]compiler[/\\]\S+\.cmake:\d+ \((?:message|find_program)\):?|Could not find CMAKE_\w*COMPILER\b.*|Zephyr was unable to find the toolchain\..*|The (?:C|CXX|ASM) compiler\b.*\bis not able to compile\b.*|(?:C|C\+\+|CXX|ASM) compiler \S+ not found\b.*)$",
     ),
     re(
         "meson.not_found",
@@ -828,7 +923,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^pyocd\.core\.exceptions\.(?P<msg>\w+: .+)$",
     ),
-    re("pyocd.error", "pyocd", FlashError, r"^\d{7} [CE] (?P<msg>.+?)(?: \[\w+\])?$").weight(1),
+    // pyOCD's log lines, also where its progress bar left no newline before them.
+    re(
+        "pyocd.error",
+        "pyocd",
+        FlashError,
+        r"^(?:\[[= ]*\]\s+\d+%)?\d{7} [CE] (?P<msg>.+?)(?: \[\w+\])?$",
+    )
+    .weight(1),
     re(
         "jlink.no_probe",
         "jlink",
@@ -925,7 +1027,12 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r#""error": "(?P<msg>(?:Connecting to the chip was unsuccessful|The flashing procedure failed|Failed to attach)[^"]*|[^"]*[Pp]robe[^"]*)""#,
     ),
-    re("pyocd.legacy_error", "pyocd", FlashError, r"^\d{7}:(?:ERROR|CRITICAL):\w+:(?P<msg>.+)$"),
+    re(
+        "pyocd.legacy_error",
+        "pyocd",
+        FlashError,
+        r"^(?:\[[= ]*\]\s+\d+%)?\d{7}:(?:ERROR|CRITICAL):\w+:(?P<msg>.+)$",
+    ),
     re(
         "nrfjprog.error",
         "nrfjprog",
@@ -1020,6 +1127,14 @@ pub static RULES: &[Rule] = &[
         "python",
         InfraError,
         r#"^\s*File "(?:\S*[/\\])?(?:labgrid|twisterlib|pytest_embedded\w*|_pytest|pluggy)[/\\]"#,
+    )
+    .context(),
+    // A LAVA job's own action lines: a lab tool's log, so its vague errors are the lab's.
+    re(
+        "lava.context",
+        "lava",
+        InfraError,
+        r"^(?:\d\d:\d\d:\d\d\.\d+\s+)?(?:start|end): \d+(?:\.\d+)* [\w-]+ \((?:timeout|duration) \d\d:\d\d:\d\d\) \[\w+\]$",
     )
     .context(),
     // A CI job's own trailer says the job's script exited 0, not that the firmware passed: a
@@ -1127,7 +1242,9 @@ pub static RULES: &[Rule] = &[
         "labgrid",
         InfraError,
         r"(?P<msg>Timeout of [\d.]+ seconds exceeded(?: or connection closed by peer)?)",
-    ),
+    )
+    .weight(1)
+    .generic(),
     re("labgrid.resources", "labgrid", InfraError, r"(?P<msg>Not all resources are available.*)$"),
     re(
         "pexpect.eof",
@@ -1366,7 +1483,7 @@ pub static RULES: &[Rule] = &[
         Assert,
         r"(?P<msg>(?:__assert_func|vPortAssertIfInISR|vAssertCalled)\b.*|RTOS Assert \S+\s+Line \d+.*)$",
     ),
-    re("zephyr.assert", "zephyr", Assert, r"ASSERTION FAIL \["),
+    re("zephyr.assert", "zephyr", Assert, r"ASSERTION FAIL(?:ED)?\s*[\[@]"),
     re("esp_idf.assert", "esp-idf", Assert, r"(?P<msg>assert failed[:!].*)$"),
     re(
         "freertos.assert",
@@ -1429,7 +1546,7 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"(?P<msg>\*{5} (?:MPU|MEMORY MANAGEMENT|BUS|USAGE|HARD|SECURE) FAULT \*{5})",
     ),
-    re("zephyr.fatal", "zephyr", Crash, r">>> (?P<msg>ZEPHYR FATAL ERROR \d+: .+)$"),
+    re("zephyr.fatal", "zephyr", Crash, r">>> (?P<msg>ZEPHYR FATAL ERROR \d+: .+)$").consequence(),
     re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
     re("esp_idf.task_watchdog_abort", "esp-idf", Hang, r"task_wdt: (?P<msg>Aborting\.)"),
     re(
@@ -1444,7 +1561,17 @@ pub static RULES: &[Rule] = &[
         "esp-idf",
         Crash,
         r"(?P<msg>abort\(\) was called at PC 0x[0-9a-fA-F]+(?: on core \d+)?)",
-    ),
+    )
+    .consequence(),
+    // A decoded backtrace frame in a watchdog's interrupt handler: the watchdog fired, and
+    // whatever aborted did so on its behalf.
+    re(
+        "esp_idf.watchdog_frame",
+        "esp-idf",
+        Hang,
+        r"^0x[0-9a-fA-F]{8}: (?P<msg>(?:esp_)?task_wdt_isr\w*|int_wdt_isr\w*) at ",
+    )
+    .weight(2),
     re("esp_idf.stack_overflow", "esp-idf", Crash, r"\*\*\*ERROR\*\*\* A stack overflow in task"),
     re("esp_idf.task_watchdog", "esp-idf", Hang, r"(?P<msg>Task watchdog got triggered.*)$"),
     // An ESP chip's ROM names a watchdog's reset on the next boot: ESP32's timer-group
@@ -1469,7 +1596,7 @@ pub static RULES: &[Rule] = &[
         "linux.kernel_panic",
         "linux",
         Crash,
-        r"(?P<msg>Kernel panic - not syncing: .+|Unable to handle kernel (?:NULL pointer dereference|paging request) at virtual address .+)$",
+        r"(?P<msg>Kernel panic - not syncing: .+|Unable to handle kernel (?:NULL pointer dereference|paging request) at virtual address .+|Unhandled fault: .+ at 0x[0-9a-fA-F]+|Internal error: Oops\b.*)$",
     ),
     re("qemu.lockup", "qemu", Crash, r"^qemu: fatal: (?P<msg>Lockup.*)$"),
     re("qemu.fatal", "qemu", Crash, r"^qemu: fatal: (?P<msg>.+)$"),
@@ -1539,6 +1666,109 @@ pub static RULES: &[Rule] = &[
     // timed out. It decides only a log no specific line explains, as the step a context line
     // names or else as a build step (the commonest place for a tool that is not known), and
     // the reason says the confidence is low.
+    // A firmware's assert in shapes no framework above claimed: `[ASSERT] file.c:716`, `mbed
+    // assertation failed: ...`, `ASSERT failed at ...`.
+    re(
+        "firmware.assert_location",
+        "firmware",
+        Assert,
+        prefixed!(r"(?i:ASSERT(?:ION)?)\]?\s*:?\s*(?P<msg>\S+\.(?:c|cc|cpp|cxx|h|hpp|rs|S):\d+\b.*)$"),
+    )
+    .weight(2),
+    re(
+        "firmware.assert_failed",
+        "firmware",
+        Assert,
+        r"(?i)(?:^|[^\w.])(?P<msg>(?:\w+ )?assert(?:ion|ation)? fail(?:ed|ure)?\b.*)$",
+    )
+    .weight(2),
+    // A source-like file's `path:line[:col]` (or `path:line (column N)`) with an error: a
+    // devicetree, overlay, Kconfig, linker script, CMake or YAML file the build reads.
+    re(
+        "build.source_error",
+        "build",
+        BuildError,
+        r"(?P<msg>(?:^|\s)\S*(?:\.(?:dts|dtsi|overlay|conf|ld|lds|cmake|ya?ml|defconfig|toml|mk)|Kconfig[\w.-]*|CMakeLists\.txt)[:(]\s*\d+(?:[:.]\d+)?(?:-\d+(?:\.\d+)?)?(?:\s*\(column \d+\))?\)?:?\s*(?i:(?:fatal )?(?:parse |syntax )?error)\b.*)$",
+    )
+    .weight(2),
+    // A generic tally with no failures under at least one pass (twister's DEBUG summary,
+    // a CI comment's `Executed: 24` then `Failed: 0`), or one with failures.
+    re(
+        "summary.passing_count",
+        "any",
+        Pass,
+        r"(?i)^(?:\w+\s+-\s+)?(?P<msg>(?:Passing test (?:suites|cases)|Passed tests?|Passing tests|Tests? passed|Executed(?: test cases)?|Passed)\s*:\s*[1-9]\d*)\s*$",
+    )
+    .weight(1),
+    re(
+        "summary.zero_failing",
+        "any",
+        Pass,
+        r"(?i)^(?:\w+\s+-\s+)?(?P<msg>(?:Failing test (?:suites|cases)|Failed tests?|Failing tests|Tests? failed|Failed|Failures)\s*:\s*0)\s*$",
+    )
+    .follows(&["summary.passing_count"])
+    .verdict(),
+    re(
+        "summary.failing_count",
+        "any",
+        TestFailure,
+        r"(?i)^(?:\w+\s+-\s+)?(?P<msg>(?:Failing test (?:suites|cases)|Failed tests|Failing tests|Tests failed)\s*:\s*[1-9]\d*)\s*$",
+    )
+    .weight(2),
+    // st-flash's and st-info's own shapes: a target its chip table does not know, a target it
+    // cannot reach.
+    re(
+        "stlink.unknown_chip",
+        "st-flash",
+        FlashError,
+        r"(?:WARN|ERROR) \S+\.c: (?P<msg>unknown chip id!?.*)$",
+    )
+    .weight(2),
+    // An error from stlink's own logger (`2019-03-24T20:10:32 ERROR common.c: ...`) is the
+    // flasher's, whatever it says.
+    re(
+        "stlink.log_error",
+        "st-flash",
+        FlashError,
+        r"^\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d ERROR \S+\.c: (?P<msg>.+)$",
+    )
+    .weight(2),
+    re(
+        "stlink.connect_failed",
+        "st-flash",
+        FlashError,
+        r"^(?P<msg>Failed to connect to target\.?)$",
+    )
+    .weight(2),
+    // pytest's own failure before any test ran: a plugin's traceback, an argument not found.
+    re(
+        "pytest.internal_error",
+        "pytest",
+        InfraError,
+        r"(?P<msg>INTERNALERROR>\s*(?:Traceback \(most recent call last\):|(?:\w+\.)*\w*(?:Error|Exception): .*))$",
+    )
+    .weight(2),
+    re(
+        "pytest.not_found",
+        "pytest",
+        InfraError,
+        r"^ERROR: (?P<msg>(?:file or directory )?not found: .+)$",
+    )
+    .weight(2),
+    re(
+        "lava.bad_result",
+        "lava",
+        InfraError,
+        r"(?:^|\s)(?P<msg>Bad test result: .+)$",
+    )
+    .weight(2),
+    re(
+        "git.repository_not_found",
+        "git",
+        InfraError,
+        r"^(?:fatal|ERROR|remote): (?P<msg>[Rr]epository (?:'[^']*' )?not found\.?.*)$",
+    )
+    .weight(2),
     // A bare error line that names a debug probe, an adapter or the flash: a flashing tool's,
     // whichever it is (OpenOCD's own `Error:` lines without its banner, a vendor tool's).
     re(
@@ -1549,11 +1779,21 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    // A line that says flashing, uploading or erasing failed, from a tool no rule knows (an
+    // IDE's uploader, a vendor's programmer): the flash's failure, at low confidence.
+    re(
+        "flash.generic_failed",
+        "flasher",
+        FlashError,
+        r"(?i)^\W*(?P<msg>(?:(?:flash(?:ing)?|upload(?:ing)?|programming|(?:chip |sector |mass )?eras(?:e|ing)|writ(?:e|ing) (?:to )?flash)\b[^.]{0,40}?\b(?:failed|error|unsuccessful|aborted)|failed (?:uploading|flashing|to (?:flash|program|upload|erase))\b).*)$",
+    )
+    .weight(1)
+    .generic(),
     re(
         "generic.error",
         "any",
         BuildError,
-        r"^(?:ERROR|error|FATAL ERROR|FATAL|fatal|Fatal error|FAILED)\s*:\s*(?P<msg>\S.*)$",
+        prefixed!(r"(?:ERROR|error|FATAL ERROR|FATAL|fatal|Fatal error|FAILED)\s*:\s*(?P<msg>\S.*)$"),
     )
     .weight(1)
     .generic(),

@@ -1101,6 +1101,122 @@ const SAMPLES: &[(&str, &str)] = &[
         "lava.infrastructure",
     ),
     ("auto-login-action timed out after 300 seconds", "lava.action_timeout"),
+    // Round 5: kinds of lines the generic mechanisms cover, each in its tool's shape.
+    (
+        "| K64F-GCC_ARM | K64F | tests-mbed_drivers-ticker | OK | 21.8 | default |",
+        "greentea.table_ok",
+    ),
+    (
+        "mbedgt: no platform/target matching tests were found!",
+        "greentea.no_target",
+    ),
+    ("mbedgt: exited with code -110", "greentea.exit_code"),
+    (
+        "/src/tests/test_basic.cpp:20: Failure in TEST(TestConcat, concat_12)",
+        "cpputest.failure",
+    ),
+    (
+        "\u{2620}\u{fe0f} ERROR: Test executable `test_lib.out` seems to have crashed -- likely terminating early due to a bad code reference.",
+        "ceedling.test_crashed",
+    ),
+    (
+        "INFO:nucleo-f411re.tests/xtimer_usleep:Success",
+        "riot.board_app_success",
+    ),
+    (
+        "CMake Error at zephyr/cmake/compiler/clang/generic.cmake:7 (find_program):",
+        "cmake.compiler_not_found",
+    ),
+    (
+        "  Could not find CMAKE_C_COMPILER using the following names: clang",
+        "cmake.compiler_not_found",
+    ),
+    (
+        "ASSERTION FAIL @ WEST_TOPDIR/zephyr/subsys/bluetooth/host/l2cap.c:704",
+        "zephyr.assert",
+    ),
+    (
+        "0x400d4634: task_wdt_isr at /esp-idf/components/esp_common/src/task_wdt.c:182 (discriminator 1)",
+        "esp_idf.watchdog_frame",
+    ),
+    (
+        "<1>[    1.813418] Unhandled fault: page domain fault (0x01b) at 0x00000000",
+        "linux.kernel_panic",
+    ),
+    ("Internal error: Oops: 17 [#1] PREEMPT SMP ARM", "linux.kernel_panic"),
+    (
+        "err = TIMEOUT('Timeout of 1.99 seconds exceeded or connection closed by peer',)",
+        "pexpect.timeout",
+    ),
+    ("[ASSERT] /src/FreeRTOS-Sim/Demo/TimerDemo.c:716", "firmware.assert_location"),
+    ("ASSERT: main.c:42 buf != NULL", "firmware.assert_location"),
+    (
+        "mbed assertation failed: 0 == ret, file: NanostackInterface.cpp, line 213",
+        "firmware.assert_failed",
+    ),
+    (
+        "boards/st/stm32c0116_dk/stm32c0116_dk.dts:56 (column 19): parse error: expected number or parenthesized expression",
+        "build.source_error",
+    ),
+    ("Error: app.overlay:12.1-6 syntax error", "build.source_error"),
+    (
+        "Error: boards/arm/foo/foo.dtsi:21.2-3 syntax error",
+        "build.source_error",
+    ),
+    ("DEBUG   - Passing test suites: 1", "summary.passing_count"),
+    ("Executed: 24", "summary.passing_count"),
+    ("DEBUG   - Failing test suites: 2", "summary.failing_count"),
+    (
+        "2020-12-27T11:16:13 WARN common.c: unknown chip id! 0x3748",
+        "stlink.unknown_chip",
+    ),
+    ("Failed to connect to target", "stlink.connect_failed"),
+    (
+        "2021-03-01T10:00:01 ERROR common.c: Flash memory is write protected",
+        "stlink.log_error",
+    ),
+    ("Failures during compilation:", "riot.failures_compilation"),
+    ("Failures during test.flash:", "riot.failures_flash"),
+    ("Failures during test:", "riot.failures_test"),
+    (
+        "[                    ]   0%0002229:CRITICAL:__main__:flash erase sector failure (address 0x00000000; result code 0x67)",
+        "pyocd.legacy_error",
+    ),
+    (
+        "[=                   ]   6%0013633 C target was not halted as expected after calling flash algorithm routine (IPSR=3) [__main__]",
+        "pyocd.error",
+    ),
+    (
+        "INTERNALERROR> Traceback (most recent call last):",
+        "pytest.internal_error",
+    ),
+    (
+        "ERROR: file or directory not found: tests/test_shell.py",
+        "pytest.not_found",
+    ),
+    ("Bad test result: config", "lava.bad_result"),
+    (
+        "09:25:04.713306  start: 2.3 expect-shell-connection (timeout 00:04:57) [common]",
+        "lava.context",
+    ),
+    (
+        "fatal: repository 'https://github.com/foo/bar/' not found",
+        "git.repository_not_found",
+    ),
+    ("remote: Repository not found.", "git.repository_not_found"),
+    (
+        "[2024-01-05 10:11:12] ERROR: device did not answer",
+        "generic.error",
+    ),
+    ("> FATAL: cannot open image", "generic.error"),
+    (
+        "Mass erase failed, the device is read-protected",
+        "flash.generic_failed",
+    ),
+    (
+        "Flash Download failed  -  Target DLL has been cancelled",
+        "flash.generic_failed",
+    ),
     (
         "No time left for remaining 2 retries. 1 retries out of 3 failed for depthcharge-retry",
         "lava.infrastructure",
@@ -1123,6 +1239,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "unity.verdict_fail",
         "unittest.ok",
         "esp_idf.abort_after_watchdog",
+        "summary.zero_failing",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -1992,4 +2109,81 @@ fn rules_that_read_a_line_only_after_their_header() {
         (t.class, t.lines.as_slice()),
         (TriageClass::TestFailure, &[1][..])
     );
+}
+
+#[test]
+fn a_cause_beats_the_fatal_error_that_reports_it() {
+    // Zephyr's fatal-error handler runs after an assert: the assert is what failed.
+    let t = classify_str(
+        "ASSERTION FAIL @ WEST_TOPDIR/zephyr/subsys/bluetooth/host/l2cap.c:704\n\
+         os: >>> ZEPHYR FATAL ERROR 4: Kernel panic on CPU 0\n\
+         os: Current thread: 0x20001234 (unknown)\n",
+    );
+    assert_eq!(
+        (t.class, t.lines.clone()),
+        (TriageClass::Assert, vec![1]),
+        "{t:?}"
+    );
+    // ESP-IDF's abort() called from the task watchdog's interrupt, as its decoded backtrace
+    // shows it: the watchdog fired, so the run hung.
+    let t = classify_str(
+        "abort() was called at PC 0x400d4634 on core 0\n\
+         \n\
+         0x400d4634: task_wdt_isr at /esp-idf/components/esp_common/src/task_wdt.c:182\n\
+         0x40090702: panic_abort at /esp-idf/components/esp_system/panic.c:363\n",
+    );
+    assert_eq!(t.class, TriageClass::Hang, "{t:?}");
+    // With no other cause, the consequence still decides.
+    let t = classify_str("E: >>> ZEPHYR FATAL ERROR 0: CPU exception on CPU 0\n");
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
+}
+
+#[test]
+fn a_tally_with_passes_and_no_failures_is_a_pass() {
+    let twister = "DEBUG   - Total test suites: 1\n\
+                   DEBUG   - Executed test cases: 26\n\
+                   DEBUG   - Completed test suites: 1\n\
+                   DEBUG   - Passing test suites: 1\n\
+                   DEBUG   - Failing test suites: 0\n\
+                   DEBUG   - Skipped test suites: 0\n";
+    assert_eq!(classify_str(twister).class, TriageClass::Pass);
+    let failing = twister.replace("Failing test suites: 0", "Failing test suites: 1");
+    assert_eq!(classify_str(&failing).class, TriageClass::TestFailure);
+    // `Failed: 0` alone, with no pass counted before it, says nothing ran.
+    assert_eq!(
+        classify_str("Failed: 0\nSkipped: 4\n").class,
+        TriageClass::Unknown
+    );
+    // Passes counted, but the tally cut before its failures: no verdict.
+    assert_eq!(classify_str("Executed: 24\n").class, TriageClass::Unknown);
+}
+
+#[test]
+fn a_severity_word_counts_after_a_log_prefix() {
+    for line in [
+        "[2024-01-05 10:11:12] ERROR: device did not answer",
+        "2024-01-05T10:11:12Z ERROR: device did not answer",
+        "> ERROR: device did not answer",
+        "[main] FATAL: device did not answer",
+    ] {
+        let t = classify_str(line);
+        assert_eq!(t.class, TriageClass::BuildError, "{line}: {t:?}");
+        assert!(t.reason.contains("low confidence"), "{line}: {t:?}");
+    }
+    // A word in the middle of a sentence is no severity.
+    assert_eq!(
+        classify_str("the test checks that no ERROR: line is printed").class,
+        TriageClass::Unknown
+    );
+}
+
+#[test]
+fn a_lab_tools_vague_error_is_the_labs() {
+    let t = classify_str(
+        "start: 1.1 download-retry (timeout 00:10:00) [common]\n\
+         ERROR: could not fetch the kernel image\n\
+         end: 1.1 download-retry (duration 00:00:03) [common]\n",
+    );
+    assert_eq!(t.class, TriageClass::InfraError, "{t:?}");
+    assert!(t.reason.contains("low confidence"), "{t:?}");
 }
