@@ -411,7 +411,7 @@ fn real_corpora_are_complete_labelled_and_apart() {
 /// What triage got right at first sight on the held-out set, when it was measured (see
 /// unseen/README.md and the README's figure). The goal is 95%: this floor only keeps the figure
 /// from falling, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 78.0;
+const HELD_OUT_FLOOR: f64 = 81.0;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]

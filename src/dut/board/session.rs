@@ -61,6 +61,8 @@ const DETACH_BUDGET: Duration = Duration::from_secs(3);
 const TERM_GRACE: Duration = Duration::from_millis(500);
 /// How long the pipes and the console may take to deliver what is left at the end.
 const DRAIN_BUDGET: Duration = Duration::from_millis(500);
+/// After the image exited, how long the console must stay quiet before the attempt ends.
+const CONSOLE_SETTLE: Duration = Duration::from_millis(30);
 /// Flasher output lines kept for the error message (all of it is in flash.log).
 const TOOL_LINES_KEPT: usize = 200;
 
@@ -764,15 +766,25 @@ impl Session<'_> {
     }
 
     /// Takes every console line already queued, and what the reader still delivers within a
-    /// short budget once it was stopped.
+    /// short budget: until it was stopped and is done, or, while it still runs (the image
+    /// exited), until the console has been quiet for [`CONSOLE_SETTLE`]. A verdict line the
+    /// image printed just before it exited may still be on its way through the reader on a
+    /// loaded machine.
     async fn drain_console(&mut self) {
         let deadline = Instant::now() + DRAIN_BUDGET;
+        let mut quiet_since = Instant::now();
         while self.console_open {
             match self.console_rx.try_recv() {
-                Ok(line) => self.take(line).await,
+                Ok(line) => {
+                    self.take(line).await;
+                    quiet_since = Instant::now();
+                }
                 Err(mpsc::error::TryRecvError::Disconnected) => self.console_open = false,
                 Err(mpsc::error::TryRecvError::Empty) => {
-                    if self.reader.is_some() || Instant::now() >= deadline {
+                    let now = Instant::now();
+                    let settled =
+                        self.reader.is_some() && now.duration_since(quiet_since) >= CONSOLE_SETTLE;
+                    if settled || now >= deadline {
                         break;
                     }
                     sleep(Duration::from_millis(5)).await;
