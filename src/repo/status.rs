@@ -14,8 +14,11 @@
 use super::error::RepoError;
 use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
 use git2::{Index, IndexEntry, ObjectType, Oid, Repository};
+use nix::errno::Errno;
+use nix::fcntl::{AtFlags, OFlag};
+use nix::sys::stat::{fstatat, FileStat, Mode, SFlag};
 use std::ffi::OsStr;
-use std::fs::{self, Metadata};
+use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -64,30 +67,54 @@ pub(crate) fn scan(
         .map(|m| m.mtime())
         .unwrap_or(i64::MAX);
     let dirs = tracked_dirs(&entries);
-
-    // A second thread costs about what listing a few directories or stat'ing a few hundred
-    // files does.
-    let listed = in_parallel(&dirs, 16, |dir| {
-        list_tracked_dir(workdir, dir, &entries, &dirs)
-    })?;
-    let mut candidates = Vec::new();
-    let mut not_dirs: Vec<Vec<u8>> = Vec::new();
-    let mut emptied = Vec::new();
-    for (dir, listing) in dirs.iter().zip(listed) {
-        candidates.extend(listing.candidates);
-        not_dirs.extend(listing.not_dirs);
-        if listing.empty && !dir.is_empty() {
-            emptied.push(dir.clone());
+    let mut own: Vec<Vec<usize>> = vec![Vec::new(); dirs.len()];
+    for (i, entry) in entries.iter().enumerate() {
+        let parent =
+            entry.path[..entry.path.iter().rposition(|&b| b == b'/').unwrap_or(0)].to_vec();
+        if let Ok(d) = dirs.binary_search(&parent) {
+            own[d].push(i);
         }
     }
+    let jobs: Vec<(&Vec<u8>, &Vec<usize>)> = dirs.iter().zip(&own).collect();
+    let ctx = Context {
+        workdir,
+        entries: &entries,
+        dirs: &dirs,
+        index_written,
+        filemode,
+    };
+    // A second thread costs about what a few directories of files do.
+    let scanned = in_parallel(&jobs, 16, |(dir, own)| ctx.scan_dir(dir, own))?;
 
-    let checked = in_parallel(&entries, 512, |entry| {
-        check_entry(workdir, entry, index_written, filemode, &not_dirs)
-    })?;
     let mut status = WorkStatus::default();
-    for (entry, change) in entries.iter().zip(checked) {
-        if let Some(change) = change {
-            status.changes.push((entry.path.clone(), change));
+    let mut candidates = Vec::new();
+    let mut not_dirs: Vec<&[u8]> = Vec::new();
+    let mut emptied = Vec::new();
+    for ((dir, _), found) in jobs.iter().zip(scanned) {
+        candidates.extend(found.candidates);
+        not_dirs.extend(found.not_dirs.iter().map(|&d| dirs[d].as_slice()));
+        if found.empty && !dir.is_empty() {
+            emptied.push(dir.to_vec());
+        }
+        for (i, change) in found.changes {
+            status.changes.push((entries[i].path.clone(), change));
+        }
+    }
+    if !not_dirs.is_empty() {
+        // What was tracked under a directory that is now a symlink or a file is gone, whatever
+        // the link leads to, and nothing found through the link is the repository's.
+        let under = |path: &[u8]| {
+            not_dirs
+                .iter()
+                .any(|d| path.len() > d.len() && path.starts_with(d) && path[d.len()] == b'/')
+        };
+        status.changes.retain(|(path, _)| !under(path));
+        candidates.retain(|(path, _)| !under(path));
+        emptied.retain(|path| !under(path));
+        for entry in &entries {
+            if under(&entry.path) && entry.mode != MODE_GITLINK {
+                status.changes.push((entry.path.clone(), Change::Deleted));
+            }
         }
     }
 
@@ -135,117 +162,171 @@ fn tracked_dirs(entries: &[IndexEntry]) -> Vec<Vec<u8>> {
     dirs
 }
 
-/// What one directory holding tracked files lists besides them.
+/// What the scan needs to look at one directory.
+struct Context<'a> {
+    workdir: &'a Path,
+    /// The index's entries, in path order.
+    entries: &'a [IndexEntry],
+    /// [`tracked_dirs`].
+    dirs: &'a [Vec<u8>],
+    /// When the index file was written (seconds).
+    index_written: i64,
+    filemode: bool,
+}
+
+/// What one directory holding tracked files holds.
 #[derive(Default)]
-struct Listing {
+struct DirScan {
+    /// Its tracked entries that changed: `(index of the entry, change)`.
+    changes: Vec<(usize, Change)>,
     /// Names that are no tracked entry: `(path, is a directory)`.
     candidates: Vec<(Vec<u8>, bool)>,
-    /// Tracked directories found as something else (a symlink, a file): what git tracked under
-    /// them is gone, whatever the link leads to.
-    not_dirs: Vec<Vec<u8>>,
+    /// Tracked directories found as something else (a symlink, a file), as indexes in `dirs`.
+    not_dirs: Vec<usize>,
     empty: bool,
 }
 
-fn list_tracked_dir(
-    workdir: &Path,
-    dir: &[u8],
-    entries: &[IndexEntry],
-    dirs: &[Vec<u8>],
-) -> Result<Listing, RepoError> {
-    let full = files::join(workdir, dir);
-    let mut listing = Listing::default();
-    let read = match fs::read_dir(&full) {
-        Ok(read) => read,
-        // Gone, or no longer a directory: its entries are found deleted one by one.
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            return Ok(listing)
-        }
-        Err(e) => return Err(RepoError::io("list directory", &full, e)),
-    };
-    listing.empty = true;
-    for item in read {
-        let item = item.map_err(|e| RepoError::io("list directory", &full, e))?;
-        listing.empty = false;
-        let name = item.file_name();
-        if name == ".git" {
-            continue;
-        }
-        let mut rel = dir.to_vec();
-        if !rel.is_empty() {
-            rel.push(b'/');
-        }
-        rel.extend_from_slice(name.as_bytes());
-        let kind = item
-            .file_type()
-            .map_err(|e| RepoError::io("stat", item.path(), e))?;
-        let tracked = entries.binary_search_by(|e| e.path.as_slice().cmp(&rel));
-        if let Ok(i) = tracked {
-            // A tracked file that became a directory holds untracked files; a submodule is
-            // a directory and not ours to look into.
-            if kind.is_dir() && entries[i].mode != MODE_GITLINK {
-                listing.candidates.push((rel, true));
-            }
-        } else if dirs.binary_search(&rel).is_ok() {
-            if !kind.is_dir() {
-                if kind.is_file() || kind.is_symlink() {
-                    listing.candidates.push((rel.clone(), false));
+impl Context<'_> {
+    /// Lists directory `dir` and checks its tracked entries `own` (indexes in `entries`), both
+    /// through one descriptor of the directory: a stat relative to it resolves one name, not the
+    /// whole path.
+    fn scan_dir(&self, dir: &[u8], own: &[usize]) -> Result<DirScan, RepoError> {
+        let full = files::join(self.workdir, dir);
+        let mut found = DirScan::default();
+        // The root may be reached through a symlink; a directory below it must not be.
+        let nofollow = if dir.is_empty() {
+            OFlag::empty()
+        } else {
+            OFlag::O_NOFOLLOW
+        };
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC | nofollow;
+        let fd = match nix::fcntl::open(&full, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            // Gone, or no longer a directory: its tracked entries are gone with it.
+            Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => {
+                for &i in own {
+                    if self.checked(&self.entries[i]) {
+                        found.changes.push((i, Change::Deleted));
+                    }
                 }
-                listing.not_dirs.push(rel);
+                return Ok(found);
             }
-        } else if kind.is_dir() {
-            listing.candidates.push((rel, true));
-        } else if kind.is_file() || kind.is_symlink() {
-            listing.candidates.push((rel, false));
+            Err(e) => return Err(RepoError::io("open directory", &full, e.into())),
+        };
+        self.list(dir, &full, &mut found)?;
+        for &i in own {
+            let entry = &self.entries[i];
+            if !self.checked(entry) {
+                continue;
+            }
+            let name = &entry.path[entry
+                .path
+                .iter()
+                .rposition(|&b| b == b'/')
+                .map_or(0, |p| p + 1)..];
+            let stat = match fstatat(&fd, OsStr::from_bytes(name), AtFlags::AT_SYMLINK_NOFOLLOW) {
+                Ok(stat) => stat,
+                Err(Errno::ENOENT | Errno::ENOTDIR) => {
+                    found.changes.push((i, Change::Deleted));
+                    continue;
+                }
+                Err(e) => {
+                    let path = files::join(self.workdir, &entry.path);
+                    return Err(RepoError::io("stat", path, e.into()));
+                }
+            };
+            if let Some(change) = self.compare(entry, &stat)? {
+                found.changes.push((i, change));
+            }
         }
+        Ok(found)
     }
-    Ok(listing)
+
+    /// Whether `entry` is one the scan compares: submodules are not ours, and git leaves
+    /// skip-worktree and assume-unchanged entries alone.
+    fn checked(&self, entry: &IndexEntry) -> bool {
+        entry.mode != MODE_GITLINK
+            && entry.flags & ASSUME_VALID == 0
+            && entry.flags_extended & SKIP_WORKTREE == 0
+    }
+
+    fn list(&self, dir: &[u8], full: &Path, found: &mut DirScan) -> Result<(), RepoError> {
+        let read = match fs::read_dir(full) {
+            Ok(read) => read,
+            // Gone since it was opened: its entries are found deleted.
+            Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                return Ok(())
+            }
+            Err(e) => return Err(RepoError::io("list directory", full, e)),
+        };
+        found.empty = true;
+        for item in read {
+            let item = item.map_err(|e| RepoError::io("list directory", full, e))?;
+            found.empty = false;
+            let name = item.file_name();
+            let name = name.as_bytes();
+            if name == b".git" {
+                continue;
+            }
+            let kind = item
+                .file_type()
+                .map_err(|e| RepoError::io("stat", item.path(), e))?;
+            let (is_dir, is_file) = (kind.is_dir(), kind.is_file() || kind.is_symlink());
+            let mut rel = dir.to_vec();
+            if !rel.is_empty() {
+                rel.push(b'/');
+            }
+            rel.extend_from_slice(name);
+            let tracked = self
+                .entries
+                .binary_search_by(|e| e.path.as_slice().cmp(&rel));
+            if let Ok(i) = tracked {
+                // A tracked file that became a directory holds untracked files; a submodule is
+                // a directory and not ours to look into.
+                if is_dir && self.entries[i].mode != MODE_GITLINK {
+                    found.candidates.push((rel, true));
+                }
+            } else if let Ok(d) = self.dirs.binary_search(&rel) {
+                if !is_dir {
+                    if is_file {
+                        found.candidates.push((rel, false));
+                    }
+                    found.not_dirs.push(d);
+                }
+            } else if is_dir || is_file {
+                found.candidates.push((rel, is_dir));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the tracked `entry`, found with `stat`, still holds the index's content and mode.
+    fn compare(&self, entry: &IndexEntry, stat: &FileStat) -> Result<Option<Change>, RepoError> {
+        let intent_to_add = entry.flags_extended & INTENT_TO_ADD != 0;
+        if !intent_to_add
+            && stat_matches(entry, stat, self.filemode)
+            && i64::from(entry.mtime.seconds()) < self.index_written
+        {
+            return Ok(None);
+        }
+        let path = files::join(self.workdir, &entry.path);
+        let Some((content, mode)) = files::read_entry(&path)? else {
+            return Ok(Some(Change::Deleted));
+        };
+        if intent_to_add {
+            return Ok(Some(Change::Modified));
+        }
+        let mode = kept_mode(mode, entry.mode, self.filemode);
+        let id = Oid::hash_object(ObjectType::Blob, &content)
+            .map_err(|e| RepoError::git("hash file", &path, e))?;
+        Ok((id != entry.id || mode != entry.mode).then_some(Change::Modified))
+    }
 }
 
-/// Whether the tracked `entry` still holds the index's content and mode.
-fn check_entry(
-    workdir: &Path,
-    entry: &IndexEntry,
-    index_written: i64,
-    filemode: bool,
-    not_dirs: &[Vec<u8>],
-) -> Result<Option<Change>, RepoError> {
-    if entry.mode == MODE_GITLINK
-        || entry.flags & ASSUME_VALID != 0
-        || entry.flags_extended & SKIP_WORKTREE != 0
-    {
-        return Ok(None);
-    }
-    let under_not_dir = not_dirs.iter().any(|d| {
-        entry.path.len() > d.len() && entry.path.starts_with(d) && entry.path[d.len()] == b'/'
-    });
-    if under_not_dir {
-        return Ok(Some(Change::Deleted));
-    }
-    let path = files::join(workdir, &entry.path);
-    let meta = match fs::symlink_metadata(&path) {
-        Ok(meta) => meta,
-        Err(e) if matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-            return Ok(Some(Change::Deleted))
-        }
-        Err(e) => return Err(RepoError::io("stat", &path, e)),
-    };
-    let intent_to_add = entry.flags_extended & INTENT_TO_ADD != 0;
-    if !intent_to_add
-        && stat_matches(entry, &meta, filemode)
-        && i64::from(entry.mtime.seconds()) < index_written
-    {
-        return Ok(None);
-    }
-    let Some((content, mode)) = files::read_entry(&path)? else {
-        return Ok(Some(Change::Deleted));
-    };
-    if intent_to_add {
-        return Ok(Some(Change::Modified));
-    }
-    let mode = kept_mode(mode, entry.mode, filemode);
-    let id = Oid::hash_object(ObjectType::Blob, &content)
-        .map_err(|e| RepoError::git("hash file", &path, e))?;
-    Ok((id != entry.id || mode != entry.mode).then_some(Change::Modified))
+/// A stat's file type: regular file, symlink, or something git does not track.
+fn kind_of(mode: u32) -> Option<SFlag> {
+    let kind = SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits());
+    (kind == SFlag::S_IFREG || kind == SFlag::S_IFLNK).then_some(kind)
 }
 
 /// The mode git records for a file found with `found`, tracked with `recorded`: with
@@ -260,27 +341,27 @@ pub(crate) fn kept_mode(found: u32, recorded: u32, filemode: bool) -> u32 {
 }
 
 /// Whether the file's stat data is what the index recorded for it: type, executable bit (when
-/// `core.filemode` is on), size, modification and change times, inode and owner. Sizes are
-/// compared as the index holds them, truncated to 32 bits.
-fn stat_matches(entry: &IndexEntry, meta: &Metadata, filemode: bool) -> bool {
-    let kind = meta.file_type();
-    let same_kind = if entry.mode == MODE_LINK {
-        kind.is_symlink()
-    } else {
-        kind.is_file() && (!filemode || (meta.mode() & 0o100 != 0) == (entry.mode == MODE_EXEC))
+/// `core.filemode` is on), size, modification and change times, inode and owner. The index's
+/// fields are 32 bits wide and git truncates into them, so they are compared truncated.
+fn stat_matches(entry: &IndexEntry, stat: &FileStat, filemode: bool) -> bool {
+    let same_kind = match kind_of(stat.st_mode) {
+        Some(SFlag::S_IFLNK) => entry.mode == MODE_LINK,
+        Some(_) => {
+            entry.mode != MODE_LINK
+                && (!filemode || (stat.st_mode & 0o100 != 0) == (entry.mode == MODE_EXEC))
+        }
+        None => false,
     };
-    // The index's fields are 32-bit: git truncates, so compare truncated.
-    let low = |v: u64| v as u32;
-    let time = |s: i64, ns: i64| (s as i32, ns as u32);
+    let low = |v: i64| v as u32;
     same_kind
-        && entry.file_size == low(meta.size())
-        && (entry.mtime.seconds(), entry.mtime.nanoseconds())
-            == time(meta.mtime(), meta.mtime_nsec())
-        && (entry.ctime.seconds(), entry.ctime.nanoseconds())
-            == time(meta.ctime(), meta.ctime_nsec())
-        && entry.ino == low(meta.ino())
-        && entry.uid == meta.uid()
-        && entry.gid == meta.gid()
+        && entry.file_size == low(stat.st_size)
+        && entry.mtime.seconds() == stat.st_mtime as i32
+        && entry.mtime.nanoseconds() == low(stat.st_mtime_nsec)
+        && entry.ctime.seconds() == stat.st_ctime as i32
+        && entry.ctime.nanoseconds() == low(stat.st_ctime_nsec)
+        && entry.ino == stat.st_ino as u32
+        && entry.uid == stat.st_uid
+        && entry.gid == stat.st_gid
 }
 
 /// An untracked file or directory found in a listing: a file not ignored is new; a directory
