@@ -213,17 +213,13 @@ impl Context<'_> {
             }
             Err(e) => return Err(RepoError::io("open directory", &full, e.into())),
         };
-        self.list(dir, &full, &mut found)?;
+        self.list(dir, own, &full, &mut found)?;
         for &i in own {
             let entry = &self.entries[i];
             if !self.checked(entry) {
                 continue;
             }
-            let name = &entry.path[entry
-                .path
-                .iter()
-                .rposition(|&b| b == b'/')
-                .map_or(0, |p| p + 1)..];
+            let name = base_name(&entry.path);
             let stat = match fstatat(&fd, OsStr::from_bytes(name), AtFlags::AT_SYMLINK_NOFOLLOW) {
                 Ok(stat) => stat,
                 Err(Errno::ENOENT | Errno::ENOTDIR) => {
@@ -250,7 +246,14 @@ impl Context<'_> {
             && entry.flags_extended & SKIP_WORKTREE == 0
     }
 
-    fn list(&self, dir: &[u8], full: &Path, found: &mut DirScan) -> Result<(), RepoError> {
+    /// Lists `dir`, whose tracked entries are `own`, for what is not tracked in it.
+    fn list(
+        &self,
+        dir: &[u8],
+        own: &[usize],
+        full: &Path,
+        found: &mut DirScan,
+    ) -> Result<(), RepoError> {
         let read = match fs::read_dir(full) {
             Ok(read) => read,
             // Gone since it was opened: its entries are found deleted.
@@ -272,21 +275,26 @@ impl Context<'_> {
                 .file_type()
                 .map_err(|e| RepoError::io("stat", item.path(), e))?;
             let (is_dir, is_file) = (kind.is_dir(), kind.is_file() || kind.is_symlink());
-            let mut rel = dir.to_vec();
-            if !rel.is_empty() {
-                rel.push(b'/');
-            }
-            rel.extend_from_slice(name);
-            let tracked = self
-                .entries
-                .binary_search_by(|e| e.path.as_slice().cmp(&rel));
-            if let Ok(i) = tracked {
+            // A directory's entries are contiguous in the index and in name order.
+            let tracked = own.binary_search_by(|&i| base_name(&self.entries[i].path).cmp(name));
+            let rel = || {
+                let mut rel = dir.to_vec();
+                if !rel.is_empty() {
+                    rel.push(b'/');
+                }
+                rel.extend_from_slice(name);
+                rel
+            };
+            if let Ok(k) = tracked {
                 // A tracked file that became a directory holds untracked files; a submodule is
                 // a directory and not ours to look into.
-                if is_dir && self.entries[i].mode != MODE_GITLINK {
-                    found.candidates.push((rel, true));
+                if is_dir && self.entries[own[k]].mode != MODE_GITLINK {
+                    found.candidates.push((rel(), true));
                 }
-            } else if let Ok(d) = self.dirs.binary_search(&rel) {
+                continue;
+            }
+            let rel = rel();
+            if let Ok(d) = self.dirs.binary_search(&rel) {
                 if !is_dir {
                     if is_file {
                         found.candidates.push((rel, false));
@@ -321,6 +329,11 @@ impl Context<'_> {
             .map_err(|e| RepoError::git("hash file", &path, e))?;
         Ok((id != entry.id || mode != entry.mode).then_some(Change::Modified))
     }
+}
+
+/// The last component of a repository-relative path.
+fn base_name(path: &[u8]) -> &[u8] {
+    &path[path.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1)..]
 }
 
 /// A stat's file type: regular file, symlink, or something git does not track.
