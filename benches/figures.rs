@@ -506,8 +506,8 @@ fn figure_snapshot(effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
     sh(
         &repo,
         "for d in $(seq -w 0 199); do mkdir -p src/m$d; for f in $(seq -w 0 99); do \
-           echo \"int f$f;\" > src/m$d/f$f.c; done; done && git init -q && git add -A && \
-         git -c user.name=bench -c user.email=bench@example.invalid commit -q -m 20k && \
+           echo \"int f$f;\" > src/m$d/f$f.c; done; done && git init -q && git config gc.auto 0 && git add -A && \
+         git -c user.name=bench -c user.email=bench@example.invalid commit -q -m 20k && git repack -a -q && \
          sleep 1.1 && git update-index -q --refresh && \
          for i in $(seq -w 0 99); do echo modified > src/m0$i/f0$i.c 2>/dev/null || \
            echo modified > src/m1$((i % 99))/f0$i.c; done && \

@@ -31,6 +31,7 @@ pub mod message;
 pub(crate) mod patch;
 mod paths;
 mod snapshot;
+mod status;
 #[cfg(test)]
 pub(crate) mod test_support;
 mod tree_lock;

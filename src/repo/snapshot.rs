@@ -7,13 +7,12 @@
 //! are HEAD and a commit of the index, so `git log`, `git show` and `git stash apply` understand it.
 
 use super::error::RepoError;
-use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
+use super::files::{self, MODE_EXEC, MODE_GITLINK, MODE_LINK};
 use super::large::{self, LargeFile, LargeFiles};
 use super::paths;
+use super::status::{self, Change, INTENT_TO_ADD};
 use super::{check_name, Repo};
-use git2::{
-    Delta, DiffFormat, DiffOptions, Index, IndexEntry, IndexTime, Oid, Status, StatusOptions,
-};
+use git2::{Delta, DiffFormat, DiffOptions, Index, IndexEntry, IndexTime, Oid};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -98,6 +97,8 @@ pub(crate) struct Trees {
     pub worktree: Oid,
     /// Untracked files left out of `worktree` because they are kept aside instead.
     pub large: Vec<String>,
+    /// Empty directories (not ignored), which `worktree` cannot hold.
+    pub empty_dirs: Vec<String>,
 }
 
 /// Parsed ids of a [`Snapshot`].
@@ -113,8 +114,6 @@ const TRAILER_LABEL: &str = "fwfix-label: ";
 const TRAILER_HEAD_REF: &str = "fwfix-head-ref: ";
 const TRAILER_EMPTY_DIR: &str = "fwfix-empty-dir: ";
 const DETACHED: &str = "(detached)";
-/// `GIT_INDEX_ENTRY_INTENT_TO_ADD`: such entries have no content to record.
-const INTENT_TO_ADD: u16 = 1 << 13;
 
 impl Snapshot {
     /// Reloads a snapshot from its ref, e.g. when a killed run is resumed.
@@ -232,8 +231,8 @@ impl Repo {
             return Err(RepoError::SnapshotExists { refname });
         }
         let (head, head_ref) = self.head()?;
-        let trees = self.capture_trees()?;
-        let empty_dirs = self.empty_dirs()?;
+        let mut trees = self.capture_trees()?;
+        let empty_dirs = std::mem::take(&mut trees.empty_dirs);
         let large_files = match &self.large {
             Some(large) => trees
                 .large
@@ -696,18 +695,7 @@ impl Repo {
             .config()
             .and_then(|c| c.get_bool("core.filemode"))
             .unwrap_or(true);
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true)
-            .recurse_untracked_dirs(true)
-            .include_ignored(false)
-            .include_unmodified(false)
-            .exclude_submodules(true)
-            .renames_head_to_index(false)
-            .renames_index_to_workdir(false);
-        let statuses = self
-            .git
-            .statuses(Some(&mut opts))
-            .map_err(|e| self.err("read status", e))?;
+        let found = status::scan(&self.git, &self.workdir, &index, filemode)?;
         let base = self
             .git
             .find_tree(index_tree)
@@ -726,37 +714,27 @@ impl Repo {
         };
         let mut changed = Vec::new();
         let mut large = Vec::new();
-        for status in statuses.iter() {
-            let path = status.path_bytes();
-            // A nested repository shows up as a directory: it is not ours to record.
-            if path.ends_with(b"/") {
-                continue;
-            }
-            let st = status.status();
-            if st.contains(Status::WT_DELETED) {
-                remove_from(&mut removals, path);
-            } else if st.intersects(Status::WT_NEW | Status::WT_MODIFIED | Status::WT_TYPECHANGE) {
-                if let (true, Some(aside)) = (st.contains(Status::WT_NEW), &self.large) {
-                    let full = files::join(&self.workdir, path);
-                    if std::fs::symlink_metadata(&full).is_ok_and(|m| aside.takes(path, &m)) {
-                        large.push(String::from_utf8_lossy(path).into_owned());
-                        continue;
+        for (path, change) in found.changes {
+            match change {
+                Change::Deleted => remove_from(&mut removals, &path),
+                Change::New | Change::Modified => {
+                    if let (Change::New, Some(aside)) = (change, &self.large) {
+                        let full = files::join(&self.workdir, &path);
+                        if std::fs::symlink_metadata(&full).is_ok_and(|m| aside.takes(&path, &m)) {
+                            large.push(String::from_utf8_lossy(&path).into_owned());
+                            continue;
+                        }
                     }
+                    changed.push(path);
                 }
-                changed.push(path.to_vec());
             }
         }
         for path in changed {
             match files::read_entry(&files::join(&self.workdir, &path))? {
-                Some((content, mut mode)) => {
-                    if !filemode && mode != MODE_LINK {
-                        // With core.filemode off git keeps the recorded executable bit.
-                        if let Some(old) = index.get_path(Path::new(OsStr::from_bytes(&path)), 0) {
-                            if old.mode == MODE_EXEC || old.mode == MODE_FILE {
-                                mode = old.mode;
-                            }
-                        }
-                    }
+                Some((content, mode)) => {
+                    let recorded = index.get_path(Path::new(OsStr::from_bytes(&path)), 0);
+                    let mode =
+                        recorded.map_or(mode, |old| status::kept_mode(mode, old.mode, filemode));
                     let id = self
                         .git
                         .blob(&content)
@@ -780,51 +758,8 @@ impl Repo {
             index: index_tree,
             worktree,
             large,
+            empty_dirs: found.empty_dirs,
         })
-    }
-}
-
-impl Repo {
-    /// Empty directories that are not ignored, found by walking the working tree without
-    /// entering `.git`, ignored directories or nested repositories.
-    fn empty_dirs(&self) -> Result<Vec<String>, RepoError> {
-        let mut found = Vec::new();
-        let mut pending = vec![PathBuf::new()];
-        while let Some(rel) = pending.pop() {
-            let dir = self.workdir.join(&rel);
-            let entries =
-                std::fs::read_dir(&dir).map_err(|e| RepoError::io("list directory", &dir, e))?;
-            let mut empty = true;
-            for entry in entries {
-                let entry = entry.map_err(|e| RepoError::io("list directory", &dir, e))?;
-                empty = false;
-                let name = entry.file_name();
-                let is_dir = entry
-                    .file_type()
-                    .map_err(|e| RepoError::io("stat", entry.path(), e))?
-                    .is_dir();
-                if !is_dir || name == ".git" || entry.path().join(".git").exists() {
-                    continue;
-                }
-                let child = rel.join(&name);
-                let ignored = self
-                    .git
-                    .status_should_ignore(&child)
-                    .map_err(|e| self.err("check ignore rules", e))?;
-                if !ignored {
-                    pending.push(child);
-                }
-            }
-            // A name that cannot go in a trailer line (not UTF-8, or with a newline) is not
-            // recorded; a rollback may prune such a directory.
-            if let (true, Some(text)) = (empty && !rel.as_os_str().is_empty(), rel.to_str()) {
-                if !text.contains('\n') {
-                    found.push(text.to_string());
-                }
-            }
-        }
-        found.sort();
-        Ok(found)
     }
 }
 
