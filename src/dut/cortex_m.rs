@@ -222,6 +222,28 @@ pub const WATCHED_VECTORS: std::ops::RangeInclusive<u32> = 2..=7;
 /// Entries of the vector table read: the initial SP and the 15 system exceptions.
 pub const SYSTEM_VECTORS: usize = 16;
 
+/// Whether the core can fetch instructions at `addr`, by the architecture's default memory map
+/// (ARMv7-M and ARMv8-M alike): the Code (0x00000000-0x1FFFFFFF), SRAM (0x20000000-0x3FFFFFFF)
+/// and external RAM (0x60000000-0x9FFFFFFF) regions; peripheral, device and system space are
+/// execute-never, and a handler there faults on its first fetch.
+pub fn executable(addr: u32) -> bool {
+    addr < 0x4000_0000 || (0x6000_0000..0xA000_0000).contains(&addr)
+}
+
+/// Whether a vector table at `addr` lies in RAM the firmware writes at run time, rather than in
+/// the Code region (0x00000000-0x1FFFFFFF), where an image's flash and its linked table are on
+/// both QEMU machines fwfix runs (mps2-an385, lm3s6965evb) and on most parts. A RAM table can
+/// change under the core after VTOR names it; a table in the Code region is taken as fixed.
+pub fn writable_table(addr: u32) -> bool {
+    addr >= 0x2000_0000 && executable(addr)
+}
+
+/// The byte offset and length of the watched vectors' words in a vector table.
+pub fn watched_words() -> (u32, u32) {
+    let (first, last) = (*WATCHED_VECTORS.start(), *WATCHED_VECTORS.end());
+    (first * 4, (last - first + 1) * 4)
+}
+
 /// Where to stop the core the moment it takes a fault: each distinct handler entry of the watched
 /// vectors, with the vectors that lead there, and what could not be watched and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -278,6 +300,13 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
             out.notes.push(format!(
                 "the {name} vector 0x{entry:08x} has no Thumb bit: taking it faults again and \
                  locks the core up"
+            ));
+            continue;
+        }
+        if !executable(entry & !1) {
+            out.notes.push(format!(
+                "the {name} vector 0x{entry:08x} points outside executable memory: taking it \
+                 faults again and locks the core up"
             ));
             continue;
         }
@@ -760,6 +789,18 @@ mod tests {
         );
         assert!(!notes.contains("SecureFault"), "{notes}");
 
+        // A handler in peripheral space: the core cannot fetch there.
+        let h = fault_handlers(&[0x2001_0000, 0x101, 0x101, 0x4000_0001, 0x101, 0x101, 0x101]);
+        assert_eq!(h.entries, vec![(0x100, vec![2, 4, 5, 6])]);
+        assert!(
+            h.notes
+                .iter()
+                .any(|n| n
+                    .contains("the HardFault vector 0x40000001 points outside executable memory")),
+            "{:?}",
+            h.notes
+        );
+
         // No fault handlers at all: nothing to stop at, and every vector says why.
         let h = fault_handlers(&[0x2001_0000, 0x101, 0, 0, 0, 0, 0, 0]);
         assert!(h.entries.is_empty());
@@ -768,6 +809,30 @@ mod tests {
             "the vector table has no NMI, HardFault, MemManage, BusFault, UsageFault"
         ));
         assert!(fault_handlers(&[0x2001_0000]).notes[0].contains("only up to entry 1"));
+    }
+
+    #[test]
+    fn the_memory_map_says_where_code_runs_and_tables_change() {
+        for addr in [0, 0x29c, 0x1fff_fffe, 0x2000_0100, 0x6000_0000, 0x9fff_fffe] {
+            assert!(executable(addr), "{addr:08x}");
+        }
+        for addr in [
+            0x4000_4000,
+            0x5fff_fffe,
+            0xa000_0000,
+            0xe000_ed08,
+            0xffff_fffe,
+        ] {
+            assert!(!executable(addr), "{addr:08x}");
+        }
+        // The image's linked table in flash (Code region) stays; RAM tables can change.
+        assert!(!writable_table(0));
+        assert!(!writable_table(0x0001_0000));
+        assert!(writable_table(0x2000_0100));
+        assert!(writable_table(0x6000_0000));
+        assert!(!writable_table(0xe000_0000));
+        // NMI..SecureFault: entries 2-7, bytes 8-31.
+        assert_eq!(watched_words(), (8, 24));
     }
 
     #[test]
