@@ -456,6 +456,9 @@ impl Session<'_> {
                 });
                 self.vector_notes = handlers.notes;
             }
+            // A copy into the RAM table or a handler installed there: what the notes say of
+            // the vectors (an empty or invalid entry) is what a lockup report needs.
+            Report::Rewritten(handlers) => self.vector_notes = handlers.notes,
             Report::Settled => self.settled = true,
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
