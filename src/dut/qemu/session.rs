@@ -26,7 +26,7 @@ use crate::capture::noise::HostFilter;
 use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
+use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::config::QemuSpec;
 use crate::dut::board::image;
 use crate::dut::cortex_m::{self, snapshot_at_entry, Stop, StopReading};
@@ -485,11 +485,13 @@ impl Session<'_> {
                     admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
                 self.uart_seen = true;
                 // Also after the verdict: the detector is the harness's parse.
-                if live && self.detector.is_final(&line.text) {
-                    self.verdict = true;
-                }
-                let read = live && self.detector.keeps(&line.text);
-                self.store.push_read(line, read);
+                let read = if live {
+                    self.detector.read_line(&line.text)
+                } else {
+                    LineRead::default()
+                };
+                self.verdict |= read.verdict;
+                self.store.push_read(line, read.keep);
             }
             Stream::Host => {
                 if self.stderr_head.len() < STDERR_HEAD {
