@@ -436,9 +436,12 @@ impl Session<'_> {
                 self.settled = spinning;
             }
             Report::Moved { table, handlers } => {
+                // Where a vector with no handler sends the core is watched too, but is no
+                // handler.
                 let watched: Vec<String> = handlers
                     .entries
                     .iter()
+                    .filter(|(_, vectors)| vectors.iter().any(|n| !handlers.dead_ends.contains(n)))
                     .map(|(addr, _)| format!("0x{addr:08x}"))
                     .collect();
                 self.events.emit(&Event::Message {
