@@ -28,14 +28,16 @@
 //! store to them is stepped over the same way; the watcher then re-reads the table and moves the
 //! breakpoints. The watchpoint stays for as long as the table is in RAM rather than being lifted
 //! once every vector holds a plausible handler: lifting would miss exactly the handler installed
-//! after a complete copy, and the cost is not there to pay for it. QEMU takes a slow path for
+//! after a complete copy, and what it costs does not call for that. QEMU takes a slow path for
 //! every access to the watched page (TLB_WATCHPOINT), and the fixture's RAM table shares its page
 //! with the task stacks; measured on QEMU 7.2, the loaded 2-core machine, 5 s runs of the RTOS
 //! fixture's scheduler (1 kHz tick, 5 tasks) interleaved with and without the watchpoint, medians
 //! of 9: QEMU used 0.368 s of CPU with it and 0.379 s without on mps2-an385, 0.319 s and 0.368 s
-//! on lm3s6965evb, no difference above the noise. The worst case, an idle loop that loads and
-//! stores a word on that page without pause, ran 5.03 M rounds a second with it and 5.42 M
-//! without on mps2-an385 (medians of 5): 7% slower.
+//! on lm3s6965evb, no difference above the noise. The worst case, the idle task replaced by a
+//! loop that loads and stores a word on that page without pause, ran 6.17 M rounds per second
+//! of QEMU's CPU with it and 6.95 M without on mps2-an385, 6.20 M and 6.92 M on lm3s6965evb
+//! (medians of 9, 6 s runs): 10-11% slower, and only for code that does nothing but touch the
+//! table's page.
 //!
 //! A fault vector that names no handler (0, no Thumb bit, outside executable memory) locks the
 //! core up at the first instruction it would run there, and QEMU aborts with the frame unread.
