@@ -143,17 +143,20 @@ impl Capture {
 /// (`results::HarnessStream`): it reads the whole live console as it arrives, however long.
 pub trait EndDetector: Send {
     /// Called for each live UART line in order (never a stale one, see [`nonce`]), also after it
-    /// said the verdict was final, until the attempt ends; true when the verdict is final.
-    fn is_final(&mut self, line: &str) -> bool;
+    /// said the verdict was final, until the attempt ends: what the harness made of it, from one
+    /// classification of the line.
+    fn read_line(&mut self, line: &str) -> LineRead;
+}
 
-    /// Whether the harness reads this line (a result, a summary, a pattern's match): such a line
-    /// is kept in memory even from the middle of a console too long to keep whole (see
-    /// [`store`]), as evidence for the report. The results never depend on it: the harness read
-    /// every line as it came.
-    fn keeps(&self, line: &str) -> bool {
-        let _ = line;
-        false
-    }
+/// What a harness made of one live UART line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LineRead {
+    /// The verdict is final: the attempt can end.
+    pub verdict: bool,
+    /// The harness reads this line (a result, a summary, a pattern's match): it is kept in memory
+    /// even from the middle of a console too long to keep whole (see [`store`]), as evidence for
+    /// the report. The results never depend on it: the harness read every line as it came.
+    pub keep: bool,
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Bounded in-memory keeping of console lines: the first lines and the last lines of an attempt's
 //! UART, each part capped by a line count and a byte count, so a firmware that floods its console
 //! cannot exhaust memory. From the middle only the lines the harness reads survive (its results,
-//! summaries and pattern matches, as its [`EndDetector::keeps`] says), under caps of their own,
+//! summaries and pattern matches, as its [`LineRead::keep`] says), under caps of their own,
 //! as evidence for the report and for a run resumed before its analysis. The results do not
 //! depend on what is kept: the harness parses every live UART line as it arrives (the end
 //! detector is its streaming parse), so a run with more results than these caps keep still has

@@ -222,12 +222,38 @@ pub const WATCHED_VECTORS: std::ops::RangeInclusive<u32> = 2..=7;
 /// Entries of the vector table read: the initial SP and the 15 system exceptions.
 pub const SYSTEM_VECTORS: usize = 16;
 
+/// Whether the core can fetch instructions at `addr`, by the architecture's default memory map
+/// (ARMv7-M and ARMv8-M alike): the Code (0x00000000-0x1FFFFFFF), SRAM (0x20000000-0x3FFFFFFF)
+/// and external RAM (0x60000000-0x9FFFFFFF) regions; peripheral, device and system space are
+/// execute-never, and a handler there faults on its first fetch.
+pub fn executable(addr: u32) -> bool {
+    addr < 0x4000_0000 || (0x6000_0000..0xA000_0000).contains(&addr)
+}
+
+/// Whether a vector table at `addr` lies in RAM the firmware writes at run time, rather than in
+/// the Code region (0x00000000-0x1FFFFFFF), where an image's flash and its linked table are on
+/// both QEMU machines fwfix runs (mps2-an385, lm3s6965evb) and on most parts. A RAM table can
+/// change under the core after VTOR names it; a table in the Code region is taken as fixed.
+pub fn writable_table(addr: u32) -> bool {
+    addr >= 0x2000_0000 && executable(addr)
+}
+
+/// The byte offset and length of the watched vectors' words in a vector table.
+pub fn watched_words() -> (u32, u32) {
+    let (first, last) = (*WATCHED_VECTORS.start(), *WATCHED_VECTORS.end());
+    (first * 4, (last - first + 1) * 4)
+}
+
 /// Where to stop the core the moment it takes a fault: each distinct handler entry of the watched
 /// vectors, with the vectors that lead there, and what could not be watched and why.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FaultHandlers {
     /// Entry address (Thumb bit clear) and the watched vectors that use it.
     pub entries: Vec<(u32, Vec<u32>)>,
+    /// The watched vectors that name no handler the core can run (0, no Thumb bit, outside
+    /// executable memory): `entries` holds where the core lands through them, where it stops
+    /// with the fault's frame stacked, one instruction before it locks up.
+    pub dead_ends: Vec<u32>,
     /// Plain statements: vectors with no handler, entries shared with other exceptions.
     pub notes: Vec<String>,
     /// The reset handler's entry (Thumb bit clear): a fault that lands there restarts the image,
@@ -246,8 +272,11 @@ impl FaultHandlers {
 }
 
 /// Reads the fault handlers' entries out of a vector table's first words (initial SP, reset,
-/// NMI, HardFault, ...). A vector that is 0, or has no Thumb bit, has no handler to stop at: a
-/// fault through it locks the core up (QEMU says so on stderr), and the notes say it. A vector
+/// NMI, HardFault, ...). A vector that is 0, has no Thumb bit or points outside executable
+/// memory names no handler: a fault through it locks the core up (QEMU says so on stderr, and
+/// aborts), and the notes say it. Where the core lands through it (the entry with bit 0 clear) is
+/// watched all the same, as a dead end: the exception entry is done there (frame stacked, LR the
+/// EXC_RETURN) and the lockup comes only with its first instruction. A vector
 /// that points at the reset handler is watched too: a fault that restarts the image is still a
 /// fault, and the reset at boot (thread mode) is told apart by the exception number.
 pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
@@ -257,6 +286,7 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
         ..FaultHandlers::default()
     };
     let mut missing = Vec::new();
+    let mut dead = Vec::new();
     for n in WATCHED_VECTORS {
         let Some(&entry) = table.get(n as usize) else {
             out.notes.push(format!(
@@ -271,6 +301,7 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
             // SecureFault exists only with the Security Extension: an empty entry is normal.
             if n != 7 {
                 missing.push(name);
+                dead.push((0, n));
             }
             continue;
         }
@@ -279,6 +310,15 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
                 "the {name} vector 0x{entry:08x} has no Thumb bit: taking it faults again and \
                  locks the core up"
             ));
+            dead.push((entry, n));
+            continue;
+        }
+        if !executable(entry & !1) {
+            out.notes.push(format!(
+                "the {name} vector 0x{entry:08x} points outside executable memory: taking it \
+                 faults again and locks the core up"
+            ));
+            dead.push((entry & !1, n));
             continue;
         }
         if Some(entry) == reset {
@@ -315,6 +355,13 @@ pub fn fault_handlers(table: &[u32]) -> FaultHandlers {
                     .join(", "),
                 others.join(", ")
             ));
+        }
+    }
+    for (addr, n) in dead {
+        out.dead_ends.push(n);
+        match out.entries.iter_mut().find(|(a, _)| *a == addr) {
+            Some((_, vectors)) => vectors.push(n),
+            None => out.entries.push((addr, vec![n])),
         }
     }
     out
@@ -363,6 +410,10 @@ pub struct EntryReading {
     pub scb: Vec<u32>,
     /// What was read, in a debugger's words, for the snapshot's raw text.
     pub raw: String,
+    /// Set when the vector taken names no handler (a dead end of [`FaultHandlers`]): what the
+    /// reader knows of it (the vector table's own statements), for the snapshot's notes. The
+    /// core was stopped where its next instruction locks it up.
+    pub dead_end: Option<Vec<String>>,
 }
 
 /// The crash snapshot of a core stopped at a fault handler's entry. Nothing is guessed: a frame
@@ -436,6 +487,16 @@ pub fn snapshot_at_entry(reading: &EntryReading) -> FaultSnapshot {
             apply_frame(&mut snap, &frame);
             let _ = writeln!(raw, "stacked frame at 0x{:08x}: {}", frame.addr, frame.note);
         }
+    }
+    if let Some(statements) = &reading.dead_end {
+        snap.lockup = true;
+        snap.notes.push(format!(
+            "no fault handler ran: the core was stopped at 0x{:08x}, where the {} vector sends it \
+             and where its next instruction locks it up",
+            regs.pc().unwrap_or_default(),
+            exception.map_or("taken".to_string(), exception_name)
+        ));
+        snap.notes.extend(statements.iter().cloned());
     }
     for note in &snap.notes {
         let _ = writeln!(raw, "{note}");
@@ -741,10 +802,18 @@ mod tests {
         // Distinct handlers, one vector empty, one without its Thumb bit, one at reset.
         let table = [0x2001_0000, 0x101, 0x101, 0x201, 0, 0x300, 0x401, 0];
         let h = fault_handlers(&table);
+        // The empty and the even vector are dead ends, watched where the core lands.
         assert_eq!(
             h.entries,
-            vec![(0x100, vec![2]), (0x200, vec![3]), (0x400, vec![6])]
+            vec![
+                (0x100, vec![2]),
+                (0x200, vec![3]),
+                (0x400, vec![6]),
+                (0, vec![4]),
+                (0x300, vec![5])
+            ]
         );
+        assert_eq!(h.dead_ends, vec![4, 5]);
         let notes = h.notes.join("\n");
         assert!(
             notes.contains("NMI vector points at the reset handler"),
@@ -760,14 +829,55 @@ mod tests {
         );
         assert!(!notes.contains("SecureFault"), "{notes}");
 
+        // A handler in peripheral space: the core cannot fetch there.
+        let h = fault_handlers(&[0x2001_0000, 0x101, 0x101, 0x4000_0001, 0x101, 0x101, 0x101]);
+        assert_eq!(
+            h.entries,
+            vec![(0x100, vec![2, 4, 5, 6]), (0x4000_0000, vec![3])]
+        );
+        assert_eq!(h.dead_ends, vec![3]);
+        assert!(
+            h.notes
+                .iter()
+                .any(|n| n
+                    .contains("the HardFault vector 0x40000001 points outside executable memory")),
+            "{:?}",
+            h.notes
+        );
+
         // No fault handlers at all: nothing to stop at, and every vector says why.
         let h = fault_handlers(&[0x2001_0000, 0x101, 0, 0, 0, 0, 0, 0]);
-        assert!(h.entries.is_empty());
+        assert_eq!(h.entries, vec![(0, vec![2, 3, 4, 5, 6])]);
+        assert_eq!(h.dead_ends, vec![2, 3, 4, 5, 6]);
         assert_eq!(h.notes.len(), 1, "{:?}", h.notes);
         assert!(h.notes[0].starts_with(
             "the vector table has no NMI, HardFault, MemManage, BusFault, UsageFault"
         ));
         assert!(fault_handlers(&[0x2001_0000]).notes[0].contains("only up to entry 1"));
+    }
+
+    #[test]
+    fn the_memory_map_says_where_code_runs_and_tables_change() {
+        for addr in [0, 0x29c, 0x1fff_fffe, 0x2000_0100, 0x6000_0000, 0x9fff_fffe] {
+            assert!(executable(addr), "{addr:08x}");
+        }
+        for addr in [
+            0x4000_4000,
+            0x5fff_fffe,
+            0xa000_0000,
+            0xe000_ed08,
+            0xffff_fffe,
+        ] {
+            assert!(!executable(addr), "{addr:08x}");
+        }
+        // The image's linked table in flash (Code region) stays; RAM tables can change.
+        assert!(!writable_table(0));
+        assert!(!writable_table(0x0001_0000));
+        assert!(writable_table(0x2000_0100));
+        assert!(writable_table(0x6000_0000));
+        assert!(!writable_table(0xe000_0000));
+        // NMI..SecureFault: entries 2-7, bytes 8-31.
+        assert_eq!(watched_words(), (8, 24));
     }
 
     #[test]
@@ -798,6 +908,7 @@ mod tests {
             frame,
             scb: vec![0x0002_0000, 0x4000_0000, 0, 0, 0],
             raw: "-- registers --\n".into(),
+            dead_end: None,
         }
     }
 
@@ -816,6 +927,30 @@ mod tests {
         assert!(snap.notes.is_empty(), "{:?}", snap.notes);
         assert!(snap.raw.contains("frame at PSP=0x20000400"), "{}", snap.raw);
         assert!(fault_line(&snap).contains("frame on the PSP"));
+        assert!(!snap.lockup);
+    }
+
+    #[test]
+    fn entry_at_a_dead_end_keeps_the_frame_and_says_no_handler_ran() {
+        // The HardFault vector is 0: the core was stopped at 0 with the frame stacked.
+        let words = [1, 2, 3, 4, 12, 0x1a9, 0, 0x2000_0000];
+        let mut reading = entry(0xFFFF_FFFD, Ok(0x2000_0400), Ok(words));
+        reading.regs.r[15] = Some(0);
+        let table_says = "the vector table has no HardFault handler (the entry is 0)".to_string();
+        reading.dead_end = Some(vec![table_says.clone()]);
+        let snap = snapshot_at_entry(&reading);
+        assert_eq!((snap.pc, snap.lr), (Some(0), Some(0x1a9)));
+        assert!(snap.lockup);
+        assert!(
+            snap.notes[0].starts_with(
+                "no fault handler ran: the core was stopped at 0x00000000, where the HardFault \
+                 vector sends it"
+            ),
+            "{:?}",
+            snap.notes
+        );
+        assert_eq!(snap.notes[1], table_says);
+        assert!(snap.raw.contains(&table_says), "{}", snap.raw);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub use unity::{UnityParser, UnityStream};
 pub use ztest::{ZtestParser, ZtestStream};
 
 use crate::capture::nonce::{Nonce, NonceCheck};
-use crate::capture::{Capture, EndDetector, FaultSnapshot};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead};
 use crate::config::{Harness, RegexSpec};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -48,7 +48,7 @@ pub trait HarnessParser: Send + Sync {
     fn parse(&self, capture: &Capture, ctx: &ParseContext) -> TestResults {
         let mut stream = self.stream();
         for line in capture.uart_lines() {
-            stream.is_final(line);
+            stream.read_line(line);
         }
         stream.finish(capture, ctx)
     }
@@ -111,18 +111,14 @@ impl LiveParse {
 }
 
 impl EndDetector for LiveParse {
-    fn is_final(&mut self, line: &str) -> bool {
+    fn read_line(&mut self, line: &str) -> LineRead {
         self.with(|l| {
             if l.nonce.as_ref().is_some_and(|n| n.is_its_line(line)) {
                 l.nonce = None;
-                return false;
+                return LineRead::default();
             }
-            l.stream.is_final(line)
+            l.stream.read_line(line)
         })
-    }
-
-    fn keeps(&self, line: &str) -> bool {
-        self.with(|l| l.stream.keeps(line))
     }
 }
 
@@ -161,12 +157,15 @@ mod tests {
         let capture = test_support::capture(text, RunEnd::Verdict);
         let live = LiveParse::new(UnityParser.stream(), None);
         let mut detector = live.detector();
-        let fired: Vec<bool> = capture
+        let read: Vec<LineRead> = capture
             .uart_lines()
-            .map(|line| detector.is_final(line))
+            .map(|line| detector.read_line(line))
             .collect();
+        let fired: Vec<bool> = read.iter().map(|r| r.verdict).collect();
         assert_eq!(fired, [false, false, false, false, true, false]);
-        assert!(detector.keeps("t.c:3:test_c:PASS"));
+        // Every line but the separator is Unity's, the last one after the final word too.
+        let kept: Vec<bool> = read.iter().map(|r| r.keep).collect();
+        assert_eq!(kept, [true, true, false, true, true, true]);
         drop(detector);
         let ctx = ParseContext::default();
         let streamed = live.finish(&capture, &ctx);
@@ -201,7 +200,10 @@ mod tests {
         let live = LiveParse::new(parser.stream(), Some(&nonce));
         let mut detector = live.detector();
         // The backend feeds the nonce line (it is live), never a stale line before it.
-        let fired: Vec<bool> = text.lines().map(|l| detector.is_final(l)).collect();
+        let fired: Vec<bool> = text
+            .lines()
+            .map(|l| detector.read_line(l).verdict)
+            .collect();
         assert_eq!(fired, [false, false, true]);
         let ctx = ParseContext::default();
         let streamed = live.finish(&capture, &ctx);

@@ -35,7 +35,7 @@ use super::lines::{clean, is_nonce};
 use super::{
     CaseStatus, HarnessParser, HarnessStream, ParseContext, TestCase, TestResults, Verdict,
 };
-use crate::capture::{Capture, EndDetector, FaultSnapshot, RunEnd};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 use crate::config::{Pattern, RegexMode, RegexSpec};
 
 const HARNESS: &str = "regex";
@@ -79,21 +79,15 @@ pub struct RegexStream {
 }
 
 impl EndDetector for RegexStream {
-    fn is_final(&mut self, line: &str) -> bool {
-        self.matcher.feed(self.lines, line);
+    /// Kept: a line any pattern (pass, fail or crash) matches.
+    fn read_line(&mut self, line: &str) -> LineRead {
+        let keep = self.matcher.feed(self.lines, line);
         self.dumps.line(line);
         self.lines += 1;
-        self.matcher.decided()
-    }
-
-    /// A line any pattern (pass, fail or crash) matches.
-    fn keeps(&self, line: &str) -> bool {
-        let line = clean(line);
-        let m = &self.matcher;
-        [&m.patterns, &m.fail_patterns, &m.crash_patterns]
-            .into_iter()
-            .flatten()
-            .any(|p| p.is_match(line))
+        LineRead {
+            verdict: self.matcher.decided(),
+            keep,
+        }
     }
 }
 
@@ -160,20 +154,31 @@ impl Matcher {
         }
     }
 
-    fn feed(&mut self, index: usize, raw: &str) {
+    /// Reads one line; true when any pattern (pass, fail or crash) matches it. After the
+    /// decision the line is only matched, never counted.
+    fn feed(&mut self, index: usize, raw: &str) -> bool {
         if self.decided_at.is_some() {
-            return;
+            return self.matches_any(clean(raw));
         }
-        self.match_line(index, raw);
+        let matched = self.match_line(index, raw);
         if self.decided() {
             self.decided_at = Some(index);
         }
+        matched
     }
 
-    fn match_line(&mut self, index: usize, raw: &str) {
+    fn matches_any(&self, line: &str) -> bool {
+        [&self.patterns, &self.fail_patterns, &self.crash_patterns]
+            .into_iter()
+            .flatten()
+            .any(|p| p.is_match(line))
+    }
+
+    /// Counts one line's matches; true when any pattern matched it.
+    fn match_line(&mut self, index: usize, raw: &str) -> bool {
         let line = clean(raw);
         if line.is_empty() || is_nonce(line) {
-            return;
+            return self.matches_any(line);
         }
         self.saw_output = true;
         let hit = || Hit {
@@ -206,15 +211,18 @@ impl Matcher {
                     }
                 }
             }
-            return;
+            return true;
         }
         // Both are checked: a line that matches a crash and a fail pattern is a crash.
-        if let Some(k) = self.crash_patterns.iter().position(|p| p.is_match(line)) {
+        let crash = self.crash_patterns.iter().position(|p| p.is_match(line));
+        if let Some(k) = crash {
             self.crashed = Some((hit(), k));
         }
-        if let Some(k) = self.fail_patterns.iter().position(|p| p.is_match(line)) {
+        let fail = self.fail_patterns.iter().position(|p| p.is_match(line));
+        if let Some(k) = fail {
             self.failed = Some((hit(), k));
         }
+        crash.is_some() || fail.is_some()
     }
 
     fn complete(&self) -> bool {
@@ -512,7 +520,7 @@ mod tests {
         let mut d = RegexParser::new(spec.clone()).stream();
         text.lines()
             .enumerate()
-            .find(|(_, l)| d.is_final(l))
+            .find(|(_, l)| d.read_line(l).verdict)
             .map(|(i, _)| i + 1)
             .into_iter()
             .collect()
@@ -520,12 +528,12 @@ mod tests {
 
     #[test]
     fn the_lines_any_pattern_matches_are_kept() {
-        let d = RegexParser::new(multi(true)).stream();
-        assert!(d.keeps("Hello\r"));
-        assert!(d.keeps("tick 42"));
-        assert!(d.keeps("ASSERT failed"));
-        assert!(d.keeps("HardFault!"));
-        assert!(!d.keeps("trace: idle 12345"));
+        let mut d = RegexParser::new(multi(true)).stream();
+        assert!(d.read_line("Hello\r").keep);
+        assert!(d.read_line("tick 42").keep);
+        assert!(d.read_line("ASSERT failed").keep);
+        assert!(d.read_line("HardFault!").keep);
+        assert!(!d.read_line("trace: idle 12345").keep);
     }
 
     #[test]
@@ -841,7 +849,7 @@ mod tests {
             for s in [multi(true), multi(false), spec(RegexMode::OneLine, true, &["x"])] {
                 let _ = parse(&s, &text, RunEnd::Timeout);
                 let mut d = RegexParser::new(s).stream();
-                let _ = d.is_final(&text);
+                let _ = d.read_line(&text).verdict;
             }
         }
     }

@@ -39,8 +39,7 @@ pub(super) fn stream(
     let mut parse = parser.stream();
     let mut store = LineStore::new(StoreLimits::default());
     for (i, text) in lines.enumerate() {
-        parse.is_final(&text);
-        let read = parse.keeps(&text);
+        let read = parse.read_line(&text).keep;
         let line = ConsoleLine {
             t_ms: i as u64,
             stream: Stream::Uart,

@@ -34,7 +34,7 @@ use super::lines::{clean, is_nonce};
 use super::{
     CaseStatus, HarnessParser, HarnessStream, ParseContext, Summary, TestCase, TestResults, Verdict,
 };
-use crate::capture::{Capture, EndDetector, FaultSnapshot, RunEnd};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 
 const HARNESS: &str = "unity";
 
@@ -76,17 +76,12 @@ pub struct UnityStream {
 }
 
 impl EndDetector for UnityStream {
-    fn is_final(&mut self, line: &str) -> bool {
+    /// Kept: a result line, a summary, or a verdict word.
+    fn read_line(&mut self, line: &str) -> LineRead {
         let index = self.index;
         self.index += 1;
         self.dumps.line(line);
         self.read(index, clean(line))
-    }
-
-    /// A result line, a summary, or a verdict word.
-    fn keeps(&self, line: &str) -> bool {
-        let line = clean(line);
-        verdict_word(line).is_some() || classify(line) != UnityLine::Other
     }
 }
 
@@ -121,22 +116,32 @@ impl HarnessStream for UnityStream {
 }
 
 impl UnityStream {
-    /// Reads one cleaned line, the `index`th; true when it is Unity's final word.
-    fn read(&mut self, index: usize, line: &str) -> bool {
+    /// Reads one cleaned line, the `index`th: final when it is Unity's final word, kept when it
+    /// is a result, a summary or a verdict word.
+    fn read(&mut self, index: usize, line: &str) -> LineRead {
         let scan = &mut self.scan;
         if line.is_empty() || is_nonce(line) {
-            return false;
+            return LineRead::default();
         }
         scan.saw_output = true;
+        let word = verdict_word(line);
         if self.after_summary {
             self.after_summary = false;
-            if let (Some(ok), Some(summary)) = (verdict_word(line), scan.summaries.last_mut()) {
+            if let (Some(ok), Some(summary)) = (word, scan.summaries.last_mut()) {
                 summary.ok = Some(ok);
                 scan.last_unity_line = Some(index);
-                return true;
+                return LineRead {
+                    verdict: true,
+                    keep: true,
+                };
             }
         }
-        match classify(line) {
+        let kind = classify(line);
+        let read = LineRead {
+            verdict: false,
+            keep: word.is_some() || kind != UnityLine::Other,
+        };
+        match kind {
             UnityLine::Summary(summary) => {
                 scan.summaries.push(summary);
                 scan.last_unity_line = Some(index);
@@ -148,7 +153,7 @@ impl UnityStream {
                     if self.repeated.insert(result.name.to_string()) {
                         scan.repeated.push(result.name.to_string());
                     }
-                    return false;
+                    return read;
                 }
                 self.names.insert(result.name.to_string());
                 if result.clean_start {
@@ -168,7 +173,7 @@ impl UnityStream {
             }
             UnityLine::Other => {}
         }
-        false
+        read
     }
 }
 
@@ -1073,7 +1078,9 @@ FAIL
     }
 
     fn feed(detector: &mut dyn EndDetector, text: &str) -> Vec<bool> {
-        text.lines().map(|l| detector.is_final(l)).collect()
+        text.lines()
+            .map(|l| detector.read_line(l).verdict)
+            .collect()
     }
 
     #[test]
@@ -1088,36 +1095,36 @@ FAIL
 
     #[test]
     fn the_lines_unity_reads_are_kept() {
-        let d = UnityStream::default();
-        assert!(d.keeps("test/t.c:3:test_a:PASS\r"));
-        assert!(d.keeps("t.c:4:test_b:FAIL: Expected 1 Was 2"));
-        assert!(d.keeps("3 Tests 0 Failures 0 Ignored"));
-        assert!(d.keeps("OK"));
-        assert!(!d.keeps("sensor: 17"));
-        assert!(!d.keeps(""));
+        let mut d = UnityStream::default();
+        assert!(d.read_line("test/t.c:3:test_a:PASS\r").keep);
+        assert!(d.read_line("t.c:4:test_b:FAIL: Expected 1 Was 2").keep);
+        assert!(d.read_line("3 Tests 0 Failures 0 Ignored").keep);
+        assert!(d.read_line("OK").keep);
+        assert!(!d.read_line("sensor: 17").keep);
+        assert!(!d.read_line("").keep);
     }
 
     #[test]
     fn detector_ignores_ok_and_fail_elsewhere() {
         let parser = UnityParser;
         let mut d = parser.stream();
-        assert!(!d.is_final("OK"));
-        assert!(!d.is_final("FAIL"));
-        assert!(!d.is_final("t.c:3:FAIL:PASS"));
-        assert!(!d.is_final("t.c:4:OK:PASS"));
-        assert!(!d.is_final("3 Tests 0 Failures 0 Ignored"));
-        assert!(!d.is_final(""));
-        assert!(d.is_final("OK\r"));
+        assert!(!d.read_line("OK").verdict);
+        assert!(!d.read_line("FAIL").verdict);
+        assert!(!d.read_line("t.c:3:FAIL:PASS").verdict);
+        assert!(!d.read_line("t.c:4:OK:PASS").verdict);
+        assert!(!d.read_line("3 Tests 0 Failures 0 Ignored").verdict);
+        assert!(!d.read_line("").verdict);
+        assert!(d.read_line("OK\r").verdict);
     }
 
     #[test]
     fn detector_wants_the_verdict_right_after_the_summary() {
         let mut d = UnityStream::default();
-        assert!(!d.is_final("1 Tests 0 Failures 0 Ignored"));
-        assert!(!d.is_final("some other line"));
-        assert!(!d.is_final("OK"));
-        assert!(!d.is_final("2 Tests 1 Failures 0 Ignored "));
-        assert!(d.is_final("FAIL"));
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        assert!(!d.read_line("some other line").verdict);
+        assert!(!d.read_line("OK").verdict);
+        assert!(!d.read_line("2 Tests 1 Failures 0 Ignored ").verdict);
+        assert!(d.read_line("FAIL").verdict);
     }
 
     proptest! {
@@ -1125,7 +1132,7 @@ FAIL
         fn arbitrary_text_never_panics(text in "\\PC*") {
             let _ = parse(&text, RunEnd::Verdict);
             let mut d = UnityStream::default();
-            let _ = d.is_final(&text);
+            let _ = d.read_line(&text).verdict;
         }
 
         #[test]

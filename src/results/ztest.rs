@@ -45,7 +45,7 @@ use super::lines::{clean, is_nonce, strip_log_prefix};
 use super::{
     CaseStatus, HarnessParser, HarnessStream, ParseContext, Summary, TestCase, TestResults, Verdict,
 };
-use crate::capture::{Capture, EndDetector, FaultSnapshot, RunEnd};
+use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 
 const HARNESS: &str = "ztest";
 
@@ -86,28 +86,27 @@ pub struct ZtestStream {
 }
 
 impl EndDetector for ZtestStream {
-    fn is_final(&mut self, line: &str) -> bool {
+    /// Kept: every line ztest's scan classifies, and a fatal error's.
+    fn read_line(&mut self, line: &str) -> LineRead {
         let index = self.index;
         self.index += 1;
         self.dumps.line(line);
         let line = strip_log_prefix(clean(line));
-        self.read(index, line);
-        if project_result(line).is_some() {
-            return true;
-        }
-        if line.contains(FATAL_ERROR) {
+        let classified = self.read(index, line);
+        let fatal = line.contains(FATAL_ERROR);
+        let halting = line.starts_with("Halting system");
+        let verdict = if project_result(line).is_some() {
+            true
+        } else if fatal {
             self.fatal = true;
-            return false;
+            false
+        } else {
+            self.fatal && halting
+        };
+        LineRead {
+            verdict,
+            keep: classified || fatal || halting,
         }
-        self.fatal && line.starts_with("Halting system")
-    }
-
-    /// Every line ztest's scan classifies, and a fatal error's.
-    fn keeps(&self, line: &str) -> bool {
-        let line = strip_log_prefix(clean(line));
-        line.contains(FATAL_ERROR)
-            || line.starts_with("Halting system")
-            || classify(line) != ZLine::Other
     }
 }
 
@@ -492,7 +491,8 @@ impl Scan {
 
 impl ZtestStream {
     /// Reads one line without its log prefix, the `index`th.
-    fn read(&mut self, index: usize, line: &str) {
+    /// Reads one cleaned line into the scan; true when it is one of ztest's (not `Other`).
+    fn read(&mut self, index: usize, line: &str) -> bool {
         let (scan, suite, open, assertions) = (
             &mut self.scan,
             &mut self.suite,
@@ -500,10 +500,11 @@ impl ZtestStream {
             &mut self.assertions,
         );
         if line.is_empty() || is_nonce(line) {
-            return;
+            return false;
         }
         scan.saw_output = true;
         let kind = classify(line);
+        let classified = kind != ZLine::Other;
         if kind != ZLine::Other {
             scan.last_ztest_line = Some(index);
         }
@@ -577,6 +578,7 @@ impl ZtestStream {
                 }
             }
         }
+        classified
     }
 }
 
@@ -1060,7 +1062,7 @@ mod tests {
         let mut d = ZtestParser.stream();
         text.lines()
             .enumerate()
-            .filter(|(_, l)| d.is_final(l))
+            .filter(|(_, l)| d.read_line(l).verdict)
             .map(|(i, _)| i + 1)
             .collect()
     }
@@ -1595,24 +1597,30 @@ uart0: PROJECT EXECUTION SUCCESSFUL
 
     #[test]
     fn the_lines_ztest_reads_are_kept() {
-        let d = ZtestStream::default();
-        assert!(d.keeps("START - test_a"));
-        assert!(d.keeps(" PASS - test_a in 0.001 seconds"));
-        assert!(d.keeps("[00:00:00.010,000] <err> os: >>> ZEPHYR FATAL ERROR 4: Kernel panic"));
-        assert!(d.keeps("PROJECT EXECUTION SUCCESSFUL"));
-        assert!(!d.keeps("sensor: 17"));
+        let mut d = ZtestStream::default();
+        assert!(d.read_line("START - test_a").keep);
+        assert!(d.read_line(" PASS - test_a in 0.001 seconds").keep);
+        assert!(
+            d.read_line("[00:00:00.010,000] <err> os: >>> ZEPHYR FATAL ERROR 4: Kernel panic")
+                .keep
+        );
+        assert!(d.read_line("PROJECT EXECUTION SUCCESSFUL").keep);
+        assert!(!d.read_line("sensor: 17").keep);
     }
 
     #[test]
     fn detector_ignores_verdict_words_elsewhere() {
         let mut d = ZtestStream::default();
-        assert!(!d.is_final("PROJECT EXECUTION"));
-        assert!(!d.is_final("Halting system"));
-        assert!(!d.is_final(" PASS - test_a in 0.001 seconds"));
-        assert!(d.is_final("PROJECT EXECUTION FAILED\r"));
+        assert!(!d.read_line("PROJECT EXECUTION").verdict);
+        assert!(!d.read_line("Halting system").verdict);
+        assert!(!d.read_line(" PASS - test_a in 0.001 seconds").verdict);
+        assert!(d.read_line("PROJECT EXECUTION FAILED\r").verdict);
         let mut d = ZtestStream::default();
-        assert!(!d.is_final("E: >>> ZEPHYR FATAL ERROR 4: Kernel panic on CPU 0"));
-        assert!(d.is_final("E: Halting system"));
+        assert!(
+            !d.read_line("E: >>> ZEPHYR FATAL ERROR 4: Kernel panic on CPU 0")
+                .verdict
+        );
+        assert!(d.read_line("E: Halting system").verdict);
     }
 
     proptest! {
@@ -1621,7 +1629,7 @@ uart0: PROJECT EXECUTION SUCCESSFUL
             let _ = parse(&text, RunEnd::Verdict);
             let _ = parse(&text, RunEnd::Crashed);
             let mut d = ZtestStream::default();
-            let _ = d.is_final(&text);
+            let _ = d.read_line(&text).verdict;
         }
 
         #[test]

@@ -81,7 +81,7 @@ fn detector_fires(text: &str) -> Vec<usize> {
     let mut detector = parser.stream();
     text.lines()
         .enumerate()
-        .filter(|(_, line)| detector.is_final(line))
+        .filter(|(_, line)| detector.read_line(line).verdict)
         .map(|(i, _)| i + 1)
         .collect()
 }

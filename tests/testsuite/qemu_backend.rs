@@ -903,14 +903,21 @@ async fn a_vector_table_without_fault_handlers_says_so() {
         "{notes}\n{}",
         fault.raw
     );
-    // The lockup dump's registers are live ones (LR is EXC_RETURN): no caller is made up.
+    // The core is stopped where the empty vector sends it (0), one instruction before the
+    // lockup, with the frame stacked: the call is named from the frame, and the lockup said.
     let symbols = fwfix::analysis::Symbolizer::open(&elf).unwrap();
     let report = fwfix::analysis::crash_report(&fault, Some(&symbols));
     assert!(report.lockup, "{}", report.summary);
     assert!(
-        !report.summary.contains("called a null function pointer"),
+        report
+            .summary
+            .contains("Reset_Handler called a null function pointer"),
         "{}",
         report.summary
+    );
+    assert!(
+        notes.contains("no fault handler ran: the core was stopped at 0x00000000"),
+        "{notes}"
     );
     assert_qemu_gone(&dut);
 

@@ -250,20 +250,32 @@ fn built_ok(board: &str) -> tempfile::TempDir {
     built_with(board, "VARIANT=ok")
 }
 
-/// The `vtor_ram` variant copies its vector table to RAM, installs a fault handler of its own
-/// there and writes VTOR before `main`, as RTOS kernels and bootloader-started applications do;
-/// then it makes `null_call`'s call through a null pointer. The breakpoints taken from the image's
-/// table would miss the handler that runs: fwfix follows the VTOR write, so the crash is still
-/// stopped at the (new) handler's entry and named at `events_post`'s line.
-async fn a_moved_vector_table_is_followed(board: &str) {
-    let dir = built_with(board, "VARIANT=vtor_ram");
-    let elf = image(dir.path(), board, "vtor_ram");
+/// The `vtor_*` variants keep their vector table in RAM and make `null_call`'s call through a null
+/// pointer from a task; the breakpoints taken from the image's table would miss the handler that
+/// runs. `vtor_ram` copies the table, installs a fault handler of its own there and writes VTOR
+/// before `main`, as RTOS kernels and bootloader-started applications do: fwfix follows the VTOR
+/// write. `vtor_fill_after` writes VTOR while its RAM table is still all zeros and copies the
+/// flash table into it afterwards; `vtor_set_vector` copies the table, writes VTOR, and in `main`
+/// installs a HardFault handler of its own with one store (CMSIS' `NVIC_SetVector`): fwfix
+/// follows the stores to the RAM table's fault vectors. Each crash is stopped at the entry of the
+/// handler the RAM table names when the fault comes (`handler`, any of the names its address
+/// has), and named at `events_post`'s line.
+async fn a_ram_vector_table_is_followed(board: &str, variant: &str, handler: &[&str]) {
+    let dir = built_with(board, &format!("VARIANT={variant}"));
+    let elf = image(dir.path(), board, variant);
     let symbols = Symbolizer::open(&elf).unwrap();
     let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
-    assert_eq!(capture.end, RunEnd::Crashed, "{board}: {log} {capture:?}");
+    assert_eq!(
+        capture.end,
+        RunEnd::Crashed,
+        "{board} {variant}: {log} {capture:?}"
+    );
     let fault = capture.fault.as_ref().unwrap();
     let report = report_of(&capture, &elf);
-    let what = format!("{board}: {}\n{}\n{log}", report.summary, fault.raw);
+    let what = format!(
+        "{board} {variant}: {}\n{}\n{:?}\n{log}",
+        report.summary, fault.raw, fault.notes
+    );
     // Read at the entry of the RAM table's handler, not searched for at the timeout.
     assert!(
         log.contains("(read by fwfix at the handler's entry)"),
@@ -275,10 +287,10 @@ async fn a_moved_vector_table_is_followed(board: &str) {
         .find_map(|l| l.split_whitespace().find_map(|w| w.strip_prefix("r15=0x")))
         .and_then(|pc| u32::from_str_radix(pc, 16).ok())
         .expect("the PC at the handler's entry");
-    assert_eq!(
-        symbols.locate(u64::from(entry)).function.as_deref(),
-        Some("RamFault_Handler"),
-        "{what}"
+    let entered = symbols.locate(u64::from(entry)).function;
+    assert!(
+        entered.as_deref().is_some_and(|f| handler.contains(&f)),
+        "entered {entered:?}: {what}"
     );
     let (file, line) = fault_line(dir.path(), "null_call");
     assert_eq!(report.function.as_deref(), Some("events_post"), "{what}");
@@ -288,16 +300,40 @@ async fn a_moved_vector_table_is_followed(board: &str) {
     );
     assert_eq!(report.line, Some(line), "{what}");
     assert!(report.summary.contains("null function pointer"), "{what}");
+    // The table's state when the fault came: every fault vector holds a handler.
+    assert!(!fault.notes.iter().any(|n| n.contains("vector")), "{what}");
 }
+
+const DEFAULT_HANDLER: &[&str] = &["Default_Handler", "HardFault_Handler"];
 
 #[tokio::test]
 async fn a_vector_table_moved_to_ram_is_followed_on_mps2_an385() {
-    a_moved_vector_table_is_followed(MPS2).await;
+    a_ram_vector_table_is_followed(MPS2, "vtor_ram", &["RamFault_Handler"]).await;
 }
 
 #[tokio::test]
 async fn a_vector_table_moved_to_ram_is_followed_on_lm3s6965evb() {
-    a_moved_vector_table_is_followed(LM3S).await;
+    a_ram_vector_table_is_followed(LM3S, "vtor_ram", &["RamFault_Handler"]).await;
+}
+
+#[tokio::test]
+async fn a_ram_vector_table_filled_after_the_vtor_write_is_followed_on_mps2_an385() {
+    a_ram_vector_table_is_followed(MPS2, "vtor_fill_after", DEFAULT_HANDLER).await;
+}
+
+#[tokio::test]
+async fn a_ram_vector_table_filled_after_the_vtor_write_is_followed_on_lm3s6965evb() {
+    a_ram_vector_table_is_followed(LM3S, "vtor_fill_after", DEFAULT_HANDLER).await;
+}
+
+#[tokio::test]
+async fn a_hardfault_handler_installed_later_is_followed_on_mps2_an385() {
+    a_ram_vector_table_is_followed(MPS2, "vtor_set_vector", &["RamFault_Handler"]).await;
+}
+
+#[tokio::test]
+async fn a_hardfault_handler_installed_later_is_followed_on_lm3s6965evb() {
+    a_ram_vector_table_is_followed(LM3S, "vtor_set_vector", &["RamFault_Handler"]).await;
 }
 
 /// The image built for mps2-an385 (4 MB of RAM, the stack from 0x20400000) run on lm3s6965evb (64
@@ -320,4 +356,53 @@ async fn an_image_built_for_another_machine_is_named_as_such() {
         report.summary
     );
     assert!(report.function.is_none(), "{}", report.summary);
+}
+
+/// The `no_fault_handlers` variant makes `null_call`'s call through a null pointer with every
+/// fault vector 0: the HardFault has no handler, and the core locks up (QEMU aborts) at the first
+/// instruction it would run there. fwfix stops it at that instruction, where the frame is
+/// stacked: the crash still names `events_post`'s line, and says that no handler ran and why.
+async fn a_fault_with_no_handler_keeps_its_evidence(board: &str) {
+    let dir = built_with(board, "VARIANT=no_fault_handlers");
+    let elf = image(dir.path(), board, "no_fault_handlers");
+    let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{board}: {log} {capture:?}");
+    let fault = capture.fault.as_ref().unwrap();
+    let report = report_of(&capture, &elf);
+    let what = format!(
+        "{board}: {}\n{}\n{:?}\n{log}",
+        report.summary, fault.raw, fault.notes
+    );
+    let (file, line) = fault_line(dir.path(), "null_call");
+    assert_eq!(report.function.as_deref(), Some("events_post"), "{what}");
+    assert!(
+        report.file.as_deref().is_some_and(|f| f.ends_with(&file)),
+        "{what}"
+    );
+    assert_eq!(report.line, Some(line), "{what}");
+    assert!(report.lockup, "{what}");
+    assert!(
+        fault.notes.iter().any(|n| n.starts_with(
+            "no fault handler ran: the core was stopped at 0x00000000, where the HardFault vector \
+             sends it"
+        )),
+        "{what}"
+    );
+    assert!(
+        fault
+            .notes
+            .iter()
+            .any(|n| n.contains("has no NMI, HardFault, MemManage, BusFault, UsageFault handler")),
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn a_fault_with_no_handler_keeps_its_evidence_on_mps2_an385() {
+    a_fault_with_no_handler_keeps_its_evidence(MPS2).await;
+}
+
+#[tokio::test]
+async fn a_fault_with_no_handler_keeps_its_evidence_on_lm3s6965evb() {
+    a_fault_with_no_handler_keeps_its_evidence(LM3S).await;
 }

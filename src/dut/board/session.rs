@@ -27,7 +27,7 @@ use crate::capture::log::ConsoleLog;
 use crate::capture::nonce::{Nonce, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
+use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::config::{FlashSpec, GdbSpec, GdbStart, HardwareSpec, SerialReset};
 use crate::dut::session::{admit_line, capture_of, create_log, log_written};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
@@ -682,11 +682,13 @@ impl Session<'_> {
         let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         // Every live UART line is read, also after the verdict: the detector is the harness's
         // parse.
-        if line.stream == Stream::Uart && live && self.detector.is_final(&line.text) {
-            self.verdict = true;
-        }
-        let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);
-        self.store.push_read(line, read);
+        let read = if line.stream == Stream::Uart && live {
+            self.detector.read_line(&line.text)
+        } else {
+            LineRead::default()
+        };
+        self.verdict |= read.verdict;
+        self.store.push_read(line, read.keep);
     }
 
     /// A line of the flasher's or gdb's output: to flash.log, as progress while flashing, and

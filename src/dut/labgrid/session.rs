@@ -16,7 +16,7 @@ use super::client;
 use super::place::Acquired;
 use crate::capture::nonce::NonceGate;
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, RunEnd, Stream};
+use crate::capture::{Capture, ConsoleLine, LineRead, RunEnd, Stream};
 use crate::config::{LabgridFlash, SerialLine, SerialPort, SerialReset};
 use crate::dut::board::flash;
 use crate::dut::board::serial::{self, PortEvent, PortSpec};
@@ -335,11 +335,13 @@ async fn capture(
             line = lines.recv() => match line {
                 Some(line) => {
                     let live = admit_line(&line, &mut gate, &log, events, spec.attempt).await;
-                    let uart = live && line.stream == Stream::Uart;
-                    let last = uart && detector.is_final(&line.text);
-                    let read = uart && detector.keeps(&line.text);
-                    store.push_read(line, read);
-                    if last {
+                    let read = if live && line.stream == Stream::Uart {
+                        detector.read_line(&line.text)
+                    } else {
+                        LineRead::default()
+                    };
+                    store.push_read(line, read.keep);
+                    if read.verdict {
                         break RunEnd::Verdict;
                     }
                 }

@@ -26,7 +26,7 @@ use super::{AttachRequest, CoreState, FlashEvent, Halt, ProbeDriver, ProbeError,
 use crate::capture::log::ConsoleLog;
 use crate::capture::nonce::{command_line, Nonce, NonceGate};
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
+use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::dut::board::serial::{self, PortEvent, PortSpec, Writer};
 use crate::dut::cortex_m::{self, conclude, Stop, StopReading, SCB_CFSR};
 use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
@@ -553,11 +553,13 @@ impl Attempt<'_> {
         let live = admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
         // Every live UART line is read, also after the verdict: the detector is the harness's
         // parse.
-        if line.stream == Stream::Uart && live && self.detector.is_final(&line.text) {
-            self.verdict = true;
-        }
-        let read = live && line.stream == Stream::Uart && self.detector.keeps(&line.text);
-        self.store.push_read(line, read);
+        let read = if line.stream == Stream::Uart && live {
+            self.detector.read_line(&line.text)
+        } else {
+            LineRead::default()
+        };
+        self.verdict |= read.verdict;
+        self.store.push_read(line, read.keep);
     }
 
     fn warn(&self, text: String) {

@@ -26,7 +26,7 @@ use crate::capture::noise::HostFilter;
 use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, RunEnd, Stream};
+use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::config::QemuSpec;
 use crate::dut::board::image;
 use crate::dut::cortex_m::{self, snapshot_at_entry, Stop, StopReading};
@@ -436,9 +436,12 @@ impl Session<'_> {
                 self.settled = spinning;
             }
             Report::Moved { table, handlers } => {
+                // Where a vector with no handler sends the core is watched too, but is no
+                // handler.
                 let watched: Vec<String> = handlers
                     .entries
                     .iter()
+                    .filter(|(_, vectors)| vectors.iter().any(|n| !handlers.dead_ends.contains(n)))
                     .map(|(addr, _)| format!("0x{addr:08x}"))
                     .collect();
                 self.events.emit(&Event::Message {
@@ -456,6 +459,9 @@ impl Session<'_> {
                 });
                 self.vector_notes = handlers.notes;
             }
+            // A copy into the RAM table or a handler installed there: what the notes say of
+            // the vectors (an empty or invalid entry) is what a lockup report needs.
+            Report::Rewritten(handlers) => self.vector_notes = handlers.notes,
             Report::Settled => self.settled = true,
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
@@ -482,11 +488,13 @@ impl Session<'_> {
                     admit_line(&line, &mut self.gate, &self.log, self.events, self.attempt).await;
                 self.uart_seen = true;
                 // Also after the verdict: the detector is the harness's parse.
-                if live && self.detector.is_final(&line.text) {
-                    self.verdict = true;
-                }
-                let read = live && self.detector.keeps(&line.text);
-                self.store.push_read(line, read);
+                let read = if live {
+                    self.detector.read_line(&line.text)
+                } else {
+                    LineRead::default()
+                };
+                self.verdict |= read.verdict;
+                self.store.push_read(line, read.keep);
             }
             Stream::Host => {
                 if self.stderr_head.len() < STDERR_HEAD {

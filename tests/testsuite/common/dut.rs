@@ -2,7 +2,7 @@
 //! end detectors, and an event recorder.
 
 use super::{fixture_dir, require_tools};
-use fwfix::capture::{Capture, EndDetector};
+use fwfix::capture::{Capture, EndDetector, LineRead};
 use fwfix::events::{Event, EventSink};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -42,8 +42,11 @@ pub fn fixture_image(board: &str, name: &str) -> PathBuf {
 pub struct UnityEnd;
 
 impl EndDetector for UnityEnd {
-    fn is_final(&mut self, line: &str) -> bool {
-        line == "OK" || line == "FAIL"
+    fn read_line(&mut self, line: &str) -> LineRead {
+        LineRead {
+            verdict: line == "OK" || line == "FAIL",
+            keep: false,
+        }
     }
 }
 
@@ -51,8 +54,8 @@ impl EndDetector for UnityEnd {
 pub struct NeverFinal;
 
 impl EndDetector for NeverFinal {
-    fn is_final(&mut self, _line: &str) -> bool {
-        false
+    fn read_line(&mut self, _line: &str) -> LineRead {
+        LineRead::default()
     }
 }
 
