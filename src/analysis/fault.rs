@@ -309,13 +309,20 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         },
     });
 
+    let known = Known {
+        symbols: symbols.is_some(),
+        pc_not_code: match (snap.pc, symbols) {
+            (Some(pc), Some(symbols)) => symbols.non_code_section(u64::from(pc)),
+            _ => None,
+        },
+    };
     let mut summary = summarise(
         snap,
         exception.as_deref(),
         (&hfsr_names, &cfsr_names),
         pc_location.as_ref(),
         caller.as_ref(),
-        symbols.is_some(),
+        known,
         fault_address,
     );
     for clause in context_clauses(
@@ -357,6 +364,15 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
     }
 }
 
+/// What the image's symbols say besides PC's and LR's locations.
+#[derive(Debug, Clone, Copy, Default)]
+struct Known<'a> {
+    /// Symbols were read for the image: a PC they do not name is in no function.
+    symbols: bool,
+    /// The non-code section PC is in (`.isr_vector`), when it is in one.
+    pc_not_code: Option<&'a str>,
+}
+
 /// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
 fn summarise(
     snap: &FaultSnapshot,
@@ -364,7 +380,7 @@ fn summarise(
     (hfsr_names, cfsr_names): (&[&str], &[&str]),
     pc_location: Option<&Location>,
     caller: Option<&Location>,
-    have_symbols: bool,
+    known: Known<'_>,
     fault_address: Option<u32>,
 ) -> String {
     let mut text = String::new();
@@ -409,6 +425,8 @@ fn summarise(
             text.push_str(&format!(" at {}", hex(pc)));
             if let Some(at) = &pc_described {
                 text.push_str(&format!(" in {at}"));
+            } else if let Some(section) = known.pc_not_code {
+                text.push_str(&format!(" (in {section}, not code)"));
             }
         }
         None => text.push_str(" at an unknown PC"),
@@ -427,7 +445,7 @@ fn summarise(
     if let Some(address) = fault_address {
         text.push_str(&format!("; data address {}", hex(address)));
     }
-    if have_symbols && snap.pc.is_some() && pc_described.is_none() {
+    if known.symbols && snap.pc.is_some() && pc_described.is_none() {
         text.push_str(if caller_described.is_some() {
             "; PC is in no function (a call through a bad pointer?): the caller is where to look"
         } else {
@@ -653,7 +671,10 @@ mod tests {
                 bits,
                 Some(&nowhere),
                 Some(&caller),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None
+                },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_poll (src/sensor.c:42) called a \
@@ -666,7 +687,10 @@ mod tests {
                 bits,
                 Some(&nowhere),
                 Some(&nowhere),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None
+                },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0x00000000: the code at LR 0x000001a5 called a null \
@@ -685,12 +709,38 @@ mod tests {
                 bits,
                 Some(&nowhere),
                 Some(&caller),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None
+                },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0xfffffffe called from sensor_poll \
              (src/sensor.c:42); PC is in no function (a call through a bad pointer?): the caller \
              is where to look"
+        );
+        // A jump into the vector table: PC is in a data section, so no function is named there.
+        let into_data = FaultSnapshot {
+            pc: Some(0x20),
+            xpsr: Some(0x6100_0000),
+            ..snap.clone()
+        };
+        assert_eq!(
+            summarise(
+                &into_data,
+                Some("HardFault"),
+                (&["FORCED"], &["UNDEFINSTR"]),
+                Some(&nowhere),
+                Some(&caller),
+                Known {
+                    symbols: true,
+                    pc_not_code: Some(".isr_vector")
+                },
+                None
+            ),
+            "HardFault (FORCED; UNDEFINSTR) at 0x00000020 (in .isr_vector, not code) called from \
+             sensor_poll (src/sensor.c:42); PC is in no function (a call through a bad pointer?): \
+             the caller is where to look"
         );
         let inside = Location {
             function: Some("sensor_read".to_string()),
@@ -709,7 +759,10 @@ mod tests {
                 (&[], &["DIVBYZERO"]),
                 Some(&inside),
                 Some(&caller),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None
+                },
                 None
             ),
             "UsageFault (DIVBYZERO) at 0x000001a4 in sensor_read (src/sensor.c:17), called from \
