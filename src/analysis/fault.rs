@@ -309,8 +309,18 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         },
     });
 
+    // A bad call whose stacked LR follows a `bl` to a known function was made inside that
+    // function by a tail call (`bx`): the caller's line only called the function.
+    let tail_callee = match (bad_call(snap), snap.lr, symbols) {
+        (Some(_), Some(lr), Some(symbols)) if is_code_address(lr) => symbols
+            .call_target(u64::from(lr))
+            .map(|target| symbols.locate(target))
+            .filter(|l| l.function.is_some()),
+        _ => None,
+    };
     let known = Known {
         symbols: symbols.is_some(),
+        tail_callee: tail_callee.as_ref(),
         pc_not_code: match (snap.pc, symbols) {
             (Some(pc), Some(symbols)) => symbols.non_code_section(u64::from(pc)),
             _ => None,
@@ -340,7 +350,7 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
     // pointer, wherever address 0 happens to be): the caller is the code at fault, so it is what
     // `function`, `file` and `line` name.
     let site = if bad_call(snap).is_some() {
-        caller.as_ref()
+        tail_callee.as_ref().or(caller.as_ref())
     } else {
         pc_location
             .as_ref()
@@ -371,6 +381,8 @@ struct Known<'a> {
     symbols: bool,
     /// The non-code section PC is in (`.isr_vector`), when it is in one.
     pc_not_code: Option<&'a str>,
+    /// For a bad call: the function the instruction before LR called, which made the bad call.
+    tail_callee: Option<&'a Location>,
 }
 
 /// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
@@ -414,7 +426,21 @@ fn summarise(
             (None, Some(lr)) => format!("the code at LR {}", hex(lr)),
             (None, None) => "unknown code".to_string(),
         };
-        text.push_str(&format!(" at {}: {who} {}", hex(pc), call.describe(pc)));
+        match known
+            .tail_callee
+            .and_then(|callee| Some((callee, describe(callee)?)))
+        {
+            Some((callee, described)) => {
+                let name = callee.function.as_deref().unwrap_or_default();
+                text.push_str(&format!(
+                    " at {}: {described} {}, probably by a tail call (a jump that leaves no \
+                     return address); LR is the return into {who}, after its call to {name}",
+                    hex(pc),
+                    call.describe(pc)
+                ));
+            }
+            None => text.push_str(&format!(" at {}: {who} {}", hex(pc), call.describe(pc))),
+        }
         if let Some(address) = fault_address {
             text.push_str(&format!("; data address {}", hex(address)));
         }
@@ -673,7 +699,8 @@ mod tests {
                 Some(&caller),
                 Known {
                     symbols: true,
-                    pc_not_code: None
+                    pc_not_code: None,
+                    tail_callee: None
                 },
                 None
             ),
@@ -689,7 +716,8 @@ mod tests {
                 Some(&nowhere),
                 Known {
                     symbols: true,
-                    pc_not_code: None
+                    pc_not_code: None,
+                    tail_callee: None
                 },
                 None
             ),
@@ -711,13 +739,45 @@ mod tests {
                 Some(&caller),
                 Known {
                     symbols: true,
-                    pc_not_code: None
+                    pc_not_code: None,
+                    tail_callee: None
                 },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0xfffffffe called from sensor_poll \
              (src/sensor.c:42); PC is in no function (a call through a bad pointer?): the caller \
              is where to look"
+        );
+        // The instruction before LR is a `bl` to `sensor_calibrated`: it made the null call.
+        let callee = Location {
+            address: hex(0x92c),
+            function: Some("sensor_calibrated".to_string()),
+            file: Some("src/sensor.c".to_string()),
+            line: Some(52),
+        };
+        let tail = summarise(
+            &snap,
+            Some("HardFault"),
+            bits,
+            Some(&nowhere),
+            Some(&caller),
+            Known {
+                symbols: true,
+                pc_not_code: None,
+                tail_callee: Some(&callee),
+            },
+            None,
+        );
+        assert_eq!(
+            tail,
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_calibrated (src/sensor.c:52) \
+             called a null function pointer, probably by a tail call (a jump that leaves no \
+             return address); LR is the return into sensor_poll (src/sensor.c:42), after its \
+             call to sensor_calibrated"
+        );
+        assert!(
+            !tail.contains("sensor_poll (src/sensor.c:42) called"),
+            "{tail}"
         );
         // A jump into the vector table: PC is in a data section, so no function is named there.
         let into_data = FaultSnapshot {
@@ -734,7 +794,8 @@ mod tests {
                 Some(&caller),
                 Known {
                     symbols: true,
-                    pc_not_code: Some(".isr_vector")
+                    pc_not_code: Some(".isr_vector"),
+                    tail_callee: None
                 },
                 None
             ),
@@ -761,7 +822,8 @@ mod tests {
                 Some(&caller),
                 Known {
                     symbols: true,
-                    pc_not_code: None
+                    pc_not_code: None,
+                    tail_callee: None
                 },
                 None
             ),

@@ -513,3 +513,55 @@ async fn a_jump_into_the_vector_table_names_no_dropped_function_on_mps2_an385() 
 async fn a_jump_into_the_vector_table_names_no_dropped_function_on_lm3s6965evb() {
     a_jump_into_the_vector_table_names_no_dropped_function(LM3S).await;
 }
+
+/// `tail_call`: `sensor_read` calls `sensor_calibrated` with a `bl`, and that function's last act,
+/// a call through a null hook, is compiled as `ldr r3, ...; bx r3`. The stacked LR is the return
+/// into `sensor_read`, but the null call was made in `sensor_calibrated`: the report names it,
+/// read from the `bl` before LR, and never says `sensor_read`'s line called the null pointer.
+async fn a_tail_called_null_pointer_is_blamed_on_the_callee(board: &str) {
+    let dir = built_with(board, "VARIANT=tail_call");
+    let elf = image(dir.path(), board, "tail_call");
+    let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{board}: {log}");
+    let fault = capture.fault.as_ref().unwrap();
+    let report = report_of(&capture, &elf);
+    let what = format!("{board}: {}\n{}", report.summary, fault.raw);
+    assert_eq!(report.pc.as_deref(), Some("0x00000000"), "{what}");
+    let (file, line) = fault_line(dir.path(), "tail_call");
+    assert_eq!(
+        report.function.as_deref(),
+        Some("sensor_calibrated"),
+        "{what}"
+    );
+    assert!(
+        report.file.as_deref().is_some_and(|f| f.ends_with(&file)),
+        "{what}"
+    );
+    assert_eq!(report.line, Some(line), "{what}");
+    assert!(
+        report.summary.contains(&format!(
+            "sensor_calibrated ({}:{line}) called a null function pointer, probably by a tail call",
+            report.file.as_deref().unwrap()
+        )),
+        "{what}"
+    );
+    let caller = report.caller.as_ref().unwrap();
+    assert_eq!(caller.function.as_deref(), Some("sensor_read"), "{what}");
+    let caller_line = caller.line.unwrap();
+    assert!(
+        !report
+            .summary
+            .contains(&format!(":{caller_line}) called a null")),
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn a_tail_called_null_pointer_is_blamed_on_the_callee_on_mps2_an385() {
+    a_tail_called_null_pointer_is_blamed_on_the_callee(MPS2).await;
+}
+
+#[tokio::test]
+async fn a_tail_called_null_pointer_is_blamed_on_the_callee_on_lm3s6965evb() {
+    a_tail_called_null_pointer_is_blamed_on_the_callee(LM3S).await;
+}
