@@ -240,10 +240,10 @@ fn context_clauses(
                 .filter(|_| bad_call(snap).is_none());
             out.push(match (interrupted.and_then(exception_name), isr) {
                 (Some(name), Some(f)) => {
-                    format!("the fault happened inside an interrupt handler: {name} ({f})")
+                    format!("the fault happened in {name}'s handler context, in {f}")
                 }
                 (Some(name), None) => {
-                    format!("the fault happened inside an interrupt handler ({name})")
+                    format!("the fault happened in {name}'s handler context")
                 }
                 (None, _) => "the fault happened inside an exception handler".to_string(),
             });
@@ -318,8 +318,19 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
             .filter(|l| l.function.is_some()),
         _ => None,
     };
+    // LR inside the faulting function itself, not after a call there, is a leftover of an
+    // earlier call the function made, not a return address into a caller.
+    let lr_leftover = match (&pc_location, &caller, snap.lr, symbols) {
+        (Some(pc), Some(caller), Some(lr), Some(symbols)) => {
+            pc.function.is_some()
+                && pc.function == caller.function
+                && symbols.follows_call(u64::from(lr)) == Some(false)
+        }
+        _ => false,
+    };
     let known = Known {
         symbols: symbols.is_some(),
+        lr_leftover,
         tail_callee: tail_callee.as_ref(),
         pc_not_code: match (snap.pc, symbols) {
             (Some(pc), Some(symbols)) => symbols.non_code_section(u64::from(pc)),
@@ -383,6 +394,8 @@ struct Known<'a> {
     pc_not_code: Option<&'a str>,
     /// For a bad call: the function the instruction before LR called, which made the bad call.
     tail_callee: Option<&'a Location>,
+    /// LR points inside the faulting function, not after a call: no caller is known.
+    lr_leftover: bool,
 }
 
 /// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
@@ -458,6 +471,11 @@ fn summarise(
         None => text.push_str(" at an unknown PC"),
     }
     match (&caller_described, snap.lr) {
+        (Some(_), Some(lr)) if known.lr_leftover => text.push_str(&format!(
+            " (LR {} points inside the same function, not after a call: a leftover, not its \
+             caller)",
+            hex(lr)
+        )),
         (Some(from), _) => {
             let sep = if pc_described.is_some() { "," } else { "" };
             text.push_str(&format!("{sep} called from {from}"));
@@ -700,7 +718,8 @@ mod tests {
                 Known {
                     symbols: true,
                     pc_not_code: None,
-                    tail_callee: None
+                    tail_callee: None,
+                    lr_leftover: false
                 },
                 None
             ),
@@ -717,7 +736,8 @@ mod tests {
                 Known {
                     symbols: true,
                     pc_not_code: None,
-                    tail_callee: None
+                    tail_callee: None,
+                    lr_leftover: false
                 },
                 None
             ),
@@ -740,7 +760,8 @@ mod tests {
                 Known {
                     symbols: true,
                     pc_not_code: None,
-                    tail_callee: None
+                    tail_callee: None,
+                    lr_leftover: false
                 },
                 None
             ),
@@ -765,6 +786,7 @@ mod tests {
                 symbols: true,
                 pc_not_code: None,
                 tail_callee: Some(&callee),
+                lr_leftover: false,
             },
             None,
         );
@@ -795,7 +817,8 @@ mod tests {
                 Known {
                     symbols: true,
                     pc_not_code: Some(".isr_vector"),
-                    tail_callee: None
+                    tail_callee: None,
+                    lr_leftover: false
                 },
                 None
             ),
@@ -813,6 +836,25 @@ mod tests {
             xpsr: Some(0x0100_0000),
             ..snap
         };
+        let leftover = summarise(
+            &snap,
+            Some("UsageFault"),
+            (&[], &["DIVBYZERO"]),
+            Some(&inside),
+            Some(&inside),
+            Known {
+                symbols: true,
+                lr_leftover: true,
+                ..Known::default()
+            },
+            None,
+        );
+        assert_eq!(
+            leftover,
+            "UsageFault (DIVBYZERO) at 0x000001a4 in sensor_read (src/sensor.c:17) (LR \
+             0x000001a5 points inside the same function, not after a call: a leftover, not its \
+             caller)"
+        );
         assert_eq!(
             summarise(
                 &snap,
@@ -823,7 +865,8 @@ mod tests {
                 Known {
                     symbols: true,
                     pc_not_code: None,
-                    tail_callee: None
+                    tail_callee: None,
+                    lr_leftover: false
                 },
                 None
             ),
@@ -892,7 +935,7 @@ mod tests {
         };
         let r = crash_report(&isr, None);
         assert!(
-            r.summary.contains("inside an interrupt handler (IRQ5)"),
+            r.summary.contains("in IRQ5's handler context"),
             "{}",
             r.summary
         );

@@ -152,7 +152,7 @@ async fn every_crash_names_its_fault_line(board: &str) {
                 assert!(
                     report
                         .summary
-                        .contains("inside an interrupt handler: SysTick"),
+                        .contains("in SysTick's handler context, in watchdog_kick"),
                     "{what}"
                 );
             }
