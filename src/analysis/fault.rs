@@ -240,10 +240,10 @@ fn context_clauses(
                 .filter(|_| bad_call(snap).is_none());
             out.push(match (interrupted.and_then(exception_name), isr) {
                 (Some(name), Some(f)) => {
-                    format!("the fault happened inside an interrupt handler: {name} ({f})")
+                    format!("the fault happened in {name}'s handler context, in {f}")
                 }
                 (Some(name), None) => {
-                    format!("the fault happened inside an interrupt handler ({name})")
+                    format!("the fault happened in {name}'s handler context")
                 }
                 (None, _) => "the fault happened inside an exception handler".to_string(),
             });
@@ -309,13 +309,41 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         },
     });
 
+    // A bad call whose stacked LR follows a `bl` to a known function was made inside that
+    // function by a tail call (`bx`): the caller's line only called the function.
+    let tail_callee = match (bad_call(snap), snap.lr, symbols) {
+        (Some(_), Some(lr), Some(symbols)) if is_code_address(lr) => symbols
+            .call_target(u64::from(lr))
+            .map(|target| symbols.locate(target))
+            .filter(|l| l.function.is_some()),
+        _ => None,
+    };
+    // LR inside the faulting function itself, not after a call there, is a leftover of an
+    // earlier call the function made, not a return address into a caller.
+    let lr_leftover = match (&pc_location, &caller, snap.lr, symbols) {
+        (Some(pc), Some(caller), Some(lr), Some(symbols)) => {
+            pc.function.is_some()
+                && pc.function == caller.function
+                && symbols.follows_call(u64::from(lr)) == Some(false)
+        }
+        _ => false,
+    };
+    let known = Known {
+        symbols: symbols.is_some(),
+        lr_leftover,
+        tail_callee: tail_callee.as_ref(),
+        pc_not_code: match (snap.pc, symbols) {
+            (Some(pc), Some(symbols)) => symbols.non_code_section(u64::from(pc)),
+            _ => None,
+        },
+    };
     let mut summary = summarise(
         snap,
         exception.as_deref(),
         (&hfsr_names, &cfsr_names),
         pc_location.as_ref(),
         caller.as_ref(),
-        symbols.is_some(),
+        known,
         fault_address,
     );
     for clause in context_clauses(
@@ -333,7 +361,7 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
     // pointer, wherever address 0 happens to be): the caller is the code at fault, so it is what
     // `function`, `file` and `line` name.
     let site = if bad_call(snap).is_some() {
-        caller.as_ref()
+        tail_callee.as_ref().or(caller.as_ref())
     } else {
         pc_location
             .as_ref()
@@ -357,6 +385,19 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
     }
 }
 
+/// What the image's symbols say besides PC's and LR's locations.
+#[derive(Debug, Clone, Copy, Default)]
+struct Known<'a> {
+    /// Symbols were read for the image: a PC they do not name is in no function.
+    symbols: bool,
+    /// The non-code section PC is in (`.isr_vector`), when it is in one.
+    pc_not_code: Option<&'a str>,
+    /// For a bad call: the function the instruction before LR called, which made the bad call.
+    tail_callee: Option<&'a Location>,
+    /// LR points inside the faulting function, not after a call: no caller is known.
+    lr_leftover: bool,
+}
+
 /// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
 fn summarise(
     snap: &FaultSnapshot,
@@ -364,7 +405,7 @@ fn summarise(
     (hfsr_names, cfsr_names): (&[&str], &[&str]),
     pc_location: Option<&Location>,
     caller: Option<&Location>,
-    have_symbols: bool,
+    known: Known<'_>,
     fault_address: Option<u32>,
 ) -> String {
     let mut text = String::new();
@@ -398,7 +439,21 @@ fn summarise(
             (None, Some(lr)) => format!("the code at LR {}", hex(lr)),
             (None, None) => "unknown code".to_string(),
         };
-        text.push_str(&format!(" at {}: {who} {}", hex(pc), call.describe(pc)));
+        match known
+            .tail_callee
+            .and_then(|callee| Some((callee, describe(callee)?)))
+        {
+            Some((callee, described)) => {
+                let name = callee.function.as_deref().unwrap_or_default();
+                text.push_str(&format!(
+                    " at {}: {described} {}, probably by a tail call (a jump that leaves no \
+                     return address); LR is the return into {who}, after its call to {name}",
+                    hex(pc),
+                    call.describe(pc)
+                ));
+            }
+            None => text.push_str(&format!(" at {}: {who} {}", hex(pc), call.describe(pc))),
+        }
         if let Some(address) = fault_address {
             text.push_str(&format!("; data address {}", hex(address)));
         }
@@ -409,11 +464,18 @@ fn summarise(
             text.push_str(&format!(" at {}", hex(pc)));
             if let Some(at) = &pc_described {
                 text.push_str(&format!(" in {at}"));
+            } else if let Some(section) = known.pc_not_code {
+                text.push_str(&format!(" (in {section}, not code)"));
             }
         }
         None => text.push_str(" at an unknown PC"),
     }
     match (&caller_described, snap.lr) {
+        (Some(_), Some(lr)) if known.lr_leftover => text.push_str(&format!(
+            " (LR {} points inside the same function, not after a call: a leftover, not its \
+             caller)",
+            hex(lr)
+        )),
         (Some(from), _) => {
             let sep = if pc_described.is_some() { "," } else { "" };
             text.push_str(&format!("{sep} called from {from}"));
@@ -427,7 +489,7 @@ fn summarise(
     if let Some(address) = fault_address {
         text.push_str(&format!("; data address {}", hex(address)));
     }
-    if have_symbols && snap.pc.is_some() && pc_described.is_none() {
+    if known.symbols && snap.pc.is_some() && pc_described.is_none() {
         text.push_str(if caller_described.is_some() {
             "; PC is in no function (a call through a bad pointer?): the caller is where to look"
         } else {
@@ -653,7 +715,12 @@ mod tests {
                 bits,
                 Some(&nowhere),
                 Some(&caller),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None,
+                    tail_callee: None,
+                    lr_leftover: false
+                },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_poll (src/sensor.c:42) called a \
@@ -666,7 +733,12 @@ mod tests {
                 bits,
                 Some(&nowhere),
                 Some(&nowhere),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None,
+                    tail_callee: None,
+                    lr_leftover: false
+                },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0x00000000: the code at LR 0x000001a5 called a null \
@@ -685,12 +757,74 @@ mod tests {
                 bits,
                 Some(&nowhere),
                 Some(&caller),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None,
+                    tail_callee: None,
+                    lr_leftover: false
+                },
                 None
             ),
             "HardFault (FORCED; IACCVIOL) at 0xfffffffe called from sensor_poll \
              (src/sensor.c:42); PC is in no function (a call through a bad pointer?): the caller \
              is where to look"
+        );
+        // The instruction before LR is a `bl` to `sensor_calibrated`: it made the null call.
+        let callee = Location {
+            address: hex(0x92c),
+            function: Some("sensor_calibrated".to_string()),
+            file: Some("src/sensor.c".to_string()),
+            line: Some(52),
+        };
+        let tail = summarise(
+            &snap,
+            Some("HardFault"),
+            bits,
+            Some(&nowhere),
+            Some(&caller),
+            Known {
+                symbols: true,
+                pc_not_code: None,
+                tail_callee: Some(&callee),
+                lr_leftover: false,
+            },
+            None,
+        );
+        assert_eq!(
+            tail,
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_calibrated (src/sensor.c:52) \
+             called a null function pointer, probably by a tail call (a jump that leaves no \
+             return address); LR is the return into sensor_poll (src/sensor.c:42), after its \
+             call to sensor_calibrated"
+        );
+        assert!(
+            !tail.contains("sensor_poll (src/sensor.c:42) called"),
+            "{tail}"
+        );
+        // A jump into the vector table: PC is in a data section, so no function is named there.
+        let into_data = FaultSnapshot {
+            pc: Some(0x20),
+            xpsr: Some(0x6100_0000),
+            ..snap.clone()
+        };
+        assert_eq!(
+            summarise(
+                &into_data,
+                Some("HardFault"),
+                (&["FORCED"], &["UNDEFINSTR"]),
+                Some(&nowhere),
+                Some(&caller),
+                Known {
+                    symbols: true,
+                    pc_not_code: Some(".isr_vector"),
+                    tail_callee: None,
+                    lr_leftover: false
+                },
+                None
+            ),
+            "HardFault (FORCED; UNDEFINSTR) at 0x00000020 (in .isr_vector, not code) called from \
+             sensor_poll (src/sensor.c:42); PC is in no function (a call through a bad pointer?): \
+             the caller is where to look"
         );
         let inside = Location {
             function: Some("sensor_read".to_string()),
@@ -702,6 +836,25 @@ mod tests {
             xpsr: Some(0x0100_0000),
             ..snap
         };
+        let leftover = summarise(
+            &snap,
+            Some("UsageFault"),
+            (&[], &["DIVBYZERO"]),
+            Some(&inside),
+            Some(&inside),
+            Known {
+                symbols: true,
+                lr_leftover: true,
+                ..Known::default()
+            },
+            None,
+        );
+        assert_eq!(
+            leftover,
+            "UsageFault (DIVBYZERO) at 0x000001a4 in sensor_read (src/sensor.c:17) (LR \
+             0x000001a5 points inside the same function, not after a call: a leftover, not its \
+             caller)"
+        );
         assert_eq!(
             summarise(
                 &snap,
@@ -709,7 +862,12 @@ mod tests {
                 (&[], &["DIVBYZERO"]),
                 Some(&inside),
                 Some(&caller),
-                true,
+                Known {
+                    symbols: true,
+                    pc_not_code: None,
+                    tail_callee: None,
+                    lr_leftover: false
+                },
                 None
             ),
             "UsageFault (DIVBYZERO) at 0x000001a4 in sensor_read (src/sensor.c:17), called from \
@@ -777,7 +935,7 @@ mod tests {
         };
         let r = crash_report(&isr, None);
         assert!(
-            r.summary.contains("inside an interrupt handler (IRQ5)"),
+            r.summary.contains("in IRQ5's handler context"),
             "{}",
             r.summary
         );

@@ -21,6 +21,9 @@ pub struct Silence {
     pub headline: String,
     /// The full statement, with what it suggests: for the report and the terminal summary.
     pub statement: String,
+    /// Lines kept coming up to the timeout: where the core was then is a sample of a running
+    /// image, not where it was stuck.
+    pub still_printing: bool,
 }
 
 /// What is known of the attempt besides its console.
@@ -74,6 +77,7 @@ pub fn console_silence<'a>(
                 seconds(since),
                 lines(uart.len()),
             ),
+            still_printing: false,
         }
     } else {
         Silence {
@@ -90,6 +94,7 @@ pub fn console_silence<'a>(
                 lines(uart.len()),
                 seconds(since)
             ),
+            still_printing: true,
         }
     }
 }
@@ -101,7 +106,9 @@ fn nothing_printed(timeout: &str, core: Option<String>, faults_watched: bool) ->
             "{headline} in {timeout}, and it did not fault (fwfix's breakpoints on its fault handlers never \
              fired); {core}. It runs, so its output goes where this board does not read: check \
              which UART the firmware prints on and the board's machine (or serial port and baud \
-             rate), or whether it waits for something before it brings its console up"
+             rate), or whether it waits for something before it brings its console up; or the \
+             task that prints never got to run, starved by a higher-priority loop (look at \
+             where the core was)"
         ),
         (true, None) => format!(
             "{headline} in {timeout}, and it did not fault (fwfix's breakpoints on its fault handlers never \
@@ -120,6 +127,7 @@ fn nothing_printed(timeout: &str, core: Option<String>, faults_watched: bool) ->
     Silence {
         headline,
         statement,
+        still_printing: false,
     }
 }
 
@@ -187,6 +195,12 @@ mod tests {
             s.statement
         );
         assert!(s.statement.contains("which UART"), "{}", s.statement);
+        assert!(
+            s.statement.contains("starved by a higher-priority loop"),
+            "{}",
+            s.statement
+        );
+        assert!(!s.still_printing);
     }
 
     #[test]
@@ -267,6 +281,7 @@ mod tests {
             s.headline
         );
         assert!(s.statement.contains("check the profile's patterns"));
+        assert!(s.still_printing);
         assert!(!s.statement.contains("did not fault"));
     }
 

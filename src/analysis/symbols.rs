@@ -4,6 +4,13 @@
 //! an image was built without `-g`, or for code with no line info (hand-written assembly). It
 //! also lists the image's `test_*` functions, a stand-in for a Unity image's run order.
 //!
+//! Only live code is named. An address outside every allocated executable (SHF_EXECINSTR)
+//! section, such as one in the vector table, names no function. Inside code, the ELF symbol
+//! table has the last word: `--gc-sections` drops a function's code but not its DWARF, whose
+//! ranges then start at 0 and overlap whatever is linked there, so a DWARF answer whose outermost
+//! function is not the symbol covering the address is thrown away, and its line with it unless
+//! the line table names the symbol's own file.
+//!
 //! This module reads the ELF once, in [`Symbolizer::open`]; afterwards every lookup is in memory.
 //! It must not run external tools (`addr2line`, `nm`) or guess: an address it cannot place gets a
 //! [`Location`] with only its address.
@@ -14,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSymbol, SectionFlags, SymbolKind};
 
 use super::Location;
 
@@ -42,12 +49,24 @@ struct FunctionSymbol {
     name: String,
 }
 
+/// An allocated section of the image: where it is loaded and, for code, its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Section {
+    start: u64,
+    end: u64,
+    name: String,
+    /// The section's contents when it is executable (SHF_EXECINSTR), else None.
+    code: Option<Vec<u8>>,
+}
+
 /// Looks up code addresses in one firmware image.
 pub struct Symbolizer {
     path: PathBuf,
     loader: addr2line::Loader,
     /// Sorted by start address.
     functions: Vec<FunctionSymbol>,
+    /// Allocated sections, in the order the ELF lists them.
+    sections: Vec<Section>,
     /// The image has DWARF line information.
     has_lines: bool,
 }
@@ -104,6 +123,26 @@ impl Symbolizer {
         functions.sort_by(|a, b| a.start.cmp(&b.start).then_with(|| a.name.cmp(&b.name)));
         functions.dedup_by(|a, b| a.start == b.start && a.name == b.name);
 
+        let sections = file
+            .sections()
+            .filter_map(|section| {
+                let SectionFlags::Elf { sh_flags } = section.flags() else {
+                    return None;
+                };
+                let allocated = sh_flags & u64::from(object::elf::SHF_ALLOC) != 0;
+                if !allocated || section.size() == 0 {
+                    return None;
+                }
+                let executable = sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0;
+                Some(Section {
+                    start: section.address(),
+                    end: section.address().saturating_add(section.size()),
+                    name: section.name().unwrap_or("?").to_string(),
+                    code: executable.then(|| section.data().unwrap_or_default().to_vec()),
+                })
+            })
+            .collect();
+
         let has_lines = file.section_by_name(".debug_line").is_some();
         let loader = addr2line::Loader::new(elf).map_err(|e| SymbolError::Debug {
             path: elf.to_path_buf(),
@@ -113,6 +152,7 @@ impl Symbolizer {
             path: elf.to_path_buf(),
             loader,
             functions,
+            sections,
             has_lines,
         })
     }
@@ -149,7 +189,7 @@ impl Symbolizer {
     pub fn functions_at(&self, address: u64) -> Vec<String> {
         let address = code_address(address);
         let mut names = self.frame_functions(address);
-        if names.is_empty() {
+        if names.is_empty() && self.in_code(address) {
             names.extend(self.symbol_at(address).map(|s| s.name.clone()));
         }
         names
@@ -186,6 +226,57 @@ impl Symbolizer {
             .collect()
     }
 
+    /// The name of the allocated section holding `address` when it is not code (the vector
+    /// table, constants, RAM): a PC there ran off into data. None for code, and for an address
+    /// in no section of the image.
+    pub fn non_code_section(&self, address: u64) -> Option<&str> {
+        let address = code_address(address);
+        if self.in_code(address) {
+            return None;
+        }
+        self.sections
+            .iter()
+            .find(|s| s.start <= address && address < s.end)
+            .map(|s| s.name.as_str())
+    }
+
+    /// The target of the Thumb-2 `bl` that ends just before `return_address` (e.g. a stacked
+    /// LR), read from the image's code; None when the instruction there is no `bl` (a `blx`
+    /// through a register, or LR not a return address at all).
+    pub fn call_target(&self, return_address: u64) -> Option<u64> {
+        let at = code_address(return_address).checked_sub(4)?;
+        let bytes = self.code_bytes(at, 4)?;
+        let first = u16::from_le_bytes([bytes[0], bytes[1]]);
+        let second = u16::from_le_bytes([bytes[2], bytes[3]]);
+        decode_bl(first, second, at)
+    }
+
+    /// Whether the instruction just before `return_address` is a call: a `bl`, or a 16-bit
+    /// `blx <reg>`. None when the image holds no code there.
+    pub fn follows_call(&self, return_address: u64) -> Option<bool> {
+        let end = code_address(return_address);
+        let blx = self
+            .code_bytes(end.checked_sub(2)?, 2)
+            .map(|b| is_blx_register(u16::from_le_bytes([b[0], b[1]])))?;
+        Some(blx || self.call_target(return_address).is_some())
+    }
+
+    /// `len` bytes of code from `address`, when they lie in one executable section.
+    fn code_bytes(&self, address: u64, len: u64) -> Option<&[u8]> {
+        self.sections.iter().find_map(|s| {
+            let code = s.code.as_deref()?;
+            let offset = usize::try_from(address.checked_sub(s.start)?).ok()?;
+            code.get(offset..offset.checked_add(usize::try_from(len).ok()?)?)
+        })
+    }
+
+    /// Whether `address` lies in an allocated executable section. An image that lists no
+    /// executable section at all (no section headers) is not second-guessed.
+    fn in_code(&self, address: u64) -> bool {
+        let mut code = self.sections.iter().filter(|s| s.code.is_some()).peekable();
+        code.peek().is_none() || code.any(|s| s.start <= address && address < s.end)
+    }
+
     fn lookup(&self, address: u64) -> Location {
         let mut location = Location {
             address: hex(address),
@@ -193,43 +284,97 @@ impl Symbolizer {
             file: None,
             line: None,
         };
-        if let Ok(mut frames) = self.loader.find_frames(address) {
+        if !self.in_code(address) {
+            return location;
+        }
+        let symbol = self.symbol_at(address);
+        let frames = self.frames(address);
+        if self.dwarf_agrees(&frames, symbol) {
             // The first frame is the innermost: the code actually at this address.
-            if let Ok(Some(frame)) = frames.next() {
-                location.function = frame
-                    .function
-                    .as_ref()
-                    .and_then(|f| f.demangle().ok())
-                    .map(|name| name.into_owned());
-                if let Some(l) = frame.location {
-                    location.file = l.file.map(source_path);
-                    location.line = l.line;
-                }
+            if let Some(frame) = frames.first() {
+                location.function.clone_from(&frame.function);
+                location.file.clone_from(&frame.file);
+                location.line = frame.line;
             }
         }
         if location.file.is_none() {
-            if let Ok(Some(l)) = self.loader.find_location(address) {
-                location.file = l.file.map(source_path);
-                location.line = l.line;
+            if let Some((file, line)) = self.line_of(address) {
+                // Without a DWARF function that agrees, a line is only believed when the line
+                // table gives the covering symbol's own start the same file: a line sequence of
+                // discarded code overlaps live code just as its function's range does.
+                let trusted = match symbol {
+                    Some(s) => {
+                        location.function.is_some()
+                            || self.line_of(s.start).is_some_and(|(f, _)| f == file)
+                    }
+                    None => self.functions.is_empty(),
+                };
+                if trusted {
+                    location.file = Some(file);
+                    location.line = line;
+                }
             }
         }
         if location.function.is_none() {
-            location.function = self.symbol_at(address).map(|s| s.name.clone());
+            location.function = symbol.map(|s| s.name.clone());
         }
         location
     }
 
-    fn frame_functions(&self, address: u64) -> Vec<String> {
-        let mut names = Vec::new();
+    /// The DWARF frames at `address`, innermost first.
+    fn frames(&self, address: u64) -> Vec<Frame> {
+        let mut out = Vec::new();
         let Ok(mut frames) = self.loader.find_frames(address) else {
-            return names;
+            return out;
         };
         while let Ok(Some(frame)) = frames.next() {
-            if let Some(name) = frame.function.as_ref().and_then(|f| f.demangle().ok()) {
-                names.push(name.into_owned());
-            }
+            let (file, line) = match frame.location {
+                Some(l) => (l.file.map(source_path), l.line),
+                None => (None, None),
+            };
+            out.push(Frame {
+                function: frame
+                    .function
+                    .as_ref()
+                    .and_then(|f| f.demangle().ok())
+                    .map(|name| name.into_owned()),
+                file,
+                line,
+            });
         }
-        names
+        out
+    }
+
+    fn line_of(&self, address: u64) -> Option<(String, Option<u32>)> {
+        let l = self.loader.find_location(address).ok()??;
+        Some((source_path(l.file?), l.line))
+    }
+
+    /// Whether DWARF's answer belongs to live code: its outermost function is the ELF symbol
+    /// covering the address. An image without a symbol table has nothing to check it against.
+    fn dwarf_agrees(&self, frames: &[Frame], symbol: Option<&FunctionSymbol>) -> bool {
+        let outermost = frames.iter().rev().find_map(|f| f.function.as_deref());
+        match (outermost, symbol) {
+            // Aliases (`HardFault_Handler` for `Default_Handler`) share the address: any will do.
+            (Some(dwarf), Some(symbol)) => self
+                .functions
+                .iter()
+                .filter(|f| f.start == symbol.start && f.size == symbol.size)
+                .any(|f| same_function(&f.name, dwarf)),
+            (Some(_), None) => self.functions.is_empty(),
+            (None, _) => false,
+        }
+    }
+
+    fn frame_functions(&self, address: u64) -> Vec<String> {
+        if !self.in_code(address) {
+            return Vec::new();
+        }
+        let frames = self.frames(address);
+        if !self.dwarf_agrees(&frames, self.symbol_at(address)) {
+            return Vec::new();
+        }
+        frames.into_iter().filter_map(|f| f.function).collect()
     }
 
     /// The function symbol covering `address`. A symbol without a size (hand-written assembly)
@@ -247,6 +392,58 @@ impl Symbolizer {
                 (last.size == 0 && address < next_start).then_some(last)
             })
     }
+}
+
+/// One DWARF frame at an address: a function (inlined or not) and where in it.
+struct Frame {
+    function: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+}
+
+/// Whether a symbol-table name and a DWARF name are the same function. GCC's clones keep the
+/// DWARF name but suffix the symbol: `foo.constprop.0`, `foo.isra.0`, `foo.part.0`, and for C++
+/// the demangled `foo(int) [clone .constprop.0]`.
+fn same_function(symbol: &str, dwarf: &str) -> bool {
+    let base = symbol
+        .split_once(" [clone ")
+        .map_or(symbol, |(base, _)| base);
+    let base = if base.contains('(') {
+        base
+    } else {
+        base.split_once('.').map_or(base, |(base, _)| base)
+    };
+    symbol == dwarf || base == dwarf
+}
+
+/// The target of a Thumb-2 `bl` (encoding T1) at `at`, from its two halfwords: `11110 S imm10`
+/// then `11 J1 1 J2 imm11`, offset `S:I1:I2:imm10:imm11:0` with `In = !(Jn ^ S)`, from `at + 4`.
+fn decode_bl(first: u16, second: u16, at: u64) -> Option<u64> {
+    if first & 0xF800 != 0xF000 || second & 0xD000 != 0xD000 {
+        return None;
+    }
+    let s = u32::from(first >> 10) & 1;
+    let j1 = u32::from(second >> 13) & 1;
+    let j2 = u32::from(second >> 11) & 1;
+    let i1 = !(j1 ^ s) & 1;
+    let i2 = !(j2 ^ s) & 1;
+    let imm10 = u32::from(first) & 0x3FF;
+    let imm11 = u32::from(second) & 0x7FF;
+    let raw = (s << 24) | (i1 << 23) | (i2 << 22) | (imm10 << 12) | (imm11 << 1);
+    // Sign-extend the 25-bit offset.
+    let offset = i64::from(((raw << 7) as i32) >> 7);
+    u64::try_from(
+        i64::try_from(at)
+            .ok()?
+            .checked_add(4)?
+            .checked_add(offset)?,
+    )
+    .ok()
+}
+
+/// `blx <reg>`: `0100 0111 1 Rm 000`.
+fn is_blx_register(half: u16) -> bool {
+    half & 0xFF87 == 0x4780
 }
 
 /// A source path as the debug information names it, with its `.` and `..` steps taken out:
@@ -294,6 +491,44 @@ mod tests {
         assert_eq!(source_path("a/../../x.c"), "../x.c");
         assert_eq!(source_path("/../x.c"), "/x.c");
         assert_eq!(source_path("src/crc.c"), "src/crc.c");
+    }
+
+    #[test]
+    fn bl_targets_decode_forwards_and_backwards() {
+        // `f7ff fffe`: the offset -4, a call to itself (what an unrelocated `bl` reads).
+        assert_eq!(decode_bl(0xF7FF, 0xFFFE, 0x100), Some(0x100));
+        // 0x1000 -> 0x2000: offset 0xffc, S=0, J1=J2=1.
+        assert_eq!(decode_bl(0xF000, 0xFFFE, 0x1000), Some(0x2000));
+        // 0x2000 -> 0x1000: offset -0x1004.
+        assert_eq!(decode_bl(0xF7FE, 0xFFFE, 0x2000), Some(0x1000));
+        // The largest reach, +16 MB - 2, needs I1/I2 from J1/J2 and S (S=0, J1=J2=0: I1=I2=1).
+        assert_eq!(decode_bl(0xF3FF, 0xD7FF, 0), Some(0x0100_0002));
+        // A `b.w` (bit 14 of the second halfword clear) and 16-bit code are no `bl`.
+        assert_eq!(decode_bl(0xF000, 0xB800, 0x1000), None);
+        assert_eq!(decode_bl(0x4798, 0xBD10, 0x1000), None);
+        // A backward call past address 0 is no call.
+        assert_eq!(decode_bl(0xF7FE, 0xFFFE, 0x10), None);
+    }
+
+    #[test]
+    fn blx_through_a_register_is_recognised() {
+        assert!(is_blx_register(0x4798)); // blx r3
+        assert!(is_blx_register(0x47F0)); // blx lr
+        assert!(!is_blx_register(0x4718)); // bx r3
+        assert!(!is_blx_register(0xBF00)); // nop
+    }
+
+    #[test]
+    fn clones_are_the_function_they_were_cloned_from() {
+        assert!(same_function("sensor_read", "sensor_read"));
+        assert!(same_function("sensor_read.constprop.0", "sensor_read"));
+        assert!(same_function("sensor_read.isra.0", "sensor_read"));
+        assert!(same_function(
+            "drv::poll(int) [clone .part.0]",
+            "drv::poll(int)"
+        ));
+        assert!(!same_function("__sflush_r", "xTraceEventBufferPush"));
+        assert!(!same_function("sensor_read", "sensor"));
     }
 
     #[test]

@@ -579,6 +579,9 @@ impl Job<'_> {
                 },
             )
         });
+        // A console still printing at the timeout was not stuck: where the core was is only a
+        // sample, said in the silence statement, not a hang site.
+        let hang_site = hang_site.filter(|_| !silence.as_ref().is_some_and(|s| s.still_printing));
         // A dump the harness did not take for a crash (a test printed one, then passed) is output.
         if from_console && !results.cases.iter().any(|c| c.status == CaseStatus::Crash) {
             crash = None;

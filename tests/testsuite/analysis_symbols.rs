@@ -40,6 +40,14 @@ void test_alpha(void)
     sink = 2;
 }
 
+void (*volatile sensor_hook)(int);
+
+void sensor_notify(void)
+{
+    sensor_hook(1);
+    sink = 4;
+}
+
 int main(void)
 {
     test_zeta();
@@ -247,8 +255,8 @@ int main()
 fn bad_call_crash_points_at_the_caller() {
     let (_dir, elf) = build("arm-none-eabi-gcc", "sensor.c", SENSOR_C, &["-g"]);
     let symbols = Symbolizer::open(&elf).unwrap();
-    let lr = (call_address(&elf, "sensor_read") + 4) | 1;
-    let call_line = line_of(SENSOR_C, "int v = sensor_read(2);");
+    let lr = (register_call_address(&elf, "sensor_notify") + 2) | 1;
+    let call_line = line_of(SENSOR_C, "sensor_hook(1);");
     // What a call through a null function pointer leaves behind: PC 0, LR into the caller.
     let snap = FaultSnapshot {
         exception: Some(3),
@@ -263,20 +271,54 @@ fn bad_call_crash_points_at_the_caller() {
     let report = crash_report(&snap, Some(&symbols));
     assert_eq!(report.pc.as_deref(), Some("0x00000000"));
     // PC is in no function, so the crash site is the caller.
-    assert_eq!(report.function.as_deref(), Some("sensor_poll"));
+    assert_eq!(report.function.as_deref(), Some("sensor_notify"));
     let caller = report.caller.clone().unwrap();
-    assert_eq!(caller.function.as_deref(), Some("sensor_poll"));
+    assert_eq!(caller.function.as_deref(), Some("sensor_notify"));
     assert_eq!(caller.line, Some(call_line));
     let file = caller.file.unwrap();
     assert!(
         report.summary.starts_with(&format!(
-            "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_poll ({file}:{call_line}) called \
-             a null function pointer"
+            "HardFault (FORCED; IACCVIOL) at 0x00000000: sensor_notify ({file}:{call_line}) \
+             called a null function pointer"
         )),
         "{}",
         report.summary
     );
-    assert_eq!(site_functions(&snap, &symbols), vec!["sensor_poll"]);
+    assert_eq!(site_functions(&snap, &symbols), vec!["sensor_notify"]);
+
+    // The same fault with LR after a `bl sensor_read`: the null call was sensor_read's own (a
+    // tail call leaves no return address), not the caller's line.
+    let lr = (call_address(&elf, "sensor_read") + 4) | 1;
+    let tail = FaultSnapshot {
+        lr: Some(u32::try_from(lr).unwrap()),
+        ..snap
+    };
+    let report = crash_report(&tail, Some(&symbols));
+    assert_eq!(report.function.as_deref(), Some("sensor_read"));
+    assert!(
+        report
+            .summary
+            .contains("called a null function pointer, probably by a tail call"),
+        "{}",
+        report.summary
+    );
+}
+
+/// The address of the first `blx <register>` inside `function`.
+fn register_call_address(elf: &Path, function: &str) -> u64 {
+    let out = run(
+        "arm-none-eabi-objdump",
+        &["-d", elf.to_str().unwrap()],
+        elf.parent().unwrap(),
+    );
+    let start = format!("<{function}>:");
+    out.lines()
+        .skip_while(|l| !l.ends_with(&start))
+        .take_while(|l| !l.trim().is_empty())
+        .find(|l| l.contains("\tblx\tr"))
+        .and_then(|l| l.split(':').next())
+        .map(|a| u64::from_str_radix(a.trim(), 16).unwrap())
+        .unwrap_or_else(|| panic!("no blx in {function}:\n{out}"))
 }
 
 #[test]

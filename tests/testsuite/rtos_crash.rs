@@ -152,7 +152,7 @@ async fn every_crash_names_its_fault_line(board: &str) {
                 assert!(
                     report
                         .summary
-                        .contains("inside an interrupt handler: SysTick"),
+                        .contains("in SysTick's handler context, in watchdog_kick"),
                     "{what}"
                 );
             }
@@ -405,4 +405,163 @@ async fn a_fault_with_no_handler_keeps_its_evidence_on_mps2_an385() {
 #[tokio::test]
 async fn a_fault_with_no_handler_keeps_its_evidence_on_lm3s6965evb() {
     a_fault_with_no_handler_keeps_its_evidence(LM3S).await;
+}
+
+/// `(address, name)` of every function symbol (FUNC) in the image, from arm-none-eabi-readelf,
+/// without the Thumb bit.
+fn elf_functions(elf: &Path) -> Vec<(u64, String)> {
+    let out = Command::new("arm-none-eabi-readelf")
+        .arg("-sW")
+        .arg(elf)
+        .output()
+        .expect("arm-none-eabi-readelf runs (install gcc-arm-none-eabi)");
+    assert!(out.status.success());
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            // `Num: Value Size Type Bind Vis Ndx Name`
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let (value, kind, name) = (words.get(1)?, words.get(3)?, words.get(7)?);
+            let address = u64::from_str_radix(value, 16).ok()? & !1;
+            (*kind == "FUNC").then(|| (address, (*name).to_string()))
+        })
+        .collect()
+}
+
+/// What binutils' addr2line calls the function at `address`.
+fn binutils_function(elf: &Path, address: u64) -> String {
+    let out = Command::new("arm-none-eabi-addr2line")
+        .arg("-f")
+        .arg("-e")
+        .arg(elf)
+        .arg(format!("{address:#x}"))
+        .output()
+        .expect("arm-none-eabi-addr2line runs (install gcc-arm-none-eabi)");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `vector_jump` (a `-ffunction-sections -Wl,--gc-sections` build, like FreeRTOS's demos) calls a
+/// hook left at 0x21: the core runs into its vector table and faults on the `udf` in a reserved
+/// entry at 0x20. `sensor_calibrate` is never called, so the linker dropped its code, but its
+/// DWARF stayed with addresses from 0, over the vector table and the first functions of `.text`.
+/// The report must say PC is in `.isr_vector`, not code, name the call's line in `sensor_read`,
+/// and never the dropped function; every live function must be named as itself.
+async fn a_jump_into_the_vector_table_names_no_dropped_function(board: &str) {
+    let dir = built_with(board, "VARIANT=vector_jump");
+    let elf = image(dir.path(), board, "vector_jump");
+    // The trap this test is about: the dropped function's DWARF covers 0x20.
+    assert!(!elf_functions(&elf)
+        .iter()
+        .any(|(_, n)| n == "sensor_calibrate"));
+    assert_eq!(binutils_function(&elf, 0x20), "sensor_calibrate");
+
+    let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{board}: {log}");
+    let fault = capture.fault.as_ref().unwrap();
+    let report = report_of(&capture, &elf);
+    let what = format!("{board}: {}\n{}", report.summary, fault.raw);
+    assert_eq!(report.pc.as_deref(), Some("0x00000020"), "{what}");
+    assert!(
+        report
+            .summary
+            .contains("at 0x00000020 (in .isr_vector, not code)"),
+        "{what}"
+    );
+    assert!(!report.summary.contains("sensor_calibrate"), "{what}");
+    let (file, line) = fault_line(dir.path(), "vector_jump");
+    assert_eq!(report.function.as_deref(), Some("sensor_read"), "{what}");
+    assert!(
+        report.file.as_deref().is_some_and(|f| f.ends_with(&file)),
+        "{what}"
+    );
+    assert_eq!(report.line, Some(line), "{what}");
+    let symbols = Symbolizer::open(&elf).unwrap();
+    assert!(
+        !fwfix::analysis::fault::site_functions(fault, &symbols)
+            .contains(&"sensor_calibrate".to_string()),
+        "{what}"
+    );
+
+    // Live code under the dropped function's range is named by the symbol table.
+    let functions = elf_functions(&elf);
+    for (address, name) in &functions {
+        let at = symbols.locate(*address).function;
+        let aliases: Vec<&str> = functions
+            .iter()
+            .filter(|(a, _)| a == address)
+            .map(|(_, n)| n.as_str())
+            .collect();
+        assert!(
+            at.as_deref().is_some_and(|f| aliases.contains(&f)),
+            "{board}: {name} at {address:#x} named {at:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_jump_into_the_vector_table_names_no_dropped_function_on_mps2_an385() {
+    a_jump_into_the_vector_table_names_no_dropped_function(MPS2).await;
+}
+
+#[tokio::test]
+async fn a_jump_into_the_vector_table_names_no_dropped_function_on_lm3s6965evb() {
+    a_jump_into_the_vector_table_names_no_dropped_function(LM3S).await;
+}
+
+/// `tail_call`: `sensor_read` calls `sensor_calibrated` with a `bl`, and that function's last act,
+/// a call through a null hook, is compiled as `ldr r3, ...; bx r3`. The stacked LR is the return
+/// into `sensor_read`, but the null call was made in `sensor_calibrated`: the report names it,
+/// read from the `bl` before LR, and never says `sensor_read`'s line called the null pointer.
+async fn a_tail_called_null_pointer_is_blamed_on_the_callee(board: &str) {
+    let dir = built_with(board, "VARIANT=tail_call");
+    let elf = image(dir.path(), board, "tail_call");
+    let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
+    assert_eq!(capture.end, RunEnd::Crashed, "{board}: {log}");
+    let fault = capture.fault.as_ref().unwrap();
+    let report = report_of(&capture, &elf);
+    let what = format!("{board}: {}\n{}", report.summary, fault.raw);
+    assert_eq!(report.pc.as_deref(), Some("0x00000000"), "{what}");
+    let (file, line) = fault_line(dir.path(), "tail_call");
+    assert_eq!(
+        report.function.as_deref(),
+        Some("sensor_calibrated"),
+        "{what}"
+    );
+    assert!(
+        report.file.as_deref().is_some_and(|f| f.ends_with(&file)),
+        "{what}"
+    );
+    assert_eq!(report.line, Some(line), "{what}");
+    assert!(
+        report.summary.contains(&format!(
+            "sensor_calibrated ({}:{line}) called a null function pointer, probably by a tail call",
+            report.file.as_deref().unwrap()
+        )),
+        "{what}"
+    );
+    let caller = report.caller.as_ref().unwrap();
+    assert_eq!(caller.function.as_deref(), Some("sensor_read"), "{what}");
+    let caller_line = caller.line.unwrap();
+    assert!(
+        !report
+            .summary
+            .contains(&format!(":{caller_line}) called a null")),
+        "{what}"
+    );
+}
+
+#[tokio::test]
+async fn a_tail_called_null_pointer_is_blamed_on_the_callee_on_mps2_an385() {
+    a_tail_called_null_pointer_is_blamed_on_the_callee(MPS2).await;
+}
+
+#[tokio::test]
+async fn a_tail_called_null_pointer_is_blamed_on_the_callee_on_lm3s6965evb() {
+    a_tail_called_null_pointer_is_blamed_on_the_callee(LM3S).await;
 }
