@@ -150,7 +150,7 @@ impl Job<'_> {
                         return no_op.with_evidence(log_path);
                     }
                     // A new image: its attempts start now.
-                    self.ctx.attempts.clear();
+                    self.ctx.new_image();
                     let (outcome, next) = match self.profile.lint {
                         Some(_) => (Outcome::BuiltForLint, "; lint next"),
                         None => (Outcome::Built, ""),
