@@ -40,10 +40,11 @@ pub struct RunSpec {
     pub detector: Box<dyn EndDetector>,
     /// Where the timestamped console goes (created or truncated).
     pub console_log: PathBuf,
-    /// Text handed to the image (QEMU: `-append`, read by semihosting SYS_GET_CMDLINE).
+    /// Text handed to the image (QEMU: its semihosting command line, read by SYS_GET_CMDLINE).
     pub append: Option<String>,
-    /// This attempt's nonce, when the backend can hand one out ([`Dut::nonce_check`]): QEMU puts
-    /// it first on the `-append` command line, a board writes it to its console after reset.
+    /// This attempt's nonce, when the backend can hand one out ([`Dut::nonce_check`],
+    /// [`Dut::next_nonce`]): QEMU puts it first on the semihosting command line, a board writes it
+    /// to its console after reset.
     pub nonce: Option<Nonce>,
     /// Cancelled on Ctrl+C, SIGTERM or the run's deadline: the backend stops the target at once.
     pub cancel: CancellationToken,
