@@ -1,6 +1,6 @@
-//! The run nonce: a fresh random value handed to the image for each attempt (QEMU's `-append`, a
-//! line written to a board's console after reset), which the image prints first as
-//! `fwfix-nonce: <value>`. It owns making the value, recognising its line, and the gate that
+//! The run nonce: a fresh random value handed to the image for each attempt (QEMU's semihosting
+//! command line, a line written to a board's console after reset), which the image prints first
+//! as `fwfix-nonce: <value>`. It owns making the value, recognising its line, and the gate that
 //! tells this attempt's console lines from output left over from an earlier run.
 //!
 //! Two strengths. [`NonceCheck::Required`]: the board keeps its console between runs (a serial

@@ -40,15 +40,19 @@ pub struct RunSpec {
     pub detector: Box<dyn EndDetector>,
     /// Where the timestamped console goes (created or truncated).
     pub console_log: PathBuf,
-    /// Text handed to the image (QEMU: `-append`, read by semihosting SYS_GET_CMDLINE).
+    /// Text handed to the image (QEMU: its semihosting command line, read by SYS_GET_CMDLINE).
     pub append: Option<String>,
-    /// This attempt's nonce, when the backend can hand one out ([`Dut::nonce_check`]): QEMU puts
-    /// it first on the `-append` command line, a board writes it to its console after reset.
+    /// This attempt's nonce, when the backend can hand one out ([`Dut::nonce_check`],
+    /// [`Dut::next_nonce`]): QEMU puts it first on the semihosting command line, a board writes it
+    /// to its console after reset.
     pub nonce: Option<Nonce>,
     /// Cancelled on Ctrl+C, SIGTERM or the run's deadline: the backend stops the target at once.
     pub cancel: CancellationToken,
     /// Attempt number, for events.
     pub attempt: u32,
+    /// Another attempt of the same image follows: the backend may get it ready (see
+    /// [`Dut::prepare`]) as soon as this one has stopped the target.
+    pub prepare_next: bool,
 }
 
 /// Errors of the DUT layer: the environment failed, not the firmware.
@@ -190,6 +194,18 @@ pub trait Dut: Send {
     /// cannot; [`RunSpec::nonce`] is then left empty.
     fn nonce_check(&self) -> Option<NonceCheck> {
         None
+    }
+
+    /// Gets the target of the next attempt ready while fwfix does other work (the build), for
+    /// the image that will be at `elf`. QEMU starts paused with no image and is given it through
+    /// its gdbstub when the attempt runs. Nothing by default; failing here costs nothing, the
+    /// attempt then starts the target itself and says what went wrong.
+    async fn prepare(&mut self, _elf: &std::path::Path) {}
+
+    /// The nonce for the next attempt's [`RunSpec::nonce`]: the one a prepared target was
+    /// already given, else a fresh one.
+    fn next_nonce(&mut self) -> Option<Nonce> {
+        self.nonce_check().map(Nonce::fresh)
     }
 }
 

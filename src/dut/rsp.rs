@@ -511,6 +511,28 @@ pub fn read_memory_request(addr: u32, len: usize) -> String {
     format!("m{addr:x},{len:x}")
 }
 
+/// The bytes of one `M` request: QEMU's gdbstub takes packets of up to 4096 bytes, two hex digits
+/// a byte.
+const WRITE_CHUNK: usize = 1536;
+
+/// `M`: `bytes` written at `addr`, in as many requests as the packet size needs.
+pub fn write_memory_requests(addr: u32, bytes: &[u8]) -> Vec<String> {
+    bytes
+        .chunks(WRITE_CHUNK)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let at = addr.wrapping_add((i * WRITE_CHUNK) as u32);
+            format!("M{at:x},{:x}:{}", chunk.len(), encode_hex(chunk))
+        })
+        .collect()
+}
+
+/// `G`: every general register at once, as little-endian words (with no target description read,
+/// QEMU's gdbstub takes `G` where it refuses `P`).
+pub fn write_registers_request(bytes: &[u8]) -> String {
+    format!("G{}", encode_hex(bytes))
+}
+
 /// `Z0`: a breakpoint on the Thumb instruction at `addr`.
 pub fn set_breakpoint_request(addr: u32) -> String {
     format!("Z0,{addr:x},2")
@@ -583,6 +605,21 @@ fn timed_out(step: &str, limit: Duration) -> RspError {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn memory_writes_are_cut_to_the_packet_size() {
+        let bytes: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
+        let requests = super::write_memory_requests(0x100, &bytes);
+        assert_eq!(requests.len(), 3);
+        assert!(requests[0].starts_with("M100,600:000102"));
+        assert!(requests[1].starts_with("M700,600:"));
+        assert!(requests[2].starts_with("Md00,3a0:"));
+        assert!(requests.iter().all(|r| r.len() < 4096));
+        assert_eq!(
+            super::write_registers_request(&[1, 0, 0, 0xff]),
+            "G010000ff"
+        );
+    }
+
     use super::*;
     use tokio::io::duplex;
 

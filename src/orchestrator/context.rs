@@ -4,6 +4,14 @@
 //! The decision bookkeeping is `machine::ledger::Ledger`; this adds what only the orchestrator
 //! needs to carry on: the options the run was started with, the repository snapshots, the targets,
 //! the history of iterations, and the records the report is made from.
+//!
+//! The attempts on the current image are kept in a file of their own (`attempts-N.jsonl`, one
+//! attempt a line, only ever appended to) that the context names with its committed length, so
+//! a checkpoint writes only the attempts since the last one instead of every earlier attempt
+//! again (with `--repeat 20` the context would otherwise be rewritten ~100 times while growing
+//! to ~40 KB). A line past the committed length (a run killed between the append and the
+//! checkpoint) is cut off before the next append. Contexts written before held the attempts
+//! inline (`attempts`) and are still read.
 
 use crate::analysis::{CrashReport, Location};
 use crate::capture::Capture;
@@ -166,8 +174,17 @@ pub struct RunContext {
     /// Hints a person added with `fwfix resume --hint`.
     pub hints: Vec<String>,
     pub build: Option<BuildRecord>,
-    /// Attempts on the current image.
+    /// Attempts on the current image; on disk in [`RunContext::attempts_log`] (inline in
+    /// contexts written before it existed, which are still read).
+    #[serde(default, skip_serializing)]
     pub attempts: Vec<AttemptRecord>,
+    /// Where [`RunContext::attempts`] is kept; None while no attempt of the current image was
+    /// checkpointed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts_log: Option<AttemptsLog>,
+    /// How many attempt files the run started: the next one's number.
+    #[serde(default)]
+    pub attempt_files: u32,
     pub final_reason: String,
     pub final_class: Option<ErrorClass>,
     pub fix: Option<FixRecord>,
@@ -186,6 +203,17 @@ pub struct RunContext {
     pub capture: Option<Capture>,
 }
 
+/// The file the current image's attempts are appended to, as far as a checkpoint committed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptsLog {
+    /// Its name in the run directory.
+    pub file: String,
+    /// Attempts (lines) committed.
+    pub count: usize,
+    /// Bytes committed: anything after them is an append no checkpoint took.
+    pub bytes: u64,
+}
+
 /// What the run did to the board's power, and what it must do next.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PowerState {
@@ -199,14 +227,96 @@ pub struct PowerState {
 }
 
 impl RunContext {
-    /// Writes `context.json` atomically.
+    /// Appends the attempts since the last checkpoint to their file, then writes `context.json`
+    /// atomically (naming what the file now holds).
     pub fn checkpoint(
-        &self,
+        &mut self,
         run_dir: &Path,
         durability: rundir::Durability,
     ) -> std::io::Result<()> {
+        self.log_attempts(run_dir, durability)?;
         let bytes = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
         rundir::rewrite_atomic_as(&run_dir.join(CONTEXT_JSON), &bytes, durability)
+    }
+
+    /// A new image: its attempts start from none, in a file of their own.
+    pub fn new_image(&mut self) {
+        self.attempts.clear();
+        self.attempts_log = None;
+    }
+
+    fn log_attempts(
+        &mut self,
+        run_dir: &Path,
+        durability: rundir::Durability,
+    ) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let (file, count, bytes) = match &self.attempts_log {
+            Some(log) if log.count == self.attempts.len() => return Ok(()),
+            Some(log) if log.count < self.attempts.len() => {
+                (log.file.clone(), log.count, log.bytes)
+            }
+            // None, or fewer attempts than logged (cannot happen but by a new image): a new file.
+            _ if self.attempts.is_empty() => {
+                self.attempts_log = None;
+                return Ok(());
+            }
+            _ => {
+                self.attempt_files += 1;
+                (format!("attempts-{}.jsonl", self.attempt_files), 0, 0)
+            }
+        };
+        let mut lines = Vec::new();
+        for attempt in &self.attempts[count..] {
+            serde_json::to_writer(&mut lines, attempt).map_err(std::io::Error::other)?;
+            lines.push(b'\n');
+        }
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.join(&file))?;
+        // What no checkpoint committed (a run killed after its append) goes first.
+        f.set_len(bytes)?;
+        f.write_all(&lines)?;
+        durability.sync(&f)?;
+        if count == 0 {
+            durability.sync_dir(run_dir);
+        }
+        self.attempts_log = Some(AttemptsLog {
+            file,
+            count: self.attempts.len(),
+            bytes: bytes + lines.len() as u64,
+        });
+        Ok(())
+    }
+
+    /// The committed attempts of `log`, read from its file.
+    fn read_attempts(run_dir: &Path, log: &AttemptsLog) -> Result<Vec<AttemptRecord>, String> {
+        let path = run_dir.join(&log.file);
+        let text =
+            std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let committed = usize::try_from(log.bytes)
+            .ok()
+            .and_then(|n| text.get(..n))
+            .ok_or_else(|| format!("{} is shorter than its context says", path.display()))?;
+        let attempts = committed
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .enumerate()
+            .map(|(i, line)| {
+                serde_json::from_slice(line)
+                    .map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))
+            })
+            .collect::<Result<Vec<AttemptRecord>, String>>()?;
+        if attempts.len() != log.count {
+            return Err(format!(
+                "{} holds {} attempts where its context says {}",
+                path.display(),
+                attempts.len(),
+                log.count
+            ));
+        }
+        Ok(attempts)
     }
 
     /// Removes what checkpointing left beside `context.json` once the run's last checkpoint is
@@ -228,8 +338,11 @@ impl RunContext {
         }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let ctx: RunContext = serde_json::from_str(&text)
+        let mut ctx: RunContext = serde_json::from_str(&text)
             .map_err(|e| format!("{}:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+        if let Some(log) = &ctx.attempts_log {
+            ctx.attempts = Self::read_attempts(run_dir, log)?;
+        }
         if ctx.format != CONTEXT_FORMAT {
             return Err(format!(
                 "{} has format {}, this fwfix reads format {CONTEXT_FORMAT}",
@@ -430,6 +543,8 @@ mod tests {
             hints: Vec::new(),
             build: None,
             attempts: Vec::new(),
+            attempts_log: None,
+            attempt_files: 0,
             final_reason: String::new(),
             final_class: None,
             fix: None,
@@ -437,6 +552,124 @@ mod tests {
             restarts: 0,
             capture: None,
         }
+    }
+
+    fn attempt(n: u32) -> AttemptRecord {
+        use crate::results::Verdict as Run;
+        AttemptRecord {
+            summary: AttemptSummary {
+                attempt: n,
+                verdict: Run::Pass,
+                end: "verdict".into(),
+                exit_code: Some(0),
+                duration_ms: 20,
+                console_log: format!("iter-000/console-{n}.log"),
+                passed: 5,
+                failed: 0,
+                nonce: None,
+            },
+            results: TestResults {
+                harness: "unity".into(),
+                cases: Vec::new(),
+                summary: None,
+                verdict: Run::Pass,
+                notes: Vec::new(),
+            },
+            crash: None,
+            hang_site: None,
+            console_silence: None,
+        }
+    }
+
+    fn numbers(ctx: &RunContext) -> Vec<u32> {
+        ctx.attempts.iter().map(|a| a.summary.attempt).collect()
+    }
+
+    #[test]
+    fn attempts_are_appended_to_a_file_of_their_own_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = stopped_in_iteration(0);
+        let cached = rundir::Durability::Cached;
+        ctx.checkpoint(dir.path(), cached).unwrap();
+        assert_eq!(ctx.attempts_log, None);
+        for n in 1..=3 {
+            ctx.attempts.push(attempt(n));
+            ctx.checkpoint(dir.path(), cached).unwrap();
+            // A checkpoint with nothing new appends nothing.
+            ctx.checkpoint(dir.path(), cached).unwrap();
+        }
+        let text = std::fs::read_to_string(dir.path().join(CONTEXT_JSON)).unwrap();
+        assert!(
+            !text.contains("console-2.log"),
+            "attempts stay out of context.json"
+        );
+        let file = dir.path().join("attempts-1.jsonl");
+        assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 3);
+        let loaded = RunContext::load(dir.path()).unwrap();
+        assert_eq!(numbers(&loaded), [1, 2, 3]);
+
+        // A new image starts a file of its own; the old one is no longer read.
+        let mut ctx = loaded;
+        ctx.new_image();
+        ctx.checkpoint(dir.path(), cached).unwrap();
+        assert!(RunContext::load(dir.path()).unwrap().attempts.is_empty());
+        ctx.attempts.push(attempt(1));
+        ctx.checkpoint(dir.path(), cached).unwrap();
+        assert_eq!(ctx.attempts_log.as_ref().unwrap().file, "attempts-2.jsonl");
+        assert_eq!(numbers(&RunContext::load(dir.path()).unwrap()), [1]);
+    }
+
+    #[test]
+    fn an_append_no_checkpoint_committed_is_ignored_then_cut_off() {
+        let dir = tempfile::tempdir().unwrap();
+        let cached = rundir::Durability::Cached;
+        let mut ctx = stopped_in_iteration(0);
+        ctx.attempts.push(attempt(1));
+        ctx.checkpoint(dir.path(), cached).unwrap();
+        // Killed halfway through the next attempt's append: a torn line after the committed one.
+        let file = dir.path().join("attempts-1.jsonl");
+        let mut torn = std::fs::read(&file).unwrap();
+        torn.extend_from_slice(br#"{"summary":{"attempt":2,"verd"#);
+        std::fs::write(&file, torn).unwrap();
+        let mut resumed = RunContext::load(dir.path()).unwrap();
+        assert_eq!(numbers(&resumed), [1]);
+        resumed.attempts.push(attempt(2));
+        resumed.checkpoint(dir.path(), cached).unwrap();
+        assert_eq!(numbers(&RunContext::load(dir.path()).unwrap()), [1, 2]);
+    }
+
+    #[test]
+    fn a_context_with_its_attempts_inline_still_loads_and_moves_them_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = stopped_in_iteration(0);
+        ctx.attempts = vec![attempt(1), attempt(2)];
+        // As fwfix wrote contexts before the attempts had a file.
+        let mut old = serde_json::to_value(&ctx).unwrap();
+        old["attempts"] = serde_json::to_value(&ctx.attempts).unwrap();
+        std::fs::write(
+            dir.path().join(CONTEXT_JSON),
+            serde_json::to_vec_pretty(&old).unwrap(),
+        )
+        .unwrap();
+        let mut loaded = RunContext::load(dir.path()).unwrap();
+        assert_eq!(numbers(&loaded), [1, 2]);
+        loaded.attempts.push(attempt(3));
+        loaded
+            .checkpoint(dir.path(), rundir::Durability::Cached)
+            .unwrap();
+        assert_eq!(numbers(&RunContext::load(dir.path()).unwrap()), [1, 2, 3]);
+    }
+
+    #[test]
+    fn a_file_shorter_than_its_context_says_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ctx = stopped_in_iteration(0);
+        ctx.attempts.push(attempt(1));
+        ctx.checkpoint(dir.path(), rundir::Durability::Cached)
+            .unwrap();
+        std::fs::write(dir.path().join("attempts-1.jsonl"), b"").unwrap();
+        let error = RunContext::load(dir.path()).unwrap_err();
+        assert!(error.contains("shorter than its context says"), "{error}");
     }
 
     fn pending(iteration: u32, id: &str) -> CandidateRecord {

@@ -418,6 +418,8 @@ impl<'a> Job<'a> {
             hints: Vec::new(),
             build: None,
             attempts: Vec::new(),
+            attempts_log: None,
+            attempt_files: 0,
             final_reason: String::new(),
             final_class: None,
             fix: None,

@@ -7,7 +7,6 @@ use crate::analysis::symbols::Symbolizer;
 use crate::analysis::triage::{self, Stage, TriageContext};
 use crate::analysis::{fault, silence, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
-use crate::capture::nonce::Nonce;
 use crate::capture::{Capture, RunEnd};
 use crate::dut::power::PowerAction;
 use crate::dut::{self, DutError, Image, RunSpec};
@@ -99,6 +98,11 @@ impl Job<'_> {
             Err(step) => return step,
         };
         let log_path = iter_dir.join("build.log");
+        let artifact = self.ctx.work_dir.join(&self.build.artifact);
+        if let Some(dut) = self.dut.as_mut() {
+            // The target's own start (QEMU's) overlaps the build.
+            dut.prepare(&artifact).await;
+        }
         let req = BuildRequest {
             command: self.build.command.clone(),
             cwd: self.ctx.work_dir.join(&self.build.cwd),
@@ -127,7 +131,6 @@ impl Job<'_> {
             .find(|d| d.severity == Severity::Error)
             .map(|d| format!(": {}", report::describe_diagnostic(d)))
             .unwrap_or_default();
-        let artifact = self.ctx.work_dir.join(&self.build.artifact);
         self.ctx.build = Some(BuildRecord {
             summary: BuildSummary {
                 command: self.build.command.clone(),
@@ -147,7 +150,7 @@ impl Job<'_> {
                         return no_op.with_evidence(log_path);
                     }
                     // A new image: its attempts start now.
-                    self.ctx.attempts.clear();
+                    self.ctx.new_image();
                     let (outcome, next) = match self.profile.lint {
                         Some(_) => (Outcome::BuiltForLint, "; lint next"),
                         None => (Outcome::Built, ""),
@@ -373,7 +376,7 @@ impl Job<'_> {
         let (Some(dut), Some(record)) = (self.dut.as_mut(), &self.ctx.build) else {
             return Step::error(ErrorClass::TestEnvFailure, "no DUT or image");
         };
-        let nonce = dut.nonce_check().map(Nonce::fresh);
+        let nonce = dut.next_nonce();
         let live = LiveParse::new(self.parser.stream(), nonce.as_ref());
         let spec = RunSpec {
             timeout: self.profile.test.timeout,
@@ -383,6 +386,7 @@ impl Job<'_> {
             nonce,
             cancel: self.cancel.clone(),
             attempt,
+            prepare_next: attempt < self.ctx.request.repeat,
         };
         let image = Image {
             elf: record.artifact.clone(),

@@ -216,6 +216,7 @@ impl Bench {
             nonce: None,
             cancel: CancellationToken::new(),
             attempt: 1,
+            prepare_next: false,
         }
     }
 

@@ -131,6 +131,7 @@ fn attempt(timeout: Duration, detector: Box<dyn EndDetector>) -> Attempt {
         nonce: None,
         cancel: CancellationToken::new(),
         attempt: 1,
+        prepare_next: false,
     };
     Attempt { dir, spec }
 }

@@ -103,6 +103,7 @@ async fn run(machine: &str, elf: &Path, timeout: Duration) -> (Capture, String) 
         nonce: None,
         cancel: CancellationToken::new(),
         attempt: 1,
+        prepare_next: false,
     };
     let capture = dut
         .run(

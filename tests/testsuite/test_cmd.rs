@@ -177,12 +177,23 @@ timeout_s = 2
 "#,
     );
     // Terminates the first QEMU of the run from outside, as an operator or the OOM killer would;
-    // the retry's QEMU is left alone.
+    // the retry's QEMU is left alone. Once the attempt has begun (its console.log exists): the
+    // QEMU started during the build waits paused until then.
     let needle = repo.path().to_path_buf();
     let killer = std::thread::spawn(move || {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let attempt_begun = || {
+            std::fs::read_dir(needle.join(".fwfix/runs"))
+                .into_iter()
+                .flatten()
+                .flatten()
+                .any(|run| run.path().join("iter-000/console.log").exists())
+        };
         while std::time::Instant::now() < deadline {
-            if let Some((pid, _)) = qemu_pids_mentioning(&needle).first() {
+            if let Some((pid, _)) = qemu_pids_mentioning(&needle)
+                .first()
+                .filter(|_| attempt_begun())
+            {
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 let pid = nix::unistd::Pid::from_raw(*pid);
                 return nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_ok();

@@ -1046,6 +1046,7 @@ mod tests {
             append: None,
             cancel,
             attempt: 1,
+            prepare_next: false,
         };
         let result = dut.run(&Image { elf: path }, spec, &events).await;
         Ran {

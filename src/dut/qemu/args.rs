@@ -12,12 +12,7 @@ use std::path::Path;
 /// semihosting text go to stderr. The core starts paused (`-S`) until fwfix has set its fault
 /// breakpoints through the gdbstub; the QMP socket (only used to stop a QEMU whose fwfix was
 /// killed) waits for no client.
-pub fn qemu_args(
-    spec: &QemuSpec,
-    kernel: &Path,
-    sockets: &Sockets,
-    append: Option<&str>,
-) -> Vec<OsString> {
+pub fn qemu_args(spec: &QemuSpec, boot: &Boot<'_>, sockets: &Sockets) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-M".into(), spec.machine.clone().into()];
     if let Some(cpu) = &spec.cpu {
         args.push("-cpu".into());
@@ -31,12 +26,11 @@ pub fn qemu_args(
         "-serial",
         "stdio",
         "-semihosting-config",
-        "enable=on,target=native",
-        "-d",
-        "guest_errors",
-        "-S",
-        "-chardev",
     ] {
+        args.push(a.into());
+    }
+    args.push(semihosting_config(boot));
+    for a in ["-d", "guest_errors", "-S", "-chardev"] {
         args.push(a.into());
     }
     // The gdbstub on a socket fwfix already holds the other end of: no listening, no connecting.
@@ -45,14 +39,49 @@ pub fn qemu_args(
     args.push(format!("chardev:{GDB_CHARDEV}").into());
     args.push("-qmp".into());
     args.push(unix_server(&sockets.qmp));
-    args.push("-kernel".into());
-    args.push(kernel.into());
-    if let Some(append) = append {
-        args.push("-append".into());
-        args.push(append.into());
+    if let Boot::Kernel { kernel, append } = boot {
+        args.push("-kernel".into());
+        args.push(kernel.into());
+        if let Some(append) = append {
+            args.push("-append".into());
+            args.push(append.into());
+        }
     }
     args.extend(spec.extra_args.iter().map(OsString::from));
     args
+}
+
+/// How the image gets into the emulator.
+#[derive(Debug, Clone, Copy)]
+pub enum Boot<'a> {
+    /// QEMU loads `kernel` as it starts (`-kernel`); `append` is the semihosting command line.
+    Kernel {
+        kernel: &'a Path,
+        append: Option<&'a str>,
+    },
+    /// QEMU starts with no image (it may not be built yet) and fwfix writes it through the
+    /// gdbstub. `-append` needs `-kernel`, so the semihosting command line is given as QEMU would
+    /// have made it from the two: `kernel` as its first word, then the words of `append`.
+    Gdbstub {
+        kernel: &'a Path,
+        append: Option<&'a str>,
+    },
+}
+
+/// `-semihosting-config`'s value; a `Boot::Gdbstub` command line word by word (`arg=`, commas
+/// doubled as QEMU's option syntax wants).
+fn semihosting_config(boot: &Boot<'_>) -> OsString {
+    let mut value = OsString::from("enable=on,target=native");
+    if let Boot::Gdbstub { kernel, append } = boot {
+        let kernel = kernel.as_os_str().to_string_lossy();
+        let words =
+            std::iter::once(kernel.as_ref()).chain(append.iter().flat_map(|a| a.split(' ')));
+        for word in words.filter(|w| !w.is_empty()) {
+            value.push(",arg=");
+            value.push(word.replace(',', ",,"));
+        }
+    }
+    value
 }
 
 /// The chardev QEMU's gdbstub runs on.
@@ -291,7 +320,11 @@ mod tests {
         let mut s = spec();
         s.cpu = Some("cortex-m3".into());
         s.extra_args = vec!["-icount".into(), "shift=0".into()];
-        let args = qemu_args(&s, Path::new("/fw/test.elf"), &sockets(), Some("seed=7"));
+        let boot = Boot::Kernel {
+            kernel: Path::new("/fw/test.elf"),
+            append: Some("seed=7"),
+        };
+        let args = qemu_args(&s, &boot, &sockets());
         assert_eq!(
             strings(&args).join(" "),
             "-M mps2-an385 -cpu cortex-m3 -display none -monitor none -serial stdio \
@@ -304,10 +337,34 @@ mod tests {
 
     #[test]
     fn argv_without_optional_parts() {
-        let args = strings(&qemu_args(&spec(), Path::new("a.elf"), &sockets(), None));
+        let boot = Boot::Kernel {
+            kernel: Path::new("a.elf"),
+            append: None,
+        };
+        let args = strings(&qemu_args(&spec(), &boot, &sockets()));
         assert!(!args.contains(&"-cpu".to_string()));
         assert!(!args.contains(&"-append".to_string()));
         assert_eq!(args.last().map(String::as_str), Some("a.elf"));
+    }
+
+    #[test]
+    fn an_image_loaded_later_has_its_command_line_in_the_semihosting_config() {
+        let boot = Boot::Gdbstub {
+            kernel: Path::new("/fw/a,b.elf"),
+            append: Some("fwfix-nonce=00ff seed=7"),
+        };
+        let args = strings(&qemu_args(&spec(), &boot, &sockets()));
+        assert!(!args.contains(&"-kernel".to_string()));
+        assert!(!args.contains(&"-append".to_string()));
+        assert!(args.contains(
+            &"enable=on,target=native,arg=/fw/a,,b.elf,arg=fwfix-nonce=00ff,arg=seed=7".to_string()
+        ));
+        let bare = Boot::Gdbstub {
+            kernel: Path::new("/fw/a.elf"),
+            append: None,
+        };
+        let args = strings(&qemu_args(&spec(), &bare, &sockets()));
+        assert!(args.contains(&"enable=on,target=native,arg=/fw/a.elf".to_string()));
     }
 
     #[test]

@@ -53,7 +53,10 @@
 //!
 //! Arming is three round trips, each a batch of requests sent in one write (QEMU answers them in
 //! order): VTOR with the table at 0 (where the core boots from unless VTOR says otherwise); the
-//! stack check, the breakpoints and the VTOR watchpoint; then `c`. The connection is a socket pair
+//! stack check, the breakpoints and the VTOR watchpoint; then `c`. A QEMU started before the image
+//! was built gets it in the same trips: its segments written (`M`) ahead of the first batch, and
+//! the registers a reset would have loaded from the table (SP, PC, the T bit; `G`, which QEMU 7.2
+//! takes without a target description) ahead of the second. The connection is a socket pair
 //! made before QEMU starts, so nothing waits for a socket to appear. The target description
 //! (which register number is xPSR, PSP) is read at the first stop, which a passing run never has:
 //! QEMU 7.2 answers `p` and `P` only once it was read. QEMU 7.2 has no `QStartNoAckMode`.
@@ -75,6 +78,7 @@
 //! It does not decide how an attempt ends; the session does.
 
 use super::super::rsp::{self, Client, RspError, StopReply};
+use crate::dut::board::image::Segment;
 use crate::dut::cortex_m::{
     self, fault_handlers, is_exc_return, spins_at, watched_words, writable_table, CoreRegs,
     EntryReading, FaultHandlers, StopReading, SCB_CFSR, SYSTEM_VECTORS, WATCHED_VECTORS,
@@ -150,13 +154,15 @@ pub struct Watch {
 }
 
 /// Starts watching the QEMU whose gdbstub is at the other end of `stream`; its first answer may
-/// take `patience` (QEMU reads the socket once it has started).
-pub fn spawn(stream: UnixStream, patience: Duration) -> Watch {
+/// take `patience` (QEMU reads the socket once it has started). `load`: the image's segments, for a
+/// QEMU started without it, written before anything else.
+pub fn spawn(stream: UnixStream, patience: Duration, load: Option<Vec<Segment>>) -> Watch {
     let (report_tx, reports) = mpsc::channel(16);
     let (commands, command_rx) = mpsc::channel(4);
     let task = tokio::spawn(async move {
         let mut watcher = Watcher {
             client: Client::new(stream, STEP),
+            load,
             reports: report_tx,
             described: false,
             xpsr: DEFAULT_XPSR,
@@ -191,6 +197,8 @@ enum State {
 
 struct Watcher {
     client: Client<UnixStream>,
+    /// The image to write before the core runs, when QEMU was started without it.
+    load: Option<Vec<Segment>>,
     reports: mpsc::Sender<Report>,
     /// The target description was asked for (once, at the first stop: a passing run never
     /// needs it).
@@ -210,6 +218,22 @@ struct Watcher {
     /// Entries of non-fault exceptions into a shared handler, by address.
     others: HashMap<u32, u32>,
     sample_at: Option<Instant>,
+}
+
+/// What a Cortex-M reset leaves in the registers, as `G` takes them without a target description
+/// (r0-r15, eight 12-byte FPA registers and their status word, which QEMU ignores, then xPSR):
+/// SP and PC from the vector table, LR 0xffffffff, the T bit from the reset vector's bit 0 (clear,
+/// the core faults on its first instruction, as after a real reset).
+fn reset_registers(sp: u32, pc: u32) -> Vec<u8> {
+    let mut words = [0u32; 16];
+    words[13] = sp & !3;
+    words[14] = u32::MAX;
+    words[PC as usize] = pc & !1;
+    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    bytes.extend([0u8; 8 * 12 + 4]);
+    let xpsr = if pc & 1 == 1 { XPSR_THUMB } else { 0 };
+    bytes.extend(xpsr.to_le_bytes());
+    bytes
 }
 
 fn text(e: RspError) -> String {
@@ -260,14 +284,24 @@ impl Watcher {
     /// first answer.
     async fn arm(&mut self, patience: Duration) -> Result<(), String> {
         // VTOR, and the table at 0, where the core boots from unless VTOR says otherwise.
+        // A QEMU started before the image was built gets it first, in the same batch.
+        let writes: Vec<String> = self
+            .load
+            .iter()
+            .flatten()
+            .flat_map(|segment| rsp::write_memory_requests(segment.addr, &segment.data))
+            .collect();
         let vtor_request = rsp::read_memory_request(VTOR, 4);
         let reset_table = rsp::read_memory_request(0, SYSTEM_VECTORS * 4);
-        let replies = self
-            .client
-            .requests(&[vtor_request.clone(), reset_table.clone()], patience)
-            .await
-            .map_err(text)?;
+        let mut first = writes.clone();
+        first.extend([vtor_request.clone(), reset_table.clone()]);
+        let replies = self.client.requests(&first, patience).await.map_err(text)?;
         let mut replies = replies.into_iter();
+        for (request, reply) in writes.iter().zip(replies.by_ref()) {
+            reply
+                .and_then(|r| rsp::ok_reply(request, &r))
+                .map_err(|e| format!("the image could not be written into the machine ({e})"))?;
+        }
         let vtor = replies
             .next()
             .and_then(Result::ok)
@@ -285,10 +319,15 @@ impl Watcher {
         // The initial stack's top word (a misfit check), the breakpoints and the watchpoint.
         let sp = table.as_ref().ok().and_then(|w| w.first().copied());
         let top = sp.and_then(|sp| sp.checked_sub(4));
-        let mut batch: Vec<String> = top
-            .map(|top| rsp::read_memory_request(top, 4))
-            .into_iter()
-            .collect();
+        // A loaded image: the core starts as a reset would have started it, from the table.
+        let reset = match (&self.load, table.as_deref()) {
+            (Some(_), Ok([sp, pc, ..])) => {
+                Some(rsp::write_registers_request(&reset_registers(*sp, *pc)))
+            }
+            _ => None,
+        };
+        let mut batch: Vec<String> = reset.iter().cloned().collect();
+        batch.extend(top.map(|top| rsp::read_memory_request(top, 4)));
         let breakpoints: Vec<String> = self
             .handlers
             .entries
@@ -303,6 +342,13 @@ impl Watcher {
             .await
             .map_err(text)?
             .into_iter();
+        if let Some(request) = &reset {
+            replies
+                .next()
+                .unwrap_or_else(|| Ok(Vec::new()))
+                .and_then(|r| rsp::ok_reply(request, &r))
+                .map_err(|e| format!("the core's registers could not be set ({e})"))?;
+        }
         let stack = if top.is_some() { replies.next() } else { None };
         if let (Some(sp), Some(top), Some(Err(e))) = (sp, top, stack) {
             self.report(Report::Misfit(misfit(sp, top, &e))).await;

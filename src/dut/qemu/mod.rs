@@ -15,7 +15,7 @@ mod session;
 
 use super::session::probe_output;
 use super::{Dut, DutError, Image, RunSpec};
-use crate::capture::nonce::NonceCheck;
+use crate::capture::nonce::{Nonce, NonceCheck};
 use crate::capture::Capture;
 use crate::config::QemuSpec;
 use crate::events::EventSink;
@@ -37,6 +37,8 @@ pub struct QemuDut {
     /// The attempts' scratch directory (QMP socket, QEMU's working directory), made by the
     /// first and removed with the DUT.
     scratch: Option<process::ScratchDir>,
+    /// A QEMU started ahead of the next attempt ([`Dut::prepare`]).
+    warm: Option<session::Warm>,
 }
 
 impl QemuDut {
@@ -47,6 +49,7 @@ impl QemuDut {
             last_pid: None,
             cache_dir: None,
             scratch: None,
+            warm: None,
         }
     }
 
@@ -154,6 +157,22 @@ impl Dut for QemuDut {
         Ok(())
     }
 
+    /// Starts the next attempt's QEMU (paused, no image) unless one waits already.
+    async fn prepare(&mut self, elf: &std::path::Path) {
+        if self.warm.is_some() || args::gdbstub_conflict(&self.spec, &self.board).is_some() {
+            return;
+        }
+        let nonce = self.nonce_check().map(Nonce::fresh);
+        self.warm = session::Warm::start(&self.spec, elf, nonce, &mut self.scratch).ok();
+    }
+
+    fn next_nonce(&mut self) -> Option<Nonce> {
+        match &self.warm {
+            Some(warm) => warm.nonce.clone(),
+            None => self.nonce_check().map(Nonce::fresh),
+        }
+    }
+
     async fn run(
         &mut self,
         image: &Image,
@@ -173,6 +192,7 @@ impl Dut for QemuDut {
             events,
             &mut self.last_pid,
             &mut self.scratch,
+            &mut self.warm,
         )
         .await
     }

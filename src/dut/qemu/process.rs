@@ -62,8 +62,10 @@ pub fn spawn_error(program: &str, error: io::Error) -> DutError {
 
 /// Scratch directories are `<tmp>/fwfix-qemu-<fwfix pid>-...`: the pid says whose QEMU it is.
 const SCRATCH_PREFIX: &str = "fwfix-qemu-";
-/// The QMP socket in a scratch directory.
-pub const QMP_SOCKET: &str = "qmp.sock";
+/// The QMP sockets in a scratch directory are `qmp-<n>.sock`, one a QEMU: the next attempt's
+/// QEMU may start while this one's runs.
+const QMP_PREFIX: &str = "qmp";
+const QMP_SUFFIX: &str = ".sock";
 
 /// [`reap_orphans`], the first time this process starts a QEMU: a fwfix killed with SIGKILL
 /// leaves its QEMU to the guardian, and only when that could not stop it either does one wait
@@ -103,31 +105,59 @@ pub async fn reap_orphans() -> Vec<PathBuf> {
             continue;
         }
         let dir = entry.path();
-        let socket = dir.join(QMP_SOCKET);
-        let wait = std::time::Duration::from_secs(2);
-        let stopped = match super::qmp::QmpClient::connect(&socket, Duration::ZERO, wait).await {
-            Ok(mut qmp) => {
-                // QEMU may close the connection before it answers `quit`.
-                let _ = qmp.execute("quit", None).await;
-                true
+        let sockets: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| is_qmp_socket(p))
+            .collect();
+        let mut stopped = false;
+        let mut unreachable = false;
+        for socket in &sockets {
+            match quit(socket).await {
+                Some(quit) => stopped |= quit,
+                None => unreachable = true,
             }
-            // No socket, or nobody listening on it: its QEMU is gone too.
-            Err(super::qmp::QmpError::Connect { source, .. })
-                if matches!(
-                    source.kind(),
-                    io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
-                ) =>
-            {
-                false
-            }
-            // A QEMU that may still run keeps the one way to reach it.
-            Err(_) => continue,
-        };
+        }
+        // A QEMU that may still run keeps the one way to reach it.
+        if unreachable {
+            continue;
+        }
         if std::fs::remove_dir_all(&dir).is_ok() && stopped {
             reaped.push(dir);
         }
     }
     reaped
+}
+
+/// Whether `path` is a QMP socket of a scratch directory (the name fwfix gives them).
+fn is_qmp_socket(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.starts_with(QMP_PREFIX) && n.ends_with(QMP_SUFFIX))
+}
+
+/// Tells the QEMU listening on `socket` to quit: Some(true) when one was told, Some(false) when
+/// nobody listens there (its QEMU is gone too), None when one may run but did not answer.
+async fn quit(socket: &Path) -> Option<bool> {
+    let wait = std::time::Duration::from_secs(2);
+    match super::qmp::QmpClient::connect(socket, Duration::ZERO, wait).await {
+        Ok(mut qmp) => {
+            // QEMU may close the connection before it answers `quit`.
+            let _ = qmp.execute("quit", None).await;
+            Some(true)
+        }
+        Err(super::qmp::QmpError::Connect { source, .. })
+            if matches!(
+                source.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            Some(false)
+        }
+        Err(_) => None,
+    }
 }
 
 /// A private directory (mode 0700) for one attempt's QMP socket and for anything QEMU might leave
@@ -166,6 +196,13 @@ impl ScratchDir {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// A QMP socket path no QEMU of this directory was given yet.
+    pub fn next_qmp_socket(&self) -> PathBuf {
+        static SOCKETS: AtomicU64 = AtomicU64::new(0);
+        let n = SOCKETS.fetch_add(1, Ordering::Relaxed);
+        self.path.join(format!("{QMP_PREFIX}-{n}{QMP_SUFFIX}"))
     }
 }
 

@@ -1,10 +1,13 @@
 //! One QEMU attempt from launch to a stopped process. Outline:
 //!
-//! 1. Open console.log and a scratch directory, spawn QEMU paused (the nonce first on its
-//!    `-append` command line, its gdbstub on one end of a connected socket pair) in its own
-//!    process group behind a guard that kills the group on every exit path, start the
-//!    stdout/stderr pumps and the gdbstub watcher on the other end, which sets a breakpoint on
-//!    every fault handler's entry and lets the core run.
+//! 1. Open console.log and a scratch directory. Take the QEMU started ahead for this attempt
+//!    ([`Warm`]: paused, no image, the nonce on its semihosting command line), or spawn one paused
+//!    with the image (`-kernel`, the nonce first on its `-append` command line); either way its
+//!    gdbstub is on one end of a connected socket pair and it runs in its own process group
+//!    behind a guard that kills the group on every exit path. With another attempt to follow,
+//!    start that one's QEMU now, so its start overlaps this run. Start the stdout/stderr pumps
+//!    and the gdbstub watcher on the other end, which writes the image into a QEMU started
+//!    without it, sets a breakpoint on every fault handler's entry and lets the core run.
 //! 2. Capture: every UART line is logged, emitted as an event, kept (bounded) and fed to the
 //!    harness's end detector; every stderr line is read for a lockup and passes a noise filter
 //!    before it is logged; the watcher's reports are taken as they come, until the first of:
@@ -17,7 +20,7 @@
 //! It owns the timing policy; the gdbstub conversation is in `gdbstub`, QEMU's own words in
 //! `fault` and `args`, process plumbing in `process`.
 
-use super::args::{self, ExitClass, ExitContext, ExitInfo, Sockets};
+use super::args::{self, Boot, ExitClass, ExitContext, ExitInfo, Sockets};
 use super::fault::StderrWatcher;
 use super::gdbstub::{self, Command, Report, Watch};
 use super::process::{self, ScratchDir};
@@ -65,29 +68,70 @@ const STDERR_HEAD: usize = 64;
 /// A unix socket path must fit in `sun_path` (108 bytes with the terminator).
 const MAX_SOCKET_PATH: usize = 100;
 
-/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists. `scratch` is the
-/// DUT's scratch directory, made on its first attempt and kept for the next ones (each QEMU
-/// replaces the QMP socket the one before left).
-pub(super) async fn run(
-    spec: &QemuSpec,
-    target: &str,
-    image: &Image,
-    run: RunSpec,
-    events: &dyn EventSink,
-    pid: &mut Option<u32>,
-    scratch: &mut Option<ScratchDir>,
-) -> Result<Capture, DutError> {
-    let program = spec.binary.as_str();
-    let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
-    for dir in process::reap_orphans_once().await {
-        events.emit(&Event::Message {
-            level: Level::Warning,
-            text: format!(
-                "stopped a QEMU that a killed fwfix left running (its scratch directory was {})",
-                dir.display()
-            ),
-        });
+/// A QEMU started paused with no image, ahead of its attempt (while the image is built, or while
+/// the attempt before runs): the attempt writes the image through the gdbstub instead of waiting
+/// for QEMU's own start, which is most of a short test's time. It fits an attempt that runs
+/// the same image path with the same command line; dropping it kills it.
+#[derive(Debug)]
+pub struct Warm {
+    launched: Launched,
+    kernel: std::path::PathBuf,
+    /// The semihosting command line it was given.
+    append: Option<String>,
+    /// The nonce in that command line, for the attempt that takes it.
+    pub nonce: Option<nonce::Nonce>,
+}
+
+impl Warm {
+    /// Starts a paused QEMU for an attempt of the image at `elf` (absolute, or made so) with
+    /// `nonce` as its command line.
+    pub(super) fn start(
+        spec: &QemuSpec,
+        elf: &std::path::Path,
+        nonce: Option<nonce::Nonce>,
+        scratch: &mut Option<ScratchDir>,
+    ) -> Result<Warm, DutError> {
+        let kernel = std::path::absolute(elf).unwrap_or_else(|_| elf.to_path_buf());
+        let append = nonce::command_line(nonce.as_ref(), None);
+        let boot = Boot::Gdbstub {
+            kernel: &kernel,
+            append: append.as_deref(),
+        };
+        let launched = launch(spec, scratch, &boot)?;
+        Ok(Warm {
+            launched,
+            kernel,
+            append,
+            nonce,
+        })
     }
+
+    /// Whether it was started for this image path and command line, and still runs.
+    fn fits(&mut self, kernel: &std::path::Path, append: Option<&str>) -> bool {
+        self.kernel == kernel
+            && self.append.as_deref() == append
+            && matches!(self.launched.child.try_wait(), Ok(None))
+    }
+}
+
+/// A QEMU just spawned: the process, the guard of its group, fwfix's end of its gdbstub.
+#[derive(Debug)]
+struct Launched {
+    child: Child,
+    killer: crate::process::GroupGuard,
+    gdb: tokio::net::UnixStream,
+    /// Its QMP socket, removed once it is gone (a killed QEMU leaves it).
+    qmp: std::path::PathBuf,
+}
+
+/// Spawns QEMU paused, in its own process group, its gdbstub on one end of a connected socket
+/// pair whose other end is returned.
+fn launch(
+    spec: &QemuSpec,
+    scratch: &mut Option<ScratchDir>,
+    boot: &Boot<'_>,
+) -> Result<Launched, DutError> {
+    let program = spec.binary.as_str();
     let scratch = match scratch {
         Some(dir) => dir,
         None => scratch.insert(ScratchDir::create().map_err(|source| DutError::Io {
@@ -107,7 +151,7 @@ pub(super) async fn run(
         })?;
     let sockets = Sockets {
         gdb_fd: gdb_for_qemu.as_raw_fd(),
-        qmp: scratch.path().join(process::QMP_SOCKET),
+        qmp: scratch.next_qmp_socket(),
     };
     if sockets.qmp.as_os_str().len() > MAX_SOCKET_PATH {
         return Err(DutError::Other(format!(
@@ -115,29 +159,93 @@ pub(super) async fn run(
             sockets.qmp.display()
         )));
     }
-    // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
-    // Read in place: a small file, and a trip to the blocking pool would delay the launch.
-    let may_exit = std::fs::read(&kernel)
-        .ok()
-        .and_then(|elf| image::segments(&elf).ok())
-        .is_none_or(|segments| image::may_semihost(&segments));
-    let log = create_log(&run.console_log).await?;
-    let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
-
-    let launch = Instant::now();
     let mut command = process::command(program);
     command
-        .args(args::qemu_args(spec, &kernel, &sockets, append.as_deref()))
+        .args(args::qemu_args(spec, boot, &sockets))
         // Anything QEMU leaves in its working directory (a core file) goes away with the scratch,
         // when the DUT does.
         .current_dir(scratch.path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (mut child, mut killer) =
+    let (child, killer) =
         crate::process::spawn_group_passing(&mut command, Some(gdb_for_qemu.as_fd()))
             .map_err(|e| process::spawn_error(program, e))?;
     // QEMU has its own copy now: with this one closed, the connection ends when QEMU does.
     drop(gdb_for_qemu);
+    Ok(Launched {
+        child,
+        killer,
+        gdb,
+        qmp: sockets.qmp,
+    })
+}
+
+/// Runs one attempt. `pid` receives QEMU's process id as soon as it exists. `scratch` is the
+/// DUT's scratch directory, made on its first attempt and kept for the next ones (each QEMU has a
+/// QMP socket of its own there). `warm` is the QEMU started ahead for this
+/// attempt, taken when it fits; with `run.prepare_next`, the next attempt's is left there once
+/// this one's QEMU is stopped.
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn run(
+    spec: &QemuSpec,
+    target: &str,
+    image: &Image,
+    run: RunSpec,
+    events: &dyn EventSink,
+    pid: &mut Option<u32>,
+    scratch: &mut Option<ScratchDir>,
+    warm: &mut Option<Warm>,
+) -> Result<Capture, DutError> {
+    let program = spec.binary.as_str();
+    let kernel = std::path::absolute(&image.elf).unwrap_or_else(|_| image.elf.clone());
+    for dir in process::reap_orphans_once().await {
+        events.emit(&Event::Message {
+            level: Level::Warning,
+            text: format!(
+                "stopped a QEMU that a killed fwfix left running (its scratch directory was {})",
+                dir.display()
+            ),
+        });
+    }
+    // Read in place: a small file, and a trip to the blocking pool would delay the launch.
+    let segments = std::fs::read(&kernel)
+        .ok()
+        .and_then(|elf| image::segments(&elf).ok());
+    // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
+    let may_exit = segments.as_deref().is_none_or(image::may_semihost);
+    let log = create_log(&run.console_log).await?;
+    let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
+
+    let launch_at = Instant::now();
+    // A QEMU started ahead is given the image through its gdbstub; an image that is no ELF
+    // (QEMU's -kernel also takes a flat binary) is left to QEMU.
+    let ahead = warm
+        .take()
+        .filter(|_| segments.is_some())
+        .and_then(|mut w| w.fits(&kernel, append.as_deref()).then_some(w));
+    let (launched, load) = match ahead {
+        Some(w) => (w.launched, segments),
+        None => {
+            let boot = Boot::Kernel {
+                kernel: &kernel,
+                append: append.as_deref(),
+            };
+            (launch(spec, scratch, &boot)?, None)
+        }
+    };
+    let Launched {
+        mut child,
+        mut killer,
+        gdb,
+        qmp,
+    } = launched;
+    let launch = launch_at;
+    if run.prepare_next {
+        // The next attempt's QEMU starts while this one runs. One that cannot start now is
+        // started (and its failure said) by the next attempt.
+        let nonce = run.nonce.as_ref().map(|n| nonce::Nonce::fresh(n.check));
+        *warm = Warm::start(spec, &image.elf, nonce, scratch).ok();
+    }
     *pid = child.id();
     events.emit(&Event::BootStarted {
         target: target.to_string(),
@@ -162,7 +270,7 @@ pub(super) async fn run(
             tx,
         ))));
     }
-    let watch = gdbstub::spawn(gdb, GDB_PATIENCE);
+    let watch = gdbstub::spawn(gdb, GDB_PATIENCE, load);
 
     let mut session = Session {
         launch,
@@ -204,6 +312,7 @@ pub(super) async fn run(
     session.reap().await;
     if session.status.is_some() || session.wait_error.is_some() {
         killer.disarm();
+        let _ = std::fs::remove_file(&qmp);
     }
     session.drain().await;
     for mut pump in pumps {
