@@ -1814,7 +1814,7 @@ pub static RULES: &[Rule] = &[
 
 /// A line may hold a compiler or linker diagnostic only if it has one of these; the cheap test
 /// keeps [`crate::analysis::parse_build_log`] off the lines that cannot be one.
-const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
+pub(super) const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
 
 /// The table compiled once: one set over every regex rule (plus the diagnostic hint, last) to
 /// find the candidates of a line in one pass, and each rule's own regex for its `msg` group.
@@ -1827,8 +1827,11 @@ pub(super) struct Compiled {
     /// Built as `regex::bytes::RegexSet` builds one, searched with a cache per thread
     /// ([`SetScratch`]).
     pub set: meta::Regex,
-    /// For each rule, its index in `set` (None for diagnostic rules).
-    pub set_index: Vec<Option<usize>>,
+    /// For each pattern of `set` but the hint, the rule it is the pattern of: ascending, so
+    /// the patterns a line matches give their rules in table order.
+    pub pattern_rule: Vec<usize>,
+    /// The diagnostic rules, in table order: candidates of every line the hint matches.
+    pub diagnostic_rules: Vec<usize>,
     /// For each rule, its compiled regex (None for diagnostic rules).
     pub regex: Vec<Option<Regex>>,
     /// The diagnostic hint's index in `set`.
@@ -1856,17 +1859,18 @@ fn compile(pattern: &str) -> Regex {
 
 pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let mut patterns = Vec::new();
-    let mut set_index = Vec::with_capacity(RULES.len());
+    let mut pattern_rule = Vec::with_capacity(RULES.len());
+    let mut diagnostic_rules = Vec::new();
     let mut regex = Vec::with_capacity(RULES.len());
-    for rule in RULES {
+    for (index, rule) in RULES.iter().enumerate() {
         match rule.matcher {
             Matcher::Regex(pattern) => {
-                set_index.push(Some(patterns.len()));
+                pattern_rule.push(index);
                 patterns.push(pattern);
                 regex.push(Some(compile(pattern)));
             }
             Matcher::Diagnostic { .. } => {
-                set_index.push(None);
+                diagnostic_rules.push(index);
                 regex.push(None);
             }
         }
@@ -1892,7 +1896,8 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     Compiled {
         prefilter: Prefilter::new(&patterns),
         set,
-        set_index,
+        pattern_rule,
+        diagnostic_rules,
         regex,
         hint,
     }
@@ -1955,7 +1960,11 @@ mod tests {
     #[test]
     fn every_pattern_compiles() {
         let compiled = &*COMPILED;
-        assert_eq!(compiled.set_index.len(), RULES.len());
+        assert_eq!(
+            compiled.pattern_rule.len() + compiled.diagnostic_rules.len(),
+            RULES.len()
+        );
+        assert_eq!(compiled.pattern_rule.len(), compiled.hint);
         assert_eq!(compiled.set.pattern_len(), compiled.hint + 1);
     }
 
