@@ -885,7 +885,7 @@ impl Triager {
             if self.claim(index, rule) {
                 // Only kept matches pay for their message (a capture is the costly part).
                 let message = match rule.matcher {
-                    Matcher::Regex(_) => regex_message(COMPILED.regex[index].as_ref(), segment),
+                    Matcher::Regex(_) => regex_message(COMPILED.regex(index), segment),
                     Matcher::Diagnostic { .. } => {
                         let text = String::from_utf8_lossy(segment);
                         first_error(&text)

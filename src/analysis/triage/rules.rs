@@ -15,7 +15,7 @@
 //! `error:` or `ERROR:` line, a Python exception, a lone timeout), which only a line no rule
 //! above knows reaches.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -1832,8 +1832,9 @@ pub(super) struct Compiled {
     pub pattern_rule: Vec<usize>,
     /// The diagnostic rules, in table order: candidates of every line the hint matches.
     pub diagnostic_rules: Vec<usize>,
-    /// For each rule, its compiled regex (None for diagnostic rules).
-    pub regex: Vec<Option<Regex>>,
+    /// For each rule, its own regex, compiled the first time it is needed (see
+    /// [`Compiled::regex`]).
+    regex: Vec<OnceLock<Regex>>,
     /// The diagnostic hint's index in `set`.
     pub hint: usize,
     /// The lines `set` could match, found over a whole buffer at once.
@@ -1861,18 +1862,13 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let mut patterns = Vec::new();
     let mut pattern_rule = Vec::with_capacity(RULES.len());
     let mut diagnostic_rules = Vec::new();
-    let mut regex = Vec::with_capacity(RULES.len());
     for (index, rule) in RULES.iter().enumerate() {
         match rule.matcher {
             Matcher::Regex(pattern) => {
                 pattern_rule.push(index);
                 patterns.push(pattern);
-                regex.push(Some(compile(pattern)));
             }
-            Matcher::Diagnostic { .. } => {
-                diagnostic_rules.push(index);
-                regex.push(None);
-            }
+            Matcher::Diagnostic { .. } => diagnostic_rules.push(index),
         }
     }
     let hint = patterns.len();
@@ -1898,10 +1894,24 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         set,
         pattern_rule,
         diagnostic_rules,
-        regex,
+        regex: RULES.iter().map(|_| OnceLock::new()).collect(),
         hint,
     }
 });
+
+impl Compiled {
+    /// Rule `index`'s own regex (None for a diagnostic rule). Only the rules that keep a match
+    /// need theirs (for its `msg` group), so each is compiled the first time it does: compiling
+    /// all of them took most of the time a short log's triage takes.
+    pub fn regex(&self, index: usize) -> Option<&Regex> {
+        match RULES.get(index)?.matcher {
+            Matcher::Regex(pattern) => {
+                Some(self.regex.get(index)?.get_or_init(|| compile(pattern)))
+            }
+            Matcher::Diagnostic { .. } => None,
+        }
+    }
+}
 
 /// What one thread needs to search [`Compiled::set`]: its own lazy DFA cache (shared, the
 /// threads would take turns or rebuild it), and room for the patterns a line matches.
@@ -1960,6 +1970,15 @@ mod tests {
     #[test]
     fn every_pattern_compiles() {
         let compiled = &*COMPILED;
+        for (index, rule) in RULES.iter().enumerate() {
+            let own = compiled.regex(index).is_some();
+            assert_eq!(
+                own,
+                matches!(rule.matcher, Matcher::Regex(_)),
+                "{}",
+                rule.id
+            );
+        }
         assert_eq!(
             compiled.pattern_rule.len() + compiled.diagnostic_rules.len(),
             RULES.len()

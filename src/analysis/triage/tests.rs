@@ -1868,9 +1868,7 @@ fn reference_rules(segment: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
     for (index, rule) in RULES.iter().enumerate() {
         let hit = match rule.matcher {
-            Matcher::Regex(_) => COMPILED.regex[index]
-                .as_ref()
-                .is_some_and(|r| r.is_match(segment)),
+            Matcher::Regex(_) => COMPILED.regex(index).is_some_and(|r| r.is_match(segment)),
             Matcher::Diagnostic { .. } => {
                 HINT.is_match(segment) && diagnostic.as_ref().is_some_and(|d| rule.accepts(d))
             }
