@@ -747,7 +747,14 @@ impl Triager {
         let mut start = 0;
         while start < region.len() && !self.stopped() {
             let rest = &region[start..];
-            let piece = match memchr::memrchr(b'\n', &rest[..rest.len().min(PUSH_PIECE_BYTES)]) {
+            // The log's first piece is one part long, read on this thread alone: the workers
+            // then start from a copy of the DFA states it built rather than each building them.
+            let most = if self.bytes == 0 {
+                self.min_part_bytes.min(PUSH_PIECE_BYTES)
+            } else {
+                PUSH_PIECE_BYTES
+            };
+            let piece = match memchr::memrchr(b'\n', &rest[..rest.len().min(most)]) {
                 Some(at) => at + 1,
                 None => memchr::memchr(b'\n', rest).map_or(rest.len(), |at| at + 1),
             };
@@ -775,8 +782,11 @@ impl Triager {
             return;
         }
         let parts = split_lines(piece, self.workers, self.min_part_bytes);
-        if self.scratch.0.len() < parts.len() {
-            self.scratch.0.resize_with(parts.len(), SetScratch::take);
+        if let Some(own) = self.scratch.0.first() {
+            if self.scratch.0.len() < parts.len() {
+                let warm = own.clone();
+                self.scratch.0.resize(parts.len(), warm);
+            }
         }
         let found: Vec<Found> = match (parts.split_first(), self.scratch.0.split_first_mut()) {
             (Some((first, rest)), Some((own, others))) if !rest.is_empty() => {
