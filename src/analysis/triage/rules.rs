@@ -15,7 +15,7 @@
 //! `error:` or `ERROR:` line, a Python exception, a lone timeout), which only a line no rule
 //! above knows reaches.
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::nfa::thompson::WhichCaptures;
@@ -1814,7 +1814,7 @@ pub static RULES: &[Rule] = &[
 
 /// A line may hold a compiler or linker diagnostic only if it has one of these; the cheap test
 /// keeps [`crate::analysis::parse_build_log`] off the lines that cannot be one.
-const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
+pub(super) const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
 
 /// The table compiled once: one set over every regex rule (plus the diagnostic hint, last) to
 /// find the candidates of a line in one pass, and each rule's own regex for its `msg` group.
@@ -1827,10 +1827,14 @@ pub(super) struct Compiled {
     /// Built as `regex::bytes::RegexSet` builds one, searched with a cache per thread
     /// ([`SetScratch`]).
     pub set: meta::Regex,
-    /// For each rule, its index in `set` (None for diagnostic rules).
-    pub set_index: Vec<Option<usize>>,
-    /// For each rule, its compiled regex (None for diagnostic rules).
-    pub regex: Vec<Option<Regex>>,
+    /// For each pattern of `set` but the hint, the rule it is the pattern of: ascending, so
+    /// the patterns a line matches give their rules in table order.
+    pub pattern_rule: Vec<usize>,
+    /// The diagnostic rules, in table order: candidates of every line the hint matches.
+    pub diagnostic_rules: Vec<usize>,
+    /// For each rule, its own regex, compiled the first time it is needed (see
+    /// [`Compiled::regex`]).
+    regex: Vec<OnceLock<Regex>>,
     /// The diagnostic hint's index in `set`.
     pub hint: usize,
     /// The lines `set` could match, found over a whole buffer at once.
@@ -1856,19 +1860,15 @@ fn compile(pattern: &str) -> Regex {
 
 pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     let mut patterns = Vec::new();
-    let mut set_index = Vec::with_capacity(RULES.len());
-    let mut regex = Vec::with_capacity(RULES.len());
-    for rule in RULES {
+    let mut pattern_rule = Vec::with_capacity(RULES.len());
+    let mut diagnostic_rules = Vec::new();
+    for (index, rule) in RULES.iter().enumerate() {
         match rule.matcher {
             Matcher::Regex(pattern) => {
-                set_index.push(Some(patterns.len()));
+                pattern_rule.push(index);
                 patterns.push(pattern);
-                regex.push(Some(compile(pattern)));
             }
-            Matcher::Diagnostic { .. } => {
-                set_index.push(None);
-                regex.push(None);
-            }
+            Matcher::Diagnostic { .. } => diagnostic_rules.push(index),
         }
     }
     let hint = patterns.len();
@@ -1892,11 +1892,26 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     Compiled {
         prefilter: Prefilter::new(&patterns),
         set,
-        set_index,
-        regex,
+        pattern_rule,
+        diagnostic_rules,
+        regex: RULES.iter().map(|_| OnceLock::new()).collect(),
         hint,
     }
 });
+
+impl Compiled {
+    /// Rule `index`'s own regex (None for a diagnostic rule). Only the rules that keep a match
+    /// need theirs (for its `msg` group), so each is compiled the first time it does: compiling
+    /// all of them took a third of a short log's triage.
+    pub fn regex(&self, index: usize) -> Option<&Regex> {
+        match RULES.get(index)?.matcher {
+            Matcher::Regex(pattern) => {
+                Some(self.regex.get(index)?.get_or_init(|| compile(pattern)))
+            }
+            Matcher::Diagnostic { .. } => None,
+        }
+    }
+}
 
 /// What one thread needs to search [`Compiled::set`]: its own lazy DFA cache (shared, the
 /// threads would take turns or rebuild it), and room for the patterns a line matches.
@@ -1955,7 +1970,20 @@ mod tests {
     #[test]
     fn every_pattern_compiles() {
         let compiled = &*COMPILED;
-        assert_eq!(compiled.set_index.len(), RULES.len());
+        for (index, rule) in RULES.iter().enumerate() {
+            let own = compiled.regex(index).is_some();
+            assert_eq!(
+                own,
+                matches!(rule.matcher, Matcher::Regex(_)),
+                "{}",
+                rule.id
+            );
+        }
+        assert_eq!(
+            compiled.pattern_rule.len() + compiled.diagnostic_rules.len(),
+            RULES.len()
+        );
+        assert_eq!(compiled.pattern_rule.len(), compiled.hint);
         assert_eq!(compiled.set.pattern_len(), compiled.hint + 1);
     }
 

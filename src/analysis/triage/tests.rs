@@ -1853,6 +1853,91 @@ fn a_piece_splits_into_parts_of_whole_lines() {
     assert_eq!(split_lines(piece, 2, 100), [&piece[..]]);
 }
 
+/// The diagnostic hint on its own, for [`reference_rules`].
+static HINT: LazyLock<Regex> = LazyLock::new(|| {
+    regex::bytes::RegexBuilder::new(rules::DIAGNOSTIC_HINT)
+        .unicode(false)
+        .build()
+        .unwrap()
+});
+
+/// The rules that match `segment` as [`matching_rules`] gives them, found the plain way: each
+/// rule's own regex, in table order. The optimised search must give exactly this.
+fn reference_rules(segment: &[u8]) -> Vec<usize> {
+    let diagnostic = first_error(&String::from_utf8_lossy(segment));
+    let mut out = Vec::new();
+    for (index, rule) in RULES.iter().enumerate() {
+        let hit = match rule.matcher {
+            Matcher::Regex(_) => COMPILED.regex(index).is_some_and(|r| r.is_match(segment)),
+            Matcher::Diagnostic { .. } => {
+                HINT.is_match(segment) && diagnostic.as_ref().is_some_and(|d| rule.accepts(d))
+            }
+        };
+        if hit {
+            out.push(index);
+            if rule.follows.is_empty() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// A line cleaned the plain way: the stamp pattern tried on every line.
+fn reference_clean(raw: &[u8]) -> Vec<u8> {
+    let (ansi, stamp) = &*NOISE;
+    let text = ansi.replace_all(raw, &b""[..]).into_owned();
+    let end = stamp.find(&text).map_or(0, |m| m.end());
+    text[end..].to_vec()
+}
+
+/// Checks that `raw` is cleaned and its segments matched as the plain way does.
+fn assert_matched_as_reference(raw: &[u8]) {
+    let cleaned = clean(raw);
+    assert_eq!(
+        *cleaned,
+        reference_clean(raw),
+        "{}",
+        String::from_utf8_lossy(raw)
+    );
+    let mut scratch = SetScratch::take();
+    for range in segments(&cleaned) {
+        let segment = &cleaned[range];
+        let mut found = Vec::new();
+        matching_rules(segment, &mut scratch, &mut found);
+        assert_eq!(
+            found,
+            reference_rules(segment),
+            "{}",
+            String::from_utf8_lossy(segment)
+        );
+    }
+    scratch.give_back();
+}
+
+#[test]
+fn every_recorded_line_is_matched_as_each_rule_alone_matches_it() {
+    for (_, bytes) in every_recorded_log() {
+        for raw in bytes.split(|&b| b == b'\n') {
+            assert_matched_as_reference(without_cr(raw));
+        }
+    }
+}
+
+#[test]
+fn binary_bytes_are_the_documented_ones() {
+    for b in 0..=u8::MAX {
+        let documented = matches!(
+            b,
+            0x00..=0x08 | 0x0b | 0x0e..=0x1a | 0x1c..=0x1f | 0x7f | 0xc0 | 0xc1 | 0xf5..=0xff
+        );
+        assert_eq!(is_binary_byte(b), documented, "{b:#04x}");
+    }
+    let noise: Vec<u8> = (0..2000u32).map(|i| (i * 37 % 256) as u8).collect();
+    let counted = noise.iter().filter(|&&b| is_binary_byte(b)).count() as u64;
+    assert_eq!(count_binary(&noise), counted);
+}
+
 /// Lines the rule set matches, from the recorded logs: what the property tests mutate.
 static MATCHING_LINES: LazyLock<Vec<Vec<u8>>> = LazyLock::new(|| {
     every_recorded_log()
@@ -1940,6 +2025,7 @@ proptest! {
                 "{}", String::from_utf8_lossy(&line)
             );
         }
+        assert_matched_as_reference(&line);
     }
 
     /// A log made of mutated recorded lines and noise triages the same with and without the
