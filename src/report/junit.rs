@@ -186,7 +186,10 @@ fn test_case(report: &Report, case: &TestCase) -> quick_junit::TestCase {
         CaseStatus::Missing => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status.set_type("MISSING").set_message("never reported");
-            text.push("the firmware never reported a result for this test".to_string());
+            // A case's own message (an interrupted run says so) is already the text.
+            if message.is_none() {
+                text.push("the firmware never reported a result for this test".to_string());
+            }
             status
         }
     };
