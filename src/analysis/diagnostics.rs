@@ -11,7 +11,15 @@
 //! context for the undefined references under it), and the summaries `collect2: error: ld returned
 //! 1 exit status`, `cc1: all warnings being treated as errors` and `make: *** [...] Error 2`, which
 //! repeat what the diagnostics above them already said.
+//!
+//! A compiler names a file relative to the directory it ran in, which is rarely the repository's
+//! root (`make -C Demo/build/gcc` prints `./../../Common/x.c`). Given [`BuildDirs`],
+//! [`parse_build_log_in`] follows make's `Entering directory`/`Leaving directory` lines as a
+//! stack and names every file in the repository relative to its root; a file outside it (a
+//! system header, an SDK elsewhere) is named by its absolute path and never looks like the
+//! repository's own. The directories come in as data: nothing here touches the file system.
 
+use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -49,6 +57,9 @@ struct Patterns {
     make_makefile: Regex,
     /// Summary lines that repeat what the diagnostics already said.
     summary: Regex,
+    /// `make[2]: Entering directory '/w/fw/build'` and its `Leaving` twin (older makes open the
+    /// quote with a backtick).
+    make_directory: Regex,
 }
 
 #[expect(
@@ -84,11 +95,126 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
     summary: regex(
         r"^(?:collect2(?:\.exe)?: error: ld returned|\S*clang\S*: error: linker command failed|cc1\S*: (?:all|some) warnings being treated as errors|make(?:\[\d+\])?: \*\*\* \[|ninja: build stopped)",
     ),
+    make_directory: regex(
+        r"^\S*make(?:\[\d+\])?: (?P<dir>Entering|Leaving) directory [`'‘](?P<path>.+)['’]$",
+    ),
 });
 
-/// The diagnostics in a build log, in the order they appear.
+/// Where a build ran: what the relative paths in its log are relative to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildDirs {
+    /// The repository's work tree, absolute.
+    pub root: PathBuf,
+    /// The directory the build command ran in, absolute.
+    pub cwd: PathBuf,
+}
+
+impl BuildDirs {
+    /// `file` as the repository names it: relative to the root when it lies inside, with `.` and
+    /// `..` steps gone; otherwise its absolute path (`dir` is where the tool that printed it ran).
+    /// A Windows path is left as printed: it cannot be resolved here.
+    fn resolve(&self, dir: &Path, file: &str) -> String {
+        if is_windows_absolute(file) {
+            return file.to_string();
+        }
+        let absolute = normalise(&dir.join(file));
+        match absolute.strip_prefix(normalise(&self.root)) {
+            Ok(inside) if inside.as_os_str().is_empty() => file.to_string(),
+            Ok(inside) => slash_separated(inside),
+            // Outside the tree: an absolute path as printed stays byte for byte.
+            Err(_) if Path::new(file).is_absolute() => file.to_string(),
+            Err(_) => absolute.display().to_string(),
+        }
+    }
+}
+
+/// Whether a path a diagnostic names lies in the repository: what [`parse_build_log_in`]
+/// resolved is then relative and never climbs out with `..`.
+pub fn in_tree(file: &str) -> bool {
+    let path = Path::new(file);
+    !is_windows_absolute(file)
+        && path
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+fn is_windows_absolute(file: &str) -> bool {
+    let b = file.as_bytes();
+    b.len() > 2 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/')
+}
+
+/// `path` without `.` steps and with each `..` taking the step before it, without asking the
+/// file system (the build's tree may be gone by the time its log is read).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                // `/..` is `/`; a relative path keeps a `..` it cannot take back.
+                if !out.pop() && !out.has_root() {
+                    out.push("..");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn slash_separated(path: &Path) -> String {
+    let parts: Vec<_> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect();
+    parts.join("/")
+}
+
+/// The directory make is in at each line of a log: a stack of `Entering directory` lines, each
+/// taken back by its `Leaving directory`, on top of the build command's own directory.
+struct MakeDirs<'a> {
+    dirs: &'a BuildDirs,
+    stack: Vec<PathBuf>,
+}
+
+impl MakeDirs<'_> {
+    fn current(&self) -> &Path {
+        self.stack.last().unwrap_or(&self.dirs.cwd)
+    }
+
+    /// Follows a make directory line; false for any other line.
+    fn follow(&mut self, p: &Patterns, line: &str) -> bool {
+        let Some(c) = p.make_directory.captures(line) else {
+            return false;
+        };
+        let path = normalise(&self.current().join(capture(&c, "path").unwrap_or_default()));
+        if capture(&c, "dir") == Some("Entering") {
+            self.stack.push(path);
+        } else if let Some(at) = self.stack.iter().rposition(|d| *d == path) {
+            // Leaving a directory also leaves any a lost `Leaving` line never closed.
+            self.stack.truncate(at);
+        }
+        true
+    }
+}
+
+/// The diagnostics in a build log, in the order they appear, with files named as printed.
 pub fn parse_build_log(text: &str) -> Vec<Diagnostic> {
+    parse(text, None)
+}
+
+/// The diagnostics in the log of a build that ran in `dirs`, with every file named as the
+/// repository names it (see [`BuildDirs`]).
+pub fn parse_build_log_in(text: &str, dirs: &BuildDirs) -> Vec<Diagnostic> {
+    parse(text, Some(dirs))
+}
+
+fn parse(text: &str, dirs: Option<&BuildDirs>) -> Vec<Diagnostic> {
     let p = &*PATTERNS;
+    let mut make = dirs.map(|dirs| MakeDirs {
+        dirs,
+        stack: Vec::new(),
+    });
     let mut out = Vec::new();
     // The function ld named in its last `in function` line: the references under it are from it.
     let mut ld_function: Option<String> = None;
@@ -100,6 +226,15 @@ pub fn parse_build_log(text: &str) -> Vec<Diagnostic> {
             ld_function = None;
             continue;
         }
+        if make.as_mut().is_some_and(|m| m.follow(p, line)) {
+            continue;
+        }
+        let resolved = |mut d: Diagnostic| {
+            if let (Some(m), Some(file)) = (&make, &d.file) {
+                d.file = Some(m.dirs.resolve(m.current(), file));
+            }
+            d
+        };
         let (from_linker, body) = match p.linker_prefix.captures(line) {
             Some(c) => (true, c.name("rest").map_or("", |m| m.as_str())),
             None => (false, line),
@@ -111,12 +246,12 @@ pub fn parse_build_log(text: &str) -> Vec<Diagnostic> {
         if !from_linker {
             if let Some(d) = compiler_diagnostic(p, line, log_line) {
                 ld_function = None;
-                out.push(d);
+                out.push(resolved(d));
                 continue;
             }
         }
         if let Some(d) = linker_diagnostic(p, body, from_linker, ld_function.as_deref(), log_line) {
-            out.push(d);
+            out.push(resolved(d));
             continue;
         }
         // Anything else ends an ld message group (its `in function` context no longer applies).
@@ -618,10 +753,171 @@ src/main.c: In function 'main':
         assert_eq!(d[0].message, "expected ',' or ';' before 'return'");
     }
 
+    fn dirs(cwd: &str) -> BuildDirs {
+        BuildDirs {
+            root: PathBuf::from("/w/repo"),
+            cwd: PathBuf::from(cwd),
+        }
+    }
+
+    fn files_in(text: &str, dirs: &BuildDirs) -> Vec<String> {
+        parse_build_log_in(text, dirs)
+            .into_iter()
+            .map(|d| d.file.unwrap_or_default())
+            .collect()
+    }
+
+    /// Regression: FreeRTOS's demo, built with `make -C FreeRTOS/Demo/CORTEX_MPS2_QEMU_IAR_GCC/build/gcc`,
+    /// named its broken file `./../../../../Demo/Common/Minimal/PollQ.c`, a path outside the
+    /// repository as fwfix read it, so no source was attached and the suspect was out of reach.
+    #[test]
+    fn make_entering_directory_resolves_paths_to_the_repository() {
+        let text = "\
+make: Entering directory '/w/repo/FreeRTOS/Demo/CORTEX_MPS2_QEMU_IAR_GCC/build/gcc'
+./../../../../Demo/Common/Minimal/PollQ.c:263:1: error: expected identifier or '(' at end of input
+make: *** [Makefile:90: output/PollQ.o] Error 1
+make: Leaving directory '/w/repo/FreeRTOS/Demo/CORTEX_MPS2_QEMU_IAR_GCC/build/gcc'
+";
+        let d = parse_build_log_in(text, &dirs("/w/repo"));
+        assert_eq!(d.len(), 1, "{d:#?}");
+        assert_eq!(
+            d[0].file.as_deref(),
+            Some("FreeRTOS/Demo/Common/Minimal/PollQ.c")
+        );
+        assert_eq!((d[0].line, d[0].log_line), (Some(263), 2));
+    }
+
+    #[test]
+    fn without_make_lines_paths_are_relative_to_the_build_directory() {
+        let text = "../../src/crc.c:3:1: error: x\n./main.c:1:1: warning: y\n";
+        assert_eq!(
+            files_in(text, &dirs("/w/repo/fw/build")),
+            vec!["src/crc.c", "fw/build/main.c"]
+        );
+        // The build at the root: a plain path stays as it was, `./` goes.
+        assert_eq!(
+            files_in("./src/a.c:1:1: error: x\n", &dirs("/w/repo")),
+            vec!["src/a.c"]
+        );
+    }
+
+    #[test]
+    fn nested_makes_push_and_pop_their_directories() {
+        let text = "\
+make: Entering directory '/w/repo/build'
+make[1]: Entering directory `/w/repo/lib/net'
+ip.c:1:1: error: in lib
+make[2]: Entering directory '/w/repo/lib/net/drv'
+../ip.h:2:1: error: in lib header
+make[2]: Leaving directory '/w/repo/lib/net/drv'
+tcp.c:3:1: error: back in lib
+make[1]: Leaving directory `/w/repo/lib/net'
+../app/main.c:4:1: error: back in build
+make: Leaving directory '/w/repo/build'
+src/x.c:5:1: error: back at the command's directory
+";
+        assert_eq!(
+            files_in(text, &dirs("/w/repo")),
+            vec![
+                "lib/net/ip.c",
+                "lib/net/ip.h",
+                "lib/net/tcp.c",
+                "app/main.c",
+                "src/x.c"
+            ]
+        );
+    }
+
+    #[test]
+    fn leaving_an_outer_directory_also_leaves_an_unclosed_inner_one() {
+        let text = "\
+make: Entering directory '/w/repo/a'
+make[1]: Entering directory '/w/repo/a/b'
+make: Leaving directory '/w/repo/a'
+make: Leaving directory '/w/repo/never/entered'
+c.c:1:1: error: x
+";
+        assert_eq!(files_in(text, &dirs("/w/repo/top")), vec!["top/c.c"]);
+    }
+
+    #[test]
+    fn absolute_paths_inside_the_repository_become_relative() {
+        let text = "/w/repo/src/./crc.c:7:2: error: x\n/w/repo/lib/../src/y.c:1:1: warning: w\n";
+        assert_eq!(
+            files_in(text, &dirs("/w/repo/build")),
+            vec!["src/crc.c", "src/y.c"]
+        );
+    }
+
+    #[test]
+    fn paths_outside_the_repository_are_kept_and_never_in_tree() {
+        let text = "\
+/usr/lib/arm-none-eabi/include/stdio.h:10:1: warning: from a system header
+make: Entering directory '/opt/sdk/drivers'
+uart.c:3:1: error: in an SDK outside the tree
+make: Leaving directory '/opt/sdk/drivers'
+../../../other/x.c:1:1: error: climbs out of the repository
+/w/repository-next-door/y.c:1:1: error: shares a prefix, not a directory
+";
+        let files = files_in(text, &dirs("/w/repo/fw/build"));
+        assert_eq!(
+            files,
+            vec![
+                "/usr/lib/arm-none-eabi/include/stdio.h",
+                "/opt/sdk/drivers/uart.c",
+                "/w/other/x.c",
+                "/w/repository-next-door/y.c"
+            ]
+        );
+        assert!(files.iter().all(|f| !in_tree(f)));
+    }
+
+    #[test]
+    fn linker_and_makefile_locations_are_resolved_too() {
+        let text = "\
+make[1]: Entering directory '/w/repo/fw'
+Makefile:18: *** Unknown BOARD.  Stop.
+/usr/bin/ld: build/main.o: in function `main':
+src/main.c:3: undefined reference to `foo'
+";
+        assert_eq!(
+            files_in(text, &dirs("/w/repo")),
+            vec!["fw/Makefile", "fw/src/main.c"]
+        );
+    }
+
+    #[test]
+    fn in_tree_is_a_relative_path_that_stays_in() {
+        assert!(in_tree("src/crc.c"));
+        assert!(in_tree("./src/crc.c"));
+        assert!(!in_tree("../src/crc.c"));
+        assert!(!in_tree("./../../Demo/x.c"));
+        assert!(!in_tree("/usr/include/stdio.h"));
+        assert!(!in_tree(r"C:\fw\src\crc.c"));
+    }
+
+    #[test]
+    fn windows_paths_are_left_as_printed() {
+        assert_eq!(
+            files_in(r"C:\fw\src\crc.c:12:5: warning: w", &dirs("/w/repo")),
+            vec![r"C:\fw\src\crc.c"]
+        );
+    }
+
+    #[test]
+    fn make_directory_lines_are_not_diagnostics() {
+        let text = "make: Entering directory '/w/repo/x'\nmake: Leaving directory '/w/repo/x'\n";
+        assert_eq!(parse_build_log(text), vec![]);
+        assert_eq!(parse_build_log_in(text, &dirs("/w/repo")), vec![]);
+    }
+
     proptest! {
         #[test]
         fn arbitrary_logs_never_panic(text in "\\PC*") {
             for d in parse_build_log(&text) {
+                prop_assert!(d.log_line >= 1);
+            }
+            for d in parse_build_log_in(&text, &dirs("/w/repo/b")) {
                 prop_assert!(d.log_line >= 1);
             }
         }

@@ -260,7 +260,9 @@ fn rank_suspects(
         .iter()
         .filter(|d| d.severity == Severity::Error)
     {
-        if let Some(f) = &d.file {
+        // A file outside the repository (a system header, an SDK elsewhere) is no patch's to
+        // change, however loudly it fails to compile.
+        if let Some(f) = d.file.as_ref().filter(|f| super::diagnostics::in_tree(f)) {
             add(
                 f,
                 Some(f),
@@ -510,6 +512,38 @@ mod tests {
             .reasons
             .contains(&"defined in src/crc.c, changed since the last known-good commit".into()));
         assert!(with.suspects.iter().any(|s| s.name == "src/crc.c"));
+    }
+
+    /// Regression: a FreeRTOS demo's compile error named a file outside the repository (as read
+    /// from the wrong directory), and that path became the top suspect for a patch.
+    #[test]
+    fn only_files_in_the_repository_are_suspects_for_a_compile_error() {
+        let error = |file: &str, line: u32| Diagnostic {
+            severity: Severity::Error,
+            tool: "compiler".into(),
+            kind: "compile".into(),
+            file: Some(file.into()),
+            line: Some(line),
+            column: Some(1),
+            message: "expected ';'".into(),
+            log_line: 1,
+        };
+        let diagnostics = [
+            error("/usr/include/stdio.h", 10),
+            error("../../Demo/x.c", 2),
+            error("src/crc.c", 3),
+        ];
+        let e = build(
+            Inputs {
+                diagnostics: &diagnostics,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        let names: Vec<_> = e.suspects.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, vec!["src/crc.c"]);
+        assert!(e.diagnostics[2].source.is_some());
+        assert!(e.diagnostics[..2].iter().all(|d| d.source.is_none()));
     }
 
     fn attempts(n: u32, diff_len: usize) -> Vec<Attempt> {

@@ -13,6 +13,7 @@
 //! compiler only warns about the files it compiles, and an incremental baseline build may have
 //! compiled none, so a build warning is new only on a line the candidate's patch added.
 
+use super::diagnostics::{parse_build_log, parse_build_log_in, BuildDirs};
 use super::{Diagnostic, Severity};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -156,7 +157,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
 /// are made relative to.
 pub fn read(reader: Reader<'_>, output: &str, root: &Path) -> Vec<Finding> {
     let mut found = match reader {
-        Reader::Gcc => gcc(output, Format::Gcc.name()),
+        Reader::Gcc => gcc(parse_build_log(output), Format::Gcc.name()),
         Reader::Cppcheck if output.contains("<results") => cppcheck_xml(output),
         Reader::Cppcheck => located(output, Format::Cppcheck.name()),
         Reader::ClangTidy => located(output, Format::ClangTidy.name()),
@@ -168,22 +169,19 @@ pub fn read(reader: Reader<'_>, output: &str, root: &Path) -> Vec<Finding> {
     found
 }
 
-/// The warnings in a build log (the build's own findings), as the `gcc` reader sees them.
-pub fn build_warnings(log: &str, root: &Path) -> Vec<Finding> {
-    let mut found: Vec<Finding> = gcc(log, BUILD_TOOL)
+/// The warnings in a build log (the build's own findings), as the `gcc` reader sees them, their
+/// files named as the repository names them (the build may have run anywhere in it).
+pub fn build_warnings(log: &str, dirs: &BuildDirs) -> Vec<Finding> {
+    gcc(parse_build_log_in(log, dirs), BUILD_TOOL)
         .into_iter()
         .filter(|f| f.severity == "warning")
-        .collect();
-    for f in &mut found {
-        f.file = relative(&f.file, root);
-    }
-    found
+        .collect()
 }
 
 /// Compiler diagnostics with a file: warnings and errors; notes only explain them.
-fn gcc(output: &str, tool: &str) -> Vec<Finding> {
+fn gcc(diagnostics: Vec<Diagnostic>, tool: &str) -> Vec<Finding> {
     let p = &*PATTERNS;
-    super::diagnostics::parse_build_log(output)
+    diagnostics
         .into_iter()
         .filter(|d| d.tool == "compiler" && d.severity != Severity::Note)
         .filter_map(|d| {
@@ -477,9 +475,26 @@ a.c:14:9: note: ‘a’ declared here
         let log = format!(
             "arm-none-eabi-gcc -c src/crc.c\n{GCC}src/main.c:3:1: error: expected ';' before '}}' token\n"
         );
-        let found = build_warnings(&log, root());
+        let found = build_warnings(&log, &dirs(root()));
         assert_eq!(found.len(), 2);
         assert!(found.iter().all(|f| f.tool == BUILD_TOOL));
+    }
+
+    fn dirs(root: &Path) -> BuildDirs {
+        BuildDirs {
+            root: root.to_path_buf(),
+            cwd: root.join("build/gcc"),
+        }
+    }
+
+    #[test]
+    fn build_warnings_are_named_from_the_repository_root() {
+        let log = format!(
+            "make: Entering directory '{}'\n../../src/a.c:4:28: warning: x [-Wsign-compare]\n",
+            root().join("build/gcc").display()
+        );
+        let found = build_warnings(&log, &dirs(root()));
+        assert_eq!(found[0].file, "src/a.c");
     }
 
     #[test]

@@ -152,12 +152,15 @@ impl Job<'_> {
             }
         }
         let work_dir = self.ctx.work_dir.clone();
+        // Compared as the file system names it: a work tree reached through a symlink holds
+        // its files all the same.
+        let real_work_dir = std::fs::canonicalize(&work_dir).unwrap_or_else(|_| work_dir.clone());
         // Only the work tree's own files are read into the bundle.
         let read = |path: &str| -> Option<String> {
             let p = work_dir.join(path);
             let canonical = std::fs::canonicalize(&p).ok()?;
             canonical
-                .starts_with(&work_dir)
+                .starts_with(&real_work_dir)
                 .then(|| std::fs::read_to_string(canonical).ok())
                 .flatten()
         };

@@ -921,6 +921,7 @@ impl<'a> Job<'a> {
             let partial = self.results_of(capture, &crate::results::ParseContext::default());
             report.verdict = Some(partial.verdict);
             report.cases = partial.cases;
+            report::mark_interrupted(&mut report.cases);
             report.notes = partial.notes;
             // Those were an earlier attempt's; this one was not analysed.
             report.crash = None;

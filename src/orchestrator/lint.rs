@@ -48,6 +48,7 @@ impl Job<'_> {
         let findings = match lint_tree(
             &spec,
             &root,
+            &self.build.cwd,
             build_log.as_deref(),
             &log,
             &self.board.name,
@@ -195,12 +196,14 @@ impl Job<'_> {
     }
 }
 
-/// The findings of the tree at `root`: the build's warnings (from `build_log`) and the lint
-/// command's (its output in `log`), with their lines' text. The error is the step the lint
-/// stage fails with. It takes no `&Job`, so the engine's future stays `Send`.
+/// The findings of the tree at `root`: the build's warnings (from `build_log`, of a build that
+/// ran in `build_cwd`) and the lint command's (its output in `log`), with their lines' text. The
+/// error is the step the lint stage fails with. It takes no `&Job`, so the engine's future
+/// stays `Send`.
 pub(super) async fn lint_tree(
     spec: &LintSpec,
     root: &Path,
+    build_cwd: &Path,
     build_log: Option<&str>,
     log: &Path,
     board: &str,
@@ -208,7 +211,8 @@ pub(super) async fn lint_tree(
 ) -> Result<Vec<Finding>, Step> {
     let mut findings = Vec::new();
     if let (true, Some(text)) = (spec.build_warnings, build_log) {
-        findings.extend(lint::build_warnings(text, root));
+        let dirs = super::pipeline::build_dirs(root, &root.join(build_cwd));
+        findings.extend(lint::build_warnings(text, &dirs));
     }
     if let Some(command) = &spec.command {
         let req = BuildRequest {

@@ -3,6 +3,7 @@
 
 use super::context::{AttemptRecord, BuildRecord, IterationRecord};
 use super::job::{Job, Step};
+use crate::analysis::diagnostics::BuildDirs;
 use crate::analysis::symbols::Symbolizer;
 use crate::analysis::triage::{self, Stage, TriageContext};
 use crate::analysis::{fault, silence, Severity};
@@ -115,7 +116,10 @@ impl Job<'_> {
             Ok(out) => out,
             Err(e) => return Step::error(ErrorClass::BuildEnvFailure, e.to_string()),
         };
-        let diagnostics = crate::analysis::diagnostics::parse_build_log(&out.log);
+        let diagnostics = crate::analysis::diagnostics::parse_build_log_in(
+            &out.log,
+            &build_dirs(&self.ctx.work_dir, &req.cwd),
+        );
         let count = |sev| diagnostics.iter().filter(|d| d.severity == sev).count();
         let (errors, warnings) = (count(Severity::Error), count(Severity::Warning));
         self.events.emit(&Event::BuildFinished {
@@ -868,6 +872,17 @@ fn attempt_verdict(v: Verdict) -> AttemptVerdict {
         Verdict::Fail | Verdict::Flaky => AttemptVerdict::Fail,
         Verdict::Inconclusive => AttemptVerdict::Inconclusive,
         Verdict::EnvError => AttemptVerdict::EnvError,
+    }
+}
+
+/// Where a build of the tree at `root` that ran in `cwd` ran, as its log's paths are resolved:
+/// the directories as the file system names them, since make prints those in `Entering
+/// directory` whatever symlink led to them.
+pub(super) fn build_dirs(root: &Path, cwd: &Path) -> BuildDirs {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    BuildDirs {
+        root: real(root),
+        cwd: real(cwd),
     }
 }
 

@@ -289,11 +289,13 @@ impl Job<'_> {
                 lock: None,
             };
             let (cancel, slots, index) = (self.cancel.clone(), slots.clone(), trial.index);
+            let root = wt.path.clone();
             builds.spawn(async move {
                 let _slot = slots.acquire_owned().await;
                 // The trial builds' lines would interleave: each has its own log instead.
                 let out = build::run(&req, &cancel, &NullSink).await;
-                (index, req.log_path, out)
+                let dirs = super::pipeline::build_dirs(&root, &req.cwd);
+                (index, req.log_path, dirs, out)
             });
         }
         self.events.emit(&Event::Message {
@@ -305,7 +307,7 @@ impl Job<'_> {
             ),
         });
         while let Some(joined) = builds.join_next().await {
-            let Ok((index, log, out)) = joined else {
+            let Ok((index, log, dirs, out)) = joined else {
                 continue;
             };
             let c = &mut round[index];
@@ -338,7 +340,7 @@ impl Job<'_> {
                         )),
                         _ => {
                             let diagnostics =
-                                crate::analysis::diagnostics::parse_build_log(&out.log);
+                                crate::analysis::diagnostics::parse_build_log_in(&out.log, &dirs);
                             let first = diagnostics
                                 .iter()
                                 .find(|d| d.severity == crate::analysis::Severity::Error)
@@ -374,6 +376,7 @@ impl Job<'_> {
                     let linted = super::lint::lint_tree(
                         spec,
                         &wt.path,
+                        &self.build.cwd,
                         build_log.as_deref(),
                         &log,
                         &self.board.name,

@@ -164,7 +164,7 @@ fn test_case(report: &Report, case: &TestCase) -> quick_junit::TestCase {
             match &report.crash {
                 Some(crash) => {
                     status.set_message(format!("crashed: {}", crash_headline(crash)));
-                    text.extend(crash_lines(crash));
+                    extend_new(&mut text, crash_lines(crash));
                 }
                 None => {
                     status.set_message(message.unwrap_or("crashed"));
@@ -186,7 +186,10 @@ fn test_case(report: &Report, case: &TestCase) -> quick_junit::TestCase {
         CaseStatus::Missing => {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status.set_type("MISSING").set_message("never reported");
-            text.push("the firmware never reported a result for this test".to_string());
+            // A case's own message (an interrupted run says so) is already the text.
+            if message.is_none() {
+                text.push("the firmware never reported a result for this test".to_string());
+            }
             status
         }
     };
@@ -286,7 +289,7 @@ fn run_error(report: &Report) -> Option<TestCaseStatus> {
             status
                 .set_type("CRASH")
                 .set_message(format!("crashed: {}", crash_headline(crash)));
-            text.extend(crash_lines(crash));
+            extend_new(&mut text, crash_lines(crash));
         }
         (None, Some(class)) => {
             status
@@ -306,6 +309,16 @@ fn run_error(report: &Report) -> Option<TestCaseStatus> {
         status.set_description(text.join("\n"));
     }
     Some(status)
+}
+
+/// Adds the lines the text does not already end a line with: the crash summary is often the
+/// case's message (or the run's), which the text already opens with.
+fn extend_new(text: &mut Vec<String>, lines: Vec<String>) {
+    for line in lines {
+        if !text.iter().any(|t| t.ends_with(line.as_str())) {
+            text.push(line);
+        }
+    }
 }
 
 fn fwfix_case(name: &str, status: TestCaseStatus) -> quick_junit::TestCase {
@@ -483,6 +496,24 @@ mod tests {
                 .is_match(fail),
             "{fail}"
         );
+    }
+
+    /// Regression: the `<error>` body of a crashed case said the crash summary twice, as the
+    /// case's message and again as the crash's first line.
+    #[test]
+    fn junit_crash_body_says_the_summary_once() {
+        let mut report = sample();
+        let summary = crash().summary;
+        for c in report
+            .cases
+            .iter_mut()
+            .filter(|c| c.status == CaseStatus::Crash)
+        {
+            c.message = Some(summary.clone());
+        }
+        let xml = render_junit(&report).unwrap();
+        let crash = testcase_xml(&xml, "test_crash");
+        assert_eq!(crash.matches(summary.as_str()).count(), 1, "{crash}");
     }
 
     #[test]

@@ -24,9 +24,10 @@ pub use matrix::{render_matrix_junit, render_matrix_markdown, LeftOut, MatrixPai
 pub use matrix_html::render_matrix_html;
 pub use model::{
     call_name, case_status_name, crash_headline, crash_lines, describe_diagnostic,
-    describe_location, file_line, format_duration, pass_counts, plural, verdict_name,
-    AttemptSummary, BuildSummary, CandidateSummary, CaseCounts, Command, IterationTokens,
-    LintSummary, LintVerdict, PassCount, PowerCycle, Report, RevertConflict, Status, Tokens,
+    describe_location, file_line, format_duration, mark_interrupted, pass_counts, plural,
+    verdict_name, AttemptSummary, BuildSummary, CandidateSummary, CaseCounts, Command,
+    IterationTokens, LintSummary, LintVerdict, PassCount, PowerCycle, Report, RevertConflict,
+    Status, Tokens,
 };
 pub use visible::{escape_html, visible, visible_char};
 

@@ -623,6 +623,17 @@ impl CaseCounts {
     }
 }
 
+/// What an interrupted run's cases that never reported say: the run stopped, the firmware
+/// did not fail to report. Their status stays MISSING, as the report's contract names it.
+pub fn mark_interrupted(cases: &mut [TestCase]) {
+    for case in cases
+        .iter_mut()
+        .filter(|c| c.status == CaseStatus::Missing && c.message.is_none())
+    {
+        case.message = Some("not run: the run was interrupted".to_string());
+    }
+}
+
 /// The interface name of a case status, e.g. `PASS`.
 pub fn case_status_name(status: CaseStatus) -> &'static str {
     match status {
@@ -873,6 +884,22 @@ mod tests {
             let json = serde_json::to_value(verdict).unwrap();
             assert_eq!(json, verdict_name(verdict));
         }
+    }
+
+    #[test]
+    fn an_interrupted_runs_missing_cases_say_it_was_interrupted() {
+        let mut cases = vec![
+            crate::report::test_support::case("a", CaseStatus::Pass, None, None),
+            crate::report::test_support::case("b", CaseStatus::Missing, None, None),
+            crate::report::test_support::case("c", CaseStatus::Missing, Some("own words"), None),
+        ];
+        mark_interrupted(&mut cases);
+        assert_eq!(cases[0].message, None);
+        assert_eq!(
+            cases[1].message.as_deref(),
+            Some("not run: the run was interrupted")
+        );
+        assert_eq!(cases[2].message.as_deref(), Some("own words"));
     }
 
     #[test]

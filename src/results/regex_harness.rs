@@ -280,14 +280,15 @@ fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>)
     ) {
         (_, Some((message, why)), _) => Outcome::Crashed { message, why },
         (Some(Stop::Crashed), None, _) => {
-            let why = match &dump {
-                Some(dump) => attribution::dump_note(dump),
-                None => "the image crashed (the core faulted)".to_string(),
+            // `why` follows "the image crashed: " in the notes; the message stands alone.
+            let (message, why) = match &dump {
+                Some(dump) => (attribution::dump_note(dump), attribution::dump_note(dump)),
+                None => (
+                    "the image crashed (the core faulted)".to_string(),
+                    "the core faulted".to_string(),
+                ),
             };
-            Outcome::Crashed {
-                message: why.clone(),
-                why,
-            }
+            Outcome::Crashed { message, why }
         }
         (_, None, Some((message, why))) => Outcome::Failed { message, why },
         (Some(Stop::Hung), None, None) if !m.complete() => {
@@ -640,6 +641,17 @@ mod tests {
         let r = parse(&no_crash_patterns, "Hello\n", RunEnd::Crashed);
         assert_eq!(r.cases[2].status, CaseStatus::Crash);
         assert_eq!(r.verdict, Verdict::Fail);
+        // Regression: the note read "the image crashed: the image crashed (the core faulted)".
+        assert!(
+            notes(&r).contains("the image crashed: the core faulted"),
+            "{}",
+            notes(&r)
+        );
+        assert!(!notes(&r).contains("crashed: the image crashed"));
+        assert_eq!(
+            r.cases[2].message.as_deref(),
+            Some("the image crashed (the core faulted)")
+        );
     }
 
     fn status_lines() -> RegexSpec {

@@ -86,15 +86,9 @@ pub fn render_pairs_summary(rows: &[PairRow<'_>], style: SummaryStyle) -> String
         };
         let detail = match (row.report, &row.error) {
             (Some((report, run_dir)), _) => {
-                let count = |s: CaseStatus| report.cases.iter().filter(|c| c.status == s).count();
-                let failed =
-                    report.cases.len() - count(CaseStatus::Pass) - count(CaseStatus::Ignore);
-                format!(
-                    "{} passed, {} failed  {}",
-                    count(CaseStatus::Pass),
-                    failed,
-                    run_dir.display()
-                )
+                // Counted as the run's own summary counts them: a case that never reported is
+                // missing, not failed.
+                format!("{}  {}", report.counts().describe(), run_dir.display())
             }
             (None, Some(error)) => error.clone(),
             (None, None) => String::new(),
@@ -230,11 +224,17 @@ fn write_summary(
         },
         color,
     );
+    // A bisect's status is about the search; the cases are only its last step's, which
+    // (at the culprit) failed, so its counts would read as a failed SUCCESS.
+    let what = match report.command {
+        Command::Bisect => plural(report.steps.len(), "step"),
+        Command::Test | Command::Run => {
+            format!("{} ({})", counts.describe(), plural(counts.total(), "test"))
+        }
+    };
     let mut line = format!(
-        "{} {} ({} tests) in {}",
+        "{} {what} in {}",
         paint(&status, Paint::Bold, color),
-        counts.describe(),
-        counts.total(),
         format_duration(report.duration_ms)
     );
     if let Some(class) = report.error_class {
@@ -524,6 +524,9 @@ run: .fwfix/runs/r1
         assert!(text.starts_with(
             "fixed: test_crc_empty\npatch: fix.patch\nbranch: fwfix/r1\nSUCCESS 0 passed (0 tests)"
         ));
+        report.cases = vec![case("test_crc_empty", CaseStatus::Fail, None, None)];
+        assert!(render_summary(&report, run_dir(), PLAIN).contains("(1 test) in"));
+        report.cases.clear();
 
         report.command = Command::Bisect;
         report.culprit = Some("a1b2c3d".into());
@@ -553,5 +556,45 @@ run: .fwfix/runs/r1
             ),
             "{text}"
         );
+    }
+
+    /// Regression: a bisect that found its culprit printed "SUCCESS 0 passed, 1 failed (1 tests)",
+    /// the counts of the culprit step's failing test.
+    #[test]
+    fn a_bisect_status_line_counts_its_steps_not_the_last_steps_cases() {
+        let mut report = sample();
+        report.command = Command::Bisect;
+        report.status = Status::Success;
+        report.cases = vec![case("test_crc_empty", CaseStatus::Fail, None, None)];
+        report.culprit = Some("a1b2c3d".into());
+        let text = render_summary(&report, run_dir(), PLAIN);
+        assert!(text.contains("\nSUCCESS 0 steps in 3.0 s"), "{text}");
+        assert!(!text.contains("passed"), "{text}");
+    }
+
+    /// Regression: `--jobs` said "0 passed, 4 failed" for a pair whose own summary said
+    /// "1 failed, 3 missing".
+    #[test]
+    fn a_pair_counts_its_cases_as_its_own_summary_does() {
+        let mut report = sample();
+        report.cases = vec![
+            case("a", CaseStatus::Fail, None, None),
+            case("b", CaseStatus::Missing, None, None),
+            case("c", CaseStatus::Missing, None, None),
+            case("d", CaseStatus::Missing, None, None),
+        ];
+        let rows = [PairRow {
+            job: "qemu/crc",
+            status: "FAILED",
+            report: Some((&report, run_dir())),
+            error: None,
+        }];
+        let text = render_pairs_summary(&rows, PLAIN);
+        let last = text.lines().last().unwrap();
+        assert_eq!(
+            last,
+            "FAILED   qemu/crc  0 passed, 1 failed, 3 missing  .fwfix/runs/r1"
+        );
+        assert!(text.contains("FAILED 0 passed, 1 failed, 3 missing (4 tests)"));
     }
 }

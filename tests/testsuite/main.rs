@@ -11,6 +11,7 @@ mod analysis_symbols;
 mod bisect_cmd;
 mod board_backend;
 mod boards_cmd;
+mod build_diagnostics;
 mod child_processes;
 mod cli_misc;
 mod commit_hooks;
