@@ -1816,8 +1816,15 @@ pub static RULES: &[Rule] = &[
 /// keeps [`crate::analysis::parse_build_log`] off the lines that cannot be one.
 const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
 
-/// The table compiled once: one set over every regex rule (plus the diagnostic hint, last) to
-/// find the candidates of a line in one pass, and each rule's own regex for its `msg` group.
+/// A line that says something went wrong, in words any tool may use: what the learned fallback
+/// reads when no rule explains a log (see [`super::fallback`]). Not a rule: it claims nothing,
+/// and it gives the prefilter no literal, so it is looked for only on the lines the rules'
+/// literals already bring to the set.
+const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash";
+
+/// The table compiled once: one set over every regex rule (plus the diagnostic hint and the
+/// failure words, last) to find the candidates of a line in one pass, and each rule's own regex
+/// for its `msg` group.
 ///
 /// The patterns run over bytes with Unicode classes off: `\w`, `\s` and `.` mean ASCII words,
 /// ASCII blanks and any byte. Tool output is ASCII where it matters, and Unicode classes make the
@@ -1833,6 +1840,8 @@ pub(super) struct Compiled {
     pub regex: Vec<Option<Regex>>,
     /// The diagnostic hint's index in `set`.
     pub hint: usize,
+    /// [`FAILURE_WORDS`]' index in `set`.
+    pub failure: usize,
     /// The lines `set` could match, found over a whole buffer at once.
     pub prefilter: Prefilter,
 }
@@ -1873,6 +1882,8 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
     let hint = patterns.len();
     patterns.push(DIAGNOSTIC_HINT);
+    let failure = patterns.len();
+    patterns.push(FAILURE_WORDS);
     #[expect(
         clippy::expect_used,
         reason = "the patterns are constants; the unit tests compile the set"
@@ -1890,11 +1901,12 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .build_many(&patterns)
         .expect("built-in triage patterns compile as a set");
     Compiled {
-        prefilter: Prefilter::new(&patterns),
+        prefilter: Prefilter::new(&patterns[..failure]),
         set,
         set_index,
         regex,
         hint,
+        failure,
     }
 });
 
@@ -1956,7 +1968,8 @@ mod tests {
     fn every_pattern_compiles() {
         let compiled = &*COMPILED;
         assert_eq!(compiled.set_index.len(), RULES.len());
-        assert_eq!(compiled.set.pattern_len(), compiled.hint + 1);
+        assert_eq!(compiled.hint + 1, compiled.failure);
+        assert_eq!(compiled.set.pattern_len(), compiled.failure + 1);
     }
 
     #[test]
