@@ -620,6 +620,14 @@ pub static RULES: &[Rule] = &[
     // RIOT's tests end on `[SUCCESS]` (or a `[FAILED]` line), its unit tests (embUnit) on
     // `OK (42 tests)`.
     re("riot.test_failed", "riot", TestFailure, r"^(?P<msg>\[FAILED\](?:\s.*)?)$").verdict(),
+    // embUnit's text outputter (RIOT's unittests) names a failed check as `suite.test (file
+    // line) message`.
+    re(
+        "embunit.failure",
+        "embunit",
+        TestFailure,
+        r"^\W*(?P<msg>[\w-]+\.\w+ \([^()]+\.c \d+\) .+)$",
+    ),
     re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
     // RIOT's compile_and_test_for_board: `INFO:<board>.<app>:Success` once an application
     // built, flashed and passed its test.
@@ -752,7 +760,7 @@ pub static RULES: &[Rule] = &[
         "powershell.not_recognized",
         "powershell",
         ToolMissing,
-        r"(?P<msg>The term '[^']+' is not recognized as the name of a cmdlet.*|.* is not recognized as an internal or external command.*)$",
+        r"(?P<msg>The term '[^']+' is not recognized as the name of a cmdlet.*|.* is not recognized as an internal or external command.*|.*\bCommandNotFoundException\b.*)$",
     ),
     re("which.no_program", "which", ToolMissing, r"^(?P<msg>which: no \S+ in \(.*)$"),
     // CMake and meson say which program or package they looked for and did not find.
@@ -774,7 +782,15 @@ pub static RULES: &[Rule] = &[
         "meson.not_found",
         "meson",
         ToolMissing,
-        r"\bmeson\.build:\d+:\d+: ERROR: (?P<msg>Program '[^']+' not found.*|Program or command '?\S+'? not found.*|Unknown compiler\(s\).*|Dependency \S+ not found.*|(?:C|C\+\+) compiler for .* not found.*)$",
+        r"\bmeson\.build:\d+:\d+: ERROR: (?P<msg>Program '[^']+' not found.*|Program or command '?\S+'? not found.*|Unknown (?:compiler|linker)\(s\).*|Dependency \S+ not found.*|(?:C|C\+\+) compiler for .* not found.*)$",
+    ),
+    // A tool that stops and asks for a program to be installed (PlatformIO's `Error: Please
+    // install Git client`).
+    re(
+        "tool.please_install",
+        "tool",
+        ToolMissing,
+        r"(?i)\berror\b.*?\b(?P<msg>please install (?:the )?\w\S*.*)$",
     ),
     // Python could not start a program: the name alone, no path, is a lookup in PATH.
     re(
@@ -1246,6 +1262,16 @@ pub static RULES: &[Rule] = &[
     .weight(1)
     .generic(),
     re("labgrid.resources", "labgrid", InfraError, r"(?P<msg>Not all resources are available.*)$"),
+    re("labgrid.client_error", "labgrid", InfraError, r"^labgrid-client: error: (?P<msg>.+)$"),
+    // An OS error of a host connection, as Python words it: the pipe or link to the device or
+    // lab broke. Generic, so a flasher's log makes it the flash's.
+    re(
+        "python.connection_errno",
+        "python",
+        InfraError,
+        r"(?P<msg>\[Errno \d+\] (?:Broken pipe|Connection reset by peer|No route to host|Network is unreachable).*)$",
+    )
+    .generic(),
     re(
         "pexpect.eof",
         "pexpect",
@@ -1631,6 +1657,14 @@ pub static RULES: &[Rule] = &[
         "freertos",
         Crash,
         r"(?i)^\W*(?P<msg>stack overflow (?:in|detected)\b.*)$",
+    ),
+    // Stack guards' own words: Zephyr's stack sentinel, gcc's stack protector, a firmware's
+    // overflow report.
+    re(
+        "firmware.stack_check",
+        "firmware",
+        Crash,
+        r"(?i)(?P<msg>stack check fail\w*\b.*|stack smashing detected.*|\bstack overflowed\b.*)$",
     ),
     re("rust.panic", "firmware", Crash, r"(?:^|\s)(?P<msg>panicked at .+)$"),
     // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the

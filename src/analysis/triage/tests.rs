@@ -1221,6 +1221,32 @@ const SAMPLES: &[(&str, &str)] = &[
         "No time left for remaining 2 retries. 1 retries out of 3 failed for depthcharge-retry",
         "lava.infrastructure",
     ),
+    (
+        "tests-core.test_bitarithm_msb (tests/unittests/tests-core/tests-core-bitarithm.c 42) exp 3 was 4",
+        "embunit.failure",
+    ),
+    ("***** Stack Check Fail! *****", "firmware.stack_check"),
+    ("*** stack smashing detected ***: terminated", "firmware.stack_check"),
+    (
+        "labgrid-client: error: place rpi-3 is not acquired",
+        "labgrid.client_error",
+    ),
+    (
+        "OSError: [Errno 104] Connection reset by peer",
+        "python.connection_errno",
+    ),
+    (
+        "Error: Please install Git client from https://git-scm.com/downloads",
+        "tool.please_install",
+    ),
+    (
+        "    + FullyQualifiedErrorId : CommandNotFoundException",
+        "powershell.not_recognized",
+    ),
+    (
+        "meson.build:6:0: ERROR: Unknown linker(s): [['gcc-ar'], ['ar']]",
+        "meson.not_found",
+    ),
 ];
 
 #[test]
