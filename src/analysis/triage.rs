@@ -61,10 +61,19 @@
 //! ztest case then reports as passed was expected by it (error-hook tests raise them on
 //! purpose), and is no failure.
 //!
+//! When no rule spoke at all (the rules say UNKNOWN) and the log has failure-bearing lines
+//! (`error`, `failed`, `cannot`, `not found`, `timed out` and the like, on the lines the
+//! prefilter already brings to the rules), a learned fallback reads their words: a small naive
+//! Bayes model trained on the labelled real logs (see [`fallback`]; its weights are a
+//! committed, generated file) names a failure class when it is at least 90% sure, never PASS,
+//! and its reason says the confidence is low and which words decided. It runs once per log,
+//! in [`Triager::finish`], on at most [`fallback::MAX_EVIDENCE_LINES`] kept lines.
+//!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
 //! log that reached its verdict did not hang, whatever stopped the process afterwards.
 
+pub mod fallback;
 mod prefilter;
 pub mod rules;
 
@@ -497,6 +506,8 @@ pub struct Triager {
     last_evidence: Option<usize>,
     /// The last non-blank line: where a timed-out log stopped.
     last_line: Option<(usize, String)>,
+    /// The first failure-bearing segments the rules saw: what the learned fallback reads.
+    failing: Vec<(usize, String)>,
     /// Bytes read, line breaks and the skipped tails of overlong lines included.
     bytes: u64,
     /// Bytes of lines looked at (overlong lines cut at [`MAX_LINE_BYTES`]).
@@ -530,6 +541,8 @@ struct Found {
     hits: Vec<Hit>,
     /// The rules each hit matched, one after the other (see [`Hit::rules`]).
     rules: Vec<usize>,
+    /// The first segments with a failure word: 1-based line in the part, and the segment.
+    failing: Vec<(usize, Range<usize>)>,
 }
 
 /// A segment some rule matched, or a line to read on the triager's own thread.
@@ -588,7 +601,11 @@ impl Found {
         let offset = offset + raw.len() - cleaned.len();
         for range in segments(&cleaned) {
             let first = self.rules.len();
-            matching_rules(&cleaned[range.clone()], scratch, &mut self.rules);
+            let failing = matching_rules(&cleaned[range.clone()], scratch, &mut self.rules);
+            if failing && self.failing.len() < fallback::MAX_EVIDENCE_LINES {
+                self.failing
+                    .push((self.lines, offset + range.start..offset + range.end));
+            }
             if self.rules.len() > first {
                 self.hits.push(Hit {
                     line: self.lines,
@@ -669,6 +686,7 @@ impl Triager {
             verdict_line: None,
             last_evidence: None,
             last_line: None,
+            failing: Vec::new(),
             bytes: 0,
             seen_bytes: 0,
             binary_bytes: 0,
@@ -718,10 +736,11 @@ impl Triager {
         } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
             self.stop = Some(Stop::Binary);
         }
-        let candidate = !self.prefiltered || COMPILED.prefilter.is_candidate(raw);
+        let found = COMPILED.prefilter.is_candidate(raw);
         let cleaned = clean(raw);
-        if candidate {
-            self.scan_line(&cleaned);
+        if found || !self.prefiltered {
+            // The fallback reads only lines the prefilter finds, with it or without.
+            self.scan_line(&cleaned, found);
         }
         if has_text(&cleaned) {
             self.last_line = Some((self.line, self.quote_last(&cleaned)));
@@ -813,13 +832,16 @@ impl Triager {
         };
         for (part, found) in parts.iter().zip(&found) {
             let first_line = self.line;
+            for (line, range) in &found.failing {
+                self.keep_failing(first_line + line, &part[range.clone()]);
+            }
             for hit in &found.hits {
                 self.line = first_line + hit.line;
                 match hit.at {
                     HitAt::Segment(ref range) => {
                         self.claim_segment(&part[range.clone()], &found.rules[hit.rules.clone()]);
                     }
-                    HitAt::Line(ref range) => self.scan_line(&clean(&part[range.clone()])),
+                    HitAt::Line(ref range) => self.scan_line(&clean(&part[range.clone()]), true),
                 }
             }
             self.line = first_line + found.lines;
@@ -852,10 +874,11 @@ impl Triager {
         }
     }
 
-    /// Puts a cleaned line through the rules, one [`segments`] part at a time.
-    fn scan_line(&mut self, cleaned: &[u8]) {
+    /// Puts a cleaned line through the rules, one [`segments`] part at a time; `evidence`: the
+    /// prefilter found the line, so its failure words are kept for the fallback.
+    fn scan_line(&mut self, cleaned: &[u8], evidence: bool) {
         for range in segments(cleaned) {
-            self.scan(&cleaned[range]);
+            self.scan(&cleaned[range], evidence);
         }
     }
 
@@ -876,12 +899,22 @@ impl Triager {
     }
 
     /// Puts one segment of a line through the rules.
-    fn scan(&mut self, segment: &[u8]) {
+    fn scan(&mut self, segment: &[u8], evidence: bool) {
         let mut matching = std::mem::take(&mut self.matching);
         matching.clear();
-        matching_rules(segment, &mut self.scratch.0[0], &mut matching);
+        if matching_rules(segment, &mut self.scratch.0[0], &mut matching) && evidence {
+            self.keep_failing(self.line, segment);
+        }
         self.claim_segment(segment, &matching);
         self.matching = matching;
+    }
+
+    /// Keeps a failure-bearing segment for the fallback, while there is room.
+    fn keep_failing(&mut self, line: usize, segment: &[u8]) {
+        if self.failing.len() < fallback::MAX_EVIDENCE_LINES {
+            self.failing
+                .push((line, quote(&String::from_utf8_lossy(segment))));
+        }
     }
 
     /// Gives the segment to the first of the rules that match it (see [`matching_rules`]) whose
@@ -938,8 +971,33 @@ impl Triager {
         true
     }
 
-    /// Decides the class (see the module docs for the precedence).
+    /// Decides the class (see the module docs for the precedence), the built-in fallback
+    /// deciding when no rule did.
     pub fn finish(self) -> Triage {
+        let (triage, evidence) = self.finish_rules();
+        fallback::apply(triage, &evidence, &fallback::BUILT_IN)
+    }
+
+    /// The rules' decision alone, and the failure-bearing lines the fallback would read (none
+    /// for a binary input, which stays UNKNOWN).
+    pub fn finish_rules(mut self) -> (Triage, fallback::Evidence) {
+        let binary = self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0);
+        let rules_spoke = self
+            .matches
+            .iter()
+            .any(|k| RULES[k.rule].scope == Scope::Specific && RULES[k.rule].class.is_some());
+        let evidence = fallback::Evidence {
+            lines: if binary {
+                Vec::new()
+            } else {
+                std::mem::take(&mut self.failing)
+            },
+            rules_spoke,
+        };
+        (self.decide(), evidence)
+    }
+
+    fn decide(self) -> Triage {
         let ctx = self.ctx;
         let saw_verdict = self.saw_verdict;
         let verdict_line = self.verdict_line;
@@ -1227,12 +1285,14 @@ fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
 /// Pushes onto `out` the rules that match `segment`, in table order, up to the first that
 /// applies whatever came before it (no `follows`): the segment belongs to the first of them
 /// whose `follows` holds, which only the triager's state can tell. Pure, so the lines of a
-/// piece can be matched on other threads.
-fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) {
+/// piece can be matched on other threads. True when the segment holds a failure word, for
+/// [`fallback`] (found by the same search).
+fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) -> bool {
     let compiled = &*COMPILED;
     let hits = scratch.matches(segment);
-    if hits.is_empty() {
-        return;
+    let failing = hits.contains(regex_automata::PatternID::new_unchecked(compiled.failure));
+    if hits.len() == usize::from(failing) {
+        return failing;
     }
     // Only the rules whose pattern matched, merged with the diagnostic rules when the hint did:
     // walking the whole table for each line was 9% of triage's time.
@@ -1253,7 +1313,7 @@ fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>
             (Some(r), Some(d)) => r < d,
             (Some(_), None) => true,
             (None, Some(_)) => false,
-            (None, None) => return,
+            (None, None) => return failing,
         };
         let next = if from_regex {
             regexes.next()
@@ -1261,7 +1321,7 @@ fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>
             diagnostics.next()
         };
         let Some(index) = next else {
-            return;
+            return failing;
         };
         let hit = match RULES[index].matcher {
             Matcher::Regex(_) => true,
@@ -1273,10 +1333,11 @@ fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>
         if hit {
             out.push(index);
             if RULES[index].follows.is_empty() {
-                return;
+                return failing;
             }
         }
     }
+    failing
 }
 
 /// The first error-severity diagnostic on a line.

@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "unseen";
+const HELD_OUT_SET: &str = "next";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -408,8 +408,8 @@ fn real_corpora_are_complete_labelled_and_apart() {
     }
 }
 
-/// What triage got right at first sight on the held-out set, when it was measured (see
-/// unseen/README.md and the README's figure). The goal is 95%: this floor only keeps the figure
+/// What triage got right at first sight on the last held-out set measured (round 6's, 98/120:
+/// see real/README.md). The goal is 95%: this floor only keeps the figure
 /// from falling, it does not say the goal is met.
 const HELD_OUT_FLOOR: f64 = 81.0;
 

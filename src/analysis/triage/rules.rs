@@ -620,6 +620,14 @@ pub static RULES: &[Rule] = &[
     // RIOT's tests end on `[SUCCESS]` (or a `[FAILED]` line), its unit tests (embUnit) on
     // `OK (42 tests)`.
     re("riot.test_failed", "riot", TestFailure, r"^(?P<msg>\[FAILED\](?:\s.*)?)$").verdict(),
+    // embUnit's text outputter (RIOT's unittests) names a failed check as `suite.test (file
+    // line) message`.
+    re(
+        "embunit.failure",
+        "embunit",
+        TestFailure,
+        r"^\W*(?P<msg>[\w-]+\.\w+ \([^()]+\.c \d+\) .+)$",
+    ),
     re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
     // RIOT's compile_and_test_for_board: `INFO:<board>.<app>:Success` once an application
     // built, flashed and passed its test.
@@ -752,7 +760,7 @@ pub static RULES: &[Rule] = &[
         "powershell.not_recognized",
         "powershell",
         ToolMissing,
-        r"(?P<msg>The term '[^']+' is not recognized as the name of a cmdlet.*|.* is not recognized as an internal or external command.*)$",
+        r"(?P<msg>The term '[^']+' is not recognized as the name of a cmdlet.*|.* is not recognized as an internal or external command.*|.*\bCommandNotFoundException\b.*)$",
     ),
     re("which.no_program", "which", ToolMissing, r"^(?P<msg>which: no \S+ in \(.*)$"),
     // CMake and meson say which program or package they looked for and did not find.
@@ -774,7 +782,15 @@ pub static RULES: &[Rule] = &[
         "meson.not_found",
         "meson",
         ToolMissing,
-        r"\bmeson\.build:\d+:\d+: ERROR: (?P<msg>Program '[^']+' not found.*|Program or command '?\S+'? not found.*|Unknown compiler\(s\).*|Dependency \S+ not found.*|(?:C|C\+\+) compiler for .* not found.*)$",
+        r"\bmeson\.build:\d+:\d+: ERROR: (?P<msg>Program '[^']+' not found.*|Program or command '?\S+'? not found.*|Unknown (?:compiler|linker)\(s\).*|Dependency \S+ not found.*|(?:C|C\+\+) compiler for .* not found.*)$",
+    ),
+    // A tool that stops and asks for a program to be installed (PlatformIO's `Error: Please
+    // install Git client`).
+    re(
+        "tool.please_install",
+        "tool",
+        ToolMissing,
+        r"(?i)\berror\b.*?\b(?P<msg>please install (?:the )?\w\S*.*)$",
     ),
     // Python could not start a program: the name alone, no path, is a lookup in PATH.
     re(
@@ -1246,6 +1262,16 @@ pub static RULES: &[Rule] = &[
     .weight(1)
     .generic(),
     re("labgrid.resources", "labgrid", InfraError, r"(?P<msg>Not all resources are available.*)$"),
+    re("labgrid.client_error", "labgrid", InfraError, r"^labgrid-client: error: (?P<msg>.+)$"),
+    // An OS error of a host connection, as Python words it: the pipe or link to the device or
+    // lab broke. Generic, so a flasher's log makes it the flash's.
+    re(
+        "python.connection_errno",
+        "python",
+        InfraError,
+        r"(?P<msg>\[Errno \d+\] (?:Broken pipe|Connection reset by peer|No route to host|Network is unreachable).*)$",
+    )
+    .generic(),
     re(
         "pexpect.eof",
         "pexpect",
@@ -1632,6 +1658,14 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"(?i)^\W*(?P<msg>stack overflow (?:in|detected)\b.*)$",
     ),
+    // Stack guards' own words: Zephyr's stack sentinel, gcc's stack protector, a firmware's
+    // overflow report.
+    re(
+        "firmware.stack_check",
+        "firmware",
+        Crash,
+        r"(?i)(?P<msg>stack check fail\w*\b.*|stack smashing detected.*|\bstack overflowed\b.*)$",
+    ),
     re("rust.panic", "firmware", Crash, r"(?:^|\s)(?P<msg>panicked at .+)$"),
     // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the
     // backtrace frames they print through the fault handler or the panic machinery.
@@ -1816,8 +1850,15 @@ pub static RULES: &[Rule] = &[
 /// keeps [`crate::analysis::parse_build_log`] off the lines that cannot be one.
 pub(super) const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
 
-/// The table compiled once: one set over every regex rule (plus the diagnostic hint, last) to
-/// find the candidates of a line in one pass, and each rule's own regex for its `msg` group.
+/// A line that says something went wrong, in words any tool may use: what the learned fallback
+/// reads when no rule explains a log (see [`super::fallback`]). Not a rule: it claims nothing,
+/// and it gives the prefilter no literal, so it is looked for only on the lines the rules'
+/// literals already bring to the set.
+const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash";
+
+/// The table compiled once: one set over every regex rule (plus the diagnostic hint and the
+/// failure words, last) to find the candidates of a line in one pass, and each rule's own regex
+/// for its `msg` group.
 ///
 /// The patterns run over bytes with Unicode classes off: `\w`, `\s` and `.` mean ASCII words,
 /// ASCII blanks and any byte. Tool output is ASCII where it matters, and Unicode classes make the
@@ -1827,7 +1868,7 @@ pub(super) struct Compiled {
     /// Built as `regex::bytes::RegexSet` builds one, searched with a cache per thread
     /// ([`SetScratch`]).
     pub set: meta::Regex,
-    /// For each pattern of `set` but the hint, the rule it is the pattern of: ascending, so
+    /// For each pattern of `set` but the hint and the failure words, the rule it is the pattern of: ascending, so
     /// the patterns a line matches give their rules in table order.
     pub pattern_rule: Vec<usize>,
     /// The diagnostic rules, in table order: candidates of every line the hint matches.
@@ -1837,6 +1878,8 @@ pub(super) struct Compiled {
     regex: Vec<OnceLock<Regex>>,
     /// The diagnostic hint's index in `set`.
     pub hint: usize,
+    /// [`FAILURE_WORDS`]' index in `set`.
+    pub failure: usize,
     /// The lines `set` could match, found over a whole buffer at once.
     pub prefilter: Prefilter,
 }
@@ -1873,6 +1916,8 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
     let hint = patterns.len();
     patterns.push(DIAGNOSTIC_HINT);
+    let failure = patterns.len();
+    patterns.push(FAILURE_WORDS);
     #[expect(
         clippy::expect_used,
         reason = "the patterns are constants; the unit tests compile the set"
@@ -1890,12 +1935,13 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .build_many(&patterns)
         .expect("built-in triage patterns compile as a set");
     Compiled {
-        prefilter: Prefilter::new(&patterns),
+        prefilter: Prefilter::new(&patterns[..failure]),
         set,
         pattern_rule,
         diagnostic_rules,
         regex: RULES.iter().map(|_| OnceLock::new()).collect(),
         hint,
+        failure,
     }
 });
 
@@ -1984,7 +2030,8 @@ mod tests {
             RULES.len()
         );
         assert_eq!(compiled.pattern_rule.len(), compiled.hint);
-        assert_eq!(compiled.set.pattern_len(), compiled.hint + 1);
+        assert_eq!(compiled.hint + 1, compiled.failure);
+        assert_eq!(compiled.set.pattern_len(), compiled.failure + 1);
     }
 
     #[test]

@@ -1,0 +1,611 @@
+//! The learned fallback: a class for a log whose failure lines no rule knows.
+//!
+//! Rules know the lines of the tools they were written for; a tool triage never met prints its
+//! own. When no rule decides a log (the rules say UNKNOWN) but the log has failure-bearing lines
+//! (see [`Evidence`]), a small naive Bayes model over the lower-cased words of those lines
+//! decides instead, if it is sure enough ([`MIN_PROBABILITY`]). It can answer only a failure
+//! class or UNKNOWN (abstain): never PASS, which needs a passing verdict a rule recognises. Its
+//! reason says the confidence is low and names the words that decided.
+//!
+//! The model is data: [`train`] makes it, deterministically, from the labelled logs in
+//! `tests/data/triage/real/` (`cargo run --example triage_model -- write` writes
+//! `model.tsv` next to this file, which [`BUILT_IN`] includes), and a unit test fails when the
+//! committed file is not what the trainer makes of the corpus. [`cross_validate`] measures how
+//! the whole pipeline does on logs the model was not trained on (`-- cv`). This module reads no
+//! file but the corpus it is asked to read, and decides nothing the rules decided.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+use super::{RuleMatch, Triage, TriageClass, TriageContext, Triager};
+
+/// Failure-bearing lines kept per log, the first ones: the fallback's input stays bounded
+/// whatever the log's size.
+pub const MAX_EVIDENCE_LINES: usize = 32;
+
+/// Words read per line: the rest of a long line is a message's arguments, not its kind.
+const MAX_WORDS_PER_LINE: usize = 40;
+
+/// Words the model keeps: those whose spread over the classes says most (chi-square against
+/// the classes' shares). More overfit the corpus without moving the cross-validated figure.
+const VOCABULARY: usize = 320;
+
+/// Logs a word must appear in to be kept: a word of one log describes that log, not a kind.
+const MIN_LOGS: u32 = 2;
+
+/// Additive smoothing of the word counts.
+const ALPHA: f64 = 0.5;
+
+/// Posterior the model's best class needs to decide; below it the log stays UNKNOWN.
+pub const MIN_PROBABILITY: f64 = 0.9;
+
+/// Weights are stored as integers of this many parts per unit (natural log), so the committed
+/// file round-trips exactly and scores add up the same everywhere.
+const SCALE: f64 = 10_000.0;
+
+/// Words named in a reason.
+const REASON_WORDS: usize = 3;
+
+/// Rule id of the lines the fallback decided by, in [`Triage::matches`].
+pub const FALLBACK_RULE: &str = "fallback.words";
+
+/// The classes the model answers, in precedence order: failures, and UNKNOWN to abstain.
+const CLASSES: [TriageClass; 10] = [
+    TriageClass::ToolMissing,
+    TriageClass::FlashError,
+    TriageClass::Assert,
+    TriageClass::Crash,
+    TriageClass::InfraError,
+    TriageClass::BuildError,
+    TriageClass::LinkError,
+    TriageClass::Hang,
+    TriageClass::TestFailure,
+    TriageClass::Unknown,
+];
+
+const N: usize = CLASSES.len();
+
+/// The model trained from the corpus, committed as `model.tsv`. An unreadable file (which the
+/// unit tests rule out) gives a model that never decides, not a panic.
+pub static BUILT_IN: LazyLock<Model> =
+    LazyLock::new(|| Model::from_tsv(BUILT_IN_TSV).unwrap_or_default());
+
+/// The committed model's text.
+pub const BUILT_IN_TSV: &str = include_str!("model.tsv");
+
+/// The failure-bearing lines of a log (lines with a failure word such as `error`, `failed`,
+/// `cannot`, `not found`, `timed out`: see `FAILURE_WORDS` in [`super::rules`]), as triage's
+/// prefilter brought them to the rules: 1-based line and text, the first
+/// [`MAX_EVIDENCE_LINES`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Evidence {
+    pub lines: Vec<(usize, String)>,
+    /// A rule that names what it saw claimed a line (a fault a test expected, tests that passed
+    /// with no verdict): the rules knew the log, even if they decided nothing.
+    pub rules_spoke: bool,
+}
+
+impl Evidence {
+    /// The distinct words of the lines: what the model reads.
+    pub fn words(&self) -> BTreeSet<String> {
+        self.lines
+            .iter()
+            .flat_map(|(_, text)| line_words(text))
+            .collect()
+    }
+}
+
+/// Lower-cased ASCII words of a line (a letter, then letters, digits or `_`), longer than one
+/// letter, the first [`MAX_WORDS_PER_LINE`]. Numbers, addresses and punctuation carry no kind.
+fn line_words(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.len() > 1 && w.as_bytes()[0].is_ascii_alphabetic())
+        .take(MAX_WORDS_PER_LINE)
+        .map(str::to_ascii_lowercase)
+}
+
+/// What a model learnt: a log prior per class and a log likelihood per word and class, in
+/// [`SCALE`] parts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Model {
+    priors: [i64; N],
+    weights: BTreeMap<String, [i64; N]>,
+}
+
+/// The model's answer for a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub class: TriageClass,
+    /// The best class's posterior among the classes the model knows.
+    pub probability: f64,
+    /// The log's words that favour the class most, strongest first.
+    pub words: Vec<String>,
+}
+
+/// A committed model file that does not parse.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error("model line {line}: {problem}")]
+    Line { line: usize, problem: String },
+}
+
+/// What an example is trained as: a pass is no failure the model may name, so it teaches
+/// abstaining.
+fn target(label: TriageClass) -> usize {
+    let class = match label {
+        TriageClass::Pass => TriageClass::Unknown,
+        other => other,
+    };
+    CLASSES.iter().position(|&c| c == class).unwrap_or(N - 1)
+}
+
+/// Trains a model on (words of a log, its label), deterministically: the same examples give
+/// the same model, byte for byte in [`Model::to_tsv`]. Logs without words teach nothing.
+pub fn train(examples: &[(BTreeSet<String>, TriageClass)]) -> Model {
+    let mut logs = [0u32; N];
+    let mut counts: BTreeMap<&str, [u32; N]> = BTreeMap::new();
+    for (words, label) in examples.iter().filter(|(w, _)| !w.is_empty()) {
+        let c = target(*label);
+        logs[c] += 1;
+        for word in words {
+            counts.entry(word.as_str()).or_insert([0; N])[c] += 1;
+        }
+    }
+    let total: u32 = logs.iter().sum();
+    if total == 0 {
+        return Model::default();
+    }
+    let share: Vec<f64> = logs
+        .iter()
+        .map(|&n| f64::from(n) / f64::from(total))
+        .collect();
+    let mut scored: Vec<(f64, &str)> = counts
+        .iter()
+        .filter_map(|(word, by_class)| {
+            let n: u32 = by_class.iter().sum();
+            (n >= MIN_LOGS).then(|| {
+                let chi2 = by_class
+                    .iter()
+                    .zip(&share)
+                    .filter(|(_, &s)| s > 0.0)
+                    .map(|(&k, &s)| {
+                        let expected = f64::from(n) * s;
+                        (f64::from(k) - expected).powi(2) / expected
+                    })
+                    .sum::<f64>();
+                (chi2, *word)
+            })
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.truncate(VOCABULARY);
+    let kept: Vec<&str> = scored.iter().map(|(_, w)| *w).collect();
+    let mut in_class = [0u32; N];
+    for word in &kept {
+        for (c, k) in counts[word].iter().enumerate() {
+            in_class[c] += k;
+        }
+    }
+    let fixed = |x: f64| (x * SCALE).round() as i64;
+    let vocabulary = kept.len() as f64;
+    let mut priors = [0i64; N];
+    for (c, &n) in logs.iter().enumerate() {
+        // A class no log taught can never win.
+        priors[c] = if n == 0 {
+            fixed(-1000.0)
+        } else {
+            fixed((f64::from(n) / f64::from(total)).ln())
+        };
+    }
+    let weights = kept
+        .iter()
+        .map(|word| {
+            let mut w = [0i64; N];
+            for (c, slot) in w.iter_mut().enumerate() {
+                let k = f64::from(counts[word][c]);
+                *slot = fixed(((k + ALPHA) / (f64::from(in_class[c]) + ALPHA * vocabulary)).ln());
+            }
+            (word.to_string(), w)
+        })
+        .collect();
+    Model { priors, weights }
+}
+
+impl Model {
+    /// The class the words of a log show, or None when the model abstains: no word it knows,
+    /// UNKNOWN as its best class, or a best class below [`MIN_PROBABILITY`].
+    pub fn decide(&self, words: &BTreeSet<String>) -> Option<Decision> {
+        let known: Vec<(&String, &[i64; N])> = words
+            .iter()
+            .filter_map(|w| self.weights.get_key_value(w))
+            .collect();
+        if known.is_empty() {
+            return None;
+        }
+        let mut scores = self.priors;
+        for (_, w) in &known {
+            for (s, x) in scores.iter_mut().zip(w.iter()) {
+                *s += x;
+            }
+        }
+        // Ties go to the stronger class, first in CLASSES.
+        let best = (0..N).fold(0, |b, c| if scores[c] > scores[b] { c } else { b });
+        let class = CLASSES[best];
+        let spread: f64 = scores
+            .iter()
+            .map(|&s| ((s - scores[best]) as f64 / SCALE).exp())
+            .sum();
+        let probability = 1.0 / spread;
+        if class == TriageClass::Unknown || probability < MIN_PROBABILITY {
+            return None;
+        }
+        let mut favour: Vec<(i64, &String)> = known
+            .iter()
+            .map(|(word, w)| {
+                let rival = (0..N).filter(|&c| c != best).map(|c| w[c]).max();
+                (w[best] - rival.unwrap_or(0), *word)
+            })
+            .filter(|(margin, _)| *margin > 0)
+            .collect();
+        favour.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+        Some(Decision {
+            class,
+            probability,
+            words: favour
+                .into_iter()
+                .take(REASON_WORDS)
+                .map(|(_, w)| w.clone())
+                .collect(),
+        })
+    }
+
+    /// The model as the committed file holds it: a `class` header, a `prior` row, then one row
+    /// per word, tab-separated, weights in [`SCALE`] parts.
+    pub fn to_tsv(&self) -> String {
+        let mut out = String::from(
+            "# triage's learned fallback (see fallback.rs): naive Bayes weights, ln x 10000.\n\
+             # Generated from tests/data/triage/real/ by `cargo run --example triage_model -- write`; do not edit.\n",
+        );
+        let row = |name: &str, values: &[i64; N]| {
+            let cells: Vec<String> = values.iter().map(i64::to_string).collect();
+            format!("{name}\t{}\n", cells.join("\t"))
+        };
+        let names: Vec<&str> = CLASSES.iter().map(|c| c.name()).collect();
+        out.push_str(&format!("class\t{}\n", names.join("\t")));
+        out.push_str(&row("prior", &self.priors));
+        for (word, w) in &self.weights {
+            out.push_str(&row(word, w));
+        }
+        out
+    }
+
+    /// Reads what [`Model::to_tsv`] wrote.
+    pub fn from_tsv(text: &str) -> Result<Model, ModelError> {
+        let mut model = Model::default();
+        let mut header = false;
+        for (at, line) in text.lines().enumerate() {
+            let bad = |problem: &str| ModelError::Line {
+                line: at + 1,
+                problem: problem.to_string(),
+            };
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let mut cells = line.split('\t');
+            let name = cells.next().unwrap_or_default();
+            let rest: Vec<&str> = cells.collect();
+            if name == "class" {
+                let expected: Vec<&str> = CLASSES.iter().map(|c| c.name()).collect();
+                if rest != expected {
+                    return Err(bad("the classes are not the ones this build knows"));
+                }
+                header = true;
+                continue;
+            }
+            if !header {
+                return Err(bad("no class header before the weights"));
+            }
+            let values: Vec<i64> = rest
+                .iter()
+                .map(|v| v.parse::<i64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| bad("a weight is not an integer"))?;
+            let values: [i64; N] = values
+                .try_into()
+                .map_err(|_| bad("wrong number of weights"))?;
+            if name == "prior" {
+                model.priors = values;
+            } else {
+                model.weights.insert(name.to_string(), values);
+            }
+        }
+        Ok(model)
+    }
+}
+
+/// The rules' triage, or the model's class when the rules found nothing and the model is sure:
+/// then the lines are the evidence lines holding a deciding word, and the reason says the
+/// confidence is low and which words decided.
+pub fn apply(mut triage: Triage, evidence: &Evidence, model: &Model) -> Triage {
+    if triage.class != TriageClass::Unknown || evidence.rules_spoke || evidence.lines.is_empty() {
+        return triage;
+    }
+    let Some(decision) = model.decide(&evidence.words()) else {
+        return triage;
+    };
+    let deciding: Vec<&(usize, String)> = evidence
+        .lines
+        .iter()
+        .filter(|(_, text)| line_words(text).any(|w| decision.words.contains(&w)))
+        .collect();
+    let Some((_, first)) = deciding.first() else {
+        return triage;
+    };
+    triage.reason = format!(
+        "{first} (low confidence: no rule knows these lines; the words {} read as {} in the \
+         logs triage learnt from, p={:.2})",
+        decision
+            .words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        decision.class,
+        decision.probability
+    );
+    triage.class = decision.class;
+    triage.lines = deciding.iter().map(|(line, _)| *line).collect();
+    triage
+        .matches
+        .extend(deciding.iter().map(|(line, text)| RuleMatch {
+            rule_id: FALLBACK_RULE.to_string(),
+            class: decision.class,
+            line: *line,
+            text: text.clone(),
+        }));
+    triage.matches.sort_by_key(|m| m.line);
+    triage
+}
+
+/// One labelled log of a corpus, as the rules read it.
+#[derive(Debug, Clone)]
+pub struct CorpusLog {
+    pub name: String,
+    pub label: TriageClass,
+    /// Where it was copied from: the cross-validation folds go by it.
+    pub address: String,
+    /// The rules' triage, before the fallback.
+    pub rules: Triage,
+    pub evidence: Evidence,
+}
+
+/// A corpus that cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    #[error("cannot read {}: {source}", file.display())]
+    Io {
+        file: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}:{line}: {problem}", file.display())]
+    Index {
+        file: PathBuf,
+        line: usize,
+        problem: String,
+    },
+}
+
+/// Reads a corpus directory in the layout of `tests/data/triage/real/` (an `index.tsv` of name,
+/// label and address, and `<name>.log`) and triages each log with the rules alone.
+pub fn read_corpus(dir: &Path) -> Result<Vec<CorpusLog>, CorpusError> {
+    let index = dir.join("index.tsv");
+    let text = std::fs::read_to_string(&index).map_err(|source| CorpusError::Io {
+        file: index.clone(),
+        source,
+    })?;
+    let mut logs = Vec::new();
+    for (at, row) in text.lines().enumerate() {
+        if row.starts_with('#') || row.trim().is_empty() {
+            continue;
+        }
+        let bad = |problem: String| CorpusError::Index {
+            file: index.clone(),
+            line: at + 1,
+            problem,
+        };
+        let [name, label, address] = row.split('\t').collect::<Vec<_>>()[..] else {
+            return Err(bad("not three tab-separated fields".into()));
+        };
+        let label = TriageClass::PRECEDENCE
+            .into_iter()
+            .find(|c| c.name() == label)
+            .ok_or_else(|| bad(format!("unknown label {label}")))?;
+        let file = dir.join(format!("{name}.log"));
+        let bytes = std::fs::read(&file).map_err(|source| CorpusError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        let mut triager = Triager::new(TriageContext::default());
+        triager.push_text(&bytes);
+        let (rules, evidence) = triager.finish_rules();
+        logs.push(CorpusLog {
+            name: name.to_string(),
+            label,
+            address: address.to_string(),
+            rules,
+            evidence,
+        });
+    }
+    Ok(logs)
+}
+
+/// The model trained on every log of `logs`.
+pub fn train_on(logs: &[CorpusLog]) -> Model {
+    let examples: Vec<(BTreeSet<String>, TriageClass)> = logs
+        .iter()
+        .map(|log| (log.evidence.words(), log.label))
+        .collect();
+    train(&examples)
+}
+
+/// How the pipeline did on a corpus, each log read by a model that was not trained on it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CrossValidation {
+    pub folds: usize,
+    pub logs: usize,
+    /// Logs the rules alone get right.
+    pub rules_correct: usize,
+    /// Logs the rules with the fallback get right.
+    pub correct: usize,
+    /// Logs the fallback decided, and of them those it got right.
+    pub decided: usize,
+    pub decided_correct: usize,
+}
+
+/// Which of `folds` folds a log falls in: FNV-1a of its address, so a thread's logs stay
+/// together and the folds do not depend on the corpus's order.
+pub fn fold_of(address: &str, folds: usize) -> usize {
+    let hash = address.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (hash % folds.max(1) as u64) as usize
+}
+
+/// k-fold cross-validation of the whole pipeline: for each fold, the model is trained on the
+/// other folds and the fold's logs are triaged with it.
+pub fn cross_validate(logs: &[CorpusLog], folds: usize) -> CrossValidation {
+    let folds = folds.max(2);
+    let mut cv = CrossValidation {
+        folds,
+        logs: logs.len(),
+        ..CrossValidation::default()
+    };
+    for fold in 0..folds {
+        let (held, training): (Vec<&CorpusLog>, Vec<&CorpusLog>) = logs
+            .iter()
+            .partition(|log| fold_of(&log.address, folds) == fold);
+        let examples: Vec<(BTreeSet<String>, TriageClass)> = training
+            .iter()
+            .map(|log| (log.evidence.words(), log.label))
+            .collect();
+        let model = train(&examples);
+        for log in held {
+            let triage = apply(log.rules.clone(), &log.evidence, &model);
+            cv.rules_correct += usize::from(log.rules.class == log.label);
+            cv.correct += usize::from(triage.class == log.label);
+            if triage.class != log.rules.class {
+                cv.decided += 1;
+                cv.decided_correct += usize::from(triage.class == log.label);
+            }
+        }
+    }
+    cv
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> BTreeSet<String> {
+        line_words(text).collect()
+    }
+
+    fn toy() -> Model {
+        let mut examples = Vec::new();
+        for _ in 0..5 {
+            examples.push((
+                words("uploader: cannot open target, upload failed"),
+                TriageClass::FlashError,
+            ));
+            examples.push((
+                words("mytool: required program not found"),
+                TriageClass::ToolMissing,
+            ));
+            examples.push((
+                words("warning: timeout=0 failed to load calibration"),
+                TriageClass::Unknown,
+            ));
+        }
+        train(&examples)
+    }
+
+    #[test]
+    fn words_are_lower_cased_and_skip_numbers_and_single_letters() {
+        assert_eq!(
+            line_words("E: Upload FAILED at 0x0800 (x) err_code=7").collect::<Vec<_>>(),
+            ["upload", "failed", "at", "err_code"]
+        );
+    }
+
+    #[test]
+    fn the_model_names_the_class_and_the_words_that_decided() {
+        let decision = toy()
+            .decide(&words("flashing: upload failed, cannot open target"))
+            .unwrap();
+        assert_eq!(decision.class, TriageClass::FlashError);
+        assert!(decision.probability >= MIN_PROBABILITY);
+        let said = words("flashing: upload failed, cannot open target");
+        assert!(!decision.words.is_empty(), "{decision:?}");
+        assert!(
+            decision.words.iter().all(|w| said.contains(w)),
+            "{decision:?}"
+        );
+    }
+
+    #[test]
+    fn the_model_abstains_on_unknown_words_and_on_what_it_learnt_as_no_verdict() {
+        let model = toy();
+        assert_eq!(model.decide(&words("zzz qqq")), None);
+        assert_eq!(model.decide(&words("timeout=0 calibration warning")), None);
+    }
+
+    #[test]
+    fn a_pass_teaches_abstaining_so_the_model_never_says_pass() {
+        let model = train(&[(words("0 failures all good"), TriageClass::Pass)]);
+        assert_eq!(model.decide(&words("0 failures all good")), None);
+    }
+
+    #[test]
+    fn training_is_deterministic_and_the_file_round_trips() {
+        let model = toy();
+        assert_eq!(model.to_tsv(), toy().to_tsv());
+        assert_eq!(Model::from_tsv(&model.to_tsv()).unwrap(), model);
+    }
+
+    #[test]
+    fn a_bad_model_file_is_an_error_not_a_panic() {
+        assert!(Model::from_tsv("prior\t1").is_err());
+        assert!(Model::from_tsv("class\tPASS\nprior\t1").is_err());
+    }
+
+    #[test]
+    fn the_built_in_model_parses_and_stays_small() {
+        let model = Model::from_tsv(BUILT_IN_TSV).unwrap();
+        assert!(!model.weights.is_empty());
+        assert!(model.weights.len() * N <= 4000);
+    }
+
+    #[test]
+    fn the_fallback_leaves_a_decided_log_alone_and_an_empty_one_unknown() {
+        let decided = super::super::classify("foo.c:1:2: error: bar", &TriageContext::default());
+        let evidence = Evidence {
+            lines: vec![(1, "upload failed".into())],
+            rules_spoke: false,
+        };
+        assert_eq!(apply(decided.clone(), &evidence, &toy()), decided);
+        let nothing = super::super::classify("", &TriageContext::default());
+        assert_eq!(
+            apply(nothing.clone(), &Evidence::default(), &toy()).class,
+            TriageClass::Unknown
+        );
+    }
+
+    #[test]
+    fn folds_follow_the_address() {
+        assert_eq!(fold_of("https://a/1", 5), fold_of("https://a/1", 5));
+        assert!(fold_of("https://a/1", 5) < 5);
+    }
+}
