@@ -342,6 +342,14 @@ pub const BINARY_SNIFF_BYTES: u64 = 1 << 20;
 /// less.
 pub const BINARY_PERCENT: u64 = 10;
 
+/// A line this long or longer that is binary by [`BINARY_PERCENT`] is noise and not read.
+const NOISE_LINE_MIN_BYTES: usize = 16;
+
+/// NUL bytes, in all and in percent of the bytes looked at, that make a binary input an image or
+/// a data file (see [`Triager::is_image`]).
+const IMAGE_MIN_NULS: u64 = 64;
+const IMAGE_NUL_PERCENT: u64 = 1;
+
 const TIMEOUT_RULE: &str = "timeout.no_verdict";
 
 /// Most bytes [`Triager::push_lines`] looks at in one go (its pieces end at a line break).
@@ -514,6 +522,9 @@ pub struct Triager {
     seen_bytes: u64,
     /// Bytes looked at that no text holds (see [`is_binary_byte`]).
     binary_bytes: u64,
+    /// NUL bytes among them: what tells an image or a data file from a console's line noise
+    /// (see [`Triager::is_image`]).
+    nul_bytes: u64,
     stop: Option<Stop>,
     /// Lines go through the rules only where the prefilter finds a literal of theirs (always,
     /// except in the tests that check the prefilter changes nothing).
@@ -690,6 +701,7 @@ impl Triager {
             bytes: 0,
             seen_bytes: 0,
             binary_bytes: 0,
+            nul_bytes: 0,
             stop: None,
             prefiltered: true,
             matching: Vec::new(),
@@ -730,11 +742,22 @@ impl Triager {
         self.line += 1;
         self.bytes += consumed;
         self.seen_bytes += raw.len() as u64;
-        self.binary_bytes += count_binary(raw);
+        let binary = count_binary(raw);
+        self.binary_bytes += binary;
+        if binary > 0 {
+            self.nul_bytes += raw.iter().filter(|&&b| b == 0).count() as u64;
+        }
         if self.bytes >= MAX_LOG_BYTES {
             self.stop = Some(Stop::Cap);
         } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
             self.stop = Some(Stop::Binary);
+        }
+        // A line that is mostly noise names nothing, and random bytes make the rule set's
+        // lazy DFA build states without end (1 MB/s on random input): it is counted, not read.
+        if raw.len() >= NOISE_LINE_MIN_BYTES
+            && binary * 100 > raw.len() as u64 * BINARY_PERCENT
+        {
+            return;
         }
         let found = COMPILED.prefilter.is_candidate(raw);
         let cleaned = clean(raw);
@@ -896,6 +919,25 @@ impl Triager {
 
     fn is_binary(&self) -> bool {
         self.binary_bytes * 100 > self.seen_bytes * BINARY_PERCENT
+    }
+
+    /// A binary input rich in NUL bytes is a firmware image or a data file, not a console: the
+    /// strings in it (a `printf` format such as `Stack overflow in %s`) are not lines anything
+    /// printed, so nothing in it is evidence. A console's noise (a wrong baud rate, a reset)
+    /// holds few NULs, and text after it is still read.
+    fn is_image(&self) -> bool {
+        self.is_binary()
+            && self.nul_bytes >= IMAGE_MIN_NULS
+            && self.nul_bytes * 100 > self.seen_bytes * IMAGE_NUL_PERCENT
+    }
+
+    /// Why a binary input says nothing.
+    fn binary_reason(&self) -> String {
+        format!(
+            "the input is binary, not a log: {}% of the {} bytes looked at are not text",
+            self.binary_bytes * 100 / self.seen_bytes.max(1),
+            self.seen_bytes
+        )
     }
 
     /// Puts one segment of a line through the rules.
@@ -1073,14 +1115,23 @@ impl Triager {
             }
         }
 
+        if self.is_image() {
+            let reason = format!(
+                "{} ({} NUL bytes: an image or a data file, whose strings were never printed)",
+                self.binary_reason(),
+                self.nul_bytes
+            );
+            return Triage {
+                class: TriageClass::Unknown,
+                lines: Vec::new(),
+                reason: self.with_cap_note(reason),
+                matches: Vec::new(),
+            };
+        }
         let Some(mut class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
             let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
             {
-                format!(
-                    "the input is binary, not a log: {}% of the {} bytes looked at are not text",
-                    self.binary_bytes * 100 / self.seen_bytes.max(1),
-                    self.seen_bytes
-                )
+                self.binary_reason()
             } else if self.last_line.is_none() {
                 "the log is empty".to_string()
             } else {
@@ -1337,7 +1388,6 @@ fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>
             }
         }
     }
-    failing
 }
 
 /// The first error-severity diagnostic on a line.

@@ -97,13 +97,25 @@ impl Evidence {
     }
 }
 
+/// English function words, sorted: they appear in every kind of line, so any lean they show in
+/// the corpus is chance, and a reason that names them explains nothing. Negations (`not`, `no`)
+/// are kept: `not found` and `no such` say what failed.
+const STOP_WORDS: [&str; 48] = [
+    "an", "and", "any", "are", "as", "at", "be", "been", "but", "by", "can", "did", "do", "does",
+    "for", "from", "had", "has", "have", "he", "if", "in", "into", "is", "it", "its", "me", "my",
+    "of", "on", "or", "our", "so", "than", "that", "the", "then", "there", "this", "to", "was",
+    "we", "were", "what", "when", "which", "with", "you",
+];
+
 /// Lower-cased ASCII words of a line (a letter, then letters, digits or `_`), longer than one
-/// letter, the first [`MAX_WORDS_PER_LINE`]. Numbers, addresses and punctuation carry no kind.
+/// letter and not a function word ([`STOP_WORDS`]), the first [`MAX_WORDS_PER_LINE`]. Numbers,
+/// addresses and punctuation carry no kind.
 fn line_words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| w.len() > 1 && w.as_bytes()[0].is_ascii_alphabetic())
         .take(MAX_WORDS_PER_LINE)
         .map(str::to_ascii_lowercase)
+        .filter(|w| STOP_WORDS.binary_search(&w.as_str()).is_err())
 }
 
 /// What a model learnt: a log prior per class and a log likelihood per word and class, in
@@ -536,7 +548,16 @@ mod tests {
     fn words_are_lower_cased_and_skip_numbers_and_single_letters() {
         assert_eq!(
             line_words("E: Upload FAILED at 0x0800 (x) err_code=7").collect::<Vec<_>>(),
-            ["upload", "failed", "at", "err_code"]
+            ["upload", "failed", "err_code"]
+        );
+    }
+
+    #[test]
+    fn function_words_are_sorted_and_never_read() {
+        assert!(STOP_WORDS.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            line_words("It appears to be working until the update failed").collect::<Vec<_>>(),
+            ["appears", "working", "until", "update", "failed"]
         );
     }
 

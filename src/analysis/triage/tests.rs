@@ -1652,6 +1652,39 @@ fn binary_input_is_unknown_with_a_reason() {
     }
 }
 
+/// Regression: a raw firmware image (`objcopy -O binary`) was a CRASH, on the `printf` format
+/// `Stack overflow in %s` its .rodata holds between two 0x0a bytes.
+#[test]
+fn a_raw_image_is_binary_whatever_strings_it_holds() {
+    let mut image = Vec::new();
+    for i in 0..2000u32 {
+        image.extend_from_slice(&[0x00, 0x20, 0x00, 0x00]);
+        image.extend_from_slice(&i.to_le_bytes());
+        image.extend_from_slice(&[0x80, 0xb5, 0x00, 0xaf, 0x0a]);
+    }
+    image.extend_from_slice(b"Stack overflow in %s\r\nGuru Meditation Error: %s\n\0\0\0");
+    image.extend(std::iter::repeat_n(0u8, 4096));
+    let t = classify_reader(image.as_slice(), &PLAIN).unwrap();
+    assert_eq!(t.class, TriageClass::Unknown, "{t:#?}");
+    assert!(t.reason.contains("an image or a data file"), "{}", t.reason);
+    assert!(t.matches.is_empty());
+}
+
+/// A line that is mostly noise is counted, not read: random bytes name nothing, whatever
+/// literal they happen to hold, and they made the rule set's search crawl.
+#[test]
+fn a_noise_line_is_not_evidence() {
+    let mut noisy: Vec<u8> = (0..200u32).map(|i| (i * 151 % 256) as u8).collect();
+    noisy.retain(|&b| b != b'\n');
+    noisy.extend_from_slice(b" error: undefined reference to `main'");
+    let mut log = b"boot\n".to_vec();
+    log.extend_from_slice(&noisy);
+    log.extend_from_slice(b"\nsystem up\n");
+    let t = classify_reader(log.as_slice(), &PLAIN).unwrap();
+    assert_eq!(t.class, TriageClass::Unknown, "{t:#?}");
+    assert!(t.matches.is_empty());
+}
+
 /// Regression: `fwfix triage /dev/zero` never ended (one endless line, read to its end).
 #[test]
 fn an_endless_binary_input_stops_after_the_sniff() {
