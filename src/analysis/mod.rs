@@ -68,6 +68,16 @@ pub struct CrashReport {
     pub summary: String,
 }
 
+/// The exception handler a hung core was stopped in, above the code it interrupted (the hang
+/// site): a periodic interrupt that happened to run at that moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HandlerSite {
+    /// The exception's name: `SysTick`, `IRQ0`, ...
+    pub exception: String,
+    /// Where in the handler the core was.
+    pub location: Location,
+}
+
 /// A source location of a code address.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Location {

@@ -90,8 +90,20 @@ pub struct FaultSnapshot {
     /// table without fault handlers), in words a person can act on.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// A core stopped in handler mode and unwound: the handlers it was in, the one it was stopped
+    /// in first. PC, LR, SP and xPSR are then those of the thread code they interrupted.
+    #[serde(default)]
+    pub handlers: Vec<HandlerStop>,
     /// The emulator's or debugger's raw text the values came from.
     pub raw: String,
+}
+
+/// An exception handler a stopped core was in, and where in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandlerStop {
+    /// The exception number (15 = SysTick, 16 and up = external interrupts).
+    pub exception: u32,
+    pub pc: u32,
 }
 
 /// Everything captured from one attempt.

@@ -758,6 +758,7 @@ impl Engine<'_> {
             report.cases = shown.cases.clone();
             report.crash = shown.crash.clone();
             report.hang_site = shown.hang_site.clone();
+            report.hang_handler = shown.hang_handler.clone();
             report.console_silence = shown.console_silence.clone();
             report.pass_counts = shown.pass_counts.clone();
             report.build = shown.build.clone().map(|mut b| {

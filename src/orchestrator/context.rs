@@ -13,7 +13,7 @@
 //! checkpoint) is cut off before the next append. Contexts written before held the attempts
 //! inline (`attempts`) and are still read.
 
-use crate::analysis::{CrashReport, Location};
+use crate::analysis::{CrashReport, HandlerSite, Location};
 use crate::capture::Capture;
 use crate::governor::{CandidateRecord, Verdict};
 use crate::inspect::CONTEXT_JSON;
@@ -106,6 +106,9 @@ pub struct AttemptRecord {
     pub results: TestResults,
     pub crash: Option<CrashReport>,
     pub hang_site: Option<Location>,
+    /// The handler the core was stopped in above the hang site.
+    #[serde(default)]
+    pub hang_handler: Option<HandlerSite>,
     /// What the console did before a timeout (nothing at all, quiet since a line, still
     /// printing), with what that suggests.
     #[serde(default)]
@@ -577,6 +580,7 @@ mod tests {
             },
             crash: None,
             hang_site: None,
+            hang_handler: None,
             console_silence: None,
         }
     }

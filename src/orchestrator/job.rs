@@ -907,6 +907,7 @@ impl<'a> Job<'a> {
             report.cases = last.results.cases.clone();
             report.crash = last.crash.clone();
             report.hang_site = last.hang_site.clone();
+            report.hang_handler = last.hang_handler.clone();
             report.console_silence = last.console_silence.clone();
             report.notes = last.results.notes.clone();
         }
@@ -926,6 +927,7 @@ impl<'a> Job<'a> {
             // Those were an earlier attempt's; this one was not analysed.
             report.crash = None;
             report.hang_site = None;
+            report.hang_handler = None;
             report.console_silence = None;
         }
         report.notes.extend(self.board_notes.iter().cloned());

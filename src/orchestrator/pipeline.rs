@@ -6,11 +6,11 @@ use super::job::{Job, Step};
 use crate::analysis::diagnostics::BuildDirs;
 use crate::analysis::symbols::Symbolizer;
 use crate::analysis::triage::{self, Stage, TriageContext};
-use crate::analysis::{fault, silence, Severity};
+use crate::analysis::{fault, silence, HandlerSite, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
 use crate::capture::{Capture, RunEnd};
 use crate::dut::power::PowerAction;
-use crate::dut::{self, DutError, Image, RunSpec};
+use crate::dut::{self, cortex_m, DutError, Image, RunSpec};
 use crate::events::{Event, Level};
 use crate::machine::convergence::{self, AttemptVerdict, IterationVerdict, Targets};
 use crate::machine::{ErrorClass, Outcome, State};
@@ -553,14 +553,30 @@ impl Job<'_> {
             c.summary = c.summary.replace(&format!("{}/", root.display()), "");
             c
         });
-        let hang_site = match (&capture.stopped_at, sym) {
-            (Some(snap), Some(sym)) => snap.pc.map(|pc| {
+        let locate = |pc: u32| {
+            sym.map(|sym| {
                 let mut loc = sym.locate(u64::from(pc));
                 relative_to(&root, &mut loc.file);
                 loc
-            }),
-            _ => None,
+            })
         };
+        let hang_site = capture
+            .stopped_at
+            .as_ref()
+            .and_then(|snap| snap.pc)
+            .and_then(locate);
+        // Stopped in an interrupt handler and unwound: the hang site is the code under it; the
+        // handler is named beside it.
+        let hang_handler = capture
+            .stopped_at
+            .as_ref()
+            .and_then(|snap| snap.handlers.first())
+            .and_then(|h| {
+                Some(HandlerSite {
+                    exception: cortex_m::exception_name(h.exception),
+                    location: locate(h.pc)?,
+                })
+            });
         let mut site_functions = Vec::new();
         if let Some(sym) = sym {
             for snap in [&capture.fault, &capture.stopped_at].into_iter().flatten() {
@@ -577,7 +593,9 @@ impl Job<'_> {
         let timeout = self.profile.test.timeout;
         // A timeout: what the console did until then says where to look.
         let silence = (capture.end == RunEnd::Timeout).then(|| {
-            let core_at = hang_site.as_ref().map(report::describe_location);
+            let core_at = hang_site
+                .as_ref()
+                .map(|site| report::describe_hang(site, hang_handler.as_ref()));
             silence::console_silence(
                 capture.uart(),
                 silence::Facts {
@@ -590,6 +608,7 @@ impl Job<'_> {
         // A console still printing at the timeout was not stuck: where the core was is only a
         // sample, said in the silence statement, not a hang site.
         let hang_site = hang_site.filter(|_| !silence.as_ref().is_some_and(|s| s.still_printing));
+        let hang_handler = hang_handler.filter(|_| hang_site.is_some());
         // A dump the harness did not take for a crash (a test printed one, then passed) is output.
         if from_console && !results.cases.iter().any(|c| c.status == CaseStatus::Crash) {
             crash = None;
@@ -608,7 +627,10 @@ impl Job<'_> {
                         message = format!("{message}: {}", silence.headline);
                     }
                     if let Some(loc) = &hang_site {
-                        message = format!("{message}; stuck in {}", report::describe_location(loc));
+                        message = format!(
+                            "{message}; stuck in {}",
+                            report::describe_hang(loc, hang_handler.as_ref())
+                        );
                     }
                     if silence.is_some() || hang_site.is_some() {
                         case.message = Some(message);
@@ -667,6 +689,7 @@ impl Job<'_> {
             results,
             crash,
             hang_site,
+            hang_handler,
             console_silence: silence.map(|s| s.statement),
         });
         self.ctx.ledger.verdict_reached();

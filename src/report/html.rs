@@ -8,8 +8,8 @@
 
 use super::history::{Column, History};
 use super::model::{
-    call_name, case_status_name, crash_lines, describe_location, file_line, format_duration,
-    plural, verdict_name, Command, Report, Status,
+    call_name, case_status_name, crash_lines, describe_hang, file_line, format_duration, plural,
+    verdict_name, Command, Report, Status,
 };
 use super::timeline::{self, Bar, Mark, Phase};
 use super::visible::escape_html as escape;
@@ -475,7 +475,7 @@ fn write_hang(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(
         out,
         "<h2>Hang</h2>\n<p>The image stopped making progress; it was stuck in <code>{}</code>.</p>",
-        escape(&describe_location(site))
+        escape(&describe_hang(site, report.hang_handler.as_ref()))
     )
 }
 

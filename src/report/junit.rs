@@ -19,7 +19,7 @@
 //! step (classname `fwfix`) carries the error, so CI never shows an empty green run.
 
 use super::model::{
-    crash_headline, crash_lines, describe_location, file_line, plural, verdict_name, Report,
+    crash_headline, crash_lines, describe_hang, file_line, plural, verdict_name, Report,
 };
 use crate::analysis::Severity;
 use crate::machine::flaky;
@@ -176,7 +176,10 @@ fn test_case(report: &Report, case: &TestCase) -> quick_junit::TestCase {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status.set_type("HANG");
             let hang = match &report.hang_site {
-                Some(site) => format!("hung: stuck in {}", describe_location(site)),
+                Some(site) => format!(
+                    "hung: stuck in {}",
+                    describe_hang(site, report.hang_handler.as_ref())
+                ),
                 None => "hung: no result before the test timeout".to_string(),
             };
             status.set_message(hang.as_str());
@@ -303,7 +306,10 @@ fn run_error(report: &Report) -> Option<TestCaseStatus> {
         }
     }
     if let Some(site) = &report.hang_site {
-        text.push(format!("hung: stuck in {}", describe_location(site)));
+        text.push(format!(
+            "hung: stuck in {}",
+            describe_hang(site, report.hang_handler.as_ref())
+        ));
     }
     if !text.is_empty() {
         status.set_description(text.join("\n"));

@@ -3,8 +3,8 @@
 //! [`Report`]; no I/O and no decisions.
 
 use super::model::{
-    call_name, case_status_name, crash_lines, describe_location, file_line, format_duration,
-    plural, verdict_name, Command, Report, Tokens,
+    call_name, case_status_name, crash_lines, describe_hang, file_line, format_duration, plural,
+    verdict_name, Command, Report, Tokens,
 };
 use super::visible;
 use crate::machine::flaky;
@@ -230,7 +230,7 @@ fn write_hang(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(
         out,
         "The image stopped making progress; it was stuck in {}.",
-        code(&describe_location(site))
+        code(&describe_hang(site, report.hang_handler.as_ref()))
     )?;
     writeln!(out)
 }

@@ -2,7 +2,7 @@
 //! the writers and the terminal summary share (counts, crash and location text, durations). No I/O.
 
 use crate::analysis::lint::{Finding, Format};
-use crate::analysis::{CrashReport, Diagnostic, Location, Severity};
+use crate::analysis::{CrashReport, Diagnostic, HandlerSite, Location, Severity};
 use crate::bisect::{BisectStep, Confidence};
 use crate::capture::nonce::NonceRecord;
 use crate::capture::RunEnd;
@@ -459,6 +459,10 @@ pub struct Report {
     /// Where a hung image was stuck, when it could be read.
     #[serde(default)]
     pub hang_site: Option<Location>,
+    /// The interrupt handler the core was stopped in when it was sampled, when it was in one:
+    /// `hang_site` is then the code that handler interrupted.
+    #[serde(default)]
+    pub hang_handler: Option<HandlerSite>,
     /// An attempt that timed out: what its console did (printed nothing at all, went quiet after
     /// a line, was still printing) and what that suggests.
     #[serde(default)]
@@ -549,6 +553,7 @@ impl Report {
             cases: Vec::new(),
             crash: None,
             hang_site: None,
+            hang_handler: None,
             console_silence: None,
             build: None,
             lint: None,
@@ -686,6 +691,20 @@ pub fn describe_location(location: &Location) -> String {
         Some(code) => format!("{code} at {}", location.address),
         None => location.address.clone(),
     }
+}
+
+/// Where a hung image was stuck, in one phrase: the hang site, and the handler the core was
+/// stopped in above it when it was in one.
+pub fn describe_hang(site: &Location, handler: Option<&HandlerSite>) -> String {
+    let mut text = describe_location(site);
+    if let Some(h) = handler {
+        text.push_str(&format!(
+            " (the core was stopped inside {}'s handler, {}, which had interrupted it)",
+            h.exception,
+            describe_location(&h.location)
+        ));
+    }
+    text
 }
 
 /// Where and what the crash was, in one phrase: `HardFault in crc_update (src/crc.c:17)`, or

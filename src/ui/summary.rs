@@ -5,8 +5,8 @@
 use super::{paint, truncate, ColorChoice, Paint};
 use crate::analysis::Severity;
 use crate::report::{
-    case_status_name, crash_headline, describe_location, file_line, format_duration, plural,
-    visible, Command, Report,
+    case_status_name, crash_headline, describe_hang, file_line, format_duration, plural, visible,
+    Command, Report,
 };
 use crate::results::CaseStatus;
 use std::fmt::Write as _;
@@ -152,7 +152,10 @@ fn write_summary(
         writeln!(out, "{}", paint(&truncate(&line, width), Paint::Red, color))?;
     }
     if let Some(site) = &report.hang_site {
-        let line = format!("hang: stuck in {}", describe_location(site));
+        let line = format!(
+            "hang: stuck in {}",
+            describe_hang(site, report.hang_handler.as_ref())
+        );
         writeln!(out, "{}", paint(&truncate(&line, width), Paint::Red, color))?;
     }
     // Whole: it says what to check.

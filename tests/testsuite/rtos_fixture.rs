@@ -463,3 +463,68 @@ fn a_flooded_console_keeps_the_lines_the_harness_reads() {
     assert_eq!(out.status.code(), Some(0), "{}\n{report:#}", text(&out));
     assert_eq!(report["attempts"][0]["end"], "verdict", "{report:#}");
 }
+
+/// The line the fixture marks `/* HANG-LINE: <variant> */`: its file (relative to the fixture)
+/// and line number.
+fn hang_line(variant: &str) -> (String, u64) {
+    let marker = format!("HANG-LINE: {variant} ");
+    let src = rtos_fixture_dir().join("src");
+    for path in files_under(&src) {
+        let body = std::fs::read_to_string(&path).unwrap();
+        if let Some(i) = body.lines().position(|l| l.contains(&marker)) {
+            let rel = path.strip_prefix(rtos_fixture_dir()).unwrap();
+            return (rel.to_str().unwrap().to_string(), i as u64 + 1);
+        }
+    }
+    panic!("no {marker} in the fixture");
+}
+
+/// Regression: a task that suspended the scheduler and busy-loops starves the status task while
+/// SysTick keeps firing, and its tick hook takes half of every tick: a stop at the timeout lands
+/// in that interrupt about half the time. The hang site is the busy loop's function and line on
+/// every run (the interrupt is unwound through its frame on the task's PSP); a run stopped in the
+/// interrupt names it beside the site.
+fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt(board: &str) {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = short_profile(scratch.path(), "starve", |t| t);
+    let (file, line) = hang_line("starve");
+    for run in 0..4 {
+        let out = test_cmd(repo.path(), board, &profile);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+        let report = report(&run_dir(&out));
+        assert_eq!(report["attempts"][0]["end"], "timeout", "{report:#}");
+        let site = &report["hang_site"];
+        assert!(
+            site["function"] == "await_conversion"
+                && site["file"] == file.as_str()
+                && site["line"] == line,
+            "{board}, run {run}: {report:#}"
+        );
+        let handler = &report["hang_handler"];
+        let message = case(&report, "self_check")["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if handler.is_null() {
+            assert!(!message.contains("stopped inside"), "{message}");
+        } else {
+            assert_eq!(handler["exception"], "SysTick", "{report:#}");
+            assert!(
+                message.contains("(the core was stopped inside SysTick's handler, "),
+                "{message}"
+            );
+        }
+    }
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt_on_mps2_an385() {
+    a_task_starving_the_printer_is_the_hang_site_under_an_interrupt(MPS2);
+}
+
+#[test]
+fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt_on_lm3s6965evb() {
+    a_task_starving_the_printer_is_the_hang_site_under_an_interrupt(LM3S);
+}

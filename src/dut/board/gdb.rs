@@ -12,6 +12,7 @@
 
 use super::image::VectorTable;
 use crate::config::GdbStart;
+use crate::dut::cortex_m::unwind::{StackWords, PSP_WORDS};
 use crate::dut::cortex_m::{self, CoreRegs, SCB_CFSR};
 pub use crate::dut::cortex_m::{conclude, Stop, StopReading};
 use regex::Regex;
@@ -26,6 +27,7 @@ pub const STARTED: &str = "@@fwfix:started@@";
 pub const STOPPED: &str = "@@fwfix:stopped@@";
 const SCB_MARK: &str = "@@fwfix:scb@@";
 const STACK_MARK: &str = "@@fwfix:stack@@";
+const PSP_MARK: &str = "@@fwfix:psp@@";
 /// The most stack words read after a stop (as many as the QEMU backend reads at most).
 const STACK_WORDS: usize = cortex_m::STACK_WORDS_MORE;
 /// Fewer words than a stacked frame are not worth reading.
@@ -73,6 +75,14 @@ pub fn script(remote: &str, init: &[String], start: &GdbStart, vectors: &VectorT
          if $fwfix_words < {STACK_WORDS_MIN}\n  set $fwfix_words = {STACK_WORDS_MIN}\nend\n\
          eval \"x/%dwx $sp\", $fwfix_words",
         vectors.initial_sp
+    );
+    // The PSP and the frame above it: a core stopped in a handler is unwound through them to
+    // the task it interrupted. Last, as a failed read ends the command file; a server that
+    // describes no PSP is skipped.
+    let _ = writeln!(
+        s,
+        "echo {PSP_MARK}\\n\n\
+         if !$_isvoid($psp)\n  p/x $psp\n  x/{PSP_WORDS}wx $psp\nend"
     );
     // Leave the core halted where it is: a detach would let it run on.
     s.push_str("disconnect\n");
@@ -140,15 +150,18 @@ pub fn classify(line: &str) -> Said {
 /// Parses the lines gdb printed after [`STOPPED`].
 pub fn read_stop(lines: &[String]) -> StopReading {
     let mut section = "registers";
-    let (mut registers, mut scb, mut stack) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut registers, mut scb, mut stack, mut psp) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for line in lines {
         match line.trim() {
             SCB_MARK => section = "scb",
             STACK_MARK => section = "stack",
+            PSP_MARK => section = "psp",
             _ => match section {
                 "registers" => registers.push(line.as_str()),
                 "scb" => scb.push(line.as_str()),
-                _ => stack.push(line.as_str()),
+                "stack" => stack.push(line.as_str()),
+                _ => psp.push(line.as_str()),
             },
         }
     }
@@ -162,6 +175,7 @@ pub fn read_stop(lines: &[String]) -> StopReading {
         regs,
         scb: parse_memory(&scb, SCB_CFSR),
         stack: stack_words,
+        psp: process_stack(&psp),
         raw: format!(
             "-- info registers --\n{}\n-- SCB (CFSR HFSR DFSR MMFAR BFAR) --\n{}\n-- stack --\n{}",
             registers.join("\n").trim_end(),
@@ -169,6 +183,18 @@ pub fn read_stop(lines: &[String]) -> StopReading {
             stack.join("\n").trim_end()
         ),
     }
+}
+
+/// `p/x $psp` (`$1 = 0x20001000`) and the words `x` read there.
+fn process_stack(lines: &[&str]) -> Option<StackWords> {
+    let value = lines
+        .iter()
+        .find_map(|l| l.trim().strip_prefix('$')?.split_once(" = 0x"))?;
+    let sp = u32::from_str_radix(value.1.trim(), 16).ok()?;
+    Some(StackWords {
+        sp,
+        words: parse_memory(lines, sp),
+    })
 }
 
 /// `info registers`: `r0  0x20000000  536870912` … `sp`, `lr`, `pc`, `xpsr` (OpenOCD spells it

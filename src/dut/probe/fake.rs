@@ -54,6 +54,8 @@ pub struct FakeScript {
     pub echoes_nonce: bool,
     /// The image asks for its command line before printing anything.
     pub asks_command_line: bool,
+    /// The PSP the halted core shows; None: reading it fails.
+    pub psp: Option<u32>,
     pub end: FakeEnd,
 }
 
@@ -70,6 +72,7 @@ impl Default for FakeScript {
             down_channel: true,
             echoes_nonce: false,
             asks_command_line: false,
+            psp: None,
             end: FakeEnd::Exit(0),
         }
     }
@@ -291,6 +294,13 @@ impl ProbeSession for FakeSession {
 
     fn read_registers(&mut self) -> Result<CoreRegs, ProbeError> {
         Ok(self.regs())
+    }
+
+    fn read_psp(&mut self) -> Result<u32, ProbeError> {
+        self.script.psp.ok_or(ProbeError::Core {
+            doing: "reading the PSP".into(),
+            message: "the fake core has no PSP".into(),
+        })
     }
 
     fn read_words(&mut self, address: u32, count: usize) -> Result<Vec<u32>, ProbeError> {

@@ -197,6 +197,10 @@ pub trait ProbeSession: Send {
     /// r0-r15 and xPSR of the halted core.
     fn read_registers(&mut self) -> Result<CoreRegs, ProbeError>;
 
+    /// The process stack pointer of the halted core: where a task's exception frame is when the
+    /// core was stopped in a handler that interrupted it.
+    fn read_psp(&mut self) -> Result<u32, ProbeError>;
+
     fn read_words(&mut self, address: u32, count: usize) -> Result<Vec<u32>, ProbeError>;
 
     /// Looks for the image's RTT control block; the number of up channels when found.

@@ -27,6 +27,8 @@ use std::time::Duration;
 const HALT_TIMEOUT: Duration = Duration::from_millis(500);
 /// xPSR's register number in probe-rs's Cortex-M register file.
 const XPSR: u16 = 16;
+/// The PSP's selector in DCRSR (ARMv7-M and ARMv8-M alike).
+const PSP: u16 = 18;
 
 /// probe-rs's probes.
 pub struct RealDriver;
@@ -264,6 +266,12 @@ impl ProbeSession for RealSession {
         }
         regs.xpsr = core.read_core_reg::<u32>(RegisterId(XPSR)).ok();
         Ok(regs)
+    }
+
+    fn read_psp(&mut self) -> Result<u32, ProbeError> {
+        let mut core = self.core("reading the PSP")?;
+        core.read_core_reg::<u32>(RegisterId(PSP))
+            .map_err(|e| core_error("reading the PSP", e))
     }
 
     fn read_words(&mut self, address: u32, count: usize) -> Result<Vec<u32>, ProbeError> {

@@ -28,6 +28,7 @@ use crate::capture::nonce::{command_line, Nonce, NonceGate};
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::dut::board::serial::{self, PortEvent, PortSpec, Writer};
+use crate::dut::cortex_m::unwind::{self, StackWords};
 use crate::dut::cortex_m::{self, conclude, Stop, StopReading, SCB_CFSR};
 use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
@@ -888,6 +889,29 @@ fn read_core(session: &mut dyn ProbeSession) -> Result<StopReading, ProbeError> 
             }
         }
     }
+    // Stopped in a handler that is no fault's: the code it interrupted is found through the
+    // stacks (see `dut::cortex_m::unwind`).
+    let in_handler = regs
+        .exception()
+        .is_some_and(|n| n != 0 && !(3..=7).contains(&n));
+    let mut psp = None;
+    if in_handler {
+        if let Some(sp) = regs.sp() {
+            if let Some(more) = unwind::msp_reads(sp)
+                .into_iter()
+                .find_map(|n| session.read_words(sp, n).ok())
+            {
+                stack = more;
+            }
+        }
+        psp = session.read_psp().ok().map(|sp| StackWords {
+            sp,
+            words: session
+                .read_words(sp, unwind::PSP_WORDS)
+                .or_else(|_| session.read_words(sp, 8))
+                .unwrap_or_default(),
+        });
+    }
     let mut raw = String::from("-- registers (probe-rs) --\n");
     for (i, r) in regs.r.iter().enumerate() {
         if let Some(v) = r {
@@ -913,6 +937,7 @@ fn read_core(session: &mut dyn ProbeSession) -> Result<StopReading, ProbeError> 
         regs,
         scb,
         stack,
+        psp,
         raw,
     })
 }

@@ -79,6 +79,7 @@
 
 use super::super::rsp::{self, Client, RspError, StopReply};
 use crate::dut::board::image::Segment;
+use crate::dut::cortex_m::unwind::{self, StackWords};
 use crate::dut::cortex_m::{
     self, fault_handlers, is_exc_return, spins_at, watched_words, writable_table, CoreRegs,
     EntryReading, FaultHandlers, StopReading, SCB_CFSR, SYSTEM_VECTORS, WATCHED_VECTORS,
@@ -778,9 +779,17 @@ impl Watcher {
         let regs = self.core_registers().await?;
         let mut raw = String::from("-- registers of the stopped core --\n");
         raw.push_str(&dump(&regs));
+        let in_handler = regs.exception().is_some_and(|n| n != 0);
         let mut stack = Vec::new();
         if let Some(sp) = regs.sp() {
-            for words in STACK_WORDS_STOPPED {
+            // In a handler the frame of the code it interrupted may lie under several nested
+            // handlers' pushes: read more of the MSP, as much as is there.
+            let tries: Vec<usize> = if in_handler {
+                unwind::msp_reads(sp).into_iter().chain([8]).collect()
+            } else {
+                STACK_WORDS_STOPPED.to_vec()
+            };
+            for words in tries {
                 if let Ok(w) = self.client.read_words(sp, words).await {
                     let _ = writeln!(raw, "-- stack at 0x{sp:08x} --\n{}", words_text(&w));
                     stack = w;
@@ -788,6 +797,11 @@ impl Watcher {
                 }
             }
         }
+        let psp = if in_handler {
+            self.process_stack(&regs, &mut raw).await
+        } else {
+            None
+        };
         let scb = self
             .client
             .read_words(SCB_CFSR, 5)
@@ -797,7 +811,35 @@ impl Watcher {
             regs,
             scb,
             stack,
+            psp,
             raw,
+        })
+    }
+
+    /// The PSP and the frame-sized words above it, for a core stopped in a handler; None (said in
+    /// `raw`) when either could not be read.
+    async fn process_stack(&mut self, regs: &CoreRegs, raw: &mut String) -> Option<StackWords> {
+        let sp = match self.read_psp(regs, false).await {
+            Ok((sp, _)) => sp,
+            Err(why) => {
+                let _ = writeln!(raw, "the PSP could not be read: {why}");
+                return None;
+            }
+        };
+        for words in [unwind::PSP_WORDS, 8] {
+            if let Ok(w) = self.client.read_words(sp, words).await {
+                let _ = writeln!(
+                    raw,
+                    "-- process stack at PSP=0x{sp:08x} --\n{}",
+                    words_text(&w)
+                );
+                return Some(StackWords { sp, words: w });
+            }
+        }
+        let _ = writeln!(raw, "PSP=0x{sp:08x}, where nothing could be read");
+        Some(StackWords {
+            sp,
+            words: Vec::new(),
         })
     }
 }

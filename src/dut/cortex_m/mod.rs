@@ -6,6 +6,9 @@
 //! types and share the frame-finding and the conclusion here, and the walk over a memory dump's
 //! lines once each has its own line pattern.
 
+pub mod unwind;
+
+use self::unwind::{unwind, StackWords};
 use crate::capture::FaultSnapshot;
 use regex::Regex;
 use std::fmt::Write as _;
@@ -590,6 +593,10 @@ pub struct StopReading {
     pub scb: Vec<u32>,
     /// Words from SP upwards.
     pub stack: Vec<u32>,
+    /// The process stack, read when the core was stopped in handler mode and the reader can
+    /// get the PSP: its words from the PSP upwards, for unwinding to the code the handler
+    /// interrupted.
+    pub psp: Option<StackWords>,
     /// The debugger's text (or a rendering of what it read), for the snapshot's raw field.
     pub raw: String,
 }
@@ -609,16 +616,7 @@ pub fn conclude(reading: &StopReading) -> Option<Stop> {
     let pc = regs.pc()?;
     let exception = regs.exception();
     if !exception.is_some_and(|n| (3..=7).contains(&n)) {
-        return Some(Stop::Running(FaultSnapshot {
-            exception,
-            pc: Some(pc),
-            lr: regs.lr(),
-            sp: regs.sp(),
-            xpsr: regs.xpsr,
-            r: [regs.r[0], regs.r[1], regs.r[2], regs.r[3], regs.r[12]],
-            raw: reading.raw.clone(),
-            ..FaultSnapshot::default()
-        }));
+        return Some(Stop::Running(stopped_at(reading, pc)));
     }
     let mut snap = FaultSnapshot {
         exception,
@@ -646,6 +644,55 @@ pub fn conclude(reading: &StopReading) -> Option<Stop> {
     raw.push_str(&reading.raw);
     snap.raw = raw;
     Some(Stop::Faulted(snap))
+}
+
+/// Where a core stopped outside a fault handler was. Stopped in another handler (a timer
+/// interrupt that happened to run), it is unwound to the thread code it interrupted, which is
+/// where a hung image is stuck; the handlers are kept beside it. When no frame can be trusted the
+/// live registers stay, and a note says why.
+fn stopped_at(reading: &StopReading, pc: u32) -> FaultSnapshot {
+    let regs = &reading.regs;
+    let mut snap = FaultSnapshot {
+        exception: regs.exception(),
+        pc: Some(pc),
+        lr: regs.lr(),
+        sp: regs.sp(),
+        xpsr: regs.xpsr,
+        r: [regs.r[0], regs.r[1], regs.r[2], regs.r[3], regs.r[12]],
+        raw: reading.raw.clone(),
+        ..FaultSnapshot::default()
+    };
+    let (Some(exception), Some(sp)) = (regs.exception().filter(|&n| n != 0), regs.sp()) else {
+        return snap;
+    };
+    let msp = StackWords {
+        sp,
+        words: reading.stack.clone(),
+    };
+    match unwind(regs, &msp, reading.psp.as_ref()) {
+        Ok(u) => {
+            let t = &u.thread;
+            snap.exception = t.exception();
+            snap.pc = t.pc();
+            snap.lr = t.lr();
+            snap.sp = t.sp();
+            snap.xpsr = t.xpsr;
+            snap.r = [t.r[0], t.r[1], t.r[2], t.r[3], t.r[12]];
+            snap.handlers = u.handlers;
+            snap.raw = format!(
+                "core stopped in {} at 0x{pc:08x}, unwound to the code it interrupted:\n{}{}",
+                exception_name(exception),
+                u.note,
+                snap.raw
+            );
+        }
+        Err(why) => snap.notes.push(format!(
+            "the core was stopped in {}'s handler and could not be unwound to the code it \
+             interrupted: {why}",
+            exception_name(exception)
+        )),
+    }
+    snap
 }
 
 /// The words of a memory dump, as long as their addresses run on from `start`. `line_re` matches
