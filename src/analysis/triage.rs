@@ -754,9 +754,7 @@ impl Triager {
         }
         // A line that is mostly noise names nothing, and random bytes make the rule set's
         // lazy DFA build states without end (1 MB/s on random input): it is counted, not read.
-        if raw.len() >= NOISE_LINE_MIN_BYTES
-            && binary * 100 > raw.len() as u64 * BINARY_PERCENT
-        {
+        if raw.len() >= NOISE_LINE_MIN_BYTES && binary * 100 > raw.len() as u64 * BINARY_PERCENT {
             return;
         }
         let found = COMPILED.prefilter.is_candidate(raw);
