@@ -408,10 +408,10 @@ fn real_corpora_are_complete_labelled_and_apart() {
     }
 }
 
-/// What triage got right at first sight on the last held-out set measured (round 6's, 98/120:
-/// see real/README.md). The goal is 95%: this floor only keeps the figure
-/// from falling, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 81.0;
+/// What triage gets right on the held-out set (next/: 94/123 at first sight, 93/123 since the
+/// fallback stopped reading function words; see next/README.md). The goal is 95%: this floor
+/// only keeps the figure from falling, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 75.0;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
