@@ -317,7 +317,13 @@ fn figure_repeat(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row
         figure: "`--repeat 20`, per test".into(),
         fwfix: ms(per(&t[0])),
         reference: format!("20 raw QEMU runs: {} each", ms(per(&t[1]))),
-        ratio: format!("{ratio:.2}× (+{})", ms(added)),
+        // With the next attempt's QEMU started during the current one, fwfix can beat a plain
+        // loop: a negative difference is "less", not "+-".
+        ratio: if added >= 0.0 {
+            format!("{ratio:.2}× (+{} a test)", ms(added))
+        } else {
+            format!("{ratio:.2}× ({} less a test)", ms(-added))
+        },
         target: "≤ 1.05×, ≤ 2 ms added per test".into(),
         met: verdict(ratio <= 1.05 && added <= 0.002),
         command: "fwfix test --profile ringbuf --repeat 20 --quiet".into(),
