@@ -87,21 +87,7 @@ fn run(repo: &FixtureRepo, profile: &str) -> std::path::PathBuf {
         "--- a/src/crc.c\n+++ b/src/crc.c\n@@ -1,1 +1,1 @@\n-no such line\n+still none\n",
     )
     .unwrap();
-    let out = fwfix(
-        &[
-            "run",
-            "--json",
-            "--board",
-            "qemu-mps2-an385",
-            "--profile",
-            profile,
-            "--strategy",
-            "queue",
-            "--patches",
-            queue.path().to_str().unwrap(),
-        ],
-        repo.path(),
-    );
+    let out = run_queue(repo.path(), profile, queue.path());
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     run_dir(&out)
 }
