@@ -1851,9 +1851,9 @@ pub static RULES: &[Rule] = &[
 pub(super) const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multiple definition|overflowed|will not fit|cannot find|no rule to make|:\d+: \*\*\* |\bld(?:\.\w+)?(?:\.exe)?: ";
 
 /// A line that says something went wrong, in words any tool may use: what the learned fallback
-/// reads when no rule explains a log (see [`super::fallback`]). Not a rule: it claims nothing,
-/// and it gives the prefilter no literal, so it is looked for only on the lines the rules'
-/// literals already bring to the set.
+/// reads when no rule explains a log. Not a rule: it claims nothing, and it gives the prefilter
+/// no literal, so it is looked for only on the lines the rules' literals already bring to the
+/// set.
 const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash";
 
 /// The table compiled once: one set over every regex rule (plus the diagnostic hint and the
