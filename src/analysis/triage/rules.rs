@@ -617,6 +617,22 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("nuttx.ostest_pass", "nuttx", Pass, r"(?P<msg>ostest_main: Exiting with status 0)\b").verdict(),
     re("freertos.demo_ok", "freertos", Pass, r"^(?P<msg>OK: No errors\b.*)$").weight(2),
+    // The check task of FreeRTOS's full demos prints a status line every few seconds: a pass
+    // count and the tick, or the check that failed (`xAre...StillRunning() returned false`),
+    // and the register test tasks report their own corruption.
+    re("freertos.demo_pass", "freertos", Pass, r"^(?P<msg>PASS : \d+ \(\d+\))\s*$").weight(2),
+    re(
+        "freertos.demo_check_failed",
+        "freertos",
+        TestFailure,
+        r"^(?P<msg>\w+\(\) returned false : \d+ \(\d+\)).*$",
+    ),
+    re(
+        "freertos.regtest_error",
+        "freertos",
+        TestFailure,
+        r"^(?P<msg>Error in (?:RegTest|reg test)\s*\d*\b.*)$",
+    ),
     // RIOT's tests end on `[SUCCESS]` (or a `[FAILED]` line), its unit tests (embUnit) on
     // `OK (42 tests)`.
     re("riot.test_failed", "riot", TestFailure, r"^(?P<msg>\[FAILED\](?:\s.*)?)$").verdict(),

@@ -463,6 +463,12 @@ const SAMPLES: &[(&str, &str)] = &[
     ("ostest_main: Exiting with status -1", "nuttx.ostest_fail"),
     ("ostest_main: Exiting with status 0", "nuttx.ostest_pass"),
     ("OK: No errors - tick count 10025", "freertos.demo_ok"),
+    ("PASS : 5023 (31)", "freertos.demo_pass"),
+    (
+        "xArePollingQueuesStillRunning() returned false : 5021 (101)",
+        "freertos.demo_check_failed",
+    ),
+    ("Error in RegTest 1 : 0x0000000a", "freertos.regtest_error"),
     (
         "make[1]: arm-none-eabi-gcc: Command not found",
         "make.command_not_found",
