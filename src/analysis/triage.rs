@@ -853,10 +853,13 @@ impl Triager {
         };
         for (part, found) in parts.iter().zip(&found) {
             let first_line = self.line;
-            for (line, range) in &found.failing {
-                self.keep_failing(first_line + line, &part[range.clone()]);
-            }
+            // Failure lines are kept in log order: a line with escapes is matched only here,
+            // so the part's other failure lines after it must wait for it.
+            let mut failing = found.failing.iter().peekable();
             for hit in &found.hits {
+                while let Some((line, range)) = failing.next_if(|(line, _)| *line <= hit.line) {
+                    self.keep_failing(first_line + line, &part[range.clone()]);
+                }
                 self.line = first_line + hit.line;
                 match hit.at {
                     HitAt::Segment(ref range) => {
@@ -864,6 +867,9 @@ impl Triager {
                     }
                     HitAt::Line(ref range) => self.scan_line(&clean(&part[range.clone()]), true),
                 }
+            }
+            for (line, range) in failing {
+                self.keep_failing(first_line + line, &part[range.clone()]);
             }
             self.line = first_line + found.lines;
             self.seen_bytes += found.seen_bytes;
