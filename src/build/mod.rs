@@ -10,10 +10,11 @@ use crate::process::spawn_group;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -150,9 +151,10 @@ pub async fn run(
         path: req.log_path.clone(),
         source,
     };
-    let mut log_file = tokio::fs::File::create(&req.log_path)
-        .await
-        .map_err(log_err)?;
+    // Written in place, a line a system call: a local file's write does not wait on the build,
+    // where the blocking pool would put a thread start (in a fresh process) before the build and
+    // a hand-off after it on the way to the test.
+    let mut log_file = File::create(&req.log_path).map_err(log_err)?;
     let started = Instant::now();
     let turn = match &req.lock {
         Some(path) => match lock_build(path, cancel, events).await? {
@@ -207,8 +209,9 @@ pub async fn run(
         tokio::select! {
             line = rx.recv(), if lines_open => match line {
                 Some(line) => {
-                    log_file.write_all(line.as_bytes()).await.map_err(log_err)?;
-                    log_file.write_all(b"\n").await.map_err(log_err)?;
+                    log_file
+                        .write_all(format!("{line}\n").as_bytes())
+                        .map_err(log_err)?;
                     if missing_tool.is_none() {
                         missing_tool = missing_tool_in(&line);
                     }
@@ -233,7 +236,6 @@ pub async fn run(
         }
     };
     guard.kill_rest();
-    log_file.flush().await.map_err(log_err)?;
     let end = match ended {
         Some(end) => end,
         None => exit_of(status),

@@ -848,12 +848,10 @@ impl<'a> Job<'a> {
             })?;
         let mut report = self.report(state);
         self.record_check(&mut report);
-        // The checkpoint's spare goes while the reports are written (freeing a file can take
-        // milliseconds on a busy disk).
-        let written = std::thread::scope(|scope| {
-            scope.spawn(|| RunContext::checkpoints_done(self.run_dir.path()));
-            report::write(self.run_dir.path(), &report, self.durability())
-        });
+        let written = report::write(self.run_dir.path(), &report, self.durability());
+        // After the reports, on this thread: a thread of its own for it can be started
+        // milliseconds late on a loaded host, and the run's end would wait for it.
+        RunContext::checkpoints_done(self.run_dir.path());
         written.map_err(|e| OrchestratorError::RunDir {
             path: self.run_dir.path().to_path_buf(),
             source: std::io::Error::other(e.to_string()),

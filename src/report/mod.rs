@@ -100,27 +100,12 @@ pub fn write(run_dir: &Path, report: &Report, durability: Durability) -> Result<
             })
             .and_then(|text| write_atomic(&json_path, text.as_bytes(), durability))
     };
-    // Side by side: the run is over and waits for nothing else.
-    let (json, renderings) = std::thread::scope(|scope| {
-        let json = scope.spawn(write_json);
-        let renderings = write_renderings(run_dir, report, durability);
-        (join(json, &json_path), renderings)
-    });
+    // One after the other, on this thread: each file takes about a tenth of a millisecond, what
+    // starting a thread for it costs, and a loaded host may start that thread milliseconds late
+    // while the run's end waits for it.
+    let json = write_json();
+    let renderings = write_renderings(run_dir, report, durability);
     json.and(renderings.map(|_| ()))
-}
-
-/// A scoped writer thread's result; a writer that panicked is an I/O error, not a second panic.
-fn join<T>(
-    handle: std::thread::ScopedJoinHandle<'_, Result<T, ReportError>>,
-    path: &Path,
-) -> Result<T, ReportError> {
-    handle.join().unwrap_or_else(|_| {
-        Err(ReportError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source: io::Error::other("its writer panicked"),
-        })
-    })
 }
 
 /// Writes the files rendered from a report — `report.md`, `junit.xml` and `report.html` — but not
@@ -145,15 +130,11 @@ pub fn write_renderings(
             durability,
         )
     };
-    // The HTML (the run's history, read back, and an SVG timeline) is the slowest: on a thread
-    // of its own beside the other two.
-    let results = std::thread::scope(|scope| {
-        let html = scope.spawn(write_html);
-        let md = write_atomic(&md_path, render_markdown(report).as_bytes(), durability);
-        let junit = junit.and_then(|text| write_atomic(&junit_path, text.as_bytes(), durability));
-        [md, junit, join(html, &html_path)]
-    });
-    results.into_iter().collect::<Result<(), _>>()?;
+    let md = write_atomic(&md_path, render_markdown(report).as_bytes(), durability);
+    let junit = junit.and_then(|text| write_atomic(&junit_path, text.as_bytes(), durability));
+    [md, junit, write_html()]
+        .into_iter()
+        .collect::<Result<(), _>>()?;
     Ok(vec![md_path, junit_path, html_path])
 }
 

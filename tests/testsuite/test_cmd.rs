@@ -55,6 +55,7 @@ fn passing_image_exits_0_with_every_case_in_junit() {
     }
     for f in [
         "report.md",
+        "report.html",
         "trace.jsonl",
         "iter-000/build.log",
         "iter-000/console.log",
@@ -62,6 +63,24 @@ fn passing_image_exits_0_with_every_case_in_junit() {
     ] {
         assert!(dir.join(f).is_file(), "{f} missing");
     }
+    // The build's output, every line as the build printed it (the events carry the same lines).
+    let build_log = std::fs::read_to_string(dir.join("iter-000/build.log")).unwrap();
+    let printed: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "build_output")
+        .map(|e| format!("{}\n", e["line"].as_str().unwrap()))
+        .collect();
+    assert!(!printed.is_empty(), "{}", text(&out));
+    assert_eq!(build_log, printed.concat());
+    // Nothing is left beside the records once the run is over.
+    let spares: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(spares.is_empty(), "{spares:?}");
     // The run directory is kept out of git through .git/info/exclude, never the user's
     // .gitignore, and the user's tree is untouched.
     let exclude = std::fs::read_to_string(repo.path().join(".git/info/exclude")).unwrap();
