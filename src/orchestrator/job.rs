@@ -132,6 +132,7 @@ pub async fn test(
         good: None,
     };
     let config = load_config(&request)?;
+    let early = start_emulator(&request.repo, &config).await;
     let tree_lock = lock_owner_tree(&request, "fwfix test")?;
     let mut job = Job::start(
         Command::Test,
@@ -145,8 +146,27 @@ pub async fn test(
     )?;
     job.tree_lock = tree_lock;
     job.access = Some(opts.access);
+    job.dut = early;
     job.drive(State::Idle, Step::ok(Outcome::TaskReceived, "fwfix test"))
         .await
+}
+
+/// An emulated board's DUT with its first attempt's emulator already starting (paused, no
+/// image), for a test of the tree at `work_dir`. QEMU's own start is most of a short test's
+/// time; started before the lock, the run directory and INIT, it overlaps them as well as the
+/// build. Nothing for a hardware or labgrid board: those are touched only once claimed. INIT
+/// still checks the DUT; one that fails the check is dropped, and its emulator with it.
+async fn start_emulator(
+    work_dir: &Path,
+    (board, profile): &(Board, Profile),
+) -> Option<Box<dyn Dut>> {
+    if !matches!(board.backend, config::BoardBackend::Qemu(_)) {
+        return None;
+    }
+    let mut dut = crate::dut::open(board).ok()?;
+    let artifact = work_dir.join(&profile.build_for(board).artifact);
+    dut.prepare(&artifact).await;
+    Some(dut)
 }
 
 /// Options of `fwfix boards check BOARD`.

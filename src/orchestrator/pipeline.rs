@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 impl Job<'_> {
     pub(super) async fn init(&mut self) -> Step {
-        let mut dut = match dut::open(&self.board) {
+        // `fwfix test` may have opened it already, to start the emulator early.
+        let mut dut = match self.dut.take().map_or_else(|| dut::open(&self.board), Ok) {
             Ok(dut) => dut,
             Err(e) => return dut_error(&e),
         };

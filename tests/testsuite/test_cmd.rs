@@ -409,6 +409,29 @@ fn test_without_a_terminal_prints_a_summary_and_no_progress_codes() {
 }
 
 #[test]
+fn a_tree_another_run_patches_is_refused_and_the_emulator_started_for_it_is_stopped() {
+    let repo = FixtureRepo::new();
+    let _held = fwfix::repo::lock_tree(
+        repo.path(),
+        "fwfix run, pid 1 on host lab",
+        fwfix::repo::TreeUse::Patch,
+    )
+    .unwrap();
+    let out = test_cmd(&repo, MPS2, "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("fwfix run, pid 1 on host lab"),
+        "{}",
+        text(&out)
+    );
+    // The emulator `fwfix test` starts before it takes the tree (its start overlaps the rest of
+    // the setup) goes with the refusal.
+    assert!(qemu_pids_mentioning(repo.path()).is_empty());
+    let runs = std::fs::read_dir(repo.path().join(".fwfix/runs"));
+    assert!(runs.map_or(true, |mut r| r.next().is_none()));
+}
+
+#[test]
 fn repo_that_does_not_exist_is_a_usage_error() {
     let out = fwfix(
         &[
