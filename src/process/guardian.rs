@@ -9,9 +9,12 @@
 //! - A subreaper adopts orphans only while it runs: when fwfix itself is killed, nothing of it is
 //!   left to act.
 //!
-//! How: fwfix re-executes itself as `fwfix __guardian` (the same binary, nothing else to install),
-//! in a process group of its own (a terminal's Ctrl+C does not reach it) and with one end of a
-//! socket pair as its stdin. Only fwfix holds the other end (close-on-exec, so no child inherits
+//! How: fwfix forks itself (nothing else to install) into a process group of its own (a
+//! terminal's Ctrl+C does not reach it) that holds one end of a socket pair. The fork is taken
+//! when the command knows it will start children and fwfix is still one thread, which is when
+//! a copy of it is sound to go on running; it costs a fraction of a millisecond, where loading
+//! the binary again costs milliseconds of a core. A process that already runs threads (a test
+//! harness, say) re-executes itself as `fwfix __guardian` instead, with that end as its stdin. Only fwfix holds the other end (close-on-exec, so no child inherits
 //! it): when fwfix ends, by whatever means, the kernel closes it and the guardian reads EOF. Every
 //! child fwfix starts announces its own process group on that socket (`+<pgid>`) between fork and
 //! exec, so no child ever runs unannounced; fwfix says `-<pgid>` once the group is done with. On
@@ -75,9 +78,24 @@ static SPAWNING: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
 /// Makes the socket pair and spawns the guardian on a thread of its own: what fwfix sends before
 /// the guardian runs waits in the socket's buffer.
+#[allow(unsafe_code)]
 fn start() -> Option<UnixStream> {
     use std::os::unix::process::CommandExt;
     let (ours, theirs) = UnixStream::pair().ok()?;
+    if single_threaded() {
+        // SAFETY: with one thread, the child is a whole copy of a consistent process (no lock is
+        // held by a thread it lacks), so it may allocate and run Rust code as any process does.
+        match unsafe { nix::unistd::fork() } {
+            Ok(nix::unistd::ForkResult::Child) => {
+                // fwfix's end must close when fwfix ends: the guardian keeps no copy of it.
+                drop(ours);
+                guard(theirs)
+            }
+            Ok(nix::unistd::ForkResult::Parent { .. }) => return Some(ours),
+            // Left to the re-executed guardian below.
+            Err(_) => {}
+        }
+    }
     let spawn = move || {
         // A guardian that cannot start leaves `theirs` closed: announcements then go nowhere,
         // and children still die on every way fwfix ends except SIGKILL.
@@ -103,6 +121,29 @@ fn start() -> Option<UnixStream> {
         Err(_) => return None,
     }
     Some(ours)
+}
+
+/// Whether this process runs a single thread, so that a fork of it may go on as a process.
+fn single_threaded() -> bool {
+    std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
+}
+
+/// The forked guardian's life: out of fwfix's group and working directory (not a mount point it
+/// keeps busy), off the terminal and fwfix's pipes, serving `input` until fwfix is gone.
+fn guard(input: UnixStream) -> ! {
+    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
+    let _ = std::env::set_current_dir("/");
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        let _ = nix::unistd::dup2_stdin(&null);
+        let _ = nix::unistd::dup2_stdout(&null);
+        let _ = nix::unistd::dup2_stderr(&null);
+    }
+    serve(input);
+    std::process::exit(0)
 }
 
 /// Waits until the guardian process exists, so that no child of fwfix runs before it: a fwfix
