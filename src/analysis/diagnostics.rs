@@ -198,6 +198,30 @@ impl MakeDirs<'_> {
     }
 }
 
+/// Words one of which every line that gives a diagnostic holds: a severity, make's `***`, ld's
+/// two unlabelled messages, or the linker's name (`ld: `, `ld.bfd: `, ...), before which ld
+/// prints everything else.
+const DIAGNOSTIC_WORDS: [&str; 10] = [
+    "error",
+    "Error",
+    "warning",
+    "Warning",
+    "note: ",
+    "***",
+    "undefined reference",
+    "multiple definition",
+    "ld:",
+    "ld.",
+];
+
+/// Whether any line of `text` can give a diagnostic. A log with none of [`DIAGNOSTIC_WORDS`]
+/// (a build with nothing to do prints one line) is not parsed, and the patterns are not even
+/// compiled: a millisecond or two of a core, at every test run. Escape sequences are removed
+/// before the patterns match, and could split a word, so a log with any is parsed.
+fn may_hold_diagnostics(text: &str) -> bool {
+    text.contains('\x1b') || DIAGNOSTIC_WORDS.iter().any(|word| text.contains(word))
+}
+
 /// The diagnostics in a build log, in the order they appear, with files named as printed.
 pub fn parse_build_log(text: &str) -> Vec<Diagnostic> {
     parse(text, None)
@@ -210,6 +234,14 @@ pub fn parse_build_log_in(text: &str, dirs: &BuildDirs) -> Vec<Diagnostic> {
 }
 
 fn parse(text: &str, dirs: Option<&BuildDirs>) -> Vec<Diagnostic> {
+    if !may_hold_diagnostics(text) {
+        return Vec::new();
+    }
+    parse_lines(text, dirs)
+}
+
+/// [`parse`] line by line, every line through the patterns.
+fn parse_lines(text: &str, dirs: Option<&BuildDirs>) -> Vec<Diagnostic> {
     let p = &*PATTERNS;
     let mut make = dirs.map(|dirs| MakeDirs {
         dirs,
@@ -911,7 +943,41 @@ src/main.c:3: undefined reference to `foo'
         assert_eq!(parse_build_log_in(text, &dirs("/w/repo")), vec![]);
     }
 
+    #[test]
+    fn a_log_with_no_diagnostic_word_is_not_parsed_and_the_recorded_ones_are() {
+        assert!(!may_hold_diagnostics(
+            "make: 'build/mps2-an385/test_ringbuf.elf' is up to date.\n"
+        ));
+        assert!(may_hold_diagnostics(GCC_COMPILE));
+        assert!(may_hold_diagnostics(
+            "arm-none-eabi-ld: cannot open linker script file x\n"
+        ));
+        assert!(may_hold_diagnostics(
+            "\x1b[1mmain.c:3:1: \x1b[31merr\x1b[0mor: x\n"
+        ));
+    }
+
     proptest! {
+        // Lines made of the patterns' own pieces: whatever gives a diagnostic holds a word the
+        // shortcut looks for.
+        #[test]
+        fn every_line_that_gives_a_diagnostic_holds_a_diagnostic_word(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "src/a.c", ":", "12", ": ", " ", "fatal ", "error", "Error", "warning", "Warning",
+                "note", "arm-none-eabi-", "ld", ".bfd", ".lld", "gcc", "as", "make", "[2]", "***",
+                "No rule to make target", "undefined reference to `f'", "multiple definition of",
+                "region `FLASH' overflowed by 4 bytes", "section `.text' will not fit in region",
+                "cannot find -lm", "undefined symbol: f", "In function `f':", "skipping",
+                "(.text+0x8)", "'x'", "\n",
+            ]), 0..12)
+        ) {
+            let text = pieces.concat();
+            let words = DIAGNOSTIC_WORDS.iter().any(|word| text.contains(word));
+            if !words {
+                prop_assert!(parse_lines(&text, None).is_empty(), "{text:?}");
+            }
+        }
+
         #[test]
         fn arbitrary_logs_never_panic(text in "\\PC*") {
             for d in parse_build_log(&text) {
