@@ -13,10 +13,12 @@
 //! terminal's Ctrl+C does not reach it) that holds one end of a socket pair. The fork is taken
 //! when the command knows it will start children and fwfix is still one thread, which is when
 //! a copy of it is sound to go on running; it costs a fraction of a millisecond, where loading
-//! the binary again costs milliseconds of a core. A process that already runs threads (a test
-//! harness, say) re-executes itself as `fwfix __guardian` instead, with that end as its stdin. Only fwfix holds the other end (close-on-exec, so no child inherits
-//! it): when fwfix ends, by whatever means, the kernel closes it and the guardian reads EOF. Every
-//! child fwfix starts announces its own process group on that socket (`+<pgid>`) between fork and
+//! the binary again costs milliseconds of a core. The forked guardian closes every descriptor
+//! it inherited but its end, as an exec would have: a lock or pipe it kept open would outlive
+//! fwfix. A process that already runs threads (a test harness, say) re-executes itself as
+//! `fwfix __guardian` instead, with that end as its stdin. Only fwfix holds the other end
+//! (close-on-exec, so no child inherits it): when fwfix ends, by whatever means, the kernel
+//! closes it and the guardian reads EOF. Every child fwfix starts announces its own process group on that socket (`+<pgid>`) between fork and
 //! exec, so no child ever runs unannounced; fwfix says `-<pgid>` once the group is done with. On
 //! EOF the guardian sends SIGTERM to every group still announced, gives them [`GRACE`] to stop
 //! (make removes half-written targets), SIGKILLs what is left, and exits. It is spawned on a
@@ -123,6 +125,21 @@ fn start() -> Option<UnixStream> {
     Some(ours)
 }
 
+/// Closes every descriptor above stderr but `keep`: what fwfix had open when it forked (a tree
+/// lock, a run directory's files, a child's pipe) must not live on in the guardian.
+fn close_inherited(keep: RawFd) {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    // Collected first: the directory's own descriptor is among the entries while it is read.
+    let fds: Vec<RawFd> = entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    for fd in fds.into_iter().filter(|&fd| fd > 2 && fd != keep) {
+        let _ = nix::unistd::close(fd);
+    }
+}
+
 /// Whether this process runs a single thread, so that a fork of it may go on as a process.
 fn single_threaded() -> bool {
     std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| tasks.count() == 1)
@@ -142,6 +159,7 @@ fn guard(input: UnixStream) -> ! {
         let _ = nix::unistd::dup2_stdout(&null);
         let _ = nix::unistd::dup2_stderr(&null);
     }
+    close_inherited(input.as_raw_fd());
     serve(input);
     std::process::exit(0)
 }
