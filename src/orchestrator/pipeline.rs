@@ -685,6 +685,7 @@ impl Job<'_> {
                 passed,
                 failed,
                 nonce: capture.nonce.clone(),
+                crash: None,
             },
             results,
             crash,

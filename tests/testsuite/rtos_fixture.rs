@@ -229,7 +229,12 @@ const VARIANTS: [(&str, &str); 5] = [
 
 /// Where the fixture's sources mark the line `variant` faults on: (file, 1-based line).
 fn fault_line(variant: &str) -> (String, u64) {
-    let marker = format!("FAULT-LINE: {variant} ");
+    marked_line("FAULT-LINE", variant)
+}
+
+/// The line the fixture's sources mark `/* <kind>: <name> */`: (file, 1-based line).
+fn marked_line(kind: &str, name: &str) -> (String, u64) {
+    let marker = format!("{kind}: {name} ");
     let src = rtos_fixture_dir().join("src");
     let mut found = Vec::new();
     for path in files_under(&src) {
@@ -527,4 +532,101 @@ fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt_on_mps2_an385
 #[test]
 fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt_on_lm3s6965evb() {
     a_task_starving_the_printer_is_the_hang_site_under_an_interrupt(LM3S);
+}
+
+/// `fwfix test --repeat` keeps every attempt's crash. The race variant's tick hook overwrites the
+/// sensor's data pointer with an unmapped address, and the first task to read through it faults:
+/// the producer on odd attempts, the logger on even ones (keyed on the `fwfix-attempt=N` fwfix
+/// puts on the semihosting command line, as timing decides a real race). Each attempt's row in
+/// report.json has its own crash, attempts-1.jsonl keeps them, and the report says the crash
+/// sites differ, naming both.
+fn a_crash_that_moves_between_attempts_is_kept_per_attempt(board: &str) {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "race");
+    let out = fwfix(
+        &[
+            "test",
+            "--json",
+            "--repeat",
+            "4",
+            "--board",
+            board,
+            "--profile",
+            profile.to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    let producer = marked_line("RACE-LINE", "producer");
+    let logger = marked_line("RACE-LINE", "logger");
+    let attempts = report["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 4, "{report:#}");
+    for attempt in attempts {
+        let n = attempt["attempt"].as_u64().unwrap();
+        let (function, (file, line)) = if n % 2 == 1 {
+            ("sensor_read", &producer)
+        } else {
+            ("sensor_peek", &logger)
+        };
+        let crash = &attempt["crash"];
+        assert_eq!(
+            (
+                crash["function"].as_str(),
+                crash["file"].as_str(),
+                crash["line"].as_u64()
+            ),
+            (Some(function), Some(file.as_str()), Some(*line)),
+            "{board}: attempt {n}: {crash:#}"
+        );
+        assert!(
+            crash["pc"].is_string() && crash["lr"].is_string() && crash["cfsr"].is_string(),
+            "{board}: attempt {n}: {crash:#}"
+        );
+    }
+    // The top-level crash is still the last attempt's.
+    assert_eq!(report["crash"]["function"], "sensor_peek");
+    let site =
+        |function: &str, (file, line): &(String, u64)| format!("in {function} ({file}:{line})");
+    let message = report["message"].as_str().unwrap();
+    let differ = message
+        .split_once("crash sites differ: ")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("{board}: {message}"));
+    assert!(
+        differ.starts_with("attempts 1, 3: ")
+            && differ.contains(&site("sensor_read", &producer))
+            && differ.contains("; attempts 2, 4: ")
+            && differ.contains(&site("sensor_peek", &logger)),
+        "{board}: {message}"
+    );
+    assert!(report["notes"][0]
+        .as_str()
+        .is_some_and(|n| n.starts_with("crash sites differ: ")));
+    // The run directory's attempts file has the four, each with its crash.
+    let lines = std::fs::read_to_string(dir.join("attempts-1.jsonl")).unwrap();
+    let functions: Vec<String> = lines
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["crash"]["function"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert_eq!(
+        functions,
+        ["sensor_read", "sensor_peek", "sensor_read", "sensor_peek"]
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn a_crash_that_moves_between_attempts_is_kept_per_attempt_on_mps2_an385() {
+    a_crash_that_moves_between_attempts_is_kept_per_attempt(MPS2);
+}
+
+#[test]
+fn a_crash_that_moves_between_attempts_is_kept_per_attempt_on_lm3s6965evb() {
+    a_crash_that_moves_between_attempts_is_kept_per_attempt(LM3S);
 }

@@ -83,16 +83,17 @@ pub struct Warm {
 }
 
 impl Warm {
-    /// Starts a paused QEMU for an attempt of the image at `elf` (absolute, or made so) with
-    /// `nonce` as its command line.
+    /// Starts a paused QEMU for attempt `attempt` of the image at `elf` (absolute, or made so)
+    /// with `nonce` and the attempt's number as its command line.
     pub(super) fn start(
         spec: &QemuSpec,
         elf: &std::path::Path,
         nonce: Option<nonce::Nonce>,
+        attempt: u32,
         scratch: &mut Option<ScratchDir>,
     ) -> Result<Warm, DutError> {
         let kernel = std::path::absolute(elf).unwrap_or_else(|_| elf.to_path_buf());
-        let append = nonce::command_line(nonce.as_ref(), None);
+        let append = nonce::command_line(nonce.as_ref(), Some(attempt), None);
         let boot = Boot::Gdbstub {
             kernel: &kernel,
             append: append.as_deref(),
@@ -214,7 +215,7 @@ pub(super) async fn run(
     // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
     let may_exit = segments.as_deref().is_none_or(image::may_semihost);
     let log = create_log(&run.console_log).await?;
-    let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
+    let append = nonce::command_line(run.nonce.as_ref(), Some(run.attempt), run.append.as_deref());
 
     let launch_at = Instant::now();
     // A QEMU started ahead is given the image through its gdbstub; an image that is no ELF
@@ -244,7 +245,7 @@ pub(super) async fn run(
         // The next attempt's QEMU starts while this one runs. One that cannot start now is
         // started (and its failure said) by the next attempt.
         let nonce = run.nonce.as_ref().map(|n| nonce::Nonce::fresh(n.check));
-        *warm = Warm::start(spec, &image.elf, nonce, scratch).ok();
+        *warm = Warm::start(spec, &image.elf, nonce, run.attempt + 1, scratch).ok();
     }
     *pid = child.id();
     events.emit(&Event::BootStarted {
