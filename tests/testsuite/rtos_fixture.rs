@@ -630,3 +630,84 @@ fn a_crash_that_moves_between_attempts_is_kept_per_attempt_on_mps2_an385() {
 fn a_crash_that_moves_between_attempts_is_kept_per_attempt_on_lm3s6965evb() {
     a_crash_that_moves_between_attempts_is_kept_per_attempt(LM3S);
 }
+
+/// A regex profile whose fail pattern captures `(?P<file>...)` and `(?P<line>...)`: the `regress`
+/// image's status line names the check that failed (`... got 13 at src/pipeline.c:76
+/// ticks=1000`), and that is the failing case's file and line in report.json, as Unity's and
+/// ztest's parsers give theirs.
+fn regress_profile_with_location(dir: &Path) -> std::path::PathBuf {
+    let path = rtos_variant_profile(dir, "regress");
+    let shipped = std::fs::read_to_string(&path).unwrap();
+    let located = shipped.replace(
+        r#"fail_patterns = ["^status: ERROR "]"#,
+        r#"fail_patterns = ['^status: ERROR .* at (?P<file>[^ :]+):(?P<line>[0-9]+) ticks=']"#,
+    );
+    assert_ne!(
+        located, shipped,
+        "profiles/rtos.toml no longer has that fail pattern"
+    );
+    std::fs::write(&path, located).unwrap();
+    path
+}
+
+#[test]
+fn a_fail_pattern_that_captures_file_and_line_locates_the_failing_case() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = regress_profile_with_location(scratch.path());
+    let (file, line) = marked_line("CHECK-LINE", "queue");
+    for board in [MPS2, LM3S] {
+        let out = test_cmd(repo.path(), board, profile.to_str().unwrap());
+        assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+        let dir = run_dir(&out);
+        let report = report(&dir);
+        let self_check = case(&report, "self_check");
+        assert_eq!(self_check["status"], "FAIL", "{board}: {self_check:#}");
+        assert_eq!(self_check["file"], file.as_str(), "{board}: {self_check:#}");
+        assert_eq!(self_check["line"], line, "{board}: {self_check:#}");
+        let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        assert!(
+            junit.contains(&format!("{file}:{line}")),
+            "{board}: {junit}"
+        );
+    }
+
+    // fwfix run: the evidence names the function around that line a suspect, with the line,
+    // before the queue's candidate (the room check put back) fixes the image.
+    let fix = repo.diff_of("src/queue.c", |text| {
+        text.replace(
+            "return q->count <= QUEUE_LEN;",
+            "return q->count < QUEUE_LEN;",
+        )
+    });
+    let queue = tempfile::tempdir().unwrap();
+    std::fs::write(queue.path().join("01-room.diff"), fix).unwrap();
+    let out = run_queue(repo.path(), profile.to_str().unwrap(), queue.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let analysis: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-000/analysis.json")).unwrap())
+            .unwrap();
+    let failing = &analysis["failing"][0];
+    assert_eq!(failing["file"], file.as_str(), "{failing:#}");
+    assert_eq!(failing["line"], line, "{failing:#}");
+    assert!(
+        failing["source"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("CHECK-LINE: queue")),
+        "{failing:#}"
+    );
+    let suspect = analysis["suspects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "consumer_task")
+        .unwrap_or_else(|| panic!("{:#}", analysis["suspects"]));
+    assert_eq!(suspect["file"], file.as_str());
+    assert_eq!(suspect["line"], line);
+    assert_eq!(
+        suspect["reasons"][0],
+        format!("self_check failed there ({file}:{line})")
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
