@@ -258,6 +258,22 @@ fn context_clauses(
                 .to_string(),
         );
     }
+    out.extend(snap.vector_stores.iter().map(|store| {
+        let by = symbols
+            .map(|s| s.locate(u64::from(store.pc)))
+            .and_then(|l| describe(&l))
+            .map(|code| format!(" in {code}"))
+            .unwrap_or_default();
+        let name = exception_name(store.vector).unwrap_or_else(|| "thread".to_string());
+        format!(
+            "the firmware overwrote the {name} vector of its vector table at {} ({} -> {}) with \
+             the store at {}{by}",
+            hex(store.table),
+            hex(store.old),
+            hex(store.new),
+            hex(store.pc)
+        )
+    }));
     out.extend(snap.notes.iter().cloned());
     match symbols {
         None => out.push(
@@ -569,6 +585,32 @@ mod tests {
         assert_eq!(names[15].as_deref(), Some("SysTick"));
         assert_eq!(names[16].as_deref(), Some("IRQ0"));
         assert_eq!(exception_name(16 + 42).as_deref(), Some("IRQ42"));
+    }
+
+    #[test]
+    fn a_store_that_overwrote_a_fault_vector_is_in_the_summary() {
+        let snap = FaultSnapshot {
+            exception: Some(3),
+            pc: Some(0),
+            lockup: true,
+            vector_stores: vec![crate::capture::VectorStore {
+                pc: 0xa16,
+                table: 0,
+                vector: 3,
+                old: 0x41,
+                new: 0,
+            }],
+            ..FaultSnapshot::default()
+        };
+        let report = crash_report(&snap, None);
+        assert!(
+            report.summary.contains(
+                "the firmware overwrote the HardFault vector of its vector table at 0x00000000 \
+                 (0x00000041 -> 0x00000000) with the store at 0x00000a16"
+            ),
+            "{}",
+            report.summary
+        );
     }
 
     #[test]

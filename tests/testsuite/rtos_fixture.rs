@@ -711,3 +711,70 @@ fn a_fail_pattern_that_captures_file_and_line_locates_the_failing_case() {
     );
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
+
+/// A store through a null pointer to a struct's field at offset 12 (the vector_clobber variant's
+/// `stats->misses = 0`) lands at 0x0000000C, the HardFault vector. On mps2-an385 address 0 is
+/// RAM: the vector becomes 0, and the call through a null pointer that follows escalates to a
+/// HardFault with no handler, a lockup. fwfix watches the low table's fault vectors there, stops
+/// at the store, follows the table, reads the fault where the empty vector sends the core, and
+/// the report names both the faulting line and the store that emptied the vector. On lm3s6965evb
+/// the low table is flash (ROM to QEMU): the store is ignored and the same call is an ordinary
+/// HardFault in the image's handler.
+#[test]
+fn a_store_into_the_low_vector_table_is_caught_and_named_on_mps2_an385() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "vector_clobber");
+    let (call_file, call_line) = fault_line("null_call");
+    let (store_file, store_line) = marked_line("CLOBBER-LINE", "vector_clobber");
+
+    let out = test_cmd(repo.path(), MPS2, profile.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    let crash = &report["crash"];
+    assert_eq!(case(&report, "self_check")["status"], "CRASH");
+    assert_eq!(crash["lockup"], true, "{crash:#}");
+    assert_eq!(
+        (
+            crash["function"].as_str(),
+            crash["file"].as_str(),
+            crash["line"].as_u64()
+        ),
+        (
+            Some("events_post"),
+            Some(call_file.as_str()),
+            Some(call_line)
+        ),
+        "{crash:#}"
+    );
+    let summary = crash["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "the firmware overwrote the HardFault vector of its vector table at 0x00000000 (0x"
+        ) && summary.contains(" -> 0x00000000) with the store at 0x")
+            && summary.contains(&format!(" in reset_sink_stats ({store_file}:{store_line})")),
+        "{summary}"
+    );
+    // Said as it happened, too.
+    let warned = events(&out).into_iter().any(|e| {
+        e["event"] == "message"
+            && e["level"] == "warning"
+            && e["text"].as_str().is_some_and(|t| {
+                t.contains("overwrote the HardFault vector of the vector table at 0x00000000")
+            })
+    });
+    assert!(warned, "{}", text(&out));
+
+    let out = test_cmd(repo.path(), LM3S, profile.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = crate::common::report(&run_dir(&out));
+    let crash = &report["crash"];
+    assert_eq!(crash["lockup"], false, "{crash:#}");
+    assert_eq!(crash["function"], "events_post", "{crash:#}");
+    assert_eq!(crash["line"], call_line, "{crash:#}");
+    assert!(
+        !crash["summary"].as_str().unwrap().contains("overwrote"),
+        "{crash:#}"
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}

@@ -29,7 +29,9 @@ use crate::capture::noise::HostFilter;
 use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
+use crate::capture::{
+    Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream, VectorStore,
+};
 use crate::config::QemuSpec;
 use crate::dut::board::image;
 use crate::dut::cortex_m::{self, snapshot_at_entry, Stop, StopReading};
@@ -271,7 +273,12 @@ pub(super) async fn run(
             tx,
         ))));
     }
-    let watch = gdbstub::spawn(gdb, GDB_PATIENCE, load);
+    let watch = gdbstub::spawn(
+        gdb,
+        GDB_PATIENCE,
+        load,
+        args::code_region_is_ram(&spec.machine),
+    );
 
     let mut session = Session {
         launch,
@@ -294,6 +301,7 @@ pub(super) async fn run(
         reports_open: true,
         armed: false,
         vector_notes: Vec::new(),
+        vector_stores: Vec::new(),
         misfits: Vec::new(),
         watch_failed: None,
         fault: None,
@@ -427,6 +435,8 @@ struct Session<'a> {
     armed: bool,
     /// What the vector table left unwatched, for a crash the breakpoints could not see.
     vector_notes: Vec<String>,
+    /// The firmware's stores into the watched fault vectors, for the crash.
+    vector_stores: Vec<VectorStore>,
     /// Why the image does not fit the machine: said with every crash.
     misfits: Vec<String>,
     /// The watcher failed before the core ran.
@@ -569,9 +579,32 @@ impl Session<'_> {
                 });
                 self.vector_notes = handlers.notes;
             }
-            // A copy into the RAM table or a handler installed there: what the notes say of
-            // the vectors (an empty or invalid entry) is what a lockup report needs.
-            Report::Rewritten(handlers) => self.vector_notes = handlers.notes,
+            // A copy into the RAM table, a handler installed there, a stray store: said as it
+            // happens, kept for the crash, and what the notes say of the vectors (an empty or
+            // invalid entry) is what a lockup report needs.
+            Report::Rewritten { stores, handlers } => {
+                for store in &stores {
+                    let (level, what) = if handlers.dead_ends.contains(&store.vector) {
+                        (Level::Warning, "which names no handler the core can run")
+                    } else {
+                        (Level::Info, "a handler")
+                    };
+                    self.events.emit(&Event::Message {
+                        level,
+                        text: format!(
+                            "the store at 0x{:08x} overwrote the {} vector of the vector table \
+                             at 0x{:08x}: 0x{:08x} -> 0x{:08x}, {what}",
+                            store.pc,
+                            cortex_m::exception_name(store.vector),
+                            store.table,
+                            store.old,
+                            store.new
+                        ),
+                    });
+                }
+                self.vector_stores.extend(stores);
+                self.vector_notes = handlers.notes;
+            }
             Report::Settled => self.settled = true,
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
@@ -767,6 +800,7 @@ impl Session<'_> {
             Ending::WatchFailed(why) => return Err(NotRun::Unwatched(why)),
             Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
             Ending::Crashed(mut snapshot) => {
+                snapshot.vector_stores.clone_from(&self.vector_stores);
                 if self.stderr.lockup() && !snapshot.lockup {
                     snapshot.lockup = true;
                     snapshot.notes.push(
@@ -789,6 +823,7 @@ impl Session<'_> {
                         .stderr
                         .snapshot_from_log("QEMU ended before the fault could be read");
                     snap.notes.extend(self.vector_notes.iter().cloned());
+                    snap.vector_stores.clone_from(&self.vector_stores);
                     (RunEnd::Crashed, Some(snap), None)
                 }
                 ExitClass::Verdict { .. } => (RunEnd::Verdict, None, None),
