@@ -778,3 +778,42 @@ fn a_store_into_the_low_vector_table_is_caught_and_named_on_mps2_an385() {
     );
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }
+
+/// Firmware in a subdirectory of its repository, built there: `__FILE__` in its status line is
+/// relative to where the compiler ran (`src/pipeline.c`, not the tree's `fw/src/pipeline.c`).
+/// The failing case is located as the tree names the file, found among the image's sources.
+#[test]
+fn a_failure_location_printed_relative_to_the_build_directory_is_named_as_the_tree_names_it() {
+    let repo = FixtureRepo::rtos();
+    std::fs::create_dir(repo.path().join("fw")).unwrap();
+    repo.git(&[
+        "mv",
+        "Makefile",
+        "README.md",
+        "boards",
+        "profiles",
+        "src",
+        "fw/",
+    ]);
+    repo.git(&["commit", "-q", "-m", "firmware in fw/"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = regress_profile_with_location(scratch.path());
+    let in_fw = std::fs::read_to_string(&profile).unwrap().replace(
+        "artifact = \"build/",
+        "cwd = \"fw\"\nartifact = \"fw/build/",
+    );
+    std::fs::write(&profile, in_fw).unwrap();
+    let (file, line) = marked_line("CHECK-LINE", "queue");
+    let out = test_cmd(repo.path(), MPS2, profile.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    let self_check = case(&report, "self_check");
+    assert!(
+        self_check["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!(" at {file}:{line} "))),
+        "{self_check:#}"
+    );
+    assert_eq!(self_check["file"], format!("fw/{file}"), "{self_check:#}");
+    assert_eq!(self_check["line"], line, "{self_check:#}");
+}
