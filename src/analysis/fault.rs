@@ -344,8 +344,30 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         }
         _ => false,
     };
+    // LR inside a function the faulting code itself calls (or inside the faulting function,
+    // after a call to some other function): a call the faulting code made has returned (`pop
+    // {pc}` leaves LR as it was) and left a return address of its own behind; a task function
+    // nobody returns to faults like this after any call. It names where that call made a call,
+    // not who called the faulting code: no caller is known. (A tail call keeps LR in the caller
+    // of the function that jumped, which the faulting code does not call.)
+    let lr_returned = match (snap.pc, snap.lr, &pc_location, symbols) {
+        (Some(pc), Some(lr), Some(at), Some(symbols))
+            if at.function.is_some() && bad_call(snap).is_none() && is_code_address(lr) =>
+        {
+            let (pc, lr) = (u64::from(pc), u64::from(lr));
+            let into_callee = !symbols.same_function(pc, lr) && symbols.calls(pc, lr);
+            let after_other_call = symbols.same_function(pc, lr)
+                && symbols
+                    .call_target(lr)
+                    .is_some_and(|target| !symbols.same_function(target, pc));
+            into_callee || after_other_call
+        }
+        _ => false,
+    };
+    let caller = caller.filter(|_| !lr_returned);
     let known = Known {
         symbols: symbols.is_some(),
+        lr_returned,
         lr_leftover,
         tail_callee: tail_callee.as_ref(),
         pc_not_code: match (snap.pc, symbols) {
@@ -412,6 +434,8 @@ struct Known<'a> {
     tail_callee: Option<&'a Location>,
     /// LR points inside the faulting function, not after a call: no caller is known.
     lr_leftover: bool,
+    /// LR was left by a call the faulting code made, which has returned: no caller is known.
+    lr_returned: bool,
 }
 
 /// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
@@ -487,6 +511,11 @@ fn summarise(
         None => text.push_str(" at an unknown PC"),
     }
     match (&caller_described, snap.lr) {
+        (_, Some(lr)) if known.lr_returned => text.push_str(&format!(
+            " (LR {} was left by a call this code made, which has returned: a leftover, not \
+             its caller)",
+            hex(lr)
+        )),
         (Some(_), Some(lr)) if known.lr_leftover => text.push_str(&format!(
             " (LR {} points inside the same function, not after a call: a leftover, not its \
              caller)",
@@ -761,7 +790,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -779,7 +809,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -803,7 +834,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -829,6 +861,7 @@ mod tests {
                 pc_not_code: None,
                 tail_callee: Some(&callee),
                 lr_leftover: false,
+                lr_returned: false,
             },
             None,
         );
@@ -860,7 +893,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: Some(".isr_vector"),
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -887,6 +921,7 @@ mod tests {
             Known {
                 symbols: true,
                 lr_leftover: true,
+                lr_returned: false,
                 ..Known::default()
             },
             None,
@@ -908,7 +943,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),

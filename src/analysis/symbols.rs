@@ -261,6 +261,41 @@ impl Symbolizer {
         decode_bl(first, second, at)
     }
 
+    /// Whether the function symbol covering `caller` holds a `bl` to the function symbol covering
+    /// `callee` (decoded at every halfword of its code: a literal pool can only add a false
+    /// call, never hide a real one). False when either is in no function.
+    pub fn calls(&self, caller: u64, callee: u64) -> bool {
+        let (Some(from), Some(to)) = (
+            self.symbol_at(code_address(caller)),
+            self.symbol_at(code_address(callee)),
+        ) else {
+            return false;
+        };
+        let Some(code) = self.code_bytes(from.start, from.size) else {
+            return false;
+        };
+        let halfwords: Vec<u16> = code
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        (0u64..)
+            .zip(halfwords.windows(2))
+            .filter_map(|(i, w)| decode_bl(w[0], w[1], from.start + 2 * i))
+            .any(|target| target == to.start)
+    }
+
+    /// Whether two code addresses lie in the same function symbol (inlined code counts as the
+    /// function it was inlined into). False when either is in none.
+    pub fn same_function(&self, a: u64, b: u64) -> bool {
+        match (
+            self.symbol_at(code_address(a)),
+            self.symbol_at(code_address(b)),
+        ) {
+            (Some(x), Some(y)) => x.start == y.start,
+            _ => false,
+        }
+    }
+
     /// Whether the instruction just before `return_address` is a call: a `bl`, or a 16-bit
     /// `blx <reg>`. None when the image holds no code there.
     pub fn follows_call(&self, return_address: u64) -> Option<bool> {
