@@ -231,11 +231,28 @@ fn rank_suspects(
     }
     let is_test = |name: &str| failing.iter().any(|c| c.case.name == name);
     for fc in failing {
-        let body = match (&fc.case.file, fc.case.line) {
-            (Some(f), Some(l)) => read(f).map(|t| test_body(&t, &fc.case.name, l)),
+        let text = fc.case.file.as_deref().and_then(read);
+        let body = match (&text, fc.case.line) {
+            (Some(t), Some(l)) => test_body(t, &fc.case.name, l),
+            _ => String::new(),
+        };
+        // Where the case failed, when that is inside the firmware's own code rather than a test
+        // (a regex harness's fail line that names file:line, an assert in the code under test):
+        // the function around that line.
+        let failed_in = match (&text, fc.case.line) {
+            (Some(t), Some(l)) => enclosing_function(t, l),
             _ => None,
         }
-        .unwrap_or_default();
+        .filter(|f| inputs.functions.contains(f) && !is_test(f) && !f.starts_with("test"));
+        if let (Some(func), Some(file), Some(line)) = (failed_in, &fc.case.file, fc.case.line) {
+            add(
+                &func,
+                Some(file),
+                Some(line),
+                0.8,
+                format!("{} failed there ({file}:{line})", fc.case.name),
+            );
+        }
         let message = fc.case.message.clone().unwrap_or_default();
         for func in inputs.functions {
             if is_test(func) || func.starts_with("test") {
@@ -322,6 +339,59 @@ fn test_body(text: &str, name: &str, line: u32) -> String {
     body
 }
 
+/// The C function whose body holds `line` (1-based): the nearest definition above it that starts
+/// a line (`static int has_room(const struct queue *q)`), unless a closing brace at the start of
+/// a line between them says `line` lies outside any function. A guess from the text's shape, not
+/// a parse: enough for code written the usual way.
+fn enclosing_function(text: &str, line: u32) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = usize::try_from(line).ok()?.checked_sub(1)?;
+    for l in lines.get(..=at)?.iter().rev() {
+        if l.starts_with('}') {
+            return None;
+        }
+        let starts_definition = l.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && !l.trim_end().ends_with(';')
+            && !l.starts_with("typedef")
+            && !l.starts_with("struct ");
+        if let Some(name) = starts_definition.then(|| defined_name(l)).flatten() {
+            return Some(name);
+        }
+    }
+    None
+}
+
+/// The name a definition line defines: the first identifier outside parentheses followed by
+/// `(`, attributes (`__attribute__((noinline))`) skipped.
+fn defined_name(line: &str) -> Option<String> {
+    let mut depth = 0usize;
+    let mut ident = String::new();
+    for c in line.chars() {
+        match c {
+            '(' if depth == 0 => {
+                let name = ident.trim();
+                if !name.is_empty()
+                    && !name.starts_with(|c: char| c.is_ascii_digit())
+                    && !name.starts_with("__attribute")
+                    && !name.starts_with("__declspec")
+                {
+                    return Some(name.to_string());
+                }
+                depth = 1;
+            }
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                ident.clear();
+            }
+            c if depth == 0 && (c.is_ascii_alphanumeric() || c == '_') => ident.push(c),
+            _ if depth == 0 => ident.clear(),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Whether `word` occurs in `text` as a whole identifier.
 fn contains_word(text: &str, word: &str) -> bool {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
@@ -396,6 +466,79 @@ mod tests {
             file: Some("tests/test_crc.c".into()),
             line: Some(5),
         }
+    }
+
+    #[test]
+    fn the_function_a_failure_line_lies_in_is_found_by_the_shape_of_the_code() {
+        let src = "#include \"queue.h\"\n\
+                   \n\
+                   static int has_room(const struct queue *q)\n\
+                   {\n\
+                   \x20   return q->count < QUEUE_LEN;\n\
+                   }\n\
+                   \n\
+                   int count = 0;\n\
+                   void __attribute__((noinline)) consumer_task(void)\n\
+                   {\n\
+                   \x20   if (seq != expected) {\n\
+                   \x20       health_fail(&h, 1u, expected, seq);\n\
+                   \x20   }\n\
+                   }\n";
+        assert_eq!(enclosing_function(src, 5).as_deref(), Some("has_room"));
+        assert_eq!(
+            enclosing_function(src, 12).as_deref(),
+            Some("consumer_task")
+        );
+        // Between functions, and past the end: none.
+        assert_eq!(enclosing_function(src, 7), None);
+        assert_eq!(enclosing_function(src, 8), None);
+        assert_eq!(enclosing_function(src, 99), None);
+        assert_eq!(enclosing_function(src, 0), None);
+    }
+
+    #[test]
+    fn a_failure_located_in_the_firmware_makes_its_function_a_suspect() {
+        const PIPELINE: &str = "void consumer_task(void)\n{\n    check(seq);\n    if (bad) {\n        health_fail(&h, 1u, e, seq);\n    }\n}\n";
+        let read = |path: &str| (path == "src/pipeline.c").then(|| PIPELINE.to_string());
+        let cases = [TestCase {
+            name: "self_check".into(),
+            status: CaseStatus::Fail,
+            message: Some("status: ERROR queue: expected item 5, got 13".into()),
+            file: Some("src/pipeline.c".into()),
+            line: Some(5),
+        }];
+        let functions = ["consumer_task".to_string(), "check".to_string()];
+        let e = build(
+            Inputs {
+                cases: &cases,
+                functions: &functions,
+                ..Inputs::default()
+            },
+            &read,
+        );
+        let top = &e.suspects[0];
+        assert_eq!(top.name, "consumer_task", "{:?}", e.suspects);
+        assert_eq!(top.file.as_deref(), Some("src/pipeline.c"));
+        assert_eq!(top.line, Some(5));
+        assert_eq!(top.reasons, ["self_check failed there (src/pipeline.c:5)"]);
+        // A Unity failure lies in its test function: no suspect of its own.
+        let cases = [failing_case()];
+        let functions = [
+            "test_crc16_known_vector".to_string(),
+            "crc16_ccitt".to_string(),
+        ];
+        let e = build(
+            Inputs {
+                cases: &cases,
+                functions: &functions,
+                ..Inputs::default()
+            },
+            &super::tests::read,
+        );
+        assert!(e
+            .suspects
+            .iter()
+            .all(|s| !s.reasons[0].contains("failed there")));
     }
 
     #[test]

@@ -258,6 +258,22 @@ fn context_clauses(
                 .to_string(),
         );
     }
+    out.extend(snap.vector_stores.iter().map(|store| {
+        let by = symbols
+            .map(|s| s.locate(u64::from(store.pc)))
+            .and_then(|l| describe(&l))
+            .map(|code| format!(" in {code}"))
+            .unwrap_or_default();
+        let name = exception_name(store.vector).unwrap_or_else(|| "thread".to_string());
+        format!(
+            "the firmware overwrote the {name} vector of its vector table at {} ({} -> {}) with \
+             the store at {}{by}",
+            hex(store.table),
+            hex(store.old),
+            hex(store.new),
+            hex(store.pc)
+        )
+    }));
     out.extend(snap.notes.iter().cloned());
     match symbols {
         None => out.push(
@@ -328,8 +344,30 @@ pub fn crash_report(snap: &FaultSnapshot, symbols: Option<&Symbolizer>) -> Crash
         }
         _ => false,
     };
+    // LR inside a function the faulting code itself calls (or inside the faulting function,
+    // after a call to some other function): a call the faulting code made has returned (`pop
+    // {pc}` leaves LR as it was) and left a return address of its own behind; a task function
+    // nobody returns to faults like this after any call. It names where that call made a call,
+    // not who called the faulting code: no caller is known. (A tail call keeps LR in the caller
+    // of the function that jumped, which the faulting code does not call.)
+    let lr_returned = match (snap.pc, snap.lr, &pc_location, symbols) {
+        (Some(pc), Some(lr), Some(at), Some(symbols))
+            if at.function.is_some() && bad_call(snap).is_none() && is_code_address(lr) =>
+        {
+            let (pc, lr) = (u64::from(pc), u64::from(lr));
+            let into_callee = !symbols.same_function(pc, lr) && symbols.calls(pc, lr);
+            let after_other_call = symbols.same_function(pc, lr)
+                && symbols
+                    .call_target(lr)
+                    .is_some_and(|target| !symbols.same_function(target, pc));
+            into_callee || after_other_call
+        }
+        _ => false,
+    };
+    let caller = caller.filter(|_| !lr_returned);
     let known = Known {
         symbols: symbols.is_some(),
+        lr_returned,
         lr_leftover,
         tail_callee: tail_callee.as_ref(),
         pc_not_code: match (snap.pc, symbols) {
@@ -396,6 +434,8 @@ struct Known<'a> {
     tail_callee: Option<&'a Location>,
     /// LR points inside the faulting function, not after a call: no caller is known.
     lr_leftover: bool,
+    /// LR was left by a call the faulting code made, which has returned: no caller is known.
+    lr_returned: bool,
 }
 
 /// One line: `HardFault (FORCED; IACCVIOL) at 0x00000000 called from sensor_poll (src/sensor.c:42)`.
@@ -471,6 +511,11 @@ fn summarise(
         None => text.push_str(" at an unknown PC"),
     }
     match (&caller_described, snap.lr) {
+        (_, Some(lr)) if known.lr_returned => text.push_str(&format!(
+            " (LR {} was left by a call this code made, which has returned: a leftover, not \
+             its caller)",
+            hex(lr)
+        )),
         (Some(_), Some(lr)) if known.lr_leftover => text.push_str(&format!(
             " (LR {} points inside the same function, not after a call: a leftover, not its \
              caller)",
@@ -569,6 +614,32 @@ mod tests {
         assert_eq!(names[15].as_deref(), Some("SysTick"));
         assert_eq!(names[16].as_deref(), Some("IRQ0"));
         assert_eq!(exception_name(16 + 42).as_deref(), Some("IRQ42"));
+    }
+
+    #[test]
+    fn a_store_that_overwrote_a_fault_vector_is_in_the_summary() {
+        let snap = FaultSnapshot {
+            exception: Some(3),
+            pc: Some(0),
+            lockup: true,
+            vector_stores: vec![crate::capture::VectorStore {
+                pc: 0xa16,
+                table: 0,
+                vector: 3,
+                old: 0x41,
+                new: 0,
+            }],
+            ..FaultSnapshot::default()
+        };
+        let report = crash_report(&snap, None);
+        assert!(
+            report.summary.contains(
+                "the firmware overwrote the HardFault vector of its vector table at 0x00000000 \
+                 (0x00000041 -> 0x00000000) with the store at 0x00000a16"
+            ),
+            "{}",
+            report.summary
+        );
     }
 
     #[test]
@@ -719,7 +790,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -737,7 +809,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -761,7 +834,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -787,6 +861,7 @@ mod tests {
                 pc_not_code: None,
                 tail_callee: Some(&callee),
                 lr_leftover: false,
+                lr_returned: false,
             },
             None,
         );
@@ -818,7 +893,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: Some(".isr_vector"),
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),
@@ -845,6 +921,7 @@ mod tests {
             Known {
                 symbols: true,
                 lr_leftover: true,
+                lr_returned: false,
                 ..Known::default()
             },
             None,
@@ -866,7 +943,8 @@ mod tests {
                     symbols: true,
                     pc_not_code: None,
                     tail_callee: None,
-                    lr_leftover: false
+                    lr_leftover: false,
+                    lr_returned: false
                 },
                 None
             ),

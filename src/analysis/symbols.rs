@@ -226,6 +226,16 @@ impl Symbolizer {
             .collect()
     }
 
+    /// The image's source file a path printed by the firmware names (`__FILE__` is relative to
+    /// wherever the compiler ran: `./../../../../Demo/Common/Minimal/PollQ.c`), as the debug
+    /// information names it: the one source file whose path ends with the printed one, its `.`
+    /// and `..` steps dropped. None when no source, or more than one, fits.
+    pub fn source_named(&self, printed: &str) -> Option<String> {
+        let sources: std::collections::BTreeSet<String> =
+            self.function_files().into_values().collect();
+        source_ending_with(printed, sources.iter().map(String::as_str))
+    }
+
     /// The name of the allocated section holding `address` when it is not code (the vector
     /// table, constants, RAM): a PC there ran off into data. None for code, and for an address
     /// in no section of the image.
@@ -249,6 +259,41 @@ impl Symbolizer {
         let first = u16::from_le_bytes([bytes[0], bytes[1]]);
         let second = u16::from_le_bytes([bytes[2], bytes[3]]);
         decode_bl(first, second, at)
+    }
+
+    /// Whether the function symbol covering `caller` holds a `bl` to the function symbol covering
+    /// `callee` (decoded at every halfword of its code: a literal pool can only add a false
+    /// call, never hide a real one). False when either is in no function.
+    pub fn calls(&self, caller: u64, callee: u64) -> bool {
+        let (Some(from), Some(to)) = (
+            self.symbol_at(code_address(caller)),
+            self.symbol_at(code_address(callee)),
+        ) else {
+            return false;
+        };
+        let Some(code) = self.code_bytes(from.start, from.size) else {
+            return false;
+        };
+        let halfwords: Vec<u16> = code
+            .chunks_exact(2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+            .collect();
+        (0u64..)
+            .zip(halfwords.windows(2))
+            .filter_map(|(i, w)| decode_bl(w[0], w[1], from.start + 2 * i))
+            .any(|target| target == to.start)
+    }
+
+    /// Whether two code addresses lie in the same function symbol (inlined code counts as the
+    /// function it was inlined into). False when either is in none.
+    pub fn same_function(&self, a: u64, b: u64) -> bool {
+        match (
+            self.symbol_at(code_address(a)),
+            self.symbol_at(code_address(b)),
+        ) {
+            (Some(x), Some(y)) => x.start == y.start,
+            _ => false,
+        }
     }
 
     /// Whether the instruction just before `return_address` is a call: a `bl`, or a 16-bit
@@ -470,9 +515,59 @@ fn source_path(file: &str) -> String {
     out.iter().collect::<PathBuf>().display().to_string()
 }
 
+/// The one path in `sources` that ends with `printed` (whole components, `.` and `..` steps at
+/// its start dropped, either separator); None when none or several do.
+pub fn source_ending_with<'a>(
+    printed: &str,
+    sources: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let parts = |p: &'a str| -> Vec<&'a str> {
+        p.split(['/', '\\'])
+            .filter(|c| !c.is_empty() && *c != ".")
+            .collect()
+    };
+    let tail: Vec<&str> = printed
+        .split(['/', '\\'])
+        .filter(|c| !c.is_empty())
+        .skip_while(|c| *c == "." || *c == "..")
+        .collect();
+    if tail.is_empty() || tail.contains(&"..") {
+        return None;
+    }
+    let mut found = sources
+        .into_iter()
+        .filter(|s| parts(s).ends_with(&tail))
+        .map(str::to_string);
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_printed_path_names_the_one_source_that_ends_with_it() {
+        let sources = [
+            "/fw/FreeRTOS/Demo/Common/Minimal/PollQ.c",
+            "/fw/FreeRTOS/Source/tasks.c",
+            "/fw/FreeRTOS/Demo/Common/Full/PollQ.c",
+        ];
+        let named = |p: &str| source_ending_with(p, sources);
+        assert_eq!(
+            named("./../../../../Demo/Common/Minimal/PollQ.c").as_deref(),
+            Some("/fw/FreeRTOS/Demo/Common/Minimal/PollQ.c")
+        );
+        assert_eq!(
+            named("..\\..\\Source\\tasks.c").as_deref(),
+            Some("/fw/FreeRTOS/Source/tasks.c")
+        );
+        // Two fit, none fits, a part of a name is no component, nothing left to match.
+        assert_eq!(named("PollQ.c"), None);
+        assert_eq!(named("queue.c"), None);
+        assert_eq!(named("asks.c"), None);
+        assert_eq!(named("./../"), None);
+    }
 
     #[test]
     fn can_move_to_a_blocking_thread() {

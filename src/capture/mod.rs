@@ -94,8 +94,26 @@ pub struct FaultSnapshot {
     /// in first. PC, LR, SP and xPSR are then those of the thread code they interrupted.
     #[serde(default)]
     pub handlers: Vec<HandlerStop>,
+    /// Stores the firmware made into the fault vectors of its vector table before the crash, in
+    /// order: the fault may have gone through what one of them left there.
+    #[serde(default)]
+    pub vector_stores: Vec<VectorStore>,
     /// The emulator's or debugger's raw text the values came from.
     pub raw: String,
+}
+
+/// A store into a fault vector of the table the core uses (a RAM table, or the low table where
+/// the machine has RAM at address 0): which instruction wrote what over what.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VectorStore {
+    /// The store instruction.
+    pub pc: u32,
+    /// Where the vector table starts.
+    pub table: u32,
+    /// The exception number of the vector written (3 = HardFault).
+    pub vector: u32,
+    pub old: u32,
+    pub new: u32,
 }
 
 /// An exception handler a stopped core was in, and where in it.

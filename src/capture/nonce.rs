@@ -164,13 +164,28 @@ pub fn live_from(lines: &[ConsoleLine], record: Option<&NonceRecord>) -> usize {
         .map_or(lines.len(), |at| at + 1)
 }
 
-/// The command line handed to an emulator: the nonce token first, then any text of the caller's.
-pub fn command_line(nonce: Option<&Nonce>, append: Option<&str>) -> Option<String> {
-    match (nonce, append) {
-        (Some(n), Some(a)) => Some(format!("{} {a}", n.arg())),
-        (Some(n), None) => Some(n.arg()),
-        (None, a) => a.map(str::to_string),
-    }
+/// What fwfix hands the image beside the nonce: `fwfix-attempt=<n>`, the attempt's number (1 for
+/// the first run of an image, 2 for its first repeat, ...). Unlike the nonce it is the same on
+/// every run, so an image (or a test fixture) can key something on it deterministically: a
+/// seed, a test filter, a different crash site per attempt.
+pub const ATTEMPT_PREFIX: &str = "fwfix-attempt=";
+
+/// The command line handed to an emulator (or a probe's semihosting): the nonce token first, the
+/// attempt's number next, then any text of the caller's, separated by spaces.
+pub fn command_line(
+    nonce: Option<&Nonce>,
+    attempt: Option<u32>,
+    append: Option<&str>,
+) -> Option<String> {
+    let words: Vec<String> = [
+        nonce.map(Nonce::arg),
+        attempt.map(|n| format!("{ATTEMPT_PREFIX}{n}")),
+        append.map(str::to_string),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!words.is_empty()).then(|| words.join(" "))
 }
 
 #[cfg(test)]
@@ -282,14 +297,22 @@ mod tests {
     fn the_nonce_goes_first_on_the_command_line() {
         let n = nonce(NonceCheck::Offered);
         assert_eq!(
-            command_line(Some(&n), Some("seed=7")).as_deref(),
+            command_line(Some(&n), None, Some("seed=7")).as_deref(),
             Some("fwfix-nonce=00c0ffee12345678 seed=7")
         );
         assert_eq!(
-            command_line(Some(&n), None).as_deref(),
+            command_line(Some(&n), None, None).as_deref(),
             Some("fwfix-nonce=00c0ffee12345678")
         );
-        assert_eq!(command_line(None, Some("x")).as_deref(), Some("x"));
-        assert_eq!(command_line(None, None), None);
+        assert_eq!(command_line(None, None, Some("x")).as_deref(), Some("x"));
+        assert_eq!(command_line(None, None, None), None);
+        assert_eq!(
+            command_line(Some(&n), Some(3), Some("seed=7")).as_deref(),
+            Some("fwfix-nonce=00c0ffee12345678 fwfix-attempt=3 seed=7")
+        );
+        assert_eq!(
+            command_line(None, Some(1), None).as_deref(),
+            Some("fwfix-attempt=1")
+        );
     }
 }

@@ -421,15 +421,42 @@ pub struct RegexSpec {
     pub mode: RegexMode,
     /// `multi_line` only: a pattern counts only after the one before it has matched.
     pub ordered: bool,
-    /// Never empty; exactly one for `one_line`.
+    /// Never empty; exactly one for `one_line`. Only an ordered list repeats a pattern (the line
+    /// must then come that many times).
     pub patterns: Vec<Pattern>,
-    /// Any line matching one of these makes the run a FAIL.
+    /// Any line matching one of these makes the run a FAIL. Named groups `file` and `line`, when
+    /// the pattern has them, are where the case failed.
     pub fail_patterns: Vec<Pattern>,
-    /// Any line matching one of these makes the run a CRASH.
+    /// Any line matching one of these makes the run a CRASH (named groups `file` and `line` as
+    /// for `fail_patterns`).
     pub crash_patterns: Vec<Pattern>,
     /// The case that carries the run's own outcome (the only case of `one_line`); the profile's
     /// name unless `case_name` says otherwise.
     pub case_name: String,
+}
+
+impl RegexSpec {
+    /// The name of each pattern's case, in order: the pattern itself, and for a pattern an
+    /// ordered list repeats (a line that must come more than once) `<pattern> #2`, `#3`, ...
+    /// on its later occurrences, so no two cases share a name.
+    pub fn pattern_case_names(&self) -> Vec<String> {
+        pattern_case_names(self.patterns.iter().map(Pattern::as_str))
+    }
+}
+
+/// [`RegexSpec::pattern_case_names`] over the patterns' sources.
+pub fn pattern_case_names<'a>(sources: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for source in sources {
+        let before = seen.iter().filter(|s| **s == source).count();
+        seen.push(source);
+        names.push(match before {
+            0 => source.to_string(),
+            n => format!("{source} #{}", n + 1),
+        });
+    }
+    names
 }
 
 /// `[test.regex] type`

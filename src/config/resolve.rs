@@ -1200,17 +1200,48 @@ impl Checker<'_> {
                 ))
             }
         }
-        if let Some((index, item)) = list.get_ref().iter().enumerate().find(|(index, item)| {
-            list.get_ref()[..*index]
+        // Ordered, a repeated pattern asks for its line that many times (as Twister's console
+        // harness reads it), and its later cases are named `<pattern> #2`, ...; unordered,
+        // every pattern is tried on every line, so a repeat would match the first one's line and
+        // check nothing more.
+        let ordered = r.ordered.as_ref().is_none_or(|o| *o.get_ref());
+        let repeat = list.get_ref().iter().enumerate().find_map(|(index, item)| {
+            list.get_ref()[..index]
                 .iter()
-                .any(|earlier| earlier.get_ref() == item.get_ref())
-        }) {
+                .position(|earlier| earlier.get_ref() == item.get_ref())
+                .map(|first| (first, index, item))
+        });
+        if let (Some((first, index, item)), false) =
+            (repeat, ordered && mode == RegexMode::MultiLine)
+        {
             return Err(self.invalid(
                 item.span(),
                 &patterns_key,
                 format!(
-                    "`{}` is listed twice (pattern {}); each pattern is a case of its own",
+                    "`{}` is listed twice (patterns {} and {}): with ordered = false every \
+                     pattern is looked for on every line, so the second would match the first \
+                     one's line and check nothing more; remove it, or set ordered = true to \
+                     require the line twice",
                     item.get_ref(),
+                    first + 1,
+                    index + 1
+                ),
+            ));
+        }
+        let case_names = crate::config::model::pattern_case_names(
+            list.get_ref().iter().map(|item| item.get_ref().as_str()),
+        );
+        if let Some((index, name)) = case_names
+            .iter()
+            .enumerate()
+            .find(|(index, name)| case_names[..*index].contains(name))
+        {
+            return Err(self.invalid(
+                list.get_ref()[index].span(),
+                &patterns_key,
+                format!(
+                    "pattern {} names its case `{name}`, as another pattern's case is named: \
+                     write it differently",
                     index + 1
                 ),
             ));
@@ -1221,7 +1252,7 @@ impl Checker<'_> {
             None => profile_name.to_string(),
             Some(value) => {
                 let name = self.non_empty(value, &case_key)?;
-                if mode == RegexMode::MultiLine && patterns.iter().any(|p| p.as_str() == name) {
+                if mode == RegexMode::MultiLine && case_names.contains(&name) {
                     return Err(self.invalid(
                         value.span(),
                         &case_key,
@@ -1237,16 +1268,49 @@ impl Checker<'_> {
 
         let optional = |list: &Option<StrList>, name: &str| match list {
             None => Ok(Vec::new()),
-            Some(list) => self.patterns(list, &table.child(name)),
+            Some(list) => {
+                self.not_required(list, &patterns, &table.child(name))?;
+                self.patterns(list, &table.child(name))
+            }
         };
+        let fail_patterns = optional(&r.fail_patterns, "fail_patterns")?;
+        let crash_patterns = optional(&r.crash_patterns, "crash_patterns")?;
         Ok(RegexSpec {
             mode,
-            ordered: r.ordered.as_ref().is_none_or(|o| *o.get_ref()),
+            ordered,
             patterns,
-            fail_patterns: optional(&r.fail_patterns, "fail_patterns")?,
-            crash_patterns: optional(&r.crash_patterns, "crash_patterns")?,
+            fail_patterns,
+            crash_patterns,
             case_name,
         })
+    }
+
+    /// A fail or crash pattern that is also a required pattern could never fire: a line a
+    /// required pattern matches is never a failure line (so `Error count: 0` can be required
+    /// while `Error` fails the run). A pattern listed twice in one of these lists is harmless
+    /// (the first decides) and taken as it is.
+    fn not_required(
+        &self,
+        list: &StrList,
+        required: &[Pattern],
+        key: &KeyPath,
+    ) -> Result<(), ConfigError> {
+        let Some(item) = list
+            .get_ref()
+            .iter()
+            .find(|item| required.iter().any(|p| p.as_str() == item.get_ref()))
+        else {
+            return Ok(());
+        };
+        Err(self.invalid(
+            item.span(),
+            key,
+            format!(
+                "`{}` is also in `patterns`: a line a required pattern matches is never a \
+                 failure or crash line, so this one could never fire; keep it in one list",
+                item.get_ref()
+            ),
+        ))
     }
 
     /// Compiles each pattern; an invalid one is reported at the character the regex parser

@@ -2089,6 +2089,25 @@ case_name = "console"
     assert_eq!(p.test.harness.name(), "regex");
 }
 
+/// An ordered list may ask for a line more than once (Twister's console harness reads it so);
+/// each repeat is a case of its own. A fail or crash pattern listed twice is harmless.
+#[test]
+fn regex_patterns_repeated_in_order_are_cases_of_their_own() {
+    let p = regex_profile(
+        "[test.regex]\npatterns = [\"^boot\", \"^tick\", \"^tick\", \"^tick\"]\n\
+         fail_patterns = [\"ERROR\", \"ERROR\"]\ncrash_patterns = [\"ERROR\"]\n",
+    )
+    .unwrap();
+    let Harness::Regex(spec) = &p.test.harness else {
+        panic!("not a regex harness: {:?}", p.test.harness);
+    };
+    assert_eq!(
+        spec.pattern_case_names(),
+        ["^boot", "^tick", "^tick #2", "^tick #3"]
+    );
+    assert_eq!(sources(&spec.fail_patterns), ["ERROR", "ERROR"]);
+}
+
 #[test]
 fn regex_harness_defaults() {
     let p = regex_profile("[test.regex]\npatterns = [\"Hello\"]\n").unwrap();
@@ -2181,10 +2200,43 @@ fn regex_harness_rules() {
          one_line, multi_line)",
     );
     assert_error(
-        regex_profile("[test.regex]\npatterns = [\"a\", \"b\", \"a\"]\n"),
-        8,
+        regex_profile("[test.regex]\nordered = false\npatterns = [\"a\", \"b\", \"a\"]\n"),
+        9,
         23,
-        "`a` is listed twice (pattern 3)",
+        "`a` is listed twice (patterns 1 and 3): with ordered = false every pattern is looked for \
+         on every line, so the second would match the first one's line and check nothing more; \
+         remove it, or set ordered = true to require the line twice",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"a\", \"a #2\", \"a\"]\n"),
+        8,
+        26,
+        "pattern 3 names its case `a #2`, as another pattern's case is named",
+    );
+    assert_error(
+        regex_profile("[test.regex]\npatterns = [\"a\", \"a\"]\ncase_name = \"a #2\"\n"),
+        9,
+        13,
+        "`a #2` is also a pattern",
+    );
+    assert_error(
+        regex_profile(
+            "[test.regex]\npatterns = [\"^status: OK\"]\n\
+             fail_patterns = [\"^status: ERROR\", \"^status: OK\"]\n",
+        ),
+        9,
+        36,
+        "invalid value for `fail_patterns` in [test.regex]: `^status: OK` is also in \
+         `patterns`: a line a required pattern matches is never a failure or crash line, so this \
+         one could never fire; keep it in one list",
+    );
+    assert_error(
+        regex_profile(
+            "[test.regex]\ntype = \"one_line\"\npatterns = [\"OK\"]\ncrash_patterns = [\"OK\"]\n",
+        ),
+        10,
+        19,
+        "invalid value for `crash_patterns` in [test.regex]: `OK` is also in `patterns`",
     );
     assert_error(
         regex_profile("[test.regex]\npatterns = [\"\"]\n"),

@@ -873,6 +873,7 @@ mod tests {
                 passed: 0,
                 failed: 0,
                 nonce: None,
+                crash: None,
             })
             .collect();
         Finished {

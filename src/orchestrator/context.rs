@@ -570,6 +570,7 @@ mod tests {
                 passed: 5,
                 failed: 0,
                 nonce: None,
+                crash: None,
             },
             results: TestResults {
                 harness: "unity".into(),

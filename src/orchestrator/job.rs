@@ -14,7 +14,7 @@ use crate::machine::recovery::Budgets;
 use crate::machine::{self, ErrorClass, Outcome, State};
 use crate::policy::ApproveMode;
 use crate::repo::Repo;
-use crate::report::{self, Command, Report, Status};
+use crate::report::{self, AttemptSummary, Command, Report, Status};
 use crate::results::{self, HarnessParser};
 use crate::rundir::{self, RunDir, TraceLine, TraceWriter};
 use crate::strategy::Strategy;
@@ -914,7 +914,14 @@ impl<'a> Job<'a> {
         report.lease = self.lease.as_ref().map(|l| l.info().clone());
         report.build = ctx.build.as_ref().map(|b| b.summary.clone());
         report.lint = ctx.lint.clone();
-        report.attempts = ctx.attempts.iter().map(|a| a.summary.clone()).collect();
+        report.attempts = ctx
+            .attempts
+            .iter()
+            .map(|a| AttemptSummary {
+                crash: a.crash.clone(),
+                ..a.summary.clone()
+            })
+            .collect();
         report.power_cycles = ctx.power.cycles.clone();
         if ctx.attempts.len() > 1 {
             report.pass_counts =
@@ -949,6 +956,12 @@ impl<'a> Job<'a> {
             report.console_silence = None;
         }
         report.notes.extend(self.board_notes.iter().cloned());
+        // Attempts of one image that crashed in different places: said first, not left for
+        // someone to spot in the attempts' rows.
+        if let Some(differ) = report::crash_sites_differ(&report.attempts) {
+            report.message = format!("{}; {differ}", report.message);
+            report.notes.insert(0, differ);
+        }
         if ctx.command == Command::Run {
             report.fixed = Some(match &ctx.fix {
                 Some(f) => f.fixed.clone(),

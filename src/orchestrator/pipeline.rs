@@ -589,6 +589,17 @@ impl Job<'_> {
             site_functions,
         };
         let mut results = self.results_of(&capture, &ctx);
+        // A location the firmware printed (`__FILE__`, relative to where the compiler ran) is
+        // named as the tree names it, when the image has exactly one source it can be.
+        if let Some(sym) = sym {
+            for case in &mut results.cases {
+                let printed = case.file.clone().filter(|f| !root.join(f).is_file());
+                if let Some(source) = printed.and_then(|f| sym.source_named(&f)) {
+                    case.file = Some(source);
+                    relative_to(&root, &mut case.file);
+                }
+            }
+        }
         // Finished: the next attempt streams into a parse of its own.
         self.live = None;
         let timeout = self.profile.test.timeout;
@@ -686,6 +697,7 @@ impl Job<'_> {
                 passed,
                 failed,
                 nonce: capture.nonce.clone(),
+                crash: None,
             },
             results,
             crash,

@@ -550,7 +550,7 @@ fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
     }
     writeln!(
         out,
-        "<h2>Attempts</h2>\n<table>\n<thead><tr><th>#</th><th>Verdict</th><th>Ended</th><th>Exit code</th><th>Duration</th><th>Passed</th><th>Failed</th><th>Console log</th></tr></thead>\n<tbody>"
+        "<h2>Attempts</h2>\n<table>\n<thead><tr><th>#</th><th>Verdict</th><th>Ended</th><th>Exit code</th><th>Duration</th><th>Passed</th><th>Failed</th><th>Crash</th><th>Console log</th></tr></thead>\n<tbody>"
     )?;
     for attempt in &report.attempts {
         let cells: String = attempt
@@ -762,6 +762,7 @@ mod tests {
             passed: 1,
             failed: 1,
             nonce: None,
+            crash: None,
         }];
         report
     }

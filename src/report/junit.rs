@@ -409,6 +409,7 @@ mod tests {
             passed: 1,
             failed: 4,
             nonce: None,
+            crash: None,
         }];
         report
     }

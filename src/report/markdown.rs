@@ -310,9 +310,9 @@ fn write_attempts(out: &mut String, report: &Report) -> std::fmt::Result {
     writeln!(out)?;
     writeln!(
         out,
-        "| # | Verdict | Ended | Exit code | Duration | Passed | Failed | Console log |"
+        "| # | Verdict | Ended | Exit code | Duration | Passed | Failed | Crash | Console log |"
     )?;
-    writeln!(out, "|---|---|---|---|---|---|---|---|")?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
     for attempt in &report.attempts {
         let cells = attempt.cells().map(|cell| text(&cell));
         writeln!(
@@ -551,6 +551,7 @@ mod tests {
             passed: 1,
             failed: 2,
             nonce: None,
+            crash: None,
         }];
         report
     }
@@ -592,7 +593,7 @@ mod tests {
         let md = render_markdown(&sample());
         assert!(md.contains("- **Result:** built in 3.2 s (0 errors, 1 warning)"));
         assert!(md.contains("```text\nsrc/crc.c:9:3: warning: unused variable `x`\n```"));
-        assert!(md.contains("| 1 | FAIL | crash |  | 420 ms | 1 | 2 | `iter-000/console.log` |"));
+        assert!(md.contains("| 1 | FAIL | crash |  | 420 ms | 1 | 2 |  | `iter-000/console.log` |"));
         assert!(md.contains("- console log of attempt 1: `iter-000/console.log`"));
         assert!(md.contains("- build log: `iter-000/build.log`"));
     }

@@ -23,11 +23,11 @@ pub use markdown::render_markdown;
 pub use matrix::{render_matrix_junit, render_matrix_markdown, LeftOut, MatrixPair, MatrixReport};
 pub use matrix_html::render_matrix_html;
 pub use model::{
-    call_name, case_status_name, crash_headline, crash_lines, describe_diagnostic, describe_hang,
-    describe_location, file_line, format_duration, mark_interrupted, pass_counts, plural,
-    verdict_name, AttemptSummary, BuildSummary, CandidateSummary, CaseCounts, Command,
-    IterationTokens, LintSummary, LintVerdict, PassCount, PowerCycle, Report, RevertConflict,
-    Status, Tokens,
+    call_name, case_status_name, crash_headline, crash_lines, crash_sites_differ,
+    describe_diagnostic, describe_hang, describe_location, file_line, format_duration,
+    mark_interrupted, pass_counts, plural, verdict_name, AttemptSummary, BuildSummary,
+    CandidateSummary, CaseCounts, Command, IterationTokens, LintSummary, LintVerdict, PassCount,
+    PowerCycle, Report, RevertConflict, Status, Tokens,
 };
 pub use visible::{escape_html, visible, visible_char};
 

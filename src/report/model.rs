@@ -157,13 +157,19 @@ pub struct AttemptSummary {
     /// take one): lines before a required nonce were ignored as left from an earlier run.
     #[serde(default)]
     pub nonce: Option<NonceRecord>,
+    /// The attempt's crash (PC, LR, fault bits, function, file:line), so every attempt of a
+    /// `--repeat` run keeps its own; absent when the attempt did not crash. Filled in for the
+    /// report (the run context keeps it beside the summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<CrashReport>,
 }
 
 impl AttemptSummary {
     /// The attempt's facts as the reports' table shows them: number, verdict, how it ended, exit
-    /// code (empty without one), duration, passed, failed. Each renderer escapes them and adds the
-    /// console log its own way (a code span, a link).
-    pub fn cells(&self) -> [String; 7] {
+    /// code (empty without one), duration, passed, failed, where it crashed (empty without a
+    /// crash). Each renderer escapes them and adds the console log its own way (a code span, a
+    /// link).
+    pub fn cells(&self) -> [String; 8] {
         [
             self.attempt.to_string(),
             verdict_name(self.verdict).to_string(),
@@ -174,6 +180,7 @@ impl AttemptSummary {
             format_duration(self.duration_ms),
             self.passed.to_string(),
             self.failed.to_string(),
+            self.crash.as_ref().map(crash_headline).unwrap_or_default(),
         ]
     }
 
@@ -721,6 +728,42 @@ pub fn crash_headline(crash: &CrashReport) -> String {
     }
 }
 
+/// When the attempts of one image crashed in more than one place, says where each did:
+/// `crash sites differ: attempts 1, 3: HardFault in events_post (src/events.c:17); attempt 2:
+/// HardFault in sensor_read (src/sensor.c:44)`. A crash that moves between runs of the same image
+/// is the mark of a race or of memory corruption; the same site every time says neither. A site
+/// is the function, file and line (the PC when nothing could be named); attempts that did not
+/// crash are left out. None with fewer than two sites.
+pub fn crash_sites_differ(attempts: &[AttemptSummary]) -> Option<String> {
+    let mut sites: Vec<(String, Vec<u32>)> = Vec::new();
+    for attempt in attempts {
+        let Some(crash) = &attempt.crash else {
+            continue;
+        };
+        let site = crash_headline(crash);
+        match sites.iter_mut().find(|(s, _)| *s == site) {
+            Some((_, numbers)) => numbers.push(attempt.attempt),
+            None => sites.push((site, vec![attempt.attempt])),
+        }
+    }
+    if sites.len() < 2 {
+        return None;
+    }
+    let each: Vec<String> = sites
+        .iter()
+        .map(|(site, numbers)| {
+            let list: Vec<String> = numbers.iter().map(u32::to_string).collect();
+            let word = if numbers.len() == 1 {
+                "attempt"
+            } else {
+                "attempts"
+            };
+            format!("{word} {}: {site}", list.join(", "))
+        })
+        .collect();
+    Some(format!("crash sites differ: {}", each.join("; ")))
+}
+
 /// The crash as a few lines for people: summary, location, caller, registers and fault bits.
 pub fn crash_lines(crash: &CrashReport) -> Vec<String> {
     let mut lines = Vec::new();
@@ -971,6 +1014,82 @@ mod tests {
         );
     }
 
+    fn attempt_crashing_at(attempt: u32, site: Option<(&str, u32, &str)>) -> AttemptSummary {
+        AttemptSummary {
+            attempt,
+            verdict: Verdict::Fail,
+            end: "crash".into(),
+            exit_code: None,
+            duration_ms: 300,
+            console_log: format!("iter-000/console-{attempt}.log"),
+            passed: 0,
+            failed: 1,
+            nonce: None,
+            crash: site.map(|(function, line, pc)| CrashReport {
+                pc: Some(pc.into()),
+                lr: None,
+                cfsr: Some("0x00008200".into()),
+                hfsr: None,
+                function: (!function.is_empty()).then(|| function.to_string()),
+                file: (!function.is_empty()).then(|| "src/sensor.c".to_string()),
+                line: (!function.is_empty()).then_some(line),
+                caller: None,
+                fault_bits: vec![],
+                fault_address: None,
+                exception: Some("HardFault".into()),
+                lockup: false,
+                summary: String::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn crash_sites_that_move_between_attempts_are_named_with_their_attempts() {
+        let read = Some(("sensor_read", 70, "0x00000958"));
+        let peek = Some(("sensor_peek", 78, "0x00000968"));
+        let attempts = [
+            attempt_crashing_at(1, read),
+            attempt_crashing_at(2, peek),
+            attempt_crashing_at(3, None),
+            attempt_crashing_at(4, read),
+        ];
+        assert_eq!(
+            crash_sites_differ(&attempts).as_deref(),
+            Some(
+                "crash sites differ: attempts 1, 4: HardFault in sensor_read (src/sensor.c:70); \
+                 attempt 2: HardFault in sensor_peek (src/sensor.c:78)"
+            )
+        );
+        // The same line every time (another PC on it, an attempt that did not crash) is one
+        // site; so is a single crash.
+        let same = [
+            attempt_crashing_at(1, read),
+            attempt_crashing_at(2, Some(("sensor_read", 70, "0x0000095a"))),
+            attempt_crashing_at(3, None),
+        ];
+        assert_eq!(crash_sites_differ(&same), None);
+        assert_eq!(crash_sites_differ(&same[..1]), None);
+        assert_eq!(crash_sites_differ(&[]), None);
+        // Nothing named: the PCs tell the sites apart.
+        let unnamed = [
+            attempt_crashing_at(1, Some(("", 0, "0x00000958"))),
+            attempt_crashing_at(2, Some(("", 0, "0x00000968"))),
+        ];
+        assert_eq!(
+            crash_sites_differ(&unnamed).as_deref(),
+            Some(
+                "crash sites differ: attempt 1: HardFault at PC 0x00000958; attempt 2: \
+                 HardFault at PC 0x00000968"
+            )
+        );
+        // The attempt's crash is in its row of the reports' tables.
+        assert_eq!(
+            attempts[1].cells()[7],
+            "HardFault in sensor_peek (src/sensor.c:78)"
+        );
+        assert_eq!(attempts[2].cells()[7], "");
+    }
+
     #[test]
     fn unsymbolised_crash_falls_back_to_pc() {
         let crash = CrashReport {
@@ -1053,6 +1172,7 @@ mod tests {
             passed: 3,
             failed: 1,
             nonce: None,
+            crash: None,
         };
         assert_eq!(
             attempt.cells(),
@@ -1063,7 +1183,8 @@ mod tests {
                 "1",
                 "420 ms",
                 "3",
-                "1"
+                "1",
+                ""
             ]
         );
     }

@@ -18,6 +18,13 @@
 //!   whole: PASS, or the FAIL line, the CRASH, the HANG. (It is always there, so a run that stops
 //!   crashing has a case that now passes.)
 //!
+//! A fail or crash pattern with named groups `file` and `line` (`(?P<file>[^:]+):(?P<line>\d+)`)
+//! gives the case that failed or crashed its location, as Unity's and ztest's lines do.
+//!
+//! A pattern an ordered list repeats must match that many lines, in turn; its later cases are
+//! named `<pattern> #2`, ... (the profile refuses a repeat in an unordered list, and a fail or
+//! crash pattern that is also a required one).
+//!
 //! Matching, line by line, on the line without its line ending: with `ordered` only the pattern
 //! whose turn it is can match a line (Twister's rule); otherwise every pattern not yet matched is
 //! tried. A line any required pattern matches is never a failure or crash line (so `Error count:
@@ -235,13 +242,47 @@ impl Matcher {
 }
 
 /// What happened to the run as a whole: the case message, and for a decisive line the note that
-/// says which pattern matched it where.
+/// says which pattern matched it where, and the file and line its named groups captured.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Outcome {
-    Crashed { message: String, why: String },
-    Failed { message: String, why: String },
+    Crashed {
+        message: String,
+        why: String,
+        at: At,
+    },
+    Failed {
+        message: String,
+        why: String,
+        at: At,
+    },
     Hung(String),
     Finished,
+}
+
+/// Where a fail or crash line says the failure is: the pattern's named groups `file` and `line`,
+/// as Unity's and ztest's own lines give them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct At {
+    file: Option<String>,
+    line: Option<u32>,
+}
+
+impl At {
+    /// The groups `pattern` captures in `text`; a `line` that is no number is left out.
+    fn captured(pattern: &Pattern, text: &str) -> At {
+        let Some(caps) = pattern.regex().captures(text) else {
+            return At::default();
+        };
+        let group = |name: &str| {
+            caps.name(name)
+                .map(|m| m.as_str().trim())
+                .filter(|s| !s.is_empty())
+        };
+        At {
+            file: group("file").map(str::to_string),
+            line: group("line").and_then(|l| l.parse().ok()),
+        }
+    }
 }
 
 fn quoted(pattern: &Pattern) -> String {
@@ -260,13 +301,15 @@ fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>)
         notes.push(attribution::dump_note(dump));
     }
 
-    // The decisive line itself is the case message; which pattern matched it, and where, a note.
+    // The decisive line itself is the case message; which pattern matched it, and where, a note;
+    // the file and line its groups name, the case's location.
     let decisive = |found: &Option<(Hit, usize)>, patterns: &[Pattern]| {
         found.as_ref().and_then(|(hit, k)| {
             let pattern = patterns.get(*k)?;
             Some((
                 hit.text.clone(),
                 format!("{} matched {}", quoted(pattern), hit.describe()),
+                At::captured(pattern, &hit.text),
             ))
         })
     };
@@ -278,7 +321,7 @@ fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>)
         crash_pattern,
         fail_pattern,
     ) {
-        (_, Some((message, why)), _) => Outcome::Crashed { message, why },
+        (_, Some((message, why, at)), _) => Outcome::Crashed { message, why, at },
         (Some(Stop::Crashed), None, _) => {
             // `why` follows "the image crashed: " in the notes; the message stands alone.
             let (message, why) = match &dump {
@@ -288,9 +331,13 @@ fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>)
                     "the core faulted".to_string(),
                 ),
             };
-            Outcome::Crashed { message, why }
+            Outcome::Crashed {
+                message,
+                why,
+                at: At::default(),
+            }
         }
-        (_, None, Some((message, why))) => Outcome::Failed { message, why },
+        (_, None, Some((message, why, at))) => Outcome::Failed { message, why, at },
         (Some(Stop::Hung), None, None) if !m.complete() => {
             Outcome::Hung("the test timeout came before every pattern had matched".to_string())
         }
@@ -314,6 +361,15 @@ fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>)
     }
 }
 
+/// Where the run's own case failed: what the decisive line's groups captured.
+fn located(mut case: TestCase, outcome: &Outcome) -> TestCase {
+    if let Outcome::Crashed { at, .. } | Outcome::Failed { at, .. } = outcome {
+        case.file.clone_from(&at.file);
+        case.line = at.line;
+    }
+    case
+}
+
 fn one_line_case(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> TestCase {
     let pattern = spec.patterns.first().map(quoted).unwrap_or_default();
     let (status, message) = match (outcome, m.seen.first().and_then(Option::as_ref)) {
@@ -329,13 +385,16 @@ fn one_line_case(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> TestCase {
             Some(format!("no line matched {pattern}")),
         ),
     };
-    TestCase {
-        name: spec.case_name.clone(),
-        status,
-        message,
-        file: None,
-        line: None,
-    }
+    located(
+        TestCase {
+            name: spec.case_name.clone(),
+            status,
+            message,
+            file: None,
+            line: None,
+        },
+        outcome,
+    )
 }
 
 fn multi_line_cases(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> Vec<TestCase> {
@@ -345,10 +404,12 @@ fn multi_line_cases(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> Vec<Tes
         Outcome::Hung(_) => " before the test timeout",
         Outcome::Finished => "",
     };
+    let names = spec.pattern_case_names();
     spec.patterns
         .iter()
+        .zip(names)
         .enumerate()
-        .map(|(k, pattern)| {
+        .map(|(k, (_, name))| {
             let seen = m.seen.get(k).and_then(Option::as_ref);
             let early = m.early.get(k).and_then(Option::as_ref);
             let previous = k.checked_sub(1).and_then(|p| spec.patterns.get(p));
@@ -368,7 +429,7 @@ fn multi_line_cases(spec: &RegexSpec, m: &Matcher, outcome: &Outcome) -> Vec<Tes
                 ),
             };
             TestCase {
-                name: pattern.as_str().to_string(),
+                name,
                 status,
                 message,
                 file: None,
@@ -385,13 +446,16 @@ fn run_case(name: &str, outcome: &Outcome) -> TestCase {
         Outcome::Hung(why) => (CaseStatus::Hang, Some(why.clone())),
         Outcome::Finished => (CaseStatus::Pass, None),
     };
-    TestCase {
-        name: name.to_string(),
-        status,
-        message,
-        file: None,
-        line: None,
-    }
+    located(
+        TestCase {
+            name: name.to_string(),
+            status,
+            message,
+            file: None,
+            line: None,
+        },
+        outcome,
+    )
 }
 
 fn decide(
@@ -607,6 +671,74 @@ mod tests {
             r.cases[1].message.as_deref(),
             Some("no line matched before the failure line")
         );
+    }
+
+    /// Zephyr's assert line names the file and line; groups `file` and `line` in the fail pattern
+    /// make them the case's location, as Unity's and ztest's own lines do. Without them (or with
+    /// a `line` that is no number) the case has none.
+    #[test]
+    fn named_groups_file_and_line_locate_the_failure() {
+        let mut s = multi(true);
+        s.fail_patterns =
+            patterns(&[r"^ASSERTION FAIL .* @ (?:WEST_TOPDIR/)?(?P<file>\S+):(?P<line>\d+)$"]);
+        let r = parse(&s, FAIL, RunEnd::Verdict);
+        let run = &r.cases[2];
+        assert_eq!(run.status, CaseStatus::Fail);
+        assert_eq!(run.file.as_deref(), Some("app/src/main.c"));
+        assert_eq!(run.line, Some(31));
+        assert!(r.cases[..2]
+            .iter()
+            .all(|c| c.file.is_none() && c.line.is_none()));
+
+        // one_line: its only case; a crash pattern's groups too.
+        let mut one = spec(RegexMode::OneLine, true, &["^status: OK "]);
+        one.fail_patterns = patterns(&[r"^status: ERROR .* at (?P<file>[^ :]+):(?P<line>\d+) "]);
+        one.crash_patterns = patterns(&[r"^PANIC in (?P<file>[^:]+):(?P<line>\w+)"]);
+        let text =
+            "boot\nstatus: ERROR queue: expected item 5, got 13 at src/pipeline.c:77 ticks=1000\n";
+        let r = parse(&one, text, RunEnd::Verdict);
+        assert_eq!(
+            (r.cases[0].file.as_deref(), r.cases[0].line),
+            (Some("src/pipeline.c"), Some(77))
+        );
+        let r = parse(&one, "PANIC in src/kernel.c:idle\n", RunEnd::Verdict);
+        assert_eq!(r.cases[0].status, CaseStatus::Crash);
+        assert_eq!(
+            (r.cases[0].file.as_deref(), r.cases[0].line),
+            (Some("src/kernel.c"), None)
+        );
+        let r = parse(
+            &spec(RegexMode::OneLine, true, &["^OK"]),
+            "ASSERT at x.c:3\n",
+            RunEnd::Verdict,
+        );
+        assert_eq!((r.cases[0].file.as_deref(), r.cases[0].line), (None, None));
+    }
+
+    /// An ordered list that repeats a pattern asks for its line that many times; each repeat is
+    /// a case named `<pattern> #n`.
+    #[test]
+    fn a_pattern_repeated_in_order_needs_its_line_that_many_times() {
+        let s = spec(
+            RegexMode::MultiLine,
+            true,
+            &["Hello", "tick [0-9]+", "tick [0-9]+", "tick [0-9]+"],
+        );
+        let text = "Hello\ntick 1\ntick 2\n";
+        let r = parse(&s, text, RunEnd::Timeout);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("Hello", CaseStatus::Pass),
+                ("tick [0-9]+", CaseStatus::Pass),
+                ("tick [0-9]+ #2", CaseStatus::Pass),
+                ("tick [0-9]+ #3", CaseStatus::Missing),
+                ("console", CaseStatus::Hang),
+            ]
+        );
+        let text = "Hello\ntick 1\ntick 2\ntick 3\ntick 4\n";
+        assert_eq!(fires(&s, text), vec![4]);
+        assert_eq!(parse(&s, text, RunEnd::Verdict).verdict, Verdict::Pass);
     }
 
     #[test]

@@ -481,6 +481,7 @@ run: .fwfix/runs/r1
             passed: 1,
             failed: 2,
             nonce: None,
+            crash: None,
         };
         report.attempts = vec![attempt.clone(), attempt];
         report.pass_counts = vec![

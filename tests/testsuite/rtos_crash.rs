@@ -566,3 +566,81 @@ async fn a_tail_called_null_pointer_is_blamed_on_the_callee_on_mps2_an385() {
 async fn a_tail_called_null_pointer_is_blamed_on_the_callee_on_lm3s6965evb() {
     a_tail_called_null_pointer_is_blamed_on_the_callee(LM3S).await;
 }
+
+/// The address of the `bl <callee>` instruction inside `function` of `elf`, from objdump.
+fn call_in(elf: &Path, function: &str, callee: &str) -> u32 {
+    let out = Command::new("arm-none-eabi-objdump")
+        .arg("-d")
+        .arg(format!("--disassemble={function}"))
+        .arg(elf)
+        .output()
+        .expect("objdump runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("\tbl\t") && l.ends_with(&format!("<{callee}>")))
+        .unwrap_or_else(|| panic!("no bl <{callee}> in {function}:\n{text}"));
+    let address = line.trim().split(':').next().unwrap();
+    u32::from_str_radix(address, 16).unwrap()
+}
+
+/// A task function faults just after a call it made has returned: the stacked LR is that call's
+/// return address, inside the faulting function, and names no caller (a task function has
+/// none); the report says so instead of "called from" the place the call was made. LR right
+/// after the `bl` that called the faulting function is its caller, as before.
+#[test]
+fn a_return_address_left_by_a_call_that_returned_names_no_caller() {
+    let dir = built_with(MPS2, "all");
+    let elf = image(dir.path(), MPS2, "ok");
+    let symbols = Symbolizer::open(&elf).unwrap();
+    let call = call_in(&elf, "producer_task", "queue_put");
+    let snap = |pc: u32, lr: u32| fwfix::capture::FaultSnapshot {
+        exception: Some(3),
+        pc: Some(pc),
+        lr: Some(lr),
+        xpsr: Some(0x0100_0000),
+        cfsr: Some(0x0000_8200),
+        bfar: Some(0x6000_0100),
+        ..Default::default()
+    };
+    // Faulting in producer_task after `bl queue_put` returned.
+    let stale = crash_report(&snap(call + 4, (call + 4) | 1), Some(&symbols));
+    assert_eq!(
+        stale.function.as_deref(),
+        Some("producer_task"),
+        "{}",
+        stale.summary
+    );
+    assert!(stale.caller.is_none(), "{:?}", stale.caller);
+    assert!(
+        stale
+            .summary
+            .contains("was left by a call this code made, which has returned: a leftover"),
+        "{}",
+        stale.summary
+    );
+    // Faulting inside queue_put, called from there: the caller is producer_task.
+    let queue_put = call_in(&elf, "producer_task", "queue_put");
+    let target = symbols.call_target(u64::from((queue_put + 4) | 1)).unwrap();
+    let inside = crash_report(
+        &snap(u32::try_from(target).unwrap() + 2, (queue_put + 4) | 1),
+        Some(&symbols),
+    );
+    assert_eq!(
+        inside.function.as_deref(),
+        Some("queue_put"),
+        "{}",
+        inside.summary
+    );
+    assert_eq!(
+        inside.caller.as_ref().and_then(|c| c.function.as_deref()),
+        Some("producer_task"),
+        "{}",
+        inside.summary
+    );
+    assert!(
+        inside.summary.contains("called from producer_task"),
+        "{}",
+        inside.summary
+    );
+}

@@ -229,7 +229,12 @@ const VARIANTS: [(&str, &str); 5] = [
 
 /// Where the fixture's sources mark the line `variant` faults on: (file, 1-based line).
 fn fault_line(variant: &str) -> (String, u64) {
-    let marker = format!("FAULT-LINE: {variant} ");
+    marked_line("FAULT-LINE", variant)
+}
+
+/// The line the fixture's sources mark `/* <kind>: <name> */`: (file, 1-based line).
+fn marked_line(kind: &str, name: &str) -> (String, u64) {
+    let marker = format!("{kind}: {name} ");
     let src = rtos_fixture_dir().join("src");
     let mut found = Vec::new();
     for path in files_under(&src) {
@@ -527,4 +532,288 @@ fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt_on_mps2_an385
 #[test]
 fn a_task_starving_the_printer_is_the_hang_site_under_an_interrupt_on_lm3s6965evb() {
     a_task_starving_the_printer_is_the_hang_site_under_an_interrupt(LM3S);
+}
+
+/// `fwfix test --repeat` keeps every attempt's crash. The race variant's tick hook overwrites the
+/// sensor's data pointer with an unmapped address, and the first task to read through it faults:
+/// the producer on odd attempts, the logger on even ones (keyed on the `fwfix-attempt=N` fwfix
+/// puts on the semihosting command line, as timing decides a real race). Each attempt's row in
+/// report.json has its own crash, attempts-1.jsonl keeps them, and the report says the crash
+/// sites differ, naming both.
+fn a_crash_that_moves_between_attempts_is_kept_per_attempt(board: &str) {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "race");
+    let out = fwfix(
+        &[
+            "test",
+            "--json",
+            "--repeat",
+            "4",
+            "--board",
+            board,
+            "--profile",
+            profile.to_str().unwrap(),
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    let producer = marked_line("RACE-LINE", "producer");
+    let logger = marked_line("RACE-LINE", "logger");
+    let attempts = report["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 4, "{report:#}");
+    for attempt in attempts {
+        let n = attempt["attempt"].as_u64().unwrap();
+        let (function, (file, line)) = if n % 2 == 1 {
+            ("sensor_read", &producer)
+        } else {
+            ("sensor_peek", &logger)
+        };
+        let crash = &attempt["crash"];
+        assert_eq!(
+            (
+                crash["function"].as_str(),
+                crash["file"].as_str(),
+                crash["line"].as_u64()
+            ),
+            (Some(function), Some(file.as_str()), Some(*line)),
+            "{board}: attempt {n}: {crash:#}"
+        );
+        assert!(
+            crash["pc"].is_string() && crash["lr"].is_string() && crash["cfsr"].is_string(),
+            "{board}: attempt {n}: {crash:#}"
+        );
+    }
+    // The top-level crash is still the last attempt's.
+    assert_eq!(report["crash"]["function"], "sensor_peek");
+    let site =
+        |function: &str, (file, line): &(String, u64)| format!("in {function} ({file}:{line})");
+    let message = report["message"].as_str().unwrap();
+    let differ = message
+        .split_once("crash sites differ: ")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("{board}: {message}"));
+    assert!(
+        differ.starts_with("attempts 1, 3: ")
+            && differ.contains(&site("sensor_read", &producer))
+            && differ.contains("; attempts 2, 4: ")
+            && differ.contains(&site("sensor_peek", &logger)),
+        "{board}: {message}"
+    );
+    assert!(report["notes"][0]
+        .as_str()
+        .is_some_and(|n| n.starts_with("crash sites differ: ")));
+    // The run directory's attempts file has the four, each with its crash.
+    let lines = std::fs::read_to_string(dir.join("attempts-1.jsonl")).unwrap();
+    let functions: Vec<String> = lines
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["crash"]["function"].as_str().unwrap_or("").to_string()
+        })
+        .collect();
+    assert_eq!(
+        functions,
+        ["sensor_read", "sensor_peek", "sensor_read", "sensor_peek"]
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+#[test]
+fn a_crash_that_moves_between_attempts_is_kept_per_attempt_on_mps2_an385() {
+    a_crash_that_moves_between_attempts_is_kept_per_attempt(MPS2);
+}
+
+#[test]
+fn a_crash_that_moves_between_attempts_is_kept_per_attempt_on_lm3s6965evb() {
+    a_crash_that_moves_between_attempts_is_kept_per_attempt(LM3S);
+}
+
+/// A regex profile whose fail pattern captures `(?P<file>...)` and `(?P<line>...)`: the `regress`
+/// image's status line names the check that failed (`... got 13 at src/pipeline.c:76
+/// ticks=1000`), and that is the failing case's file and line in report.json, as Unity's and
+/// ztest's parsers give theirs.
+fn regress_profile_with_location(dir: &Path) -> std::path::PathBuf {
+    let path = rtos_variant_profile(dir, "regress");
+    let shipped = std::fs::read_to_string(&path).unwrap();
+    let located = shipped.replace(
+        r#"fail_patterns = ["^status: ERROR "]"#,
+        r#"fail_patterns = ['^status: ERROR .* at (?P<file>[^ :]+):(?P<line>[0-9]+) ticks=']"#,
+    );
+    assert_ne!(
+        located, shipped,
+        "profiles/rtos.toml no longer has that fail pattern"
+    );
+    std::fs::write(&path, located).unwrap();
+    path
+}
+
+#[test]
+fn a_fail_pattern_that_captures_file_and_line_locates_the_failing_case() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = regress_profile_with_location(scratch.path());
+    let (file, line) = marked_line("CHECK-LINE", "queue");
+    for board in [MPS2, LM3S] {
+        let out = test_cmd(repo.path(), board, profile.to_str().unwrap());
+        assert_eq!(out.status.code(), Some(1), "{board}: {}", text(&out));
+        let dir = run_dir(&out);
+        let report = report(&dir);
+        let self_check = case(&report, "self_check");
+        assert_eq!(self_check["status"], "FAIL", "{board}: {self_check:#}");
+        assert_eq!(self_check["file"], file.as_str(), "{board}: {self_check:#}");
+        assert_eq!(self_check["line"], line, "{board}: {self_check:#}");
+        let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+        assert!(
+            junit.contains(&format!("{file}:{line}")),
+            "{board}: {junit}"
+        );
+    }
+
+    // fwfix run: the evidence names the function around that line a suspect, with the line,
+    // before the queue's candidate (the room check put back) fixes the image.
+    let fix = repo.diff_of("src/queue.c", |text| {
+        text.replace(
+            "return q->count <= QUEUE_LEN;",
+            "return q->count < QUEUE_LEN;",
+        )
+    });
+    let queue = tempfile::tempdir().unwrap();
+    std::fs::write(queue.path().join("01-room.diff"), fix).unwrap();
+    let out = run_queue(repo.path(), profile.to_str().unwrap(), queue.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let analysis: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("iter-000/analysis.json")).unwrap())
+            .unwrap();
+    let failing = &analysis["failing"][0];
+    assert_eq!(failing["file"], file.as_str(), "{failing:#}");
+    assert_eq!(failing["line"], line, "{failing:#}");
+    assert!(
+        failing["source"]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("CHECK-LINE: queue")),
+        "{failing:#}"
+    );
+    let suspect = analysis["suspects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "consumer_task")
+        .unwrap_or_else(|| panic!("{:#}", analysis["suspects"]));
+    assert_eq!(suspect["file"], file.as_str());
+    assert_eq!(suspect["line"], line);
+    assert_eq!(
+        suspect["reasons"][0],
+        format!("self_check failed there ({file}:{line})")
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+/// A store through a null pointer to a struct's field at offset 12 (the vector_clobber variant's
+/// `stats->misses = 0`) lands at 0x0000000C, the HardFault vector. On mps2-an385 address 0 is
+/// RAM: the vector becomes 0, and the call through a null pointer that follows escalates to a
+/// HardFault with no handler, a lockup. fwfix watches the low table's fault vectors there, stops
+/// at the store, follows the table, reads the fault where the empty vector sends the core, and
+/// the report names both the faulting line and the store that emptied the vector. On lm3s6965evb
+/// the low table is flash (ROM to QEMU): the store is ignored and the same call is an ordinary
+/// HardFault in the image's handler.
+#[test]
+fn a_store_into_the_low_vector_table_is_caught_and_named_on_mps2_an385() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = rtos_variant_profile(scratch.path(), "vector_clobber");
+    let (call_file, call_line) = fault_line("null_call");
+    let (store_file, store_line) = marked_line("CLOBBER-LINE", "vector_clobber");
+
+    let out = test_cmd(repo.path(), MPS2, profile.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    let crash = &report["crash"];
+    assert_eq!(case(&report, "self_check")["status"], "CRASH");
+    assert_eq!(crash["lockup"], true, "{crash:#}");
+    assert_eq!(
+        (
+            crash["function"].as_str(),
+            crash["file"].as_str(),
+            crash["line"].as_u64()
+        ),
+        (
+            Some("events_post"),
+            Some(call_file.as_str()),
+            Some(call_line)
+        ),
+        "{crash:#}"
+    );
+    let summary = crash["summary"].as_str().unwrap();
+    assert!(
+        summary.contains(
+            "the firmware overwrote the HardFault vector of its vector table at 0x00000000 (0x"
+        ) && summary.contains(" -> 0x00000000) with the store at 0x")
+            && summary.contains(&format!(" in reset_sink_stats ({store_file}:{store_line})")),
+        "{summary}"
+    );
+    // Said as it happened, too.
+    let warned = events(&out).into_iter().any(|e| {
+        e["event"] == "message"
+            && e["level"] == "warning"
+            && e["text"].as_str().is_some_and(|t| {
+                t.contains("overwrote the HardFault vector of the vector table at 0x00000000")
+            })
+    });
+    assert!(warned, "{}", text(&out));
+
+    let out = test_cmd(repo.path(), LM3S, profile.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = crate::common::report(&run_dir(&out));
+    let crash = &report["crash"];
+    assert_eq!(crash["lockup"], false, "{crash:#}");
+    assert_eq!(crash["function"], "events_post", "{crash:#}");
+    assert_eq!(crash["line"], call_line, "{crash:#}");
+    assert!(
+        !crash["summary"].as_str().unwrap().contains("overwrote"),
+        "{crash:#}"
+    );
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
+}
+
+/// Firmware in a subdirectory of its repository, built there: `__FILE__` in its status line is
+/// relative to where the compiler ran (`src/pipeline.c`, not the tree's `fw/src/pipeline.c`).
+/// The failing case is located as the tree names the file, found among the image's sources.
+#[test]
+fn a_failure_location_printed_relative_to_the_build_directory_is_named_as_the_tree_names_it() {
+    let repo = FixtureRepo::rtos();
+    std::fs::create_dir(repo.path().join("fw")).unwrap();
+    repo.git(&[
+        "mv",
+        "Makefile",
+        "README.md",
+        "boards",
+        "profiles",
+        "src",
+        "fw/",
+    ]);
+    repo.git(&["commit", "-q", "-m", "firmware in fw/"]);
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = regress_profile_with_location(scratch.path());
+    let in_fw = std::fs::read_to_string(&profile).unwrap().replace(
+        "artifact = \"build/",
+        "cwd = \"fw\"\nartifact = \"fw/build/",
+    );
+    std::fs::write(&profile, in_fw).unwrap();
+    let (file, line) = marked_line("CHECK-LINE", "queue");
+    let out = test_cmd(repo.path(), MPS2, profile.to_str().unwrap());
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    let self_check = case(&report, "self_check");
+    assert!(
+        self_check["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(&format!(" at {file}:{line} "))),
+        "{self_check:#}"
+    );
+    assert_eq!(self_check["file"], format!("fw/{file}"), "{self_check:#}");
+    assert_eq!(self_check["line"], line, "{self_check:#}");
 }

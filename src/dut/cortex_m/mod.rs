@@ -233,12 +233,17 @@ pub fn executable(addr: u32) -> bool {
     addr < 0x4000_0000 || (0x6000_0000..0xA000_0000).contains(&addr)
 }
 
-/// Whether a vector table at `addr` lies in RAM the firmware writes at run time, rather than in
-/// the Code region (0x00000000-0x1FFFFFFF), where an image's flash and its linked table are on
-/// both QEMU machines fwfix runs (mps2-an385, lm3s6965evb) and on most parts. A RAM table can
-/// change under the core after VTOR names it; a table in the Code region is taken as fixed.
-pub fn writable_table(addr: u32) -> bool {
-    addr >= 0x2000_0000 && executable(addr)
+/// Whether a vector table at `addr` lies in RAM the firmware writes at run time. The SRAM and
+/// external RAM regions are; the Code region (0x00000000-0x1FFFFFFF) holds flash on most parts
+/// (lm3s6965evb: a store there is ignored), but RAM on some (`code_ram`: QEMU's MPS2 machines
+/// have SSRAM at 0, so a store through a null pointer lands in the low vector table and sticks).
+/// A writable table can change under the core after the watcher read it; one in flash is fixed.
+pub fn writable_table(addr: u32, code_ram: bool) -> bool {
+    if addr < 0x2000_0000 {
+        code_ram
+    } else {
+        executable(addr)
+    }
 }
 
 /// The byte offset and length of the watched vectors' words in a vector table.
@@ -918,11 +923,15 @@ mod tests {
             assert!(!executable(addr), "{addr:08x}");
         }
         // The image's linked table in flash (Code region) stays; RAM tables can change.
-        assert!(!writable_table(0));
-        assert!(!writable_table(0x0001_0000));
-        assert!(writable_table(0x2000_0100));
-        assert!(writable_table(0x6000_0000));
-        assert!(!writable_table(0xe000_0000));
+        assert!(!writable_table(0, false));
+        assert!(!writable_table(0x0001_0000, false));
+        assert!(writable_table(0, true));
+        assert!(writable_table(0x0001_0000, true));
+        for code_ram in [false, true] {
+            assert!(writable_table(0x2000_0100, code_ram));
+            assert!(writable_table(0x6000_0000, code_ram));
+            assert!(!writable_table(0xe000_0000, code_ram));
+        }
         // NMI..SecureFault: entries 2-7, bytes 8-31.
         assert_eq!(watched_words(), (8, 24));
     }

@@ -210,7 +210,7 @@ pub(crate) async fn run(
         request: target.request.clone(),
         elf: elf.clone(),
         rtt,
-        append: command_line(run.nonce.as_ref(), run.append.as_deref()),
+        append: command_line(run.nonce.as_ref(), Some(run.attempt), run.append.as_deref()),
     };
     let worker = AbortOnDrop(tokio::task::spawn_blocking(move || {
         drive(driver.as_ref(), &plan, &msg_tx, &stop_rx)
@@ -1128,11 +1128,11 @@ mod tests {
         let text: Vec<&str> = capture.uart_lines().collect();
         assert_eq!(text.first(), Some(&"tests/test_crc.c:10:test_crc:PASS"));
         assert_eq!(text.last(), Some(&"OK"));
-        // The image's command-line request got the run's nonce, before it ran on.
+        // The image's command-line request got the run's nonce and attempt, before it ran on.
         let asked = ran.calls.iter().position(|c| c.starts_with("command line"));
         assert_eq!(
             ran.calls[asked.unwrap()],
-            "command line \"fwfix-nonce=abc123\""
+            "command line \"fwfix-nonce=abc123 fwfix-attempt=1\""
         );
         assert_eq!(
             ran.calls[..4],

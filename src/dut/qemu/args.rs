@@ -51,6 +51,18 @@ pub fn qemu_args(spec: &QemuSpec, boot: &Boot<'_>, sockets: &Sockets) -> Vec<OsS
     args
 }
 
+/// Whether `machine` has RAM, not flash, at address 0, where an image's vector table sits until
+/// VTOR moves it: QEMU's MPS2 FPGA images (hw/arm/mps2.c maps its SSRAM there, writable). A store
+/// through a null pointer then rewrites the low vector table instead of faulting or being
+/// ignored, so its fault vectors are watched like a RAM table's. Measured on mps2-an385; the
+/// other boards fwfix knows (lm3s6965evb: flash, a store is ignored) are taken as flash.
+pub fn code_region_is_ram(machine: &str) -> bool {
+    matches!(
+        machine,
+        "mps2-an385" | "mps2-an386" | "mps2-an500" | "mps2-an511"
+    )
+}
+
 /// How the image gets into the emulator.
 #[derive(Debug, Clone, Copy)]
 pub enum Boot<'a> {

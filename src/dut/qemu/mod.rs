@@ -157,13 +157,14 @@ impl Dut for QemuDut {
         Ok(())
     }
 
-    /// Starts the next attempt's QEMU (paused, no image) unless one waits already.
+    /// Starts the next attempt's QEMU (paused, no image) unless one waits already: the image's
+    /// first attempt, as it is prepared while the image is built.
     async fn prepare(&mut self, elf: &std::path::Path) {
         if self.warm.is_some() || args::gdbstub_conflict(&self.spec, &self.board).is_some() {
             return;
         }
         let nonce = self.nonce_check().map(Nonce::fresh);
-        self.warm = session::Warm::start(&self.spec, elf, nonce, &mut self.scratch).ok();
+        self.warm = session::Warm::start(&self.spec, elf, nonce, 1, &mut self.scratch).ok();
     }
 
     fn next_nonce(&mut self) -> Option<Nonce> {

@@ -29,7 +29,9 @@ use crate::capture::noise::HostFilter;
 use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump;
 use crate::capture::store::{LineStore, StoreLimits};
-use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
+use crate::capture::{
+    Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream, VectorStore,
+};
 use crate::config::QemuSpec;
 use crate::dut::board::image;
 use crate::dut::cortex_m::{self, snapshot_at_entry, Stop, StopReading};
@@ -83,16 +85,17 @@ pub struct Warm {
 }
 
 impl Warm {
-    /// Starts a paused QEMU for an attempt of the image at `elf` (absolute, or made so) with
-    /// `nonce` as its command line.
+    /// Starts a paused QEMU for attempt `attempt` of the image at `elf` (absolute, or made so)
+    /// with `nonce` and the attempt's number as its command line.
     pub(super) fn start(
         spec: &QemuSpec,
         elf: &std::path::Path,
         nonce: Option<nonce::Nonce>,
+        attempt: u32,
         scratch: &mut Option<ScratchDir>,
     ) -> Result<Warm, DutError> {
         let kernel = std::path::absolute(elf).unwrap_or_else(|_| elf.to_path_buf());
-        let append = nonce::command_line(nonce.as_ref(), None);
+        let append = nonce::command_line(nonce.as_ref(), Some(attempt), None);
         let boot = Boot::Gdbstub {
             kernel: &kernel,
             append: append.as_deref(),
@@ -214,7 +217,7 @@ pub(super) async fn run(
     // An image with no semihosting call cannot exit: no grace for an exit code after its verdict.
     let may_exit = segments.as_deref().is_none_or(image::may_semihost);
     let log = create_log(&run.console_log).await?;
-    let append = nonce::command_line(run.nonce.as_ref(), run.append.as_deref());
+    let append = nonce::command_line(run.nonce.as_ref(), Some(run.attempt), run.append.as_deref());
 
     let launch_at = Instant::now();
     // A QEMU started ahead is given the image through its gdbstub; an image that is no ELF
@@ -244,7 +247,7 @@ pub(super) async fn run(
         // The next attempt's QEMU starts while this one runs. One that cannot start now is
         // started (and its failure said) by the next attempt.
         let nonce = run.nonce.as_ref().map(|n| nonce::Nonce::fresh(n.check));
-        *warm = Warm::start(spec, &image.elf, nonce, scratch).ok();
+        *warm = Warm::start(spec, &image.elf, nonce, run.attempt + 1, scratch).ok();
     }
     *pid = child.id();
     events.emit(&Event::BootStarted {
@@ -270,7 +273,12 @@ pub(super) async fn run(
             tx,
         ))));
     }
-    let watch = gdbstub::spawn(gdb, GDB_PATIENCE, load);
+    let watch = gdbstub::spawn(
+        gdb,
+        GDB_PATIENCE,
+        load,
+        args::code_region_is_ram(&spec.machine),
+    );
 
     let mut session = Session {
         launch,
@@ -293,6 +301,7 @@ pub(super) async fn run(
         reports_open: true,
         armed: false,
         vector_notes: Vec::new(),
+        vector_stores: Vec::new(),
         misfits: Vec::new(),
         watch_failed: None,
         fault: None,
@@ -426,6 +435,8 @@ struct Session<'a> {
     armed: bool,
     /// What the vector table left unwatched, for a crash the breakpoints could not see.
     vector_notes: Vec<String>,
+    /// The firmware's stores into the watched fault vectors, for the crash.
+    vector_stores: Vec<VectorStore>,
     /// Why the image does not fit the machine: said with every crash.
     misfits: Vec<String>,
     /// The watcher failed before the core ran.
@@ -568,9 +579,32 @@ impl Session<'_> {
                 });
                 self.vector_notes = handlers.notes;
             }
-            // A copy into the RAM table or a handler installed there: what the notes say of
-            // the vectors (an empty or invalid entry) is what a lockup report needs.
-            Report::Rewritten(handlers) => self.vector_notes = handlers.notes,
+            // A copy into the RAM table, a handler installed there, a stray store: said as it
+            // happens, kept for the crash, and what the notes say of the vectors (an empty or
+            // invalid entry) is what a lockup report needs.
+            Report::Rewritten { stores, handlers } => {
+                for store in &stores {
+                    let (level, what) = if handlers.dead_ends.contains(&store.vector) {
+                        (Level::Warning, "which names no handler the core can run")
+                    } else {
+                        (Level::Info, "a handler")
+                    };
+                    self.events.emit(&Event::Message {
+                        level,
+                        text: format!(
+                            "the store at 0x{:08x} overwrote the {} vector of the vector table \
+                             at 0x{:08x}: 0x{:08x} -> 0x{:08x}, {what}",
+                            store.pc,
+                            cortex_m::exception_name(store.vector),
+                            store.table,
+                            store.old,
+                            store.new
+                        ),
+                    });
+                }
+                self.vector_stores.extend(stores);
+                self.vector_notes = handlers.notes;
+            }
             Report::Settled => self.settled = true,
             // QEMU's own exit follows, with the same status.
             Report::Exited(_) => {}
@@ -766,6 +800,7 @@ impl Session<'_> {
             Ending::WatchFailed(why) => return Err(NotRun::Unwatched(why)),
             Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
             Ending::Crashed(mut snapshot) => {
+                snapshot.vector_stores.clone_from(&self.vector_stores);
                 if self.stderr.lockup() && !snapshot.lockup {
                     snapshot.lockup = true;
                     snapshot.notes.push(
@@ -788,6 +823,7 @@ impl Session<'_> {
                         .stderr
                         .snapshot_from_log("QEMU ended before the fault could be read");
                     snap.notes.extend(self.vector_notes.iter().cloned());
+                    snap.vector_stores.clone_from(&self.vector_stores);
                     (RunEnd::Crashed, Some(snap), None)
                 }
                 ExitClass::Verdict { .. } => (RunEnd::Verdict, None, None),
