@@ -76,6 +76,7 @@
 pub mod fallback;
 mod prefilter;
 pub mod rules;
+mod set_patterns;
 
 use std::borrow::Cow;
 use std::fmt;

@@ -19,9 +19,10 @@ use std::sync::{LazyLock, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::nfa::thompson::WhichCaptures;
-use regex_automata::{meta, util::syntax, MatchKind, PatternSet};
+use regex_automata::{meta, MatchKind, PatternSet};
 
 use super::prefilter::Prefilter;
+use super::set_patterns;
 use super::TriageClass;
 use crate::analysis::{Diagnostic, Severity};
 
@@ -1947,8 +1948,13 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
                 .nfa_size_limit(Some(10 << 20))
                 .hybrid_cache_capacity(SET_CACHE_BYTES),
         )
-        .syntax(syntax::Config::new().unicode(false).utf8(false))
-        .build_many(&patterns)
+        .build_many_from_hir(
+            &patterns
+                .iter()
+                .map(|p| set_patterns::for_set(p))
+                .collect::<Result<Vec<_>, _>>()
+                .expect("built-in triage patterns parse"),
+        )
         .expect("built-in triage patterns compile as a set");
     Compiled {
         prefilter: Prefilter::new(&patterns[..failure]),
