@@ -76,6 +76,7 @@
 pub mod fallback;
 mod prefilter;
 pub mod rules;
+mod set_patterns;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -1345,16 +1346,16 @@ fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
 fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) -> bool {
     let compiled = &*COMPILED;
     let hits = scratch.matches(segment);
-    let failing = hits.contains(regex_automata::PatternID::new_unchecked(compiled.failure));
+    let failing = hits.contains(compiled.failure);
     if hits.len() == usize::from(failing) {
         return failing;
     }
     // Only the rules whose pattern matched, merged with the diagnostic rules when the hint did:
     // walking the whole table for each line was 9% of triage's time.
-    let hint = hits.contains(regex_automata::PatternID::new_unchecked(compiled.hint));
+    let hint = hits.contains(compiled.hint);
     let mut regexes = hits
         .iter()
-        .filter_map(|p| compiled.pattern_rule.get(p.as_usize()).copied())
+        .filter_map(|p| compiled.pattern_rule.get(p).copied())
         .peekable();
     let diagnostics: &[usize] = if hint {
         &compiled.diagnostic_rules

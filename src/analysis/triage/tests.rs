@@ -1811,7 +1811,7 @@ fn rule_set_matches(raw: &[u8]) -> bool {
             && scratch
                 .matches(segment)
                 .iter()
-                .any(|p| p.as_usize() != COMPILED.failure)
+                .any(|p| p != COMPILED.failure)
     })
 }
 
