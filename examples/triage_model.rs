@@ -3,13 +3,16 @@
 //! `cargo run --example triage_model -- write` writes `src/analysis/triage/model.tsv` from
 //! `tests/data/triage/real/` (a unit test fails when the committed file differs);
 //! `cargo run --example triage_model -- cv [FOLDS]` prints the k-fold cross-validated accuracy
-//! of the whole pipeline, the model retrained on the other folds for each (5 folds unless told).
+//! of the whole pipeline, the model retrained on the other folds for each (5 folds unless told);
+//! `cv rounds` holds out each round of the corpus in turn (each collected by a different
+//! person), `cv trackers [FOLDS]` each fold of trackers, and both also print how the model alone
+//! does on the held-out logs, as if no rule had spoken on them.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a developer's tool: its output is the point
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use fwfix::analysis::triage::fallback;
+use fwfix::analysis::triage::fallback::{self, Grouping};
 
 fn main() -> ExitCode {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -30,6 +33,15 @@ fn main() -> ExitCode {
             }
             println!("wrote {}", file.display());
         }
+        Some("cv") if matches!(args.get(1).map(String::as_str), Some("rounds" | "trackers")) => {
+            let grouping = if args[1] == "rounds" {
+                Grouping::Round
+            } else {
+                Grouping::Tracker
+            };
+            let folds = args.get(2).and_then(|k| k.parse().ok()).unwrap_or(5);
+            grouped(&fallback::cross_validate_grouped(&logs, grouping, folds));
+        }
         Some("cv") => {
             let folds = args.get(1).and_then(|k| k.parse().ok()).unwrap_or(5);
             let cv = fallback::cross_validate(&logs, folds);
@@ -47,9 +59,53 @@ fn main() -> ExitCode {
             );
         }
         _ => {
-            eprintln!("usage: triage_model write | cv [FOLDS]");
+            eprintln!("usage: triage_model write | cv [FOLDS] | cv rounds | cv trackers [FOLDS]");
             return ExitCode::FAILURE;
         }
     }
     ExitCode::SUCCESS
+}
+
+/// One line per held-out group, then the totals.
+fn grouped(figures: &[fallback::GroupFigure]) {
+    let percent = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
+    let mut total = fallback::GroupFigure::default();
+    for f in figures {
+        println!(
+            "{:>8}: {:>4} logs, rules alone {:>4}, with the fallback {:>4} ({:.1}%; it decided {}, {} right); the model alone {:>4} ({:.1}%; decided {}, {} right)",
+            f.group,
+            f.cv.logs,
+            f.cv.rules_correct,
+            f.cv.correct,
+            percent(f.cv.correct, f.cv.logs),
+            f.cv.decided,
+            f.cv.decided_correct,
+            f.alone_correct,
+            percent(f.alone_correct, f.cv.logs),
+            f.alone_decided,
+            f.alone_decided_correct
+        );
+        total.cv.logs += f.cv.logs;
+        total.cv.rules_correct += f.cv.rules_correct;
+        total.cv.correct += f.cv.correct;
+        total.cv.decided += f.cv.decided;
+        total.cv.decided_correct += f.cv.decided_correct;
+        total.alone_correct += f.alone_correct;
+        total.alone_decided += f.alone_decided;
+        total.alone_decided_correct += f.alone_decided_correct;
+    }
+    println!(
+        "   total: {} logs, rules alone {} ({:.1}%), with the fallback {} ({:.1}%; it decided {}, {} right); the model alone {} ({:.1}%; decided {}, {} right)",
+        total.cv.logs,
+        total.cv.rules_correct,
+        percent(total.cv.rules_correct, total.cv.logs),
+        total.cv.correct,
+        percent(total.cv.correct, total.cv.logs),
+        total.cv.decided,
+        total.cv.decided_correct,
+        total.alone_correct,
+        percent(total.alone_correct, total.cv.logs),
+        total.alone_decided,
+        total.alone_decided_correct
+    );
 }

@@ -34,10 +34,15 @@
 //!    the linker short of a symbol.
 //! 7. `LINK_ERROR`.
 //! 8. `HANG`: the run timed out before its verdict; failures seen before it are partial results.
+//!    A watchdog that fired is a hang too, whatever its handler printed after: a task watchdog,
+//!    an interrupt watchdog (ESP-IDF's `Interrupt wdt timeout`, though it reports a panic), an
+//!    ESP8266's `Soft WDT reset` or hardware watchdog reset (`rst cause:4`).
 //! 9. `TEST_FAILURE`: a crash after failed tests is still a crash, and a passing verdict with a
 //!    crash after it is still a crash, because both rank above.
 //! 10. `PASS`: a passing verdict (a runner's summary, Unity's `OK`, ztest's `PROJECT EXECUTION
-//!     SUCCESSFUL`) or a firmware's own passing status line: positive evidence only.
+//!     SUCCESSFUL`), a firmware's own passing status line, or a flasher's or build's own closing
+//!     success (`** Verified OK **`, esptool's `Hard resetting...`, `Project build complete.`)
+//!     in a log where nothing failed: positive evidence only.
 //! 11. `UNKNOWN`: no evidence either way. An empty log, a binary file (not text), a log no rule
 //!     recognises, and passing test lines with no verdict after them (the run may have stopped or
 //!     failed where the log does not show) say nothing certain about the firmware, so they are

@@ -384,14 +384,14 @@ pub static RULES: &[Rule] = &[
         "ctest.summary_fail",
         "ctest",
         TestFailure,
-        r"^(?P<msg>\d+% tests passed, [1-9]\d* tests? failed out of \d+)",
+        prefixed!(r"(?P<msg>\d+% tests? passed, [1-9]\d* tests? failed out of \d+)"),
     )
     .verdict(),
     re(
         "ctest.summary_pass",
         "ctest",
         Pass,
-        r"^(?P<msg>100% tests passed, 0 tests failed out of [1-9]\d*)",
+        prefixed!(r"(?P<msg>100% tests? passed, 0 tests? failed out of [1-9]\d*)"),
     )
     .verdict(),
     re("ctest.failed_list", "ctest", TestFailure, r"^(?P<msg>The following tests FAILED:)$").weight(2),
@@ -491,11 +491,30 @@ pub static RULES: &[Rule] = &[
         "cpputest.failure",
         "cpputest",
         TestFailure,
-        r"(?P<msg>\S+:\d+: (?:error: )?Failure in TEST\([^)]*\).*)$",
+        r"(?P<msg>\S+:\d+: (?:error: )?Failure in TEST\(.*)$",
     )
     .weight(2),
     re("cpputest.summary_pass", "cpputest", Pass, r"^(?P<msg>OK \(\d+ tests?, \d+ ran, .*\))$")
         .verdict(),
+    // Automake's `make check` summary (`# TOTAL: 2`, `# PASS: 1`, ..., `# FAIL: 1`), which
+    // the test suites of C libraries built with autotools print.
+    re(
+        "automake.summary_fail",
+        "automake",
+        TestFailure,
+        r"^# (?P<msg>(?:FAIL|XPASS|ERROR):\s+[1-9]\d*)$",
+    )
+    .verdict(),
+    re("automake.summary_pass", "automake", Pass, r"^# (?P<msg>FAIL:\s+0)$").verdict(),
+    // A CI's tally of jobs or tests (RIOT's Murdock: `--- run_test job results (3 failed, 71
+    // passed, 74 total):`; Jest-style `Tests: 1 failed, 5 passed, 6 total`).
+    re(
+        "ci.test_tally_fail",
+        "ci",
+        TestFailure,
+        r"^(?:-+ )?(?:\w*test\w* job results \(|Tests:\s+)(?P<msg>[1-9]\d* failed, \d+ passed, \d+ total)\b",
+    )
+    .verdict(),
     re(
         "cargo.test_failed",
         "cargo",
@@ -525,6 +544,15 @@ pub static RULES: &[Rule] = &[
         .weight(2),
     re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
         .weight(1),
+    // A build that ends in its tool's own success (`pio run`'s closing line, ESP-IDF's `Project
+    // build complete.`): nothing failed. Any failure a later line shows ranks above it.
+    re(
+        "build.succeeded",
+        "platformio",
+        Pass,
+        r"^(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*)$",
+    )
+    .weight(2),
     // `pio run`'s closing line and its table of environments: the step failed, not why.
     re(
         "platformio.env_failed",
@@ -609,7 +637,7 @@ pub static RULES: &[Rule] = &[
         "pexpect.timeout",
         "pexpect",
         Hang,
-        r"(?P<msg>pexpect\.exceptions\.TIMEOUT\b.*|Timeout in expect script at .*|(?:raise|\w+ =) TIMEOUT\(.*)$",
+        r"(?P<msg>pexpect\.\w+\.TIMEOUT\b.*|\bTIMEOUT: Not found [\x22'].*|Timeout in expect script at .*|(?:raise|\w+ =) TIMEOUT\(.*)$",
     ),
     re(
         "nuttx.ostest_fail",
@@ -689,7 +717,7 @@ pub static RULES: &[Rule] = &[
         "tests.failed",
         "runner",
         TestFailure,
-        r"^(?:(?:ERROR|FAIL)\s+)?\W*(?P<msg>(?i:(?:some|[1-9]\d*) (?:of the )?tests? (?:have )?failed|tests? failed)\b.*)$",
+        r"^(?:(?:ERROR|FAIL)\s+)?\W*(?P<msg>(?i:(?:some|[1-9]\d*) (?:of the )?tests? (?:have )?failed|tests? failed)(?:\s*|\s*[^\s:\w].*|\s+[^\s:].*|\s*:\s*(?:[^0\s]|0\S).*))$",
     )
     .verdict(),
     re(
@@ -722,6 +750,21 @@ pub static RULES: &[Rule] = &[
     ),
     re("shell.bare_not_found", "sh", ToolMissing, r"^(?P<msg>[\w./+-]+: command not found)$"),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
+    // A shell given a program's absolute path that is not there (a tool moved or uninstalled
+    // since a build directory recorded it).
+    re(
+        "shell.path_not_found",
+        "sh",
+        ToolMissing,
+        r"^(?:/bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?P<msg>/\S+: No such file or directory)$",
+    ),
+    // A build system that reports the command it was told to run cannot be found.
+    re(
+        "tool.command_not_found",
+        "tool",
+        ToolMissing,
+        r"(?i)\b(?P<msg>(?:build |the )?command '[\w.+-]+' not found.*)$",
+    ),
     re(
         "make.no_such_program",
         "make",
@@ -795,7 +838,7 @@ pub static RULES: &[Rule] = &[
         "cmake.compiler_not_found",
         "cmake",
         ToolMissing,
-        r"(?P<msg>CMake Error at \S*cmake[/\\]compiler[/\\]\S+\.cmake:\d+ \((?:message|find_program)\):?|Could not find CMAKE_\w*COMPILER\b.*|Zephyr was unable to find the toolchain\..*|The (?:C|CXX|ASM) compiler\b.*\bis not able to compile\b.*|(?:C|C\+\+|CXX|ASM) compiler \S+ not found\b.*)$",
+        r"(?P<msg>CMake Error at \S*cmake[/\\]compiler[/\\]\S+\.cmake:\d+ \((?:message|find_program)\):?|Could not find CMAKE_\w*COMPILER\b.*|Zephyr was unable to find the toolchain\..*|Nothing found at \w*TOOLCHAIN\w*:.*|The (?:C|CXX|ASM) compiler\b.*\bis not able to compile\b.*|(?:C|C\+\+|CXX|ASM) compiler \S+ not found\b.*)$",
     ),
     re(
         "meson.not_found",
@@ -811,12 +854,19 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?i)\berror\b.*?\b(?P<msg>please install (?:the )?\w\S*.*)$",
     ),
+    // Go's os/exec could not start a program (TinyGo's flash and build steps, Go tools).
+    re(
+        "go.exec_not_found",
+        "go",
+        ToolMissing,
+        r#"(?:\bexec: |\bfork/exec )(?P<msg>"[^"]+": executable file not found in (?:\$PATH|%PATH%).*|\S+: no such file or directory.*)$"#,
+    ),
     // Python could not start a program: the name alone, no path, is a lookup in PATH.
     re(
         "python.program_not_found",
         "python",
         ToolMissing,
-        r"(?:FileNotFoundError: |fatal error: )\[?(?:Errno 2\]|WinError 2\]|2) (?:No such file or directory|The system cannot find the file specified):? '(?P<msg>[\w+-]+(?:\.exe|\.py)?)'$",
+        r"(?:^|FileNotFoundError: |OSError: |fatal error: )\[?(?:Errno 2\]|WinError 2\]|2) (?:No such file or directory|The system cannot find the file specified):? '(?P<msg>[\w+-]+(?:\.exe|\.py)?)'$",
     ),
     re(
         "rust.target_missing",
@@ -1130,7 +1180,7 @@ pub static RULES: &[Rule] = &[
         "west.update_failed",
         "west",
         InfraError,
-        r"^ERROR: (?P<msg>update failed for projects?: .+)$",
+        r"(?:^|[\s\x22'`(])ERROR: (?P<msg>(?:update|fetch|checkout) failed for (?:projects?:? \S|multiple projects).*)$",
     )
     .weight(2),
     re(
@@ -1140,6 +1190,56 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>FATAL ERROR: command exited with status \d+.*)$",
     )
     .echo(),
+    // probe-rs's own errors, wherever its library's message is quoted (a debugger's log line, a
+    // VS Code extension's event): the probe could not attach to or talk to the target.
+    re(
+        "probe_rs.attach_failed",
+        "probe-rs",
+        FlashError,
+        r"(?P<msg>Timeout while attaching to target under reset\b.*|An error with the usage of the probe occu?rr?ed\b.*|Failed to get information for AP\b.*)$",
+    ),
+    // A flasher's own closing success line: the image is on the board. A log that ends there
+    // is a pass (nothing failed); anything a later line shows failing ranks above it.
+    re(
+        "flash.verified",
+        "flasher",
+        Pass,
+        r"^(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.\.\.|Staying in bootloader\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified)$",
+    )
+    .weight(2),
+    // One segment written and checked: no pass by itself, a flash may have more to write.
+    re("esptool.segment_verified", "esptool", Pass, r"^(?P<msg>Hash of data verified\.)$").weight(1),
+    // A flasher that finds no board to flash (TinyGo's `unable to locate a USB device to be
+    // flashed`, uploaders' `could not find a device to flash`).
+    re(
+        "flash.no_device",
+        "flasher",
+        FlashError,
+        r"(?i)(?P<msg>(?:unable to|cannot|can't|could not|couldn't|failed to) (?:locate|find|detect) (?:a |the |any )?(?:\w+ )?(?:USB )?(?:device|board|target) to (?:be )?(?:flash|program|upload)\w*.*)$",
+    ),
+    // PX4's uploader (px_uploader.py) talking to the board's bootloader.
+    re(
+        "px4.uploader",
+        "px4",
+        FlashError,
+        r"(?P<msg>timeout waiting for data(?: \(\d+ bytes?\))?|bootloader reports (?:INVALID OPERATION|OPERATION FAILED)\b.*|Bootloader not responding\b.*)$",
+    ),
+    // DAPLink's FAIL.TXT, the drag-and-drop programmer's reason the image was not written.
+    re(
+        "daplink.fail",
+        "daplink",
+        FlashError,
+        r"(?P<msg>The transfer timed out\.|File sent out of order by PC\..*|The interface firmware FAILED to .*|Target might not be programmed correctly\.?)$",
+    ),
+    // Nordic's nrfjprog and nrfutil log lines, and a chip whose debug access is locked.
+    re("nordic.log_error", "nrfjprog", FlashError, r"^\[error\] \[\s*\w+\s*\] - (?P<msg>.+)$")
+        .weight(2),
+    re(
+        "flash.protected",
+        "flasher",
+        FlashError,
+        r"(?i)(?P<msg>.*\b(?:ap-?protection|approtect|readback protection|read-?out protection)\b.*\b(?:enabled|unavailable|active|set)\b.*)$",
+    ),
     // Lines that say a log comes from a flasher: its generic failures are the flash's.
     re(
         "flash.context",
@@ -1152,7 +1252,7 @@ pub static RULES: &[Rule] = &[
         "python.flasher_frame",
         "python",
         FlashError,
-        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog)\b"#,
+        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|pylink|bossac|stm32loader|pyupdi)\b"#,
     )
     .context(),
     // A frame of a test harness's or lab tool's own code: a traceback through it is the
@@ -1198,6 +1298,15 @@ pub static RULES: &[Rule] = &[
         qemu!(r"(?P<msg>Trying to execute code outside RAM or ROM.*)$"),
     ),
     re("qemu.start_error", "qemu", InfraError, qemu!(r"(?P<msg>.+)$")),
+    // An emulator's own assertion (QEMU's GLib `g_assert`: `ERROR:../hw/core/cpu.c:42:foo:
+    // assertion failed: (x)`, after `**` or as `Bail out!`): the emulator broke, not the
+    // firmware it ran.
+    re(
+        "emulator.internal_assert",
+        "qemu",
+        InfraError,
+        r"^(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+: (?:assertion failed\b|code should not be reached\b).*)$",
+    ),
     re("host.no_space", "host", InfraError, r"No space left on device"),
     // A CI runner that was lost or cancelled, a package manager or container that could not
     // get what the job needs.
@@ -1260,6 +1369,30 @@ pub static RULES: &[Rule] = &[
     re("python.usage_error", "python", InfraError, r"^\S+\.py: error: (?P<msg>.+)$")
         .weight(1)
         .generic(),
+    // Renode's own info lines (`15:48:38.6631 [INFO] ...`) and its monitor's prompt: a log from
+    // the emulator, so its unexplained errors are the emulator's.
+    re(
+        "renode.context",
+        "renode",
+        InfraError,
+        r"^(?:\d\d:\d\d:\d\d\.\d{4} \[INFO\] |\(monitor\) )",
+    )
+    .context(),
+    // The .NET runtime ending the host program (Renode) on an exception it cannot handle.
+    re(
+        "dotnet.terminated",
+        "dotnet",
+        InfraError,
+        r"^(?P<msg>Process is terminated due to \w+Exception\.?)$",
+    ),
+    // A .NET exception in the host program's own frames (`   at System.Reflection...`).
+    re("dotnet.frame", "dotnet", InfraError, r"^\s*at (?P<msg>System\.[\w.`]+\(.*)$")
+        .weight(1)
+        .generic(),
+    // Renode's monitor answering a command with a file it cannot find.
+    re("renode.no_such_file", "renode", InfraError, r"^(?P<msg>No such file \S.*)$")
+        .weight(1)
+        .in_context(),
     // A frame of Renode's own code: the emulator threw, not the firmware.
     re("renode.exception", "renode", InfraError, r"^\s*at (?P<msg>Antmicro\.Renode\.\S+)")
         .weight(1)
@@ -1324,6 +1457,33 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
     ),
     re("esp.brownout", "esp-idf", InfraError, r"(?P<msg>Brownout detector was triggered)"),
+    // Python's requests/urllib3 giving up on a host (`HTTPSConnectionPool(host='...', port=443):
+    // Max retries exceeded`): the network or the server.
+    re(
+        "python.connection_pool",
+        "python",
+        InfraError,
+        r"(?P<msg>\bHTTPS?ConnectionPool\(host=.*)$",
+    )
+    .weight(2),
+    // A secure connection that could not be made: the network, a proxy or the host's
+    // certificates.
+    re(
+        "host.tls_failed",
+        "host",
+        InfraError,
+        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout).*)$",
+    )
+    .weight(2),
+    // A package, toolchain or source archive that cannot be fetched (PlatformIO's installers,
+    // package managers): the network or the server, not the code.
+    re(
+        "download.failed",
+        "host",
+        InfraError,
+        r"(?i)(?P<msg>(?:(?:failed|unable|could not) to download|download(?:ing)? (?:failure|failed|error)|error:? downloading)\b.*(?:https?://|ftp://|urlopen error|ssl|certificate|tls).*)$",
+    )
+    .weight(2),
     re(
         "shell.killed",
         "sh",
@@ -1389,6 +1549,33 @@ pub static RULES: &[Rule] = &[
         r#"(?P<msg>Unknown CMake command "[^"]+"\.?)"#,
     ),
     re("cmake.incomplete", "cmake", BuildError, r"(?P<msg>Configuring incomplete, errors occurred!)"),
+    // NuttX's configure.sh given a board configuration it does not have.
+    re(
+        "nuttx.no_config",
+        "nuttx",
+        BuildError,
+        r"^(?P<msg>Directory for \S+ does not exist\..*|No configuration directory at \S+.*)$",
+    ),
+    // PlatformIO reading a broken `platformio.ini`.
+    re("platformio.bad_config", "platformio", BuildError, r"(?P<msg>\bInvalidProjectConfError: .+)$"),
+    // A per-board build loop's summary (RIOT's compile tests: `Building for pttu .. failed`,
+    // `Errors: 1 Warnings: 84`).
+    re(
+        "build.board_failed",
+        "riot",
+        BuildError,
+        r"^(?P<msg>Building for \S+ \.+ failed|Errors: [1-9]\d* Warnings: \d+)$",
+    )
+    .weight(2),
+    // waf (ArduPilot's build): the task that failed, then its closing line.
+    re(
+        "waf.task_failed",
+        "waf",
+        BuildError,
+        r"^(?P<msg>-> task in '[^']+' failed with exit status \d+.*|Build failed)$",
+    )
+    .weight(1)
+    .echo(),
     re(
         "kconfig.error",
         "kconfig",
@@ -1411,6 +1598,9 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>section `[^']+' will not fit in region `[^']+'|region `[^']+' overflowed by \d+ bytes)",
     ),
     re("ld.error_line", "ld", LinkError, r"\b(?:ld|ld\.lld|rust-lld|lld)(?:\.exe)?: [Ee]rror: (?P<msg>.+)$")
+        .weight(2),
+    // TinyGo's linker step.
+    re("tinygo.link_failed", "tinygo", LinkError, r"^(?:error: )?(?P<msg>failed to link \S+: exit status \d+)$")
         .weight(2),
     re("rustc.link_failed", "rustc", LinkError, r"^error: (?P<msg>linking with `[^`]+` failed.*)$")
         .weight(1),
@@ -1577,6 +1767,14 @@ pub static RULES: &[Rule] = &[
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
     // RIOT's panic line comes first (`*** RIOT kernel panic:`), its reason on the next line.
     re("riot.failed_assertion", "riot", Assert, r"^(?P<msg>FAILED ASSERTION)\.?$"),
+    // A firmware's own assert macro reporting itself (`RFCORE_ASSERT(len <= n) failed at line
+    // 91 in rfcore_read_fifo()!`).
+    re(
+        "firmware.assert_macro",
+        "firmware",
+        Assert,
+        r"\b(?P<msg>[A-Z][A-Z0-9_]*ASSERT[A-Z0-9_]*\s*\(.*\)\s+failed\b.*)$",
+    ),
     // A RISC-V trap that is a fault; an `Environment call` is how Zephyr raises its own
     // k_oops and k_panic, whose reason is printed elsewhere.
     re(
@@ -1592,7 +1790,26 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\*{5} (?:MPU|MEMORY MANAGEMENT|BUS|USAGE|HARD|SECURE) FAULT \*{5})",
     ),
     re("zephyr.fatal", "zephyr", Crash, r">>> (?P<msg>ZEPHYR FATAL ERROR \d+: .+)$").consequence(),
+    // An interrupt watchdog is a watchdog like the task watchdog: the code stopped yielding, so
+    // the run hung, though ESP-IDF reports it as a panic.
+    re(
+        "esp_idf.interrupt_watchdog",
+        "esp-idf",
+        Hang,
+        r"(?P<msg>Guru Meditation Error: Core\s*\d*\s+panic'ed \(Interrupt wdt timeout on CPU\s*\d+\).*)$",
+    ),
     re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
+    // A firmware's panic handler naming a fault or a safety check (Zig's `panic: reached
+    // unreachable code`, `panic: Unhandled exception: HardFault`).
+    re(
+        "firmware.panic_fault",
+        "firmware",
+        Crash,
+        r"(?i)\bpanic: (?P<msg>(?:unhandled exception:?\s*)?(?:hard ?fault|bus ?fault|usage ?fault|mem\w* ?fault)\b.*|reached unreachable code\b.*|index out of bounds\b.*|integer overflow\b.*|attempt to use null value\b.*)$",
+    ),
+    // Other firmware borrow the name for their own fault dump (`M0 Guru Meditation`).
+    re("firmware.guru_meditation", "firmware", Crash, r"^(?:\w+ )?(?P<msg>Guru Meditation)\b.*$")
+        .weight(2),
     re("esp_idf.task_watchdog_abort", "esp-idf", Hang, r"task_wdt: (?P<msg>Aborting\.)"),
     re(
         "esp_idf.abort_after_watchdog",
@@ -1619,13 +1836,22 @@ pub static RULES: &[Rule] = &[
     .weight(2),
     re("esp_idf.stack_overflow", "esp-idf", Crash, r"\*\*\*ERROR\*\*\* A stack overflow in task"),
     re("esp_idf.task_watchdog", "esp-idf", Hang, r"(?P<msg>Task watchdog got triggered.*)$"),
+    // Other RTOSes' task watchdogs (Zephyr's task_wdt: `Task watchdog channel 1 callback`).
+    re(
+        "rtos.task_watchdog",
+        "firmware",
+        Hang,
+        r"(?i)(?P<msg>\btask watchdog (?:channel \d+ )?(?:callback|expired|timed? ?out|fired)\b.*)$",
+    )
+    .weight(2),
     // An ESP chip's ROM names a watchdog's reset on the next boot: ESP32's timer-group
-    // watchdogs, ESP8266's hardware watchdog (`rst cause:4`, then `wdt reset`).
+    // watchdogs, ESP8266's hardware watchdog (`rst cause:4`, then `wdt reset`); and the ESP8266
+    // Arduino core's software watchdog, whose reset it reports before its stack dump.
     re(
         "esp.watchdog_reset",
         "esp",
         Hang,
-        r"(?P<msg>rst:0x[78] \(TG[01]WDT_SYS_RESET\).*|^wdt reset$)",
+        r"(?P<msg>rst:0x[78] \(TG[01]WDT_SYS_RESET\).*|\brst cause:\s*4,.*|^wdt reset$|(?:^|\s)Soft WDT reset\s*$)",
     )
     .weight(2),
     // Zephyr's fault dump names the faulting instruction whatever the fault's banner was.
@@ -1663,7 +1889,7 @@ pub static RULES: &[Rule] = &[
         "cortex_m.fault_banner",
         "firmware",
         Crash,
-        r"(?i)^(?P<msg>\W*(?:hard ?fault|mem(?:ory)? ?manage(?:ment)?(?: fault)?|bus ?fault|usage ?fault)(?:_handler)?(?:\s*$|\s*[^\w\s].*|\s+(?:at|in|detected|occurred|exception)\b.*))$",
+        r"(?i)^(?P<msg>\W*(?:(?:hint|cause|reason|type|exception|fault):\s*)?(?:hard ?fault|mem(?:ory)? ?manage(?:ment)?(?: fault)?|bus ?fault|usage ?fault)(?:_handler)?(?:\s*$|\s*[^\w\s].*|\s+(?:at|in|detected|occurred|exception)\b.*))$",
     ),
     re(
         "cortex_m.fault_status",
@@ -1698,7 +1924,7 @@ pub static RULES: &[Rule] = &[
         "rust.fault_frame",
         "probe-rs",
         Crash,
-        r"^(?:\d+: 0x[0-9a-fA-F]+ - |Frame \d+: )(?P<msg>\S*(?:HardFault\w*|rust_begin_unwind|core::panicking::\w+))\b",
+        r"^(?:\d+: 0x[0-9a-fA-F]+ - |Frame \d+: |#\d+\s+(?:0x[0-9a-fA-F]+ in )?)(?P<msg>\S*(?:HardFault\w*|(?i:hard_fault_handler)|rust_begin_unwind|core::panicking::\w+))\b",
     )
     .weight(2),
     // A traceback's frame as pytest prints it, and the exception that ends a traceback whose
@@ -1873,7 +2099,7 @@ pub(super) const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multipl
 /// reads when no rule explains a log. Not a rule: it claims nothing, and it gives the prefilter
 /// no literal, so it is looked for only on the lines the rules' literals already bring to the
 /// set.
-const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash";
+const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|timeout|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash|assert|wdt|watchdog";
 
 /// The table compiled once: one set over every regex rule (plus the diagnostic hint and the
 /// failure words, last) to find the candidates of a line in one pass, and each rule's own regex

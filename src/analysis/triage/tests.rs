@@ -1252,6 +1252,137 @@ const SAMPLES: &[(&str, &str)] = &[
     (
         "meson.build:6:0: ERROR: Unknown linker(s): [['gcc-ar'], ['ar']]",
         "meson.not_found",
+    ),    (
+        "# FAIL:  1",
+        "automake.summary_fail",
+    ),
+    (
+        "# FAIL:  0",
+        "automake.summary_pass",
+    ),
+    (
+        "--- run_test job results (3 failed, 71 passed, 74 total):",
+        "ci.test_tally_fail",
+    ),
+    (
+        "Guru Meditation Error: Core  0 panic'ed (Interrupt wdt timeout on CPU0).",
+        "esp_idf.interrupt_watchdog",
+    ),
+    (
+        "M0 Guru Meditation",
+        "firmware.guru_meditation",
+    ),
+    (
+        "Error: Failed to download file https://github.com/platformio/platformio/archive/develop.zip:",
+        "download.failed",
+    ),
+    (
+        "Timeout while attaching to target under reset. This can happen if the target is not responding to the reset sequence.",
+        "probe_rs.attach_failed",
+    ),
+    (
+        "** Verified OK **",
+        "flash.verified",
+    ),
+    (
+        "Hash of data verified.",
+        "esptool.segment_verified",
+    ),
+    (
+        "error: failed to flash /tmp/main.hex: exec: \"openocd\": executable file not found in $PATH",
+        "go.exec_not_found",
+    ),
+    (
+        "error: unable to locate a USB device to be flashed",
+        "flash.no_device",
+    ),
+    (
+        "Unable to connect: HTTPSConnectionPool(host='lava.example.org', port=443): Max retries exceeded",
+        "python.connection_pool",
+    ),
+    (
+        "[5.361085] error: panic: Unhandled exception: HardFault",
+        "firmware.panic_fault",
+    ),
+    (
+        "15:48:38.6631 [INFO] Loaded monitor commands from: scripts/monitor.py",
+        "renode.context",
+    ),
+    (
+        "   at System.RuntimeMethodHandle.InvokeMethod(Object target, Object[] arguments)",
+        "dotnet.frame",
+    ),
+    (
+        "No such file renode/LiteX_I2C_Zephyr.cs.",
+        "renode.no_such_file",
+    ),
+    (
+        "Process is terminated due to StackOverflowException.",
+        "dotnet.terminated",
+    ),
+    (
+        "/bin/sh: /usr/local/Cellar/cmake/3.23.1/bin/cmake: No such file or directory",
+        "shell.path_not_found",
+    ),
+    (
+        "Error: build command 'cmake' not found",
+        "tool.command_not_found",
+    ),
+    (
+        "timeout waiting for data (4 bytes)",
+        "px4.uploader",
+    ),
+    (
+        "The transfer timed out.",
+        "daplink.fail",
+    ),
+    (
+        "[error] [ Client] - Encountered error -90: Command erase_file executed for 92 milliseconds with result -90",
+        "nordic.log_error",
+    ),
+    (
+        "Can't read memory descriptors, ap-protection is enabled.",
+        "flash.protected",
+    ),
+    (
+        "WARNING: Download failure <urlopen error [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed>",
+        "host.tls_failed",
+    ),
+    (
+        "Directory for x86_64:nsh_pci_smp does not exist.",
+        "nuttx.no_config",
+    ),
+    (
+        "InvalidProjectConfError: Invalid 'platformio.ini' (project configuration file)",
+        "platformio.bad_config",
+    ),
+    (
+        "Building for pttu .. failed",
+        "build.board_failed",
+    ),
+    (
+        "-> task in 'bin/arducopter' failed with exit status 1 (run with -v to display more information)",
+        "waf.task_failed",
+    ),
+    (
+        "RFCORE_ASSERT(len <= RFCORE_XREG_RXFIFOCNT) failed at line 91 in rfcore_read_fifo()!",
+        "firmware.assert_macro",
+    ),
+    (
+        "Task watchdog channel 1 callback, thread: control",
+        "rtos.task_watchdog",
+    ),
+    (
+        "=================== 1 succeeded in 00:02:10.868 ===================",
+        "build.succeeded",
+    ),
+    (
+        "error: failed to link /tmp/tinygo867851047/main: exit status 1",
+        "tinygo.link_failed",
+    ),
+    (
+        "ERROR:../hw/core/cpu-common.c:42:cpu_reset: assertion failed: (cpu != NULL)",
+        "emulator.internal_assert",
     ),
 ];
 
