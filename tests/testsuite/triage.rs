@@ -297,6 +297,11 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 /// nor read its rules, and never tuned on (see `real/README.md`).
 const HELD_OUT_SET: &str = "fresh";
 
+/// The held-out set for the round after: collected the same way and checked here for its form
+/// and its distance from the others, but never measured until it replaces [`HELD_OUT_SET`]
+/// (its first measurement is the figure that counts).
+const NEXT_HELD_OUT_SET: &str = "later";
+
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
 fn corpus(set: &str) -> Vec<(String, String, String)> {
@@ -376,13 +381,16 @@ fn real_corpora_are_complete_labelled_and_apart() {
         "UNKNOWN",
     ];
     let mut threads = std::collections::BTreeMap::new();
-    for (set, at_least) in [("real", 380), (HELD_OUT_SET, 100)] {
+    for (set, at_least) in [("real", 380), (HELD_OUT_SET, 100), (NEXT_HELD_OUT_SET, 100)] {
         let rows = corpus(set);
         assert!(rows.len() >= at_least, "{set}: {} logs", rows.len());
         let mut listed = std::collections::BTreeSet::new();
         for (name, label, source) in &rows {
             assert!(classes.contains(&label.as_str()), "{set}/{name}: {label}");
-            assert!(source.starts_with("https://"), "{set}/{name}: {source}");
+            assert!(
+                source.starts_with("https://") || source.starts_with("http://"),
+                "{set}/{name}: {source}"
+            );
             assert!(
                 listed.insert(format!("{name}.log")),
                 "{set}/{name} listed twice"
@@ -408,11 +416,10 @@ fn real_corpora_are_complete_labelled_and_apart() {
     }
 }
 
-/// What triage gets right on the held-out set must not fall below what the sets before it got
-/// at first sight (next/: 94/123, 76.4%; round 8b's two sets: 67.5% and 66.7%; see
-/// real/README.md). The goal is 95%: this floor only catches a collapse, it does not say the
-/// goal is met. fresh/ has not been measured yet.
-const HELD_OUT_FLOOR: f64 = 65.0;
+/// What triage gets right on the held-out set must not fall below its first-sight figure
+/// (fresh/: 103/130, 79.2%, on round 8's rules; see real/README.md), less one log. The goal is
+/// 95%: this floor only catches a fall, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 78.0;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -425,9 +432,9 @@ fn real_logs_held_out_accuracy() {
     );
 }
 
-/// What the tuning set gets must not fall: 942/987 (95.4%) since round 8b's 240 logs joined it
-/// (see real/README.md).
-const TUNING_FLOOR: f64 = 95.0;
+/// What the tuning set gets must not fall: 1123/1228 (91.4%) since round 8c's 241 logs joined
+/// it untuned (see real/README.md); 942/987 (95.4%) before them.
+const TUNING_FLOOR: f64 = 91.0;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]
