@@ -1347,7 +1347,9 @@ fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
 /// applies whatever came before it (no `follows`): the segment belongs to the first of them
 /// whose `follows` holds, which only the triager's state can tell. Pure, so the lines of a
 /// piece can be matched on other threads. True when the segment holds a failure word, for
-/// [`fallback`] (found by the same search).
+/// [`fallback`] (found by the same search), unless a known harmless line's rule (no class)
+/// claims it whatever came before: a line the rules know to be harmless is no evidence to the
+/// fallback either.
 fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) -> bool {
     let compiled = &*COMPILED;
     let hits = scratch.matches(segment);
@@ -1394,7 +1396,7 @@ fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>
         if hit {
             out.push(index);
             if RULES[index].follows.is_empty() {
-                return failing;
+                return failing && RULES[index].class.is_some();
             }
         }
     }

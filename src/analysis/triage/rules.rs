@@ -1281,6 +1281,13 @@ pub static RULES: &[Rule] = &[
     ),
     // The environment: the host, its disks, its network, its serial ports, QEMU itself.
     noise("qemu.warning", "qemu", qemu!("warning: ")),
+    // dfu-util asks a device that has already re-enumerated into its new firmware to reset:
+    // the download before it succeeded, so the line is no failure.
+    noise(
+        "dfu_util.reset_after_download",
+        "dfu-util",
+        r"^dfu-util(?:\.exe)?: error resetting after download\b",
+    ),
     re(
         "qemu.terminated_by_runner",
         "qemu",
