@@ -68,23 +68,9 @@ fn main() -> ExitCode {
 
 /// One line per held-out group, then the totals.
 fn grouped(figures: &[fallback::GroupFigure]) {
-    let percent = |n: usize, of: usize| 100.0 * n as f64 / of.max(1) as f64;
     let mut total = fallback::GroupFigure::default();
     for f in figures {
-        println!(
-            "{:>8}: {:>4} logs, rules alone {:>4}, with the fallback {:>4} ({:.1}%; it decided {}, {} right); the model alone {:>4} ({:.1}%; decided {}, {} right)",
-            f.group,
-            f.cv.logs,
-            f.cv.rules_correct,
-            f.cv.correct,
-            percent(f.cv.correct, f.cv.logs),
-            f.cv.decided,
-            f.cv.decided_correct,
-            f.alone_correct,
-            percent(f.alone_correct, f.cv.logs),
-            f.alone_decided,
-            f.alone_decided_correct
-        );
+        println!("{:>8}: {}", f.group, describe(f));
         total.cv.logs += f.cv.logs;
         total.cv.rules_correct += f.cv.rules_correct;
         total.cv.correct += f.cv.correct;
@@ -94,18 +80,24 @@ fn grouped(figures: &[fallback::GroupFigure]) {
         total.alone_decided += f.alone_decided;
         total.alone_decided_correct += f.alone_decided_correct;
     }
-    println!(
-        "   total: {} logs, rules alone {} ({:.1}%), with the fallback {} ({:.1}%; it decided {}, {} right); the model alone {} ({:.1}%; decided {}, {} right)",
-        total.cv.logs,
-        total.cv.rules_correct,
-        percent(total.cv.rules_correct, total.cv.logs),
-        total.cv.correct,
-        percent(total.cv.correct, total.cv.logs),
-        total.cv.decided,
-        total.cv.decided_correct,
-        total.alone_correct,
-        percent(total.alone_correct, total.cv.logs),
-        total.alone_decided,
-        total.alone_decided_correct
-    );
+    println!("   total: {}", describe(&total));
+}
+
+/// A group's figures, or the totals': the rules, the whole pipeline and the model alone.
+fn describe(f: &fallback::GroupFigure) -> String {
+    let percent = |n: usize| 100.0 * n as f64 / f.cv.logs.max(1) as f64;
+    format!(
+        "{:>4} logs, rules alone {:>4} ({:.1}%), with the fallback {:>4} ({:.1}%; it decided {}, {} right); the model alone {:>4} ({:.1}%; decided {}, {} right)",
+        f.cv.logs,
+        f.cv.rules_correct,
+        percent(f.cv.rules_correct),
+        f.cv.correct,
+        percent(f.cv.correct),
+        f.cv.decided,
+        f.cv.decided_correct,
+        f.alone_correct,
+        percent(f.alone_correct),
+        f.alone_decided,
+        f.alone_decided_correct
+    )
 }
