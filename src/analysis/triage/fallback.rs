@@ -55,19 +55,22 @@ const REASON_WORDS: usize = 3;
 /// Rule id of the lines the fallback decided by, in [`Triage::matches`].
 pub const FALLBACK_RULE: &str = "fallback.words";
 
-/// The classes the model answers, in precedence order: failures, and UNKNOWN to abstain.
-const CLASSES: [TriageClass; 10] = [
-    TriageClass::ToolMissing,
-    TriageClass::FlashError,
-    TriageClass::Assert,
-    TriageClass::Crash,
-    TriageClass::InfraError,
-    TriageClass::BuildError,
-    TriageClass::LinkError,
-    TriageClass::Hang,
-    TriageClass::TestFailure,
-    TriageClass::Unknown,
-];
+/// The classes the model answers, in precedence order: failures, and UNKNOWN to abstain. The
+/// model never says PASS (a pass needs a verdict a rule read), so it is every class of
+/// [`TriageClass::PRECEDENCE`] but that one.
+const CLASSES: [TriageClass; TriageClass::PRECEDENCE.len() - 1] = {
+    let mut classes = [TriageClass::Unknown; TriageClass::PRECEDENCE.len() - 1];
+    let (mut from, mut to) = (0, 0);
+    while from < TriageClass::PRECEDENCE.len() {
+        let class = TriageClass::PRECEDENCE[from];
+        if !matches!(class, TriageClass::Pass) {
+            classes[to] = class;
+            to += 1;
+        }
+        from += 1;
+    }
+    classes
+};
 
 const N: usize = CLASSES.len();
 
