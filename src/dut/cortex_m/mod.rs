@@ -36,6 +36,17 @@ pub struct CoreRegs {
 }
 
 impl CoreRegs {
+    /// Puts these registers into `snap` as the faulting code's: exception, PC, LR, SP, xPSR
+    /// and the argument registers r0-r3 and r12.
+    pub fn fill(&self, snap: &mut FaultSnapshot) {
+        snap.exception = self.exception();
+        snap.pc = self.pc();
+        snap.lr = self.lr();
+        snap.sp = self.sp();
+        snap.xpsr = self.xpsr;
+        snap.r = [self.r[0], self.r[1], self.r[2], self.r[3], self.r[12]];
+    }
+
     pub fn sp(&self) -> Option<u32> {
         self.r[13]
     }
@@ -676,13 +687,7 @@ fn stopped_at(reading: &StopReading, pc: u32) -> FaultSnapshot {
     };
     match unwind(regs, &msp, reading.psp.as_ref()) {
         Ok(u) => {
-            let t = &u.thread;
-            snap.exception = t.exception();
-            snap.pc = t.pc();
-            snap.lr = t.lr();
-            snap.sp = t.sp();
-            snap.xpsr = t.xpsr;
-            snap.r = [t.r[0], t.r[1], t.r[2], t.r[3], t.r[12]];
+            u.thread.fill(&mut snap);
             snap.handlers = u.handlers;
             snap.raw = format!(
                 "core stopped in {} at 0x{pc:08x}, unwound to the code it interrupted:\n{}{}",

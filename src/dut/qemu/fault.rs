@@ -129,13 +129,7 @@ impl StderrWatcher {
         };
         let mut raw = String::new();
         if self.lockup && !self.lockup_regs.is_empty() {
-            let regs = &self.lockup_regs;
-            snap.exception = regs.exception();
-            snap.pc = regs.pc();
-            snap.lr = regs.lr();
-            snap.sp = regs.sp();
-            snap.xpsr = regs.xpsr;
-            snap.r = [regs.r[0], regs.r[1], regs.r[2], regs.r[3], regs.r[12]];
+            self.lockup_regs.fill(&mut snap);
             raw.push_str(
                 "values from QEMU's lockup register dump (the core's state when it could not \
                  escalate the fault: PC is where the last fault happened)",
