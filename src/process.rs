@@ -93,10 +93,8 @@ pub fn spawn_group_passing(
     command: &mut Command,
     inherit: Option<std::os::fd::BorrowedFd<'_>>,
 ) -> std::io::Result<(Child, GroupGuard)> {
-    use std::os::fd::AsRawFd;
     command.process_group(0).kill_on_drop(true);
-    guardian::prepare_exec(command, inherit.map(|fd| fd.as_raw_fd()));
-    let child = command.spawn()?;
+    let child = guardian::spawn(command, inherit)?;
     let guard = GroupGuard::for_child(child.id());
     Ok((child, guard))
 }

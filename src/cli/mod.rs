@@ -110,7 +110,7 @@ enum Command {
 /// Parses the command line, runs the command, and maps the outcome to an exit code.
 pub fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(guardian::ARG)) {
-        guardian::serve(std::io::stdin());
+        guardian::serve_stdin();
         return Exit::Success.into();
     }
     guardian::enable();

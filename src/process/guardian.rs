@@ -18,26 +18,42 @@
 //! fwfix. A process that already runs threads (a test harness, say) re-executes itself as
 //! `fwfix __guardian` instead, with that end as its stdin. Only fwfix holds the other end
 //! (close-on-exec, so no child inherits it): when fwfix ends, by whatever means, the kernel
-//! closes it and the guardian reads EOF. Every child fwfix starts announces its own process group on that socket (`+<pgid>`) between fork and
-//! exec, so no child ever runs unannounced; fwfix says `-<pgid>` once the group is done with. On
+//! closes it and the guardian reads EOF. fwfix announces each child's process group on that
+//! socket (`+<pgid>`) right after spawning it, and says `-<pgid>` once the group is done with. On
 //! EOF the guardian sends SIGTERM to every group still announced, gives them [`GRACE`] to stop
 //! (make removes half-written targets), SIGKILLs what is left, and exits. It is spawned on a
 //! thread of its own, as early as the command knows it will start children ([`prestart`]), and
 //! the first child waits until it exists: its exec costs that command nothing.
 //!
+//! The announcement comes from fwfix, not from the child between fork and exec: code there forces
+//! a fork of the whole 35 MB process, where a child with nothing to run before its exec is
+//! started by `posix_spawn` (a vfork: no page tables copied, no copy-on-write faults for fwfix
+//! afterwards). That leaves a window, from the spawn to the announcement, in which fwfix can die
+//! with a child running that the guardian was not told of: microseconds on an idle machine, but a
+//! vforked child waits for a core before its exec, and fwfix's thread with it, so on a loaded
+//! host it lasts milliseconds. It is closed by a marker: before the guardian starts, fwfix opens
+//! one end of a pipe (nothing is ever written to it) that every child inherits across its exec,
+//! and tells the guardian its inode (`=<inode>`). fwfix says `?` before each spawn and `!` after
+//! one that failed; an announcement ends a spawn too. If fwfix dies with a spawn under way, the
+//! guardian also stops every process that holds the marker (a child before its exec holds it as
+//! well, from its fork on): fwfix's children and everything they started, including what left
+//! their groups (which is otherwise out of reach, see below).
+//!
 //! A group id is only signalled while it can still be the announced group: the guardian notes the
 //! leader's start time when it is announced, and skips a group whose leader id now belongs to
 //! another process (a group id is never reused while the group has members).
 //!
-//! Limits: a process that leaves its group (`setsid`, a tool that daemonises) is out of reach; if
-//! the guardian cannot be started, children still die on every way fwfix ends except SIGKILL.
+//! Limits: a process that leaves its group (`setsid`, a tool that daemonises) is out of reach
+//! unless fwfix died mid-spawn; every child keeps the marker open (an empty pipe's read end with
+//! no writer, which nothing reads); if the guardian cannot be started, children still die on every
+//! way fwfix ends except SIGKILL.
 
 use nix::sys::signal::{killpg, Signal};
 use nix::sys::socket::{send, MsgFlags};
 use nix::unistd::Pid;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,6 +100,10 @@ static SPAWNING: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 fn start() -> Option<UnixStream> {
     use std::os::unix::process::CommandExt;
     let (ours, theirs) = UnixStream::pair().ok()?;
+    // Queued before the guardian exists: the first thing it reads.
+    if let Some(inode) = open_marker() {
+        say(&ours, format!("={inode}\n").as_bytes());
+    }
     if single_threaded() {
         // SAFETY: with one thread, the child is a whole copy of a consistent process (no lock is
         // held by a thread it lacks), so it may allocate and run Rust code as any process does.
@@ -123,6 +143,21 @@ fn start() -> Option<UnixStream> {
         Err(_) => return None,
     }
     Some(ours)
+}
+
+/// The marker every child inherits, open for as long as fwfix runs.
+static MARKER: OnceLock<OwnedFd> = OnceLock::new();
+
+/// Opens the marker: the read end of a pipe whose write end is closed at once, inherited across
+/// exec. Returns its inode, by which the guardian finds its holders.
+fn open_marker() -> Option<u64> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag, OFlag};
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC).ok()?;
+    drop(write);
+    fcntl(&read, FcntlArg::F_SETFD(FdFlag::empty())).ok()?;
+    let inode = nix::sys::stat::fstat(&read).ok()?.st_ino;
+    MARKER.set(read).ok()?;
+    Some(inode)
 }
 
 /// Closes every descriptor above stderr but `keep`: what fwfix had open when it forked (a tree
@@ -173,119 +208,201 @@ fn ready() {
     }
 }
 
-/// Makes `command`'s child announce its process group to the guardian before it runs anything,
-/// and keep `inherit` (a descriptor of fwfix's, close-on-exec) open across its exec under the same
-/// number. The child must lead its own group (`process_group(0)`).
-pub fn prepare_exec(command: &mut tokio::process::Command, inherit: Option<RawFd>) {
-    let guardian = socket().map(|socket| {
-        ready();
-        socket.as_raw_fd()
-    });
-    if guardian.is_some() || inherit.is_some() {
-        in_child(command, guardian, inherit);
+/// Serialises spawns: a descriptor made inheritable for one child must reach no other.
+static SPAWNS: Mutex<()> = Mutex::new(());
+
+/// Spawns `command`, which must lead its own group (`process_group(0)`), keeping `inherit` (a
+/// descriptor of fwfix's, close-on-exec) open in the child under the same number, and announces
+/// the child's group to the guardian.
+pub fn spawn(
+    command: &mut tokio::process::Command,
+    inherit: Option<BorrowedFd<'_>>,
+) -> std::io::Result<tokio::process::Child> {
+    let guardian = socket().inspect(|_| ready());
+    if let Some(socket) = guardian {
+        say(socket, b"?\n");
     }
+    let spawned = {
+        let _turn = SPAWNS
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match inherit {
+            Some(fd) => match inheritable(fd, true) {
+                Ok(()) => {
+                    let child = command.spawn();
+                    let _ = inheritable(fd, false);
+                    child
+                }
+                Err(e) => Err(e),
+            },
+            None => command.spawn(),
+        }
+    };
+    if let Some(socket) = guardian {
+        match spawned.as_ref().ok().and_then(|child| child.id()) {
+            Some(pid) => say(socket, format!("+{pid}\n").as_bytes()),
+            None => say(socket, b"!\n"),
+        }
+    }
+    spawned
 }
 
-/// The one place fwfix runs code between fork and exec.
-#[allow(unsafe_code)]
-fn in_child(
-    command: &mut tokio::process::Command,
-    guardian: Option<RawFd>,
-    inherit: Option<RawFd>,
-) {
+/// Sends `bytes` to the guardian without blocking and without SIGPIPE if it is gone.
+fn say(socket: &UnixStream, bytes: &[u8]) {
+    let _ = send(
+        socket.as_raw_fd(),
+        bytes,
+        MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+    );
+}
+
+/// Clears or sets `fd`'s close-on-exec flag.
+fn inheritable(fd: BorrowedFd<'_>, on: bool) -> std::io::Result<()> {
     use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-    // SAFETY: the closure runs in the forked child, where only async-signal-safe calls are
-    // allowed: getpid, send and fcntl are plain system calls, and the message is built on the
-    // stack without allocating. MSG_NOSIGNAL: a guardian that died must not kill the child with
-    // SIGPIPE; MSG_DONTWAIT: it must not block it either.
-    unsafe {
-        command.pre_exec(move || {
-            if let Some(fd) = guardian {
-                let mut buf = [0u8; MESSAGE_LEN];
-                let len = message(b'+', nix::unistd::getpid().as_raw(), &mut buf);
-                let _ = send(
-                    fd,
-                    &buf[..len],
-                    MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
-                );
-            }
-            if let Some(fd) = inherit {
-                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
-                fcntl(fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
-            }
-            Ok(())
-        });
-    }
+    let flags = if on {
+        FdFlag::empty()
+    } else {
+        FdFlag::FD_CLOEXEC
+    };
+    fcntl(fd, FcntlArg::F_SETFD(flags))?;
+    Ok(())
 }
 
 /// Tells the guardian that the group led by `pgid` is done with (its leader was reaped and the
 /// rest killed).
 pub fn forget(pgid: Pid) {
     if let Some(socket) = socket() {
-        let mut buf = [0u8; MESSAGE_LEN];
-        let len = message(b'-', pgid.as_raw(), &mut buf);
-        let _ = send(
-            socket.as_raw_fd(),
-            &buf[..len],
-            MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
-        );
+        say(socket, format!("-{pgid}\n").as_bytes());
     }
 }
 
-/// A sign, at most 10 digits, a newline.
-const MESSAGE_LEN: usize = 12;
-
-/// Writes `<sign><pid>\n` into `buf` without allocating; returns its length.
-fn message(sign: u8, pid: i32, buf: &mut [u8; MESSAGE_LEN]) -> usize {
-    let mut digits = [0u8; 10];
-    let mut n = pid.unsigned_abs();
-    let mut count = 0;
-    loop {
-        digits[count] = b'0' + (n % 10) as u8;
-        count += 1;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    buf[0] = sign;
-    for i in 0..count {
-        buf[1 + i] = digits[count - 1 - i];
-    }
-    buf[1 + count] = b'\n';
-    count + 2
+/// The re-executed guardian's life, on its stdin: the marker it inherited (it is no child of
+/// fwfix's to stop) and anything else fwfix had open are closed first.
+pub fn serve_stdin() {
+    close_inherited(0);
+    serve(std::io::stdin());
 }
 
-/// The guardian's whole life: keeps the announced groups until `input` ends, then stops them.
+/// What fwfix tells its guardian, a line each.
+#[derive(Debug, PartialEq, Eq)]
+enum Message {
+    /// `+<pgid>`: a child leads this group (and its spawn is over).
+    Announce(i32),
+    /// `-<pgid>`: the group is done with.
+    Forget(i32),
+    /// `=<inode>`: the marker every child holds.
+    Marker(u64),
+    /// `?`: a spawn begins.
+    Spawning,
+    /// `!`: a spawn failed.
+    Failed,
+}
+
+/// The guardian's whole life: keeps the announced groups until `input` ends, then stops them, and
+/// every holder of the marker too when a spawn was under way.
 pub fn serve(input: impl Read) {
     let mut groups: HashMap<i32, Option<u64>> = HashMap::new();
+    let mut marker = None;
+    let mut spawning = 0u32;
     for line in BufReader::new(input).split(b'\n') {
         let Ok(line) = line else { break };
-        let Some((sign, pgid)) = parse(&line) else {
-            continue;
-        };
-        if sign == b'+' {
-            groups.insert(pgid, start_time(pgid));
-        } else {
-            groups.remove(&pgid);
+        match parse(&line) {
+            Some(Message::Announce(pgid)) => {
+                groups.insert(pgid, start_time(pgid));
+                spawning = spawning.saturating_sub(1);
+            }
+            Some(Message::Forget(pgid)) => {
+                groups.remove(&pgid);
+            }
+            Some(Message::Marker(inode)) => marker = Some(inode),
+            Some(Message::Spawning) => spawning += 1,
+            Some(Message::Failed) => spawning = spawning.saturating_sub(1),
+            None => {}
         }
     }
-    let targets: Vec<Pid> = groups
+    let mut targets: Vec<Target> = groups
         .into_iter()
         .filter(|&(pgid, started)| still_ours(started, start_time(pgid)))
-        .map(|(pgid, _)| Pid::from_raw(pgid))
+        .map(|(pgid, _)| Target::Group(Pid::from_raw(pgid)))
         .collect();
+    if let Some(inode) = marker.filter(|_| spawning > 0) {
+        targets.extend(holders(inode));
+    }
     stop(&targets);
 }
 
-fn parse(line: &[u8]) -> Option<(u8, i32)> {
-    let (&sign, digits) = line.split_first()?;
-    if sign != b'+' && sign != b'-' {
-        return None;
+fn parse(line: &[u8]) -> Option<Message> {
+    let (&sign, rest) = line.split_first()?;
+    let text = std::str::from_utf8(rest).ok()?;
+    match sign {
+        b'+' | b'-' => {
+            let pgid: i32 = text.parse().ok()?;
+            // 0, 1 and negative ids would address fwfix's own group, init, or everything.
+            (pgid > 1).then_some(if sign == b'+' {
+                Message::Announce(pgid)
+            } else {
+                Message::Forget(pgid)
+            })
+        }
+        b'=' => text.parse().ok().map(Message::Marker),
+        b'?' if text.is_empty() => Some(Message::Spawning),
+        b'!' if text.is_empty() => Some(Message::Failed),
+        _ => None,
     }
-    let pgid: i32 = std::str::from_utf8(digits).ok()?.parse().ok()?;
-    // 0, 1 and negative ids would address fwfix's own group, init, or everything.
-    (pgid > 1).then_some((sign, pgid))
+}
+
+/// What the guardian stops: a group, or a process that leads none (a child before its
+/// `setpgid`, still in fwfix's group, which must not be signalled whole).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Group(Pid),
+    Process(Pid),
+}
+
+impl Target {
+    /// Sends `signal` (None: checks that it still exists).
+    fn signal(self, signal: Option<Signal>) -> bool {
+        match self {
+            Target::Group(pgid) => killpg(pgid, signal).is_ok(),
+            Target::Process(pid) => nix::sys::signal::kill(pid, signal).is_ok(),
+        }
+    }
+}
+
+/// Every process (this one aside) that holds the pipe with this inode open: a group it leads,
+/// or itself.
+fn holders(inode: u64) -> Vec<Target> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let link = format!("pipe:[{inode}]");
+    let me = std::process::id();
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != me && holds(pid, &link))
+        .filter_map(|pid| {
+            let pid = i32::try_from(pid).ok()?;
+            Some(if group_of(pid)? == pid {
+                Target::Group(Pid::from_raw(pid))
+            } else {
+                Target::Process(Pid::from_raw(pid))
+            })
+        })
+        .collect()
+}
+
+/// Whether `pid` has a descriptor whose link reads `link`.
+fn holds(pid: u32, link: &str) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.filter_map(Result::ok)
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == link))
+}
+
+/// A process's group, field 5 of /proc/<pid>/stat.
+fn group_of(pid: i32) -> Option<i32> {
+    stat_field(pid, 2)
 }
 
 /// Whether a group may still be the one announced, from its leader's start time then and now.
@@ -299,26 +416,31 @@ fn still_ours(announced: Option<u64>, now: Option<u64>) -> bool {
     }
 }
 
-/// SIGTERM to every group, up to [`GRACE`] for them to go, then SIGKILL.
-fn stop(groups: &[Pid]) {
-    for &pgid in groups {
-        let _ = killpg(pgid, Signal::SIGTERM);
+/// SIGTERM to every target, up to [`GRACE`] for them to go, then SIGKILL.
+fn stop(targets: &[Target]) {
+    for &target in targets {
+        target.signal(Some(Signal::SIGTERM));
     }
     let deadline = Instant::now() + GRACE;
-    while Instant::now() < deadline && groups.iter().any(|&pgid| killpg(pgid, None).is_ok()) {
+    while Instant::now() < deadline && targets.iter().any(|&target| target.signal(None)) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    for &pgid in groups {
-        let _ = killpg(pgid, Signal::SIGKILL);
+    for &target in targets {
+        target.signal(Some(Signal::SIGKILL));
     }
 }
 
 /// A process's start time (clock ticks since boot), field 22 of /proc/<pid>/stat.
 fn start_time(pid: i32) -> Option<u64> {
+    stat_field(pid, 19)
+}
+
+/// Field `n + 3` of /proc/<pid>/stat (`n` counted from the field after the command name).
+fn stat_field<T: std::str::FromStr>(pid: i32, n: usize) -> Option<T> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from its closing one.
     let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    after.split_whitespace().nth(n)?.parse().ok()
 }
 
 #[cfg(test)]
@@ -326,15 +448,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn messages_are_a_sign_the_id_and_a_newline() {
-        let mut buf = [0u8; MESSAGE_LEN];
-        let len = message(b'+', 4_194_304, &mut buf);
-        assert_eq!(&buf[..len], b"+4194304\n");
-        let len = message(b'-', i32::MAX, &mut buf);
-        assert_eq!(&buf[..len], b"-2147483647\n");
-        assert_eq!(parse(b"+4194304"), Some((b'+', 4_194_304)));
-        assert_eq!(parse(b"-2147483647"), Some((b'-', i32::MAX)));
-        for bad in [&b"+1"[..], b"+0", b"+-5", b"x12", b"+", b"", b"+12 "] {
+    fn messages_are_a_sign_and_an_id_or_a_sign_alone() {
+        assert_eq!(parse(b"+4194304"), Some(Message::Announce(4_194_304)));
+        assert_eq!(parse(b"-2147483647"), Some(Message::Forget(i32::MAX)));
+        assert_eq!(
+            parse(b"=18446744073709551615"),
+            Some(Message::Marker(u64::MAX))
+        );
+        assert_eq!(parse(b"?"), Some(Message::Spawning));
+        assert_eq!(parse(b"!"), Some(Message::Failed));
+        for bad in [
+            &b"+1"[..],
+            b"+0",
+            b"+-5",
+            b"x12",
+            b"+",
+            b"",
+            b"+12 ",
+            b"?1",
+            b"!!",
+            b"=",
+            b"=-3",
+        ] {
             assert_eq!(parse(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
     }
@@ -368,5 +503,64 @@ mod tests {
         assert_eq!(forgotten.try_wait().unwrap(), None);
         forgotten.kill().unwrap();
         forgotten.wait().unwrap();
+    }
+
+    /// fwfix died between a spawn and its announcement: the child (here in a group of its own,
+    /// and a grandchild in that group) is found by the marker it inherited, and stopped; a
+    /// process without the marker is not.
+    #[test]
+    fn a_child_spawned_but_not_yet_announced_is_stopped_by_its_marker() {
+        use std::os::unix::process::{CommandExt, ExitStatusExt};
+        let (read, write) = nix::unistd::pipe().unwrap();
+        drop(write);
+        let inode = nix::sys::stat::fstat(&read).unwrap().st_ino;
+        let mut marked = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & wait"])
+            .stdin(Stdio::from(read))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let mut unmarked = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let group = Pid::from_raw(i32::try_from(marked.id()).unwrap());
+        serve(format!("={inode}\n?\n").as_bytes());
+        assert_eq!(marked.wait().unwrap().signal(), Some(15));
+        // The grandchild went with its group: nothing is left to signal.
+        for _ in 0..100 {
+            if killpg(group, None).is_err() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(
+            killpg(group, None).is_err(),
+            "the marked group outlived serve"
+        );
+        assert_eq!(unmarked.try_wait().unwrap(), None);
+        unmarked.kill().unwrap();
+        unmarked.wait().unwrap();
+    }
+
+    /// With every spawn announced (or failed), the marker is not looked for: a marked process
+    /// that was never announced (nothing fwfix spawned) is left alone.
+    #[test]
+    fn the_marker_is_only_searched_when_a_spawn_was_under_way() {
+        use std::os::unix::process::CommandExt;
+        let (read, write) = nix::unistd::pipe().unwrap();
+        drop(write);
+        let inode = nix::sys::stat::fstat(&read).unwrap().st_ino;
+        let mut marked = std::process::Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::from(read))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        serve(format!("={inode}\n?\n!\n?\n+999999999\n-999999999\n").as_bytes());
+        assert_eq!(marked.try_wait().unwrap(), None);
+        marked.kill().unwrap();
+        marked.wait().unwrap();
     }
 }
