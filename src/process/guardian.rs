@@ -39,6 +39,10 @@
 //! well, from its fork on): fwfix's children and everything they started, including what left
 //! their groups (which is otherwise out of reach, see below).
 //!
+//! fwfix also leaves it directories to remove (`r<path>`: QEMU's scratch directory at the end of
+//! a run), which it does at once, while fwfix goes on to its results: removing a directory can
+//! sleep for milliseconds.
+//!
 //! A group id is only signalled while it can still be the announced group: the guardian notes the
 //! leader's start time when it is announced, and skips a group whose leader id now belongs to
 //! another process (a group id is never reused while the group has members).
@@ -276,6 +280,32 @@ pub fn forget(pgid: Pid) {
     }
 }
 
+/// Leaves the removal of `dir` (a scratch directory nothing uses any more) to the guardian, so
+/// that fwfix need not wait for it: removing a directory sleeps for milliseconds on some
+/// filesystems (4 ms on ext4 on the benchmark machine), at the very end of a test run. False when
+/// there is no guardian to do it (the caller removes it then).
+pub fn remove_later(dir: &std::path::Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(socket) = socket() else {
+        return false;
+    };
+    let path = dir.as_os_str().as_bytes();
+    if path.contains(&b'\n') {
+        return false;
+    }
+    let mut line = Vec::with_capacity(path.len() + 2);
+    line.push(b'r');
+    line.extend_from_slice(path);
+    line.push(b'\n');
+    // A guardian that is gone (or a full buffer) leaves it to the caller.
+    send(
+        socket.as_raw_fd(),
+        &line,
+        MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+    )
+    .is_ok_and(|sent| sent == line.len())
+}
+
 /// The re-executed guardian's life, on its stdin: the marker it inherited (it is no child of
 /// fwfix's to stop) and anything else fwfix had open are closed first.
 pub fn serve_stdin() {
@@ -296,6 +326,8 @@ enum Message {
     Spawning,
     /// `!`: a spawn failed.
     Failed,
+    /// `r<path>`: a directory to remove (now: fwfix goes on without waiting for it).
+    Remove(std::path::PathBuf),
 }
 
 /// The guardian's whole life: keeps the announced groups until `input` ends, then stops them, and
@@ -317,6 +349,9 @@ pub fn serve(input: impl Read) {
             Some(Message::Marker(inode)) => marker = Some(inode),
             Some(Message::Spawning) => spawning += 1,
             Some(Message::Failed) => spawning = spawning.saturating_sub(1),
+            Some(Message::Remove(dir)) => {
+                let _ = std::fs::remove_dir_all(dir);
+            }
             None => {}
         }
     }
@@ -332,7 +367,15 @@ pub fn serve(input: impl Read) {
 }
 
 fn parse(line: &[u8]) -> Option<Message> {
+    use std::os::unix::ffi::OsStrExt;
     let (&sign, rest) = line.split_first()?;
+    if sign == b'r' {
+        // Only an absolute path: a relative one would be taken from the guardian's `/`.
+        let dir = std::path::Path::new(std::ffi::OsStr::from_bytes(rest));
+        return dir
+            .is_absolute()
+            .then(|| Message::Remove(dir.to_path_buf()));
+    }
     let text = std::str::from_utf8(rest).ok()?;
     match sign {
         b'+' | b'-' => {
@@ -457,6 +500,10 @@ mod tests {
         );
         assert_eq!(parse(b"?"), Some(Message::Spawning));
         assert_eq!(parse(b"!"), Some(Message::Failed));
+        assert_eq!(
+            parse(b"r/tmp/fwfix-qemu-1"),
+            Some(Message::Remove("/tmp/fwfix-qemu-1".into()))
+        );
         for bad in [
             &b"+1"[..],
             b"+0",
@@ -469,6 +516,8 @@ mod tests {
             b"!!",
             b"=",
             b"=-3",
+            b"r",
+            b"rtmp/x",
         ] {
             assert_eq!(parse(bad), None, "{:?}", String::from_utf8_lossy(bad));
         }
@@ -542,6 +591,14 @@ mod tests {
         assert_eq!(unmarked.try_wait().unwrap(), None);
         unmarked.kill().unwrap();
         unmarked.wait().unwrap();
+    }
+
+    #[test]
+    fn a_directory_left_to_the_guardian_is_removed() {
+        let dir = tempfile::tempdir().unwrap().keep();
+        std::fs::write(dir.join("core"), b"x").unwrap();
+        serve(format!("r{}\n", dir.display()).as_bytes());
+        assert!(!dir.exists());
     }
 
     /// With every spawn announced (or failed), the marker is not looked for: a marked process

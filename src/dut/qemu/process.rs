@@ -161,7 +161,8 @@ async fn quit(socket: &Path) -> Option<bool> {
 }
 
 /// A private directory (mode 0700) for one attempt's QMP socket and for anything QEMU might leave
-/// in its working directory (a core file after a lockup abort). Removed when dropped.
+/// in its working directory (a core file after a lockup abort). Removed when dropped (by the
+/// guardian, when fwfix runs one).
 #[derive(Debug)]
 pub struct ScratchDir {
     path: PathBuf,
@@ -208,7 +209,11 @@ impl ScratchDir {
 
 impl Drop for ScratchDir {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        // The guardian removes it when there is one: at the end of a run this is on the way to
+        // the result, and removing a directory can sleep for milliseconds.
+        if !crate::process::guardian::remove_later(&self.path) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
     }
 }
 
