@@ -29,9 +29,9 @@
 //! a fork of the whole 35 MB process, where a child with nothing to run before its exec is
 //! started by `posix_spawn` (a vfork: no page tables copied, no copy-on-write faults for fwfix
 //! afterwards). That leaves a window, from the spawn to the announcement, in which fwfix can die
-//! with a child running that the guardian was not told of: microseconds on an idle machine, but a
-//! vforked child waits for a core before its exec, and fwfix's thread with it, so on a loaded
-//! host it lasts milliseconds. It is closed by a marker: before the guardian starts, fwfix opens
+//! with a child running that the guardian was not told of: a vforked child waits for a core
+//! before its exec, and fwfix's thread with it, so on a loaded host the window is long (0.2 to
+//! 38 ms measured, 2 cores at load 7–8). It is closed by a marker: before the guardian starts, fwfix opens
 //! one end of a pipe (nothing is ever written to it) that every child inherits across its exec,
 //! and tells the guardian its inode (`=<inode>`). fwfix says `?` before each spawn and `!` after
 //! one that failed; an announcement ends a spawn too. If fwfix dies with a spawn under way, the
