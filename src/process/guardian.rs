@@ -61,7 +61,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 /// The hidden first argument that makes the fwfix binary serve as a guardian.
@@ -212,8 +212,9 @@ fn ready() {
     }
 }
 
-/// Serialises spawns: a descriptor made inheritable for one child must reach no other.
-static SPAWNS: Mutex<()> = Mutex::new(());
+/// A descriptor made inheritable for one child must reach no other: a spawn that makes one holds
+/// this exclusively, the others share it (a vforked spawn can wait milliseconds for a core).
+static SPAWNS: RwLock<()> = RwLock::new(());
 
 /// Spawns `command`, which must lead its own group (`process_group(0)`), keeping `inherit` (a
 /// descriptor of fwfix's, close-on-exec) open in the child under the same number, and announces
@@ -222,24 +223,23 @@ pub fn spawn(
     command: &mut tokio::process::Command,
     inherit: Option<BorrowedFd<'_>>,
 ) -> std::io::Result<tokio::process::Child> {
+    use std::sync::PoisonError;
     let guardian = socket().inspect(|_| ready());
     if let Some(socket) = guardian {
         say(socket, b"?\n");
     }
-    let spawned = {
-        let _turn = SPAWNS
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match inherit {
-            Some(fd) => match inheritable(fd, true) {
-                Ok(()) => {
-                    let child = command.spawn();
-                    let _ = inheritable(fd, false);
-                    child
-                }
-                Err(e) => Err(e),
-            },
-            None => command.spawn(),
+    let spawned = match inherit {
+        Some(fd) => {
+            let _alone = SPAWNS.write().unwrap_or_else(PoisonError::into_inner);
+            inheritable(fd, true).and_then(|()| {
+                let child = command.spawn();
+                let _ = inheritable(fd, false);
+                child
+            })
+        }
+        None => {
+            let _shared = SPAWNS.read().unwrap_or_else(PoisonError::into_inner);
+            command.spawn()
         }
     };
     if let Some(socket) = guardian {
