@@ -95,11 +95,19 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// The distinct words of the lines: what the model reads.
+    /// The distinct words of the lines: what the model learns from.
     pub fn words(&self) -> BTreeSet<String> {
         self.lines
             .iter()
             .flat_map(|(_, text)| line_words(text))
+            .collect()
+    }
+
+    /// The distinct words of each line, in order: what the model decides by.
+    pub fn line_word_sets(&self) -> Vec<BTreeSet<String>> {
+        self.lines
+            .iter()
+            .map(|(_, text)| line_words(text).collect())
             .collect()
     }
 }
@@ -233,11 +241,18 @@ pub fn train(examples: &[(BTreeSet<String>, TriageClass)]) -> Model {
 }
 
 impl Model {
-    /// The class the words of a log show, or None when the model abstains: no word it knows,
-    /// UNKNOWN as its best class, or a best class below [`MIN_PROBABILITY`].
-    pub fn decide(&self, words: &BTreeSet<String>) -> Option<Decision> {
+    /// The class the words of a log's lines (one set per line) show, or None when the model
+    /// abstains: no word it knows, UNKNOWN as its best class, or a best class below
+    /// [`MIN_PROBABILITY`].
+    pub fn decide(&self, lines: &[BTreeSet<String>]) -> Option<Decision> {
+        self.decide_at(lines, MIN_PROBABILITY)
+    }
+
+    /// [`Model::decide`] with `bar` in place of [`MIN_PROBABILITY`], to measure other bars.
+    pub fn decide_at(&self, lines: &[BTreeSet<String>], bar: f64) -> Option<Decision> {
+        let words: BTreeSet<&String> = lines.iter().flatten().collect();
         let known: Vec<(&String, &[i64; N])> = words
-            .iter()
+            .into_iter()
             .filter_map(|w| self.weights.get_key_value(w))
             .collect();
         if known.is_empty() {
@@ -257,7 +272,7 @@ impl Model {
             .map(|&s| ((s - scores[best]) as f64 / SCALE).exp())
             .sum();
         let probability = 1.0 / spread;
-        if class == TriageClass::Unknown || probability < MIN_PROBABILITY {
+        if class == TriageClass::Unknown || probability < bar {
             return None;
         }
         let mut favour: Vec<(i64, &String)> = known
@@ -347,11 +362,22 @@ impl Model {
 /// The rules' triage, or the model's class when the rules found nothing and the model is sure:
 /// then the lines are the evidence lines holding a deciding word, and the reason says the
 /// confidence is low and which words decided.
-pub fn apply(mut triage: Triage, evidence: &Evidence, model: &Model) -> Triage {
-    if triage.class != TriageClass::Unknown || evidence.rules_spoke || evidence.lines.is_empty() {
+pub fn apply(triage: Triage, evidence: &Evidence, model: &Model) -> Triage {
+    apply_at(triage, evidence, model, MIN_PROBABILITY)
+}
+
+/// Whether the fallback may read a log: the rules left it UNKNOWN, no rule that names what it
+/// saw claimed a line, and it has failure-bearing lines.
+fn open_to_fallback(triage: &Triage, evidence: &Evidence) -> bool {
+    triage.class == TriageClass::Unknown && !evidence.rules_spoke && !evidence.lines.is_empty()
+}
+
+/// [`apply`] with `bar` in place of [`MIN_PROBABILITY`].
+fn apply_at(mut triage: Triage, evidence: &Evidence, model: &Model, bar: f64) -> Triage {
+    if !open_to_fallback(&triage, evidence) {
         return triage;
     }
-    let Some(decision) = model.decide(&evidence.words()) else {
+    let Some(decision) = model.decide_at(&evidence.line_word_sets(), bar) else {
         return triage;
     };
     let deciding: Vec<&(usize, String)> = evidence
@@ -566,9 +592,10 @@ impl Grouping {
     }
 }
 
-/// One held-out group of a grouped cross-validation: the pipeline's figure on it, and the
-/// model's alone, as if no rule had spoken on any of its logs (the case of a log whose tool the
-/// rules never met, which is where the fallback matters on a set nobody tuned on).
+/// One held-out group of a grouped cross-validation: the pipeline's figure on it, the model's
+/// alone, as if no rule had spoken on any of its logs (the case of a log whose tool the rules
+/// never met, which is where the fallback matters on a set nobody tuned on), and the model's on
+/// the logs no rule spoke on (its own case: held out by round, the closest to a first sight).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GroupFigure {
     pub group: String,
@@ -578,15 +605,22 @@ pub struct GroupFigure {
     /// Logs the model alone decided, and of them those it got right.
     pub alone_decided: usize,
     pub alone_decided_correct: usize,
+    /// Logs the fallback may read (the rules left them UNKNOWN and no rule spoke), those it
+    /// decided and those it got right: right less wrong is what it adds there.
+    pub no_rule: usize,
+    pub no_rule_decided: usize,
+    pub no_rule_correct: usize,
 }
 
-/// Grouped cross-validation: each group held out in turn, the model trained on the others.
-/// Groups come sorted by name; the tracker grouping pools its many small groups into `folds`
-/// folds by a hash of the tracker (a round is a group of its own).
+/// Grouped cross-validation: each group held out in turn, the model trained on the others and
+/// deciding at `bar` ([`MIN_PROBABILITY`] for the built-in behaviour). Groups come sorted by
+/// name; the tracker grouping pools its many small groups into `folds` folds by a hash of the
+/// tracker (a round is a group of its own).
 pub fn cross_validate_grouped(
     logs: &[CorpusLog],
     grouping: Grouping,
     folds: usize,
+    bar: f64,
 ) -> Vec<GroupFigure> {
     let group_of = |log: &CorpusLog| match grouping {
         Grouping::Round => grouping.of(log),
@@ -613,15 +647,23 @@ pub fn cross_validate_grouped(
                 ..GroupFigure::default()
             };
             for log in held {
-                let triage = apply(log.rules.clone(), &log.evidence, &model);
+                let triage = apply_at(log.rules.clone(), &log.evidence, &model, bar);
+                let right = usize::from(triage.class == log.label);
                 figure.cv.rules_correct += usize::from(log.rules.class == log.label);
-                figure.cv.correct += usize::from(triage.class == log.label);
+                figure.cv.correct += right;
                 if triage.class != log.rules.class {
                     figure.cv.decided += 1;
-                    figure.cv.decided_correct += usize::from(triage.class == log.label);
+                    figure.cv.decided_correct += right;
+                }
+                if open_to_fallback(&log.rules, &log.evidence) {
+                    figure.no_rule += 1;
+                    if triage.class != log.rules.class {
+                        figure.no_rule_decided += 1;
+                        figure.no_rule_correct += right;
+                    }
                 }
                 let alone = model
-                    .decide(&log.evidence.words())
+                    .decide_at(&log.evidence.line_word_sets(), bar)
                     .map_or(TriageClass::Unknown, |d| d.class);
                 figure.alone_correct += usize::from(alone == log.label);
                 if alone != TriageClass::Unknown {
@@ -681,7 +723,7 @@ mod tests {
     #[test]
     fn the_model_names_the_class_and_the_words_that_decided() {
         let decision = toy()
-            .decide(&words("flashing: upload failed, cannot open target"))
+            .decide(&[words("flashing: upload failed, cannot open target")])
             .unwrap();
         assert_eq!(decision.class, TriageClass::FlashError);
         assert!(decision.probability >= MIN_PROBABILITY);
@@ -696,14 +738,17 @@ mod tests {
     #[test]
     fn the_model_abstains_on_unknown_words_and_on_what_it_learnt_as_no_verdict() {
         let model = toy();
-        assert_eq!(model.decide(&words("zzz qqq")), None);
-        assert_eq!(model.decide(&words("timeout=0 calibration warning")), None);
+        assert_eq!(model.decide(&[words("zzz qqq")]), None);
+        assert_eq!(
+            model.decide(&[words("timeout=0 calibration warning")]),
+            None
+        );
     }
 
     #[test]
     fn a_pass_teaches_abstaining_so_the_model_never_says_pass() {
         let model = train(&[(words("0 failures all good"), TriageClass::Pass)]);
-        assert_eq!(model.decide(&words("0 failures all good")), None);
+        assert_eq!(model.decide(&[words("0 failures all good")]), None);
     }
 
     #[test]
