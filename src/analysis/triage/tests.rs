@@ -452,7 +452,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("=================== FAILURES ===================", "pytest.failures"),
     (
-        "FAILED test_ats.py::test_echo_tcp[COM4] - pexpect.exceptions.TIMEOUT",
+        "FAILED test_ats.py::test_echo_tcp[COM4] - AssertionError: assert b'' == b'OK'",
         "pytest.failed",
     ),
     ("++++++++++++++++ Timeout ++++++++++++++++", "pytest.timeout"),
