@@ -297,7 +297,6 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 /// nor read its rules, and never tuned on (see `real/README.md`).
 const HELD_OUT_SET: &str = "later";
 
-
 /// The held-out set for the round after: collected the same way and checked here for its form
 /// and its distance from the others, but never measured until it replaces [`HELD_OUT_SET`]
 /// (its first measurement is the figure that counts).
@@ -433,9 +432,9 @@ fn real_logs_held_out_accuracy() {
     );
 }
 
-/// What the tuning set gets must not fall: 1123/1228 (91.4%) since round 8c's 241 logs joined
-/// it untuned (see real/README.md); 942/987 (95.4%) before them.
-const TUNING_FLOOR: f64 = 91.0;
+/// What the tuning set gets must not fall: 1304/1358 (96.0%) since rounds 8c and 9 were tuned
+/// on (see real/README.md); 1226/1358 (90.3%) before.
+const TUNING_FLOOR: f64 = 95.5;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]
