@@ -417,9 +417,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure
-/// (fresh/: 103/130, 79.2%, on round 8's rules; see real/README.md), less one log. The goal is
+/// (later/: 112/134, 83.6%, on round 9's rules; see later/README.md), less one log. The goal is
 /// 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 78.0;
+const HELD_OUT_FLOOR: f64 = 82.5;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -432,9 +432,9 @@ fn real_logs_held_out_accuracy() {
     );
 }
 
-/// What the tuning set gets must not fall: 1304/1358 (96.0%) since rounds 8c and 9 were tuned
-/// on (see real/README.md); 1226/1358 (90.3%) before.
-const TUNING_FLOOR: f64 = 95.5;
+/// What the tuning set gets must not fall: 1387/1471 (94.3%) since round 9b's 113 logs joined
+/// it untuned (see real/README.md); 1306/1358 (96.2%) before them.
+const TUNING_FLOOR: f64 = 93.8;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]
