@@ -5,8 +5,11 @@
 //! `cargo run --example triage_model -- cv [FOLDS]` prints the k-fold cross-validated accuracy
 //! of the whole pipeline, the model retrained on the other folds for each (5 folds unless told);
 //! `cv rounds` holds out each round of the corpus in turn (each collected by a different
-//! person), `cv trackers [FOLDS]` each fold of trackers, and both also print how the model alone
-//! does on the held-out logs, as if no rule had spoken on them.
+//! person), `cv trackers [FOLDS]` each fold of trackers; both also print how the model alone
+//! does on the held-out logs, as if no rule had spoken on them, and how the fallback does on
+//! the logs no rule spoke on (right less wrong: what it adds there), and take `--bar P` to
+//! measure another confidence bar than the built-in one. `cv curve` prints both groupings'
+//! totals over a range of bars.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a developer's tool: its output is the point
 
 use std::path::Path;
@@ -16,7 +19,21 @@ use fwfix::analysis::triage::fallback::{self, Grouping};
 
 fn main() -> ExitCode {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let bar = match args.iter().position(|a| a == "--bar") {
+        Some(at) => {
+            let value = args.get(at + 1).and_then(|p| p.parse::<f64>().ok());
+            args.drain(at..(at + 2).min(args.len()));
+            match value {
+                Some(p) if (0.0..=1.0).contains(&p) => p,
+                _ => {
+                    eprintln!("triage_model: --bar takes a probability between 0 and 1");
+                    return ExitCode::FAILURE;
+                }
+            }
+        }
+        None => fallback::MIN_PROBABILITY,
+    };
     let logs = match fallback::read_corpus(&root.join("tests/data/triage/real")) {
         Ok(logs) => logs,
         Err(e) => {
@@ -40,7 +57,22 @@ fn main() -> ExitCode {
                 Grouping::Tracker
             };
             let folds = args.get(2).and_then(|k| k.parse().ok()).unwrap_or(5);
-            grouped(&fallback::cross_validate_grouped(&logs, grouping, folds));
+            let figures = fallback::cross_validate_grouped(&logs, grouping, folds, bar);
+            for f in &figures {
+                println!("{:>8}: {}", f.group, describe(f));
+            }
+            println!("   total: {}", describe(&total(&figures)));
+        }
+        Some("cv") if args.get(1).map(String::as_str) == Some("curve") => {
+            for percent in (50..=95).step_by(5) {
+                let bar = f64::from(percent) / 100.0;
+                for (name, grouping) in
+                    [("rounds", Grouping::Round), ("trackers", Grouping::Tracker)]
+                {
+                    let figures = fallback::cross_validate_grouped(&logs, grouping, 5, bar);
+                    println!("{bar:.2} {name:>8}: {}", describe(&total(&figures)));
+                }
+            }
         }
         Some("cv") => {
             let folds = args.get(1).and_then(|k| k.parse().ok()).unwrap_or(5);
@@ -59,18 +91,19 @@ fn main() -> ExitCode {
             );
         }
         _ => {
-            eprintln!("usage: triage_model write | cv [FOLDS] | cv rounds | cv trackers [FOLDS]");
+            eprintln!(
+                "usage: triage_model write | cv [FOLDS] | cv rounds [--bar P] | cv trackers [FOLDS] [--bar P] | cv curve"
+            );
             return ExitCode::FAILURE;
         }
     }
     ExitCode::SUCCESS
 }
 
-/// One line per held-out group, then the totals.
-fn grouped(figures: &[fallback::GroupFigure]) {
+/// The groups' figures added up.
+fn total(figures: &[fallback::GroupFigure]) -> fallback::GroupFigure {
     let mut total = fallback::GroupFigure::default();
     for f in figures {
-        println!("{:>8}: {}", f.group, describe(f));
         total.cv.logs += f.cv.logs;
         total.cv.rules_correct += f.cv.rules_correct;
         total.cv.correct += f.cv.correct;
@@ -79,15 +112,20 @@ fn grouped(figures: &[fallback::GroupFigure]) {
         total.alone_correct += f.alone_correct;
         total.alone_decided += f.alone_decided;
         total.alone_decided_correct += f.alone_decided_correct;
+        total.no_rule += f.no_rule;
+        total.no_rule_decided += f.no_rule_decided;
+        total.no_rule_correct += f.no_rule_correct;
     }
-    println!("   total: {}", describe(&total));
+    total
 }
 
-/// A group's figures, or the totals': the rules, the whole pipeline and the model alone.
+/// A group's figures, or the totals': the rules, the whole pipeline, the model alone, and the
+/// fallback on the logs no rule spoke on.
 fn describe(f: &fallback::GroupFigure) -> String {
     let percent = |n: usize| 100.0 * n as f64 / f.cv.logs.max(1) as f64;
+    let wrong = f.no_rule_decided - f.no_rule_correct;
     format!(
-        "{:>4} logs, rules alone {:>4} ({:.1}%), with the fallback {:>4} ({:.1}%; it decided {}, {} right); the model alone {:>4} ({:.1}%; decided {}, {} right)",
+        "{:>4} logs, rules alone {:>4} ({:.1}%), with the fallback {:>4} ({:.1}%; it decided {}, {} right); the model alone {:>4} ({:.1}%; decided {}, {} right); no rule spoke on {}: decided {}, {} right, {} wrong, net {:+}",
         f.cv.logs,
         f.cv.rules_correct,
         percent(f.cv.rules_correct),
@@ -98,6 +136,11 @@ fn describe(f: &fallback::GroupFigure) -> String {
         f.alone_correct,
         percent(f.alone_correct),
         f.alone_decided,
-        f.alone_decided_correct
+        f.alone_decided_correct,
+        f.no_rule,
+        f.no_rule_decided,
+        f.no_rule_correct,
+        wrong,
+        f.no_rule_correct as i64 - wrong as i64
     )
 }

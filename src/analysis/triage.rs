@@ -70,8 +70,9 @@
 //! (`error`, `failed`, `cannot`, `not found`, `timed out` and the like, on the lines the
 //! prefilter already brings to the rules), a learned fallback reads their words: a small naive
 //! Bayes model trained on the labelled real logs (see [`fallback`]; its weights are a
-//! committed, generated file) names a failure class when it is at least 90% sure, never PASS,
-//! and its reason says the confidence is low and which words decided. It runs once per log,
+//! committed, generated file) names a failure class when it is at least 70% sure and two
+//! distinct lines back the class (90% when one line alone does), never PASS, and its reason
+//! says the confidence is low and which words decided. It runs once per log,
 //! in [`Triager::finish`], on at most [`fallback::MAX_EVIDENCE_LINES`] kept lines.
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have

@@ -515,6 +515,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:-+ )?(?:\w*test\w* job results \(|Tests:\s+)(?P<msg>[1-9]\d* failed, \d+ passed, \d+ total)\b",
     )
     .verdict(),
+    // cargo test's own closing error: one test target failed, or several with --no-fail-fast.
+    re(
+        "cargo.test_target_failed",
+        "cargo",
+        TestFailure,
+        r"^error: (?P<msg>test failed, to rerun pass .*|[1-9]\d* targets? failed:)$",
+    )
+    .weight(2),
     re(
         "cargo.test_failed",
         "cargo",
@@ -545,12 +553,13 @@ pub static RULES: &[Rule] = &[
     re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
         .weight(1),
     // A build that ends in its tool's own success (`pio run`'s closing line, ESP-IDF's `Project
-    // build complete.`): nothing failed. Any failure a later line shows ranks above it.
+    // build complete.`, Eclipse CDT's `Build Finished`): nothing failed. Any failure a later
+    // line shows ranks above it.
     re(
         "build.succeeded",
         "platformio",
         Pass,
-        r"^(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*)$",
+        r"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\))$",
     )
     .weight(2),
     // `pio run`'s closing line and its table of environments: the step failed, not why.
@@ -597,8 +606,113 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .echo(),
-    re("gtest.failed", "gtest", TestFailure, r"^\[\s+FAILED\s+\] (?P<msg>[1-9]\d* tests?\b.*)$").verdict(),
+    // gtest's summary, and cmocka's in gtest's shape (`[  FAILED  ] group: 1 test(s), listed
+    // below:`).
+    re(
+        "gtest.failed",
+        "gtest",
+        TestFailure,
+        r"^\[\s+FAILED\s+\] (?P<msg>(?:\S+: )?[1-9]\d* tests?\b.*)$",
+    )
+    .verdict(),
     re("gtest.passed", "gtest", Pass, r"^\[\s+FAILED\s+\] (?P<msg>0 tests\.?)$").verdict(),
+    // gtest's count of passed tests; a `[  FAILED  ]` summary, when some failed, comes after it.
+    re("gtest.all_passed", "gtest", Pass, r"^\[\s+PASSED\s+\] (?P<msg>[1-9]\d* tests?\.)$").weight(2),
+    // cmocka's failed check (`[   LINE   ] --- file.c:42: error: Failure!`, in a compiler
+    // diagnostic's shape) and its closing count.
+    re(
+        "cmocka.failure",
+        "cmocka",
+        TestFailure,
+        r"^\[\s+LINE\s+\] --- (?P<msg>\S.*:\d+: (?:error: )?Failure!)$",
+    )
+    .weight(2),
+    re("cmocka.failed_count", "cmocka", TestFailure, r"^\s*(?P<msg>[1-9]\d* FAILED TEST\(S\))$")
+        .verdict(),
+    // Catch2's failed assertion: `file:line: FAILED:` (or `file(line): FAILED:`), the
+    // expression on the lines below.
+    re(
+        "catch2.assertion_failed",
+        "catch2",
+        TestFailure,
+        prefixed!(r"(?P<msg>\S+(?::\d+|\(\d+\)): FAILED:)$"),
+    )
+    .weight(2),
+    // ArduinoUnit's and AUnit's failed assertion (`Assertion failed: (a=1) == (b=2), file
+    // x.ino, line 12.`), a test framework's check rather than the firmware's assert, and their
+    // closing summary.
+    re(
+        "arduinounit.assertion",
+        "arduinounit",
+        TestFailure,
+        r"^(?P<msg>Assertion failed: \(.*\) \S+ \(.*\), file \S+, line \d+\.?)",
+    )
+    .weight(2),
+    re(
+        "arduinounit.summary_fail",
+        "arduinounit",
+        TestFailure,
+        r"^(?P<msg>Test summary: \d+ passed, [1-9]\d* failed, and \d+ skipped, out of \d+ test\(s\)\.?)",
+    )
+    .verdict(),
+    re(
+        "arduinounit.summary_pass",
+        "arduinounit",
+        Pass,
+        r"^(?P<msg>Test summary: [1-9]\d* passed, 0 failed, and \d+ skipped, out of \d+ test\(s\)\.?)",
+    )
+    .verdict(),
+    // MicroPython's run-tests: `FAIL  basics/x.py` per test, then `12 tests performed (345
+    // individual testcases)`, `11 tests passed`, `1 tests failed: x`.
+    re("micropython.test_failed", "micropython", TestFailure, r"^(?P<msg>FAIL  \S+\.py)$").weight(2),
+    re(
+        "micropython.performed",
+        "micropython",
+        Pass,
+        r"^(?P<msg>\d+ tests performed \(\d+ individual testcases\))$",
+    )
+    .weight(1),
+    re("micropython.passed", "micropython", Pass, r"^(?P<msg>[1-9]\d* tests passed)$")
+        .verdict()
+        .follows(&["micropython.performed"]),
+    re("micropython.failed", "micropython", TestFailure, r"^(?P<msg>[1-9]\d* tests? failed: .+)$")
+        .verdict(),
+    // Mbed TLS's test suites and scripts: a name, a dot leader and the result
+    // (`test_suite_ssl ........ PASS`, a case's `...... FAILED` after its own debug output),
+    // and run-test-suites' closing line.
+    re(
+        "dot_leader.failed",
+        "mbedtls",
+        TestFailure,
+        r"^(?P<msg>\S.*?\s\.{3,}\s*[-\d]*(?:FAIL|FAILED))\s*$",
+    )
+    .weight(2),
+    re("dot_leader.passed", "mbedtls", Pass, r"^\S.*?\s\.{3,}\s*[-\d]*(?P<msg>PASS(?:ED)?)\s*$")
+        .weight(1),
+    re(
+        "mbedtls.suites_failed",
+        "mbedtls",
+        TestFailure,
+        r"^(?P<msg>FAILED \(\d+ suites, \d+ tests run\))$",
+    )
+    .verdict(),
+    re(
+        "mbedtls.suites_passed",
+        "mbedtls",
+        Pass,
+        r"^(?P<msg>PASSED \(\d+ suites, \d+ tests run\))$",
+    )
+    .verdict(),
+    // Cooja's test script, stopped by its own timeout before the test said whether it passed.
+    re("cooja.timeout", "cooja", Hang, r"^(?P<msg>TEST TIMEOUT)$"),
+    // ArduPilot's autotest catching the exception that ended a test step.
+    re(
+        "ardupilot.autotest_exception",
+        "ardupilot",
+        TestFailure,
+        r"^AUTOTEST: (?P<msg>Exception caught: .*)$",
+    )
+    .weight(2),
     re(
         "pytest.summary_fail",
         "pytest",
@@ -622,6 +736,13 @@ pub static RULES: &[Rule] = &[
     ),
     re("pytest.failure_section", "pytest", TestFailure, r"^_{3,} (?P<msg>[\w.:\[\]-]+) _{3,}$")
         .weight(1),
+    // A test that failed because its expect timed out: the run hung, whatever pytest counts.
+    re(
+        "pytest.failed_timeout",
+        "pytest",
+        Hang,
+        r"^(?P<msg>FAILED \S+::\S+ - (?:pexpect\.\w+\.)?TIMEOUT\b.*)$",
+    ),
     re("pytest.failed", "pytest", TestFailure, r"^(?P<msg>FAILED \S+::\S+.*)$").weight(1),
     // The exception pytest quotes under a failing test (`E       AssertionError: ...`); the
     // rules above see a pexpect timeout or a serial port's failure in it first.
@@ -859,14 +980,14 @@ pub static RULES: &[Rule] = &[
         "go.exec_not_found",
         "go",
         ToolMissing,
-        r#"(?:\bexec: |\bfork/exec )(?P<msg>"[^"]+": executable file not found in (?:\$PATH|%PATH%).*|\S+: no such file or directory.*)$"#,
+        r#"(?:\bexec: |\bfork/exec )(?P<msg>"[^"]+": (?:executable file not found in (?:\$PATH|%PATH%)|file does not exist).*|\S+: no such file or directory.*)$"#,
     ),
     // Python could not start a program: the name alone, no path, is a lookup in PATH.
     re(
         "python.program_not_found",
         "python",
         ToolMissing,
-        r"(?:^|FileNotFoundError: |OSError: |fatal error: )\[?(?:Errno 2\]|WinError 2\]|2) (?:No such file or directory|The system cannot find the file specified):? '(?P<msg>[\w+-]+(?:\.exe|\.py)?)'$",
+        r"(?:(?:^|FileNotFoundError: |OSError: |fatal error: )\[?(?:Errno 2\]|WinError 2\]|2) |(?:^|[\s\x60'\x22])(?:[\w.]*Error: )?)(?:No such file or directory|The system cannot find the file specified):? '(?P<msg>[\w+-]+(?:\.exe|\.py)?)'(?:$|[\x60\x22.,;)\s])",
     ),
     re(
         "rust.target_missing",
@@ -919,7 +1040,43 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<msg>[^']+\.(?:so|dll|dylib|exe))'",
     ),
+    // Windows make could not start a program (`process_begin: CreateProcess(NULL, avr-gcc ...)
+    // failed.`, then `make (e=2): The system cannot find the file specified.`).
+    re(
+        "make.createprocess_failed",
+        "make",
+        ToolMissing,
+        r"^(?P<msg>process_begin: CreateProcess\(NULL, \S+.*|\S*make(?:\[\d+\])?(?:\.exe)? \(e=2\):.*)$",
+    )
+    .weight(2),
+    // protoc's plugin lookup, Ruby's missing gem.
+    re(
+        "protoc.plugin_not_found",
+        "protoc",
+        ToolMissing,
+        r"(?P<msg>\S+: program not found or is not executable)",
+    ),
+    re(
+        "ruby.load_error",
+        "ruby",
+        ToolMissing,
+        r"(?P<msg>cannot load such file -- [\w./-]+)",
+    ),
+    // A script that names the program it did not find and asks for it to be installed or put
+    // on the PATH (`Please install it or add '<dir>/bin' to your PATH`).
+    re(
+        "tool.install_or_path",
+        "tool",
+        ToolMissing,
+        r"(?i)^\W*(?P<msg>please install (?:it|them|\S+)\b.*\b(?:to|in|on) (?:your|the) (?:system )?PATH\b.*)$",
+    ),
     // Flashers and debug probes: the image did not get onto the board.
+    // esptool retrying its connection: a failure only if it then gives up, which it says.
+    noise(
+        "esptool.retrying",
+        "esptool",
+        r"^Couldn't connect\. \[.*\]\. Retrying\.\.\.$",
+    ),
     re(
         "esptool.fatal",
         "esptool",
@@ -1128,7 +1285,41 @@ pub static RULES: &[Rule] = &[
         "dfu_util.error",
         "dfu-util",
         FlashError,
-        r"^dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*)$",
+        prefixed!(r"dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
+    ),
+    // dfu-util's report of a state it then clears on its own: no failure.
+    noise(
+        "dfu_util.status",
+        "dfu-util",
+        r"^(?:DFU state\(\d+\) = \w+(?:-\w+)*, status\(0\) = No error condition is present|Determining device status: state = \w+, status = \d+|dfuERROR, clearing status)$",
+    ),
+    // dfu-programmer reading back what it wrote.
+    re(
+        "dfu_programmer.validate_failed",
+        "dfu-programmer",
+        FlashError,
+        r"^(?P<msg>Validating\.\.\.\s+ERROR|Memory did not validate\..*)$",
+    ),
+    // teensy_loader_cli's own errors.
+    re(
+        "teensy.error",
+        "teensy",
+        FlashError,
+        r"^(?P<msg>error reading intel hex file .*|Warning, HEX parse error line \d+|error writing to Teensy|Unable to open device\b.*|Unable to read \S+)$",
+    ),
+    // Black Magic Probe, through gdb: its scan or its attach to the target failed.
+    re(
+        "bmp.attach_failed",
+        "blackmagic",
+        FlashError,
+        r"^(?P<msg>Attaching to Remote target failed|(?:SW-DP|JTAG(?: device)?) scan failed!?.*)$",
+    ),
+    // nrfutil's DFU over serial and its `device` subcommand.
+    re(
+        "nrfutil.failed",
+        "nrfutil",
+        FlashError,
+        r"^(?P<msg>Failed to upgrade target\. Error is: .+|Error: One or more [\w-]+ tasks failed\b.*)$",
     ),
     re(
         "bossac.no_device",
@@ -1153,7 +1344,9 @@ pub static RULES: &[Rule] = &[
         "python.flasher_exception",
         "python",
         FlashError,
-        r"^(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core|pyocd|esptool)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$",
+        prefixed!(
+            r"(?:pylink|pynrfjprog|nordicsemi|spsdk|usb\.core|pyocd|esptool)\.\S*?(?P<msg>\w+(?:Error|Exception): .+)$"
+        ),
     ),
     re(
         "stflash.bad_target",
@@ -1204,9 +1397,26 @@ pub static RULES: &[Rule] = &[
         "flash.verified",
         "flasher",
         Pass,
-        r"^(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.\.\.|Staying in bootloader\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified)$",
+        prefixed!(
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.\.\.|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+)$"
+        ),
     )
     .weight(2),
+    // pyOCD's loader summary, probe-rs's closing `Finished in 1.2s` (and its flash algorithm
+    // tests' `Finished programming in 33ms`), a step a small flasher reports done (`Writing
+    // APROM...OK`, `Writing binary file 1024 bytes at 0x8000... OK`), bossac's full progress bar.
+    re(
+        "flash.finished",
+        "flasher",
+        Pass,
+        r"(?P<msg>Erased \d+ bytes \(\d+ sectors?\), programmed \d+ bytes \(\d+ pages?\), skipped \d+ bytes.*|^\s*Finished (?:(?:programming|erasing|flashing) )?in [\d.]+(?:m?s| seconds)|^Validating\.\.\.\s+Success|^0x[0-9A-Fa-f]+ bytes written into 0x[0-9A-Fa-f]+ bytes memory \([\d.]+%\)\.|^(?:Writing|Programming|Verifying|Flashing) [^.]*\.{3}\s*OK|^\[=+\] 100% \(\d+/\d+ pages\)|\bVERIFY OK)$",
+    )
+    .weight(2),
+    // teensy_loader_cli: `Programming....` then `Booting` once the image is written.
+    re("teensy.programming", "teensy", FlashError, r"^Programming\.*$").context(),
+    re("teensy.booting", "teensy", Pass, r"^(?P<msg>Booting)$")
+        .weight(2)
+        .follows(&["teensy.programming"]),
     // One segment written and checked: no pass by itself, a flash may have more to write.
     re("esptool.segment_verified", "esptool", Pass, r"^(?P<msg>Hash of data verified\.)$").weight(1),
     // A flasher that finds no board to flash (TinyGo's `unable to locate a USB device to be
@@ -1224,6 +1434,10 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>timeout waiting for data(?: \(\d+ bytes?\))?|bootloader reports (?:INVALID OPERATION|OPERATION FAILED)\b.*|Bootloader not responding\b.*)$",
     ),
+    // DAPLink's ASSERT.TXT: the interface firmware's own assert, `Assert`, then its file.
+    re("daplink.assert_header", "daplink", Assert, r"^Assert$").context(),
+    re("daplink.assert", "daplink", Assert, r"^File: (?P<msg>\S+\.(?:c|cpp|h))$")
+        .follows(&["daplink.assert_header"]),
     // DAPLink's FAIL.TXT, the drag-and-drop programmer's reason the image was not written.
     re(
         "daplink.fail",
@@ -1245,14 +1459,14 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2))$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip))$",
     )
     .context(),
     re(
         "python.flasher_frame",
         "python",
         FlashError,
-        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|pylink|bossac|stm32loader|pyupdi)\b"#,
+        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|nordicsemi|pylink|bossac|stm32loader|pyupdi|kflash|[\w-]*(?:_bootloader|flasher|uploader))\b"#,
     )
     .context(),
     // A frame of a test harness's or lab tool's own code: a traceback through it is the
@@ -1338,6 +1552,23 @@ pub static RULES: &[Rule] = &[
         r"^E: (?P<msg>Unable to locate package .+|Failed to fetch .+|Package '[^']+' has no installation candidate|Could not get lock .+)$",
     ),
     re("docker.daemon", "docker", InfraError, r"(?P<msg>Error response from daemon: .+)$"),
+    // Go's network errors (docker, arduino-cli, any Go tool): `dial tcp 1.2.3.4:443: connect:
+    // connection refused`, `dial unix /var/run/docker.sock: ...`.
+    re(
+        "go.dial_failed",
+        "go",
+        InfraError,
+        r"\b(?P<msg>dial (?:tcp[46]?|udp[46]?|unix) \S+: (?:connect: )?(?:connection refused|no such file or directory|i/o timeout|no route to host|network is unreachable|no such host|permission denied|connection reset by peer)\b.*)$",
+    )
+    .weight(2),
+    // arduino-cli could not load its package indexes (a download or an index file).
+    re(
+        "arduino_cli.init_failed",
+        "arduino-cli",
+        InfraError,
+        r"^(?P<msg>Error initializing instance: .+)$",
+    )
+    .weight(2),
     re(
         "renode.command_error",
         "renode",
@@ -1348,7 +1579,7 @@ pub static RULES: &[Rule] = &[
         "lava.infrastructure",
         "lava",
         InfraError,
-        r#"(?P<msg>InfrastructureError: .+|JobError: .+|"error_type": "(?:Infrastructure|Job|Bug|Configuration)"|\d+ retries out of \d+ failed for \S+)"#,
+        r#"(?P<msg>InfrastructureError: .+|JobError: .+|"error_(?:type|code)": "(?:Infrastructure|Job|Bug|Configuration)"|\d+ retries out of \d+ failed for \S+)"#,
     ),
     re(
         "lava.action_timeout",
@@ -1385,6 +1616,13 @@ pub static RULES: &[Rule] = &[
         r"^(?:\d\d:\d\d:\d\d\.\d{4} \[INFO\] |\(monitor\) )",
     )
     .context(),
+    // The Mono runtime's own crash report (Renode runs on it): the host program broke.
+    re(
+        "mono.native_crash",
+        "dotnet",
+        InfraError,
+        r"^(?P<msg>Got a SIG\w+ while executing native code\..*)$",
+    ),
     // The .NET runtime ending the host program (Renode) on an exception it cannot handle.
     re(
         "dotnet.terminated",
@@ -1449,7 +1687,7 @@ pub static RULES: &[Rule] = &[
         "pip.no_distribution",
         "pip",
         InfraError,
-        r"^ERROR: (?P<msg>Could not find a version that satisfies the requirement .*|No matching distribution found for .*)$",
+        r"^\s*(?:ERROR: )?(?P<msg>Could not find a version that satisfies the requirement .*|No matching distribution found for .*)$",
     ),
     re(
         "net.unreachable",
@@ -1479,7 +1717,7 @@ pub static RULES: &[Rule] = &[
         "host.tls_failed",
         "host",
         InfraError,
-        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout).*)$",
+        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout|There was a problem confirming the ssl certificate).*)$",
     )
     .weight(2),
     // A package, toolchain or source archive that cannot be fetched (PlatformIO's installers,
@@ -1531,7 +1769,8 @@ pub static RULES: &[Rule] = &[
         "pyserial",
         InfraError,
         r"(?P<msg>device reports readiness to read but returned no data.*|read failed: \[Errno 5\] Input/output error|Input/output error: '/dev/tty\S*|OSError: \[Errno 5\] Input/output error)",
-    ),
+    )
+    .yields_to_context(),
     // Compiler, assembler, make and linker diagnostics.
     re("gcc.internal_error", "gcc", BuildError, r"(?P<msg>internal compiler error: .+)$"),
     re(
@@ -1574,6 +1813,38 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Building for \S+ \.+ failed|Errors: [1-9]\d* Warnings: \d+)$",
     )
     .weight(2),
+    // SCons: its own error about a target (`scons: *** [x] TypeError : ...`), or the echo of a
+    // command that failed (`scons: *** [x] Error 1`).
+    re(
+        "scons.command_failed",
+        "scons",
+        BuildError,
+        r"^(?P<msg>(?:scons: )?\*\*\* \[[^\]]+\] Error -?\d+)$",
+    )
+    .weight(1)
+    .echo(),
+    re("scons.error", "scons", BuildError, r"^scons: \*\*\* (?P<msg>.+)$").weight(2),
+    // nmake: `U1077` is the echo of a command that failed; the others are its own.
+    re(
+        "nmake.command_failed",
+        "nmake",
+        BuildError,
+        r"^(?P<msg>NMAKE : fatal error U1077: .*)$",
+    )
+    .weight(1)
+    .echo(),
+    re("nmake.error", "nmake", BuildError, r"^NMAKE : fatal error (?P<msg>U\d{4}: .*)$").weight(2),
+    // Mynewt's newt building a target: its bare `Error:` lines are the build's.
+    re("newt.building", "newt", BuildError, r"^Building target targets/\S+$").context(),
+    // Eclipse CDT's closing line.
+    re(
+        "eclipse.build_failed",
+        "eclipse",
+        BuildError,
+        r"^(?:\d\d:\d\d:\d\d )?(?P<msg>Build Failed\. [1-9]\d* errors, \d+ warnings\..*)$",
+    )
+    .weight(1)
+    .echo(),
     // waf (ArduPilot's build): the task that failed, then its closing line.
     re(
         "waf.task_failed",
@@ -1598,6 +1869,23 @@ pub static RULES: &[Rule] = &[
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
     diag("ld.missing_library", "ld", LinkError, "linker", &["missing_library"]),
     diag("ld.error", "ld", LinkError, "linker", &[]).weight(2),
+    // GNU ld given a file it cannot read as an object or archive.
+    re(
+        "ld.bad_format",
+        "ld",
+        LinkError,
+        r"(?P<msg>\S+: file format not recognized; treating as linker script)",
+    )
+    .weight(2),
+    // Renesas's optlnk (`E0562310:Undefined external symbol "_x" referenced in "y"`) and TI's
+    // linker (`error #10234-D: unresolved symbols remain`).
+    re(
+        "vendor.link_error",
+        "ld",
+        LinkError,
+        r"\b(?P<msg>[EF]0562\d{3}\s*:.+|error #10\d{3}(?:-D)?: .+)$",
+    )
+    .weight(2),
     re(
         "ld.wont_fit",
         "ld",
@@ -1626,6 +1914,16 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^(?:-- )?devicetree error: (?P<msg>.+)$",
     ),
+    // Arduino's closing lines: `exit status 1` is the echo of whichever tool failed (the linker
+    // as well as the compiler).
+    re(
+        "arduino.compile_exit_status",
+        "arduino",
+        BuildError,
+        r"^(?P<msg>Compilation error: exit status \d+)$",
+    )
+    .weight(1)
+    .echo(),
     re(
         "arduino.compile_failed",
         "arduino",
@@ -1737,7 +2035,7 @@ pub static RULES: &[Rule] = &[
         "libc.assert",
         "libc",
         Assert,
-        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\.?|(?i:assertion failed).*|assertion `[^`]*` failed.*)$"#,
+        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*)$"#,
     ),
     // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
     re(
@@ -1765,11 +2063,63 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"(?i)(?:^|\s)(?P<msg>(?:data|prefetch) abort(?:\s*$|[^\w\s].*|\s+(?:at|in|exception|handler)\b.*))$",
     ),
+    // The ESP8266's exception dump (`Exception (3):`, after a serial monitor's stamp), and the
+    // SDK's `Fatal exception:29 flag:2` as firmware report it as the last restart's reason. A
+    // watchdog's reset prints one too: it yields to a cause the log names.
     re(
         "esp8266.exception",
         "esp8266",
         Crash,
-        r"^(?P<msg>Fatal exception \(?\d+\)?.*|Exception \(\d+\):.*)$",
+        prefixed!(r"(?P<msg>Fatal exception \(?\d+\)?.*|Exception \(\d+\):.*)$"),
+    )
+    .consequence(),
+    re(
+        "esp8266.restart_reason",
+        "esp8266",
+        Crash,
+        r"\b(?P<msg>Fatal exception:\d+ flag:\d+ \(EXCEPTION\).*)$",
+    )
+    .consequence(),
+    // Tock's kernel panic handler: `Kernel panic at kernel/src/process.rs:517:`, its message on
+    // the next line.
+    re("tock.kernel_panic", "tock", Crash, prefixed!(r"(?P<msg>Kernel panic at \S+:\d+:.*)$")),
+    // An ESP core dump's registers (espcoredump.py): the exception cause by name, the
+    // interrupt watchdog's being a hang.
+    re(
+        "esp_coredump.interrupt_watchdog",
+        "esp-idf",
+        Hang,
+        r"^exccause\s+0x[0-9a-fA-F]+ \((?P<msg>InterruptWDTTim\w*)\)",
+    ),
+    re(
+        "esp_coredump.exccause",
+        "esp-idf",
+        Crash,
+        r"^exccause\s+0x[0-9a-fA-F]+ \((?P<msg>\w+)\)\s*$",
+    )
+    .weight(2),
+    // OpenSBI's report of a trap it could not handle (`sbi_trap_error: hart0: trap handler
+    // failed (error -2)`, then the trap's registers).
+    re(
+        "opensbi.trap_error",
+        "opensbi",
+        Crash,
+        r"^sbi_trap_error: hart\d+: (?P<msg>.*\b(?:failed|mcause=0x[0-9a-fA-F]+)\b.*)$",
+    ),
+    // A RISC-V firmware's own trap dump: the cause and the faulting pc on one line.
+    re(
+        "riscv.trap_dump",
+        "firmware",
+        Crash,
+        r"(?i)\b(?P<msg>mcause[\s:=]+(?:0x)?[0-9a-f]+,?\s+mepc[\s:=]+(?:0x)?[0-9a-f]+\b.*)$",
+    )
+    .weight(2),
+    // ESP-IDF's ESP_ERROR_CHECK, an assert on a call's result, and its decoded frame.
+    re(
+        "esp_idf.error_check",
+        "esp-idf",
+        Assert,
+        r"(?P<msg>ESP_ERROR_CHECK failed: .*|^0x[0-9a-fA-F]{8}: _esp_error_check_failed\w* at .*)$",
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
     // RIOT's panic line comes first (`*** RIOT kernel panic:`), its reason on the next line.
@@ -2072,6 +2422,16 @@ pub static RULES: &[Rule] = &[
         "flasher",
         FlashError,
         r"(?i)^\W*(?P<msg>(?:(?:flash(?:ing)?|upload(?:ing)?|programming|(?:chip |sector |mass )?eras(?:e|ing)|writ(?:e|ing) (?:to )?flash)\b[^.]{0,40}?\b(?:failed|error|unsuccessful|aborted)|failed (?:uploading|flashing|to (?:flash|program|upload|erase))\b).*)$",
+    )
+    .weight(1)
+    .generic(),
+    // A write the tool read back and found wrong (`page 3/64.verification error`,
+    // `flash verify failed`), from a programmer no rule knows.
+    re(
+        "flash.verify_failed",
+        "flasher",
+        FlashError,
+        r"(?i)(?:^|[^\w\s]\s*|\b(?:flash|write|program|programming|page|memory|data)\s+)(?P<msg>verif(?:y|ication) (?:error|failed)\b.*)$",
     )
     .weight(1)
     .generic(),

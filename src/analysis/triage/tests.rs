@@ -452,7 +452,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("=================== FAILURES ===================", "pytest.failures"),
     (
-        "FAILED test_ats.py::test_echo_tcp[COM4] - pexpect.exceptions.TIMEOUT",
+        "FAILED test_ats.py::test_echo_tcp[COM4] - AssertionError: assert b'' == b'OK'",
         "pytest.failed",
     ),
     ("++++++++++++++++ Timeout ++++++++++++++++", "pytest.timeout"),
@@ -1384,6 +1384,224 @@ const SAMPLES: &[(&str, &str)] = &[
         "ERROR:../hw/core/cpu-common.c:42:cpu_reset: assertion failed: (cpu != NULL)",
         "emulator.internal_assert",
     ),
+    ("[  PASSED  ] 12 tests.", "gtest.all_passed"),
+    (
+        "[   LINE   ] --- ../tests/test_ring.c:88: error: Failure!",
+        "cmocka.failure",
+    ),
+    (" 2 FAILED TEST(S)", "cmocka.failed_count"),
+    ("[  FAILED  ] ring_tests: 2 test(s), listed below:", "gtest.failed"),
+    (
+        "/src/tests/test_codec.cpp:118: FAILED:",
+        "catch2.assertion_failed",
+    ),
+    (
+        "Assertion failed: (count=3) == (expected=4), file RingTest.ino, line 31.",
+        "arduinounit.assertion",
+    ),
+    (
+        "Test summary: 4 passed, 2 failed, and 0 skipped, out of 6 test(s).",
+        "arduinounit.summary_fail",
+    ),
+    (
+        "Test summary: 6 passed, 0 failed, and 1 skipped, out of 7 test(s).",
+        "arduinounit.summary_pass",
+    ),
+    ("FAIL  extmod/uctypes_le.py", "micropython.test_failed"),
+    (
+        "512 tests performed (14070 individual testcases)",
+        "micropython.performed",
+    ),
+    (
+        "2 tests failed: extmod/uctypes_le extmod/vfs_fat_ramdisk",
+        "micropython.failed",
+    ),
+    (
+        "AES-128-GCM Encrypt NIST #3 ............................................ FAILED",
+        "dot_leader.failed",
+    ),
+    (
+        "test_suite_aes.ecb ................................................ PASS",
+        "dot_leader.passed",
+    ),
+    ("FAILED (3 suites, 9120 tests run)", "mbedtls.suites_failed"),
+    ("PASSED (84 suites, 21003 tests run)", "mbedtls.suites_passed"),
+    ("TEST TIMEOUT", "cooja.timeout"),
+    (
+        "AUTOTEST: Exception caught: Traceback (most recent call last):",
+        "ardupilot.autotest_exception",
+    ),
+    (
+        "error: test failed, to rerun pass `-p blinky --test gpio`",
+        "cargo.test_target_failed",
+    ),
+    ("error: 3 targets failed:", "cargo.test_target_failed"),
+    (
+        "0000811 I Erased 8192 bytes (2 sectors), programmed 6144 bytes (6 pages), skipped 2048 bytes (2 pages) at 9.87 kB/s [loader]",
+        "flash.finished",
+    ),
+    ("      Finished in 3.02s", "flash.finished"),
+    ("Finished erasing in 12.5ms", "flash.finished"),
+    ("Writing LDROM...OK", "flash.finished"),
+    ("[==============================] 100% (128/128 pages)", "flash.finished"),
+    ("verify..         104090/104090  VERIFY OK", "flash.finished"),
+    ("File downloaded successfully", "flash.verified"),
+    ("Bytes written: 8192", "flash.verified"),
+    (
+        "2021-04-02 10:11:12,345 > avrdude: 30720 bytes of flash verified",
+        "flash.verified",
+    ),
+    ("Programming.......", "teensy.programming"),
+    (
+        "error reading intel hex file \"blink.ino.hex\"",
+        "teensy.error",
+    ),
+    ("Unable to open device (hint: try -w option)", "teensy.error"),
+    ("dfu-util: Could not open file firmware.dfu for reading: No such file or directory", "dfu_util.error"),
+    ("SW-DP scan failed!", "bmp.attach_failed"),
+    (
+        "Failed to upgrade target. Error is: Serial port could not be opened on /dev/ttyUSB0.",
+        "nrfutil.failed",
+    ),
+    ("Error: One or more batch tasks failed:", "nrfutil.failed"),
+    (
+        "Programming flash page 12...flash verify failed at 0x00003000",
+        "flash.verify_failed",
+    ),
+    (
+        "`pyocd.core.exceptions.TargetError: Target is locked`",
+        "python.flasher_exception",
+    ),
+    (
+        "  File \"/usr/local/lib/python3.9/site-packages/stm32flasher.py\", line 88, in write",
+        "python.flasher_frame",
+    ),
+    (
+        "12:01:05.118 -> Exception (28):",
+        "esp8266.exception",
+    ),
+    (
+        "{\"Info1\":{\"RestartReason\":\"Fatal exception:28 flag:2 (EXCEPTION) epc1:0x40213a1c\"}}",
+        "esp8266.restart_reason",
+    ),
+    (
+        "Kernel panic at chips/nrf52/src/crt1.rs:42:",
+        "tock.kernel_panic",
+    ),
+    (
+        "exccause       0x45 (InterruptWDTTimoutCPU1)",
+        "esp_coredump.interrupt_watchdog",
+    ),
+    ("exccause       0x1c (LoadProhibitedCause)", "esp_coredump.exccause"),
+    (
+        "sbi_trap_error: hart1: trap handler failed (error -3)",
+        "opensbi.trap_error",
+    ),
+    (
+        "[E] mcause 0x00000007, mepc 0x23004a10, mtval 0x00000000",
+        "riscv.trap_dump",
+    ),
+    (
+        "ESP_ERROR_CHECK failed: esp_err_t 0x103 (ESP_ERR_INVALID_STATE) at 0x400d2a4b",
+        "esp_idf.error_check",
+    ),
+    ("Assert", "daplink.assert_header"),
+    (
+        "Got a SIGSEGV while executing native code. This usually indicates",
+        "mono.native_crash",
+    ),
+    (
+        "process_begin: CreateProcess(NULL, arm-none-eabi-gcc -c main.c -o main.o, ...) failed.",
+        "make.createprocess_failed",
+    ),
+    (
+        "make (e=2): The system cannot find the file specified.",
+        "make.createprocess_failed",
+    ),
+    (
+        "protoc-gen-nanopb: program not found or is not executable",
+        "protoc.plugin_not_found",
+    ),
+    (
+        "/usr/lib/ruby/2.7.0/rubygems/core_ext/kernel_require.rb:92:in `require': cannot load such file -- ceedling (LoadError)",
+        "ruby.load_error",
+    ),
+    (
+        "Please install it and add its bin directory to your PATH.",
+        "tool.install_or_path",
+    ),
+    (
+        "FileNotFoundError: No such file or directory: 'nrfjprog'",
+        "python.program_not_found",
+    ),
+    (
+        "Get \"https://registry-1.docker.io/v2/\": dial tcp 54.1.2.3:443: i/o timeout",
+        "go.dial_failed",
+    ),
+    (
+        "Error initializing instance: Loading index file: reading package index: EOF",
+        "arduino_cli.init_failed",
+    ),
+    ("\"error_code\": \"Infrastructure\",", "lava.infrastructure"),
+    (
+        "  Could not find a version that satisfies the requirement esptool>=3 (from versions: )",
+        "pip.no_distribution",
+    ),
+    ("scons: *** [build/firmware.elf] Error 2", "scons.command_failed"),
+    (
+        "scons: *** Do not know how to make File target `flash' (/src/flash).  Stop.",
+        "scons.error",
+    ),
+    (
+        "NMAKE : fatal error U1077: 'cl' : return code '0x2'",
+        "nmake.command_failed",
+    ),
+    (
+        "NMAKE : fatal error U1073: don't know how to make 'main.obj'",
+        "nmake.error",
+    ),
+    ("Building target targets/nrf52_blinky", "newt.building"),
+    (
+        "14:02:11 Build Failed. 2 errors, 0 warnings. (took 3s.12ms)",
+        "eclipse.build_failed",
+    ),
+    (
+        "14:02:11 Build Finished. 0 errors, 3 warnings. (took 1s.873ms)",
+        "build.succeeded",
+    ),
+    (
+        "libdriver.a: file format not recognized; treating as linker script",
+        "ld.bad_format",
+    ),
+    (
+        "E0562310:Undefined external symbol \"_vTaskDelay\" referenced in \"main.obj\"",
+        "vendor.link_error",
+    ),
+    (
+        "error #10234-D: unresolved symbols remain",
+        "vendor.link_error",
+    ),
+    ("Compilation error: exit status 1", "arduino.compile_exit_status"),
+    ("Finished in 2.871 seconds", "flash.finished"),
+    ("Validating...  Success", "flash.finished"),
+    (
+        "0x3a00 bytes written into 0x7000 bytes memory (51.79%).",
+        "flash.finished",
+    ),
+    ("Validating...  ERROR", "dfu_programmer.validate_failed"),
+    (
+        "Memory did not validate. Did you erase?",
+        "dfu_programmer.validate_failed",
+    ),
+    ("*** [.pio/build/nodemcu/src/main.cpp.o] Error 1", "scons.command_failed"),
+    (
+        "exec: \"/opt/arduino/tools/avr-gcc/bin/avr-g++\": file does not exist",
+        "go.exec_not_found",
+    ),
+    (
+        "FAILED test_app.py::test_boot[esp32c3] - pexpect.exceptions.TIMEOUT: Not found \"ready\"",
+        "pytest.failed_timeout",
+    ),
 ];
 
 #[test]
@@ -1403,6 +1621,9 @@ fn every_rule_with_a_class_has_a_sample() {
         "unittest.ok",
         "esp_idf.abort_after_watchdog",
         "summary.zero_failing",
+        "micropython.passed",
+        "teensy.booting",
+        "daplink.assert",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -1440,6 +1661,14 @@ fn harmless_lines_are_not_evidence() {
         "$> test_bluepill_binary.sh gen/bin '~~~ALL TESTS PASSED~~~'",
         "[INFO] Connection timeout set to 5 s",
         "WARNING: ccache is not installed, builds will be slower",
+        "DFU state(2) = dfuIDLE, status(0) = No error condition is present",
+        "Couldn't connect. [<class 'esptool.FatalError'>; Failed to connect to ESP32: No serial data received.]. Retrying...",
+        "Building target targets/blinky_sim",
+        "Please report bugs to http://sourceforge.net/p/dfu-util/tickets/",
+        "dfu-util: Warning: Invalid DFU suffix signature",
+        "Signature verification failed, continuing with unsigned image",
+        "Programming...",
+        "Assert",
     ] {
         let t = classify_str(line);
         assert_eq!(
@@ -2396,6 +2625,29 @@ fn rules_that_read_a_line_only_after_their_header() {
         (t.class, t.lines.as_slice()),
         (TriageClass::TestFailure, &[1][..])
     );
+    // MicroPython's `N tests passed` only under its `tests performed` line.
+    let t = classify_str("88 tests performed (2301 individual testcases)\n88 tests passed\n");
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Pass, &[2][..]));
+    assert_eq!(
+        classify_str("88 tests passed\n").class,
+        TriageClass::Unknown
+    );
+    // teensy_loader_cli's `Booting` once it has programmed.
+    let t = classify_str("Found HalfKay Bootloader\nProgramming.........\nBooting\n");
+    assert_eq!((t.class, t.lines.as_slice()), (TriageClass::Pass, &[3][..]));
+    assert_eq!(classify_str("Booting\n").class, TriageClass::Unknown);
+    // DAPLink's ASSERT.TXT: the file under its `Assert` header.
+    let t = classify_str(
+        "Assert\nFile: ../../../source/daplink/drag-n-drop/vfs_manager.c\nLine: 412\n",
+    );
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::Assert, &[2][..])
+    );
+    assert_eq!(
+        classify_str("File: ../source/main.c\n").class,
+        TriageClass::Unknown
+    );
 }
 
 #[test]
@@ -2423,6 +2675,37 @@ fn a_cause_beats_the_fatal_error_that_reports_it() {
     // With no other cause, the consequence still decides.
     let t = classify_str("E: >>> ZEPHYR FATAL ERROR 0: CPU exception on CPU 0\n");
     assert_eq!(t.class, TriageClass::Crash, "{t:?}");
+    // The ESP8266 Arduino core's software watchdog prints an exception dump after it: the
+    // watchdog fired, so the run hung.
+    let t = classify_str(
+        "Soft WDT reset\n\nException (4):\nepc1=0x40201234 epc2=0x00000000 epc3=0x00000000\n",
+    );
+    assert_eq!(t.class, TriageClass::Hang, "{t:?}");
+    let t = classify_str("Exception (29):\nepc1=0x40201234 epc2=0x00000000 epc3=0x00000000\n");
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
+    // ESP_ERROR_CHECK is the assert behind the abort() it calls.
+    let t = classify_str(
+        "ESP_ERROR_CHECK failed: esp_err_t 0x107 (ESP_ERR_TIMEOUT) at 0x400d1f2c\n\
+         abort() was called at PC 0x4008a1b7 on core 0\n",
+    );
+    assert_eq!(t.class, TriageClass::Assert, "{t:?}");
+}
+
+#[test]
+fn a_tools_exit_status_echoes_the_step_that_failed() {
+    // Arduino's `exit status 1` closes a link failure as well as a compile failure.
+    let t = classify_str(
+        "c:/tools/arm-none-eabi/bin/ld.exe: region `FLASH' overflowed by 412 bytes\n\
+         collect2.exe: error: ld returned 1 exit status\n\
+         exit status 1\n\
+         \n\
+         Compilation error: exit status 1\n",
+    );
+    assert_eq!(t.class, TriageClass::LinkError, "{t:?}");
+    assert_eq!(
+        classify_str("Compilation error: exit status 1\n").class,
+        TriageClass::BuildError
+    );
 }
 
 #[test]
