@@ -95,7 +95,7 @@ use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::ErrorClass;
-use rules::{Matcher, Rule, Scope, SetScratch, COMPILED, RULES};
+use rules::{Matched, Matcher, Rule, Scope, SetScratch, COMPILED, RULES, SIDE_BY_SIDE};
 
 /// What a log shows, strongest first in [`TriageClass::PRECEDENCE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -588,25 +588,38 @@ impl Found {
     fn in_part(part: &[u8], scratch: &mut SetScratch) -> Found {
         let prefilter = &COMPILED.prefilter;
         let mut found = Found::default();
-        let mut hit = prefilter.find(part, 0);
+        let mut pending = Vec::with_capacity(SIDE_BY_SIDE);
+        let mut hits = Vec::new();
+        prefilter.hits(part, &mut hits);
+        let mut hits = hits.into_iter().peekable();
         let mut start = 0;
         for end in memchr::memchr_iter(b'\n', part) {
             let raw = without_cr(&part[start..end]);
             let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
             found.lines += 1;
             found.seen_bytes += raw.len() as u64;
-            if hit.is_some_and(|at| at < end) {
-                found.match_line(raw, start, scratch);
-                hit = prefilter.find(part, end + 1);
+            if hits.next_if(|&at| at < end).is_some() {
+                found.match_line(part, raw, start, scratch, &mut pending);
             }
             start = end + 1;
         }
+        found.match_pending(part, scratch, &mut pending);
         found
     }
 
-    /// Matches the segments of `raw`, the line found at `offset` in the part.
-    fn match_line(&mut self, raw: &[u8], offset: usize, scratch: &mut SetScratch) {
+    /// Matches the segments of `raw`, the line found at `offset` in `part`: queued in
+    /// `pending`, matched [`SIDE_BY_SIDE`] at a time.
+    fn match_line(
+        &mut self,
+        part: &[u8],
+        raw: &[u8],
+        offset: usize,
+        scratch: &mut SetScratch,
+        pending: &mut Vec<(usize, Range<usize>)>,
+    ) {
         if raw.contains(&0x1b) {
+            // Hits stay in log order.
+            self.match_pending(part, scratch, pending);
             self.hits.push(Hit {
                 line: self.lines,
                 at: HitAt::Line(offset..offset + raw.len()),
@@ -618,19 +631,61 @@ impl Found {
         let cleaned = clean(raw);
         let offset = offset + raw.len() - cleaned.len();
         for range in segments(&cleaned) {
-            let first = self.rules.len();
-            let failing = matching_rules(&cleaned[range.clone()], scratch, &mut self.rules);
-            if failing && self.failing.len() < fallback::MAX_EVIDENCE_LINES {
-                self.failing
-                    .push((self.lines, offset + range.start..offset + range.end));
+            pending.push((self.lines, offset + range.start..offset + range.end));
+            if pending.len() == SIDE_BY_SIDE {
+                self.match_pending(part, scratch, pending);
             }
-            if self.rules.len() > first {
-                self.hits.push(Hit {
-                    line: self.lines,
-                    at: HitAt::Segment(offset + range.start..offset + range.end),
-                    rules: first..self.rules.len(),
-                });
+        }
+    }
+
+    /// Matches the segments queued in `pending` (at most [`SIDE_BY_SIDE`], each a line of the
+    /// part and where it is in `part`), in order, and empties it.
+    fn match_pending(
+        &mut self,
+        part: &[u8],
+        scratch: &mut SetScratch,
+        pending: &mut Vec<(usize, Range<usize>)>,
+    ) {
+        match <&[_; SIDE_BY_SIDE]>::try_from(pending.as_slice()) {
+            Ok(queued) => {
+                let found = scratch
+                    .matches_side_by_side(queued.each_ref().map(|(_, range)| &part[range.clone()]));
+                for ((line, range), hits) in queued.iter().zip(found) {
+                    self.record(*line, range.clone(), |rules| {
+                        rules_of_hits(&part[range.clone()], hits, rules)
+                    });
+                }
             }
+            Err(_) => {
+                for (line, range) in pending.iter() {
+                    self.record(*line, range.clone(), |rules| {
+                        matching_rules(&part[range.clone()], scratch, rules)
+                    });
+                }
+            }
+        }
+        pending.clear();
+    }
+
+    /// Records what `matcher` finds of a segment's rules: the segment at `range` of line
+    /// `line` of the part.
+    fn record(
+        &mut self,
+        line: usize,
+        range: Range<usize>,
+        matcher: impl FnOnce(&mut Vec<usize>) -> bool,
+    ) {
+        let first = self.rules.len();
+        let failing = matcher(&mut self.rules);
+        if failing && self.failing.len() < fallback::MAX_EVIDENCE_LINES {
+            self.failing.push((line, range.clone()));
+        }
+        if self.rules.len() > first {
+            self.hits.push(Hit {
+                line,
+                at: HitAt::Segment(range),
+                rules: first..self.rules.len(),
+            });
         }
     }
 }
@@ -1352,8 +1407,12 @@ fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
 /// claims it whatever came before: a line the rules know to be harmless is no evidence to the
 /// fallback either.
 fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) -> bool {
+    rules_of_hits(segment, scratch.matches(segment), out)
+}
+
+/// [`matching_rules`] given the patterns of the set that match `segment`.
+fn rules_of_hits(segment: &[u8], hits: &Matched, out: &mut Vec<usize>) -> bool {
     let compiled = &*COMPILED;
-    let hits = scratch.matches(segment);
     let failing = hits.contains(compiled.failure);
     if hits.len() == usize::from(failing) {
         return failing;

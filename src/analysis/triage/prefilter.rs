@@ -6,7 +6,9 @@
 //! diagnostic hint) this module derives, from the pattern's syntax alone, a set of literals one
 //! of which every match of the pattern contains; one Aho-Corasick automaton over all the sets,
 //! ASCII case folded, then searches the whole buffer, as ripgrep does. A line without a hit
-//! cannot match any pattern and is only counted; a line with one is read as before.
+//! cannot match any pattern and is only counted; a line with one is read as before. The buffer
+//! is searched in a few stretches side by side, each step of each stretch one load from the
+//! automaton's table: a single walk waits for each load before the next, several overlap them.
 //!
 //! Completeness is what matters (a candidate too many costs time, one too few loses evidence),
 //! and it holds by construction:
@@ -21,7 +23,9 @@
 //!
 //! The unit tests check the property on every line of the recorded logs and on mutations of them.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, Input};
+use aho_corasick::automaton::Automaton;
+use aho_corasick::dfa::DFA;
+use aho_corasick::{Anchored, Input, MatchKind, StartKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 use regex_syntax::hir::{Class, Hir, HirKind};
 
@@ -29,8 +33,11 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 #[derive(Debug)]
 pub(super) struct Prefilter {
     /// None when some pattern has no literal set: then every line is a candidate.
-    automaton: Option<AhoCorasick>,
+    automaton: Option<DFA>,
 }
+
+/// Stretches of a buffer [`Prefilter::hits`] searches side by side.
+const STRETCHES: usize = 4;
 
 /// The escape byte: see the module docs.
 const ESCAPE: &[u8] = b"\x1b";
@@ -55,9 +62,11 @@ impl Prefilter {
         }
         literals.sort();
         literals.dedup();
-        let automaton = AhoCorasick::builder()
+        let automaton = DFA::builder()
             .ascii_case_insensitive(true)
-            .kind(Some(AhoCorasickKind::DFA))
+            .match_kind(MatchKind::Standard)
+            .start_kind(StartKind::Unanchored)
+            .prefilter(false)
             .build(&literals)
             .ok();
         Prefilter { automaton }
@@ -69,23 +78,83 @@ impl Prefilter {
         self.automaton.is_some()
     }
 
-    /// The start of the first literal at or after `from` in `haystack`, or None.
-    pub fn find(&self, haystack: &[u8], from: usize) -> Option<usize> {
-        match &self.automaton {
-            Some(ac) => ac
-                .find(Input::new(haystack).range(from..))
-                .map(|m| m.start()),
-            None => (from < haystack.len()).then_some(from),
+    /// Pushes onto `out`, ascending, a position in each line of `lines` (whole lines, each
+    /// ending with `\n`) that holds a literal: the line's only position pushed.
+    pub fn hits(&self, lines: &[u8], out: &mut Vec<usize>) {
+        let Some(dfa) = &self.automaton else {
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', lines) {
+                if end > start {
+                    out.push(start);
+                }
+                start = end + 1;
+            }
+            return;
+        };
+        let Ok(start) = dfa.start_state(Anchored::No) else {
+            return;
+        };
+        // Stretches of whole lines, about equal, each walked by its own state.
+        let mut at = [0; STRETCHES];
+        let mut end = [0; STRETCHES];
+        let mut from = 0;
+        for k in 0..STRETCHES {
+            at[k] = from;
+            let want = lines.len() * (k + 1) / STRETCHES;
+            from = match lines
+                .get(want..)
+                .and_then(|rest| memchr::memchr(b'\n', rest))
+            {
+                Some(nl) if want > from => want + nl + 1,
+                _ if k + 1 == STRETCHES => lines.len(),
+                _ => from,
+            };
+            end[k] = from;
+        }
+        let mut found: [Vec<usize>; STRETCHES] = std::array::from_fn(|_| Vec::new());
+        let mut state = [start; STRETCHES];
+        // Side by side while every stretch has bytes left, then each alone.
+        while (0..STRETCHES).all(|k| at[k] < end[k]) {
+            for k in 0..STRETCHES {
+                let next = dfa.next_state(Anchored::No, state[k], lines[at[k]]);
+                state[k] = next;
+                at[k] += 1;
+                if dfa.is_special(next) && dfa.is_match(next) {
+                    found[k].push(at[k] - 1);
+                    at[k] = next_line(lines, at[k] - 1, end[k]);
+                    state[k] = start;
+                }
+            }
+        }
+        for k in 0..STRETCHES {
+            while at[k] < end[k] {
+                let next = dfa.next_state(Anchored::No, state[k], lines[at[k]]);
+                state[k] = next;
+                at[k] += 1;
+                if dfa.is_special(next) && dfa.is_match(next) {
+                    found[k].push(at[k] - 1);
+                    at[k] = next_line(lines, at[k] - 1, end[k]);
+                    state[k] = start;
+                }
+            }
+            out.append(&mut found[k]);
         }
     }
 
     /// Whether some pattern could match somewhere in `line`.
     pub fn is_candidate(&self, line: &[u8]) -> bool {
         match &self.automaton {
-            Some(ac) => ac.is_match(line),
+            Some(dfa) => dfa
+                .try_find(&Input::new(line).earliest(true))
+                .is_ok_and(|m| m.is_some()),
             None => true,
         }
     }
+}
+
+/// Where the line after the one holding `at` starts, or `end`.
+fn next_line(lines: &[u8], at: usize, end: usize) -> usize {
+    memchr::memchr(b'\n', &lines[at..end]).map_or(end, |nl| at + nl + 1)
 }
 
 /// Longest literal searched for: see [`Prefilter::new`].
@@ -260,8 +329,9 @@ mod tests {
         let prefilter = Prefilter::new(&[r"^\w+$", "abc"]);
         assert!(!prefilter.is_effective());
         assert!(prefilter.is_candidate(b"xyz"));
-        assert_eq!(prefilter.find(b"xyz", 1), Some(1));
-        assert_eq!(prefilter.find(b"xyz", 3), None);
+        let mut hits = Vec::new();
+        prefilter.hits(b"xyz\n\nabc\n", &mut hits);
+        assert_eq!(hits, [0, 5]);
     }
 
     #[test]
@@ -272,7 +342,40 @@ mod tests {
         assert!(prefilter.is_candidate(b"boom"));
         assert!(prefilter.is_candidate(b"Bo\x1b[0mom"));
         assert!(!prefilter.is_candidate(b"bom abor"));
-        assert_eq!(prefilter.find(b"a\nboom\nabort", 2), Some(2));
-        assert_eq!(prefilter.find(b"a\nboom\nabort", 3), Some(7));
+    }
+
+    #[test]
+    fn finds_one_position_in_each_line_with_a_literal_in_every_stretch() {
+        let prefilter = Prefilter::new(&["(?i)abort", "Boom"]);
+        let lines: Vec<&[u8]> = vec![
+            b"a",
+            b"boom boom",
+            b"",
+            b"x ABORT",
+            b"nothing",
+            b"xboo",
+            b"m",
+        ];
+        for repeat in [1, 2, 3, 5, 8] {
+            let text: Vec<u8> = lines
+                .repeat(repeat)
+                .iter()
+                .flat_map(|l| [*l, b"\n"].concat())
+                .collect();
+            let mut hits = Vec::new();
+            prefilter.hits(&text, &mut hits);
+            let mut want = Vec::new();
+            let mut start = 0;
+            for end in memchr::memchr_iter(b'\n', &text) {
+                if prefilter.is_candidate(&text[start..end]) {
+                    want.push(start..end);
+                }
+                start = end + 1;
+            }
+            assert_eq!(hits.len(), want.len(), "{repeat}");
+            for (hit, line) in hits.iter().zip(&want) {
+                assert!(line.contains(hit), "{repeat}: {hit} in {line:?}");
+            }
+        }
     }
 }

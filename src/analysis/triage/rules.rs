@@ -19,6 +19,7 @@ use std::sync::{LazyLock, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder};
 use regex_automata::hybrid::dfa::{Cache as DfaCache, OverlappingState, DFA};
+use regex_automata::hybrid::LazyStateID;
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::nfa::thompson::{self, pikevm};
 use regex_automata::{hybrid, Input, MatchKind, PatternSet};
@@ -2612,6 +2613,20 @@ pub(super) struct SetScratch {
     /// The fallback's cache, made the first time the lazy DFA gives up.
     fallback: Option<pikevm::Cache>,
     matched: Matched,
+    /// What [`SetScratch::matches_side_by_side`] found, a segment each.
+    side: [Matched; SIDE_BY_SIDE],
+}
+
+/// Segments [`SetScratch::matches_side_by_side`] walks at once.
+pub(super) const SIDE_BY_SIDE: usize = 4;
+
+/// Why a walk side by side stopped short.
+enum Walk {
+    /// A new state cleared the DFA's cache, so the other segments' states are gone: search
+    /// each again on its own.
+    Cleared,
+    /// The lazy DFA gave up: the fallback decides.
+    GaveUp,
 }
 
 /// The patterns of the set a segment matches: a bit each.
@@ -2687,6 +2702,7 @@ impl SetScratch {
                 cache: set.create_cache(),
                 fallback: None,
                 matched: Matched::new(set.pattern_len()),
+                side: std::array::from_fn(|_| Matched::new(set.pattern_len())),
             }
         })
     }
@@ -2700,37 +2716,146 @@ impl SetScratch {
         }
     }
 
+    /// The patterns of the set that match somewhere in each of `segments`, the same as
+    /// [`SetScratch::matches`] on each, found by walking them through the lazy DFA side by
+    /// side. The walk is bound by loading each next state from a transition table too large for
+    /// the CPU's caches, and one segment's next load does not wait for another's, so the
+    /// loads overlap.
+    pub fn matches_side_by_side(&mut self, segments: [&[u8]; SIDE_BY_SIDE]) -> &[Matched] {
+        for matched in &mut self.side {
+            matched.clear();
+        }
+        if self.walk_side_by_side(segments).is_err() {
+            for (matched, segment) in self.side.iter_mut().zip(segments) {
+                matched.clear();
+                Self::search(&mut self.cache, &mut self.fallback, matched, segment);
+            }
+        }
+        &self.side
+    }
+
+    /// The walk of [`SetScratch::matches_side_by_side`], with the lazy DFA's own transitions,
+    /// as its overlapping search takes them: a match state reports the patterns that matched
+    /// just before it (matches are delayed by a byte), and the end of the segment has a
+    /// transition of its own.
+    fn walk_side_by_side(&mut self, segments: [&[u8]; SIDE_BY_SIDE]) -> Result<(), Walk> {
+        let set = &COMPILED.set;
+        let cache = &mut self.cache;
+        let clears = cache.clear_count();
+        cache.search_start(0);
+        let start = set
+            .start_state_forward(cache, &Input::new(segments[0]))
+            .map_err(|_| Walk::GaveUp)?;
+        if cache.clear_count() != clears {
+            return Err(Walk::Cleared);
+        }
+        let mut ids = [start; SIDE_BY_SIDE];
+        let mut walked = 0;
+        let longest = segments.iter().map(|s| s.len()).max().unwrap_or(0);
+        for at in 0..longest {
+            for (k, segment) in segments.iter().enumerate() {
+                if let Some(&byte) = segment.get(at) {
+                    ids[k] = step(set, cache, ids[k], byte, clears, walked)?;
+                    walked += 1;
+                    collect(set, cache, ids[k], &mut self.side[k]);
+                }
+            }
+        }
+        cache.search_update(walked);
+        for (id, matched) in ids.iter_mut().zip(&mut self.side) {
+            *id = set.next_eoi_state(cache, *id).map_err(|_| Walk::GaveUp)?;
+            if cache.clear_count() != clears {
+                return Err(Walk::Cleared);
+            }
+            collect(set, cache, *id, matched);
+        }
+        cache.search_finish(walked);
+        Ok(())
+    }
+
     /// The patterns of the set that match somewhere in `haystack`.
     pub fn matches(&mut self, haystack: &[u8]) -> &Matched {
-        self.matched.clear();
+        Self::search(
+            &mut self.cache,
+            &mut self.fallback,
+            &mut self.matched,
+            haystack,
+        );
+        &self.matched
+    }
+
+    /// Puts into `matched` the patterns of the set that match somewhere in `haystack`.
+    fn search(
+        cache: &mut DfaCache,
+        fallback: &mut Option<pikevm::Cache>,
+        matched: &mut Matched,
+        haystack: &[u8],
+    ) {
+        matched.clear();
         let compiled = &*COMPILED;
         let input = Input::new(haystack);
         let mut state = OverlappingState::start();
         loop {
             if compiled
                 .set
-                .try_search_overlapping_fwd(&mut self.cache, &input, &mut state)
+                .try_search_overlapping_fwd(cache, &input, &mut state)
                 .is_err()
             {
-                self.matched.clear();
+                matched.clear();
                 let mut found = PatternSet::new(compiled.set.pattern_len());
-                let cache = self
-                    .fallback
-                    .get_or_insert_with(|| compiled.fallback.create_cache());
+                let cache = fallback.get_or_insert_with(|| compiled.fallback.create_cache());
                 compiled
                     .fallback
                     .which_overlapping_matches(cache, &input, &mut found);
                 for pattern in found.iter() {
-                    self.matched.insert(pattern.as_usize());
+                    matched.insert(pattern.as_usize());
                 }
                 break;
             }
             match state.get_match() {
-                Some(m) => self.matched.insert(m.pattern().as_usize()),
+                Some(m) => matched.insert(m.pattern().as_usize()),
                 None => break,
             }
         }
-        &self.matched
+    }
+}
+
+/// The lazy DFA's state after `id` and `byte`: looked up without touching the cache when it
+/// is known, else computed (which may clear the cache: then every other segment's state is
+/// gone). `walked`: bytes walked so far, for the cache's own measure of its use.
+#[inline(always)]
+fn step(
+    set: &DFA,
+    cache: &mut DfaCache,
+    id: LazyStateID,
+    byte: u8,
+    clears: usize,
+    walked: usize,
+) -> Result<LazyStateID, Walk> {
+    if !id.is_tagged() {
+        let next = set.next_state_untagged(cache, id, byte);
+        if !next.is_unknown() {
+            return Ok(next);
+        }
+    }
+    cache.search_update(walked);
+    let next = set.next_state(cache, id, byte).map_err(|_| Walk::GaveUp)?;
+    if cache.clear_count() != clears {
+        return Err(Walk::Cleared);
+    }
+    if next.is_quit() {
+        return Err(Walk::GaveUp);
+    }
+    Ok(next)
+}
+
+/// Adds to `matched` the patterns that `id` says matched, if it is a match state.
+#[inline(always)]
+fn collect(set: &DFA, cache: &DfaCache, id: LazyStateID, matched: &mut Matched) {
+    if id.is_match() {
+        for index in 0..set.match_len(cache, id) {
+            matched.insert(set.match_pattern(cache, id, index).as_usize());
+        }
     }
 }
 

@@ -2219,6 +2219,44 @@ fn every_line_the_rule_set_matches_is_a_prefilter_candidate() {
 }
 
 #[test]
+fn segments_walked_side_by_side_match_as_each_alone() {
+    let mut scratch = SetScratch::take();
+    let mut alone = SetScratch::take();
+    let mut walked = 0;
+    for (path, bytes) in every_recorded_log() {
+        let all: Vec<Vec<u8>> = bytes
+            .split(|&b| b == b'\n')
+            .flat_map(|raw| {
+                let cleaned = clean(raw).into_owned();
+                segments(&cleaned)
+                    .map(|range| cleaned[range].to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for queued in all.chunks_exact(SIDE_BY_SIDE) {
+            let together: [&[u8]; SIDE_BY_SIDE] = std::array::from_fn(|k| queued[k].as_slice());
+            let found: Vec<Vec<usize>> = scratch
+                .matches_side_by_side(together)
+                .iter()
+                .map(|m| m.iter().collect())
+                .collect();
+            for (segment, found) in together.iter().zip(found) {
+                let own: Vec<usize> = alone.matches(segment).iter().collect();
+                assert_eq!(
+                    found,
+                    own,
+                    "{}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(segment)
+                );
+                walked += 1;
+            }
+        }
+    }
+    assert!(walked > 10_000, "{walked} segments");
+}
+
+#[test]
 fn the_prefilter_changes_no_classification_of_a_recorded_log() {
     for (path, bytes) in every_recorded_log() {
         for ctx in [PLAIN, TIMED_OUT] {
