@@ -24,6 +24,7 @@
 //! The unit tests check the property on every line of the recorded logs and on mutations of them.
 
 use aho_corasick::automaton::Automaton;
+use aho_corasick::automaton::StateID;
 use aho_corasick::dfa::DFA;
 use aho_corasick::{Anchored, Input, MatchKind, StartKind};
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
@@ -116,26 +117,28 @@ impl Prefilter {
         // Side by side while every stretch has bytes left, then each alone.
         while (0..STRETCHES).all(|k| at[k] < end[k]) {
             for k in 0..STRETCHES {
-                let next = dfa.next_state(Anchored::No, state[k], lines[at[k]]);
-                state[k] = next;
-                at[k] += 1;
-                if dfa.is_special(next) && dfa.is_match(next) {
-                    found[k].push(at[k] - 1);
-                    at[k] = next_line(lines, at[k] - 1, end[k]);
-                    state[k] = start;
-                }
+                step(
+                    dfa,
+                    lines,
+                    start,
+                    &mut state[k],
+                    &mut at[k],
+                    end[k],
+                    &mut found[k],
+                );
             }
         }
         for k in 0..STRETCHES {
             while at[k] < end[k] {
-                let next = dfa.next_state(Anchored::No, state[k], lines[at[k]]);
-                state[k] = next;
-                at[k] += 1;
-                if dfa.is_special(next) && dfa.is_match(next) {
-                    found[k].push(at[k] - 1);
-                    at[k] = next_line(lines, at[k] - 1, end[k]);
-                    state[k] = start;
-                }
+                step(
+                    dfa,
+                    lines,
+                    start,
+                    &mut state[k],
+                    &mut at[k],
+                    end[k],
+                    &mut found[k],
+                );
             }
             out.append(&mut found[k]);
         }
@@ -149,6 +152,26 @@ impl Prefilter {
                 .is_ok_and(|m| m.is_some()),
             None => true,
         }
+    }
+}
+
+/// One byte of a stretch's walk: a hit records its position and jumps to the next line.
+#[inline(always)]
+fn step(
+    dfa: &DFA,
+    lines: &[u8],
+    start: StateID,
+    state: &mut StateID,
+    at: &mut usize,
+    end: usize,
+    found: &mut Vec<usize>,
+) {
+    *state = dfa.next_state(Anchored::No, *state, lines[*at]);
+    *at += 1;
+    if dfa.is_special(*state) && dfa.is_match(*state) {
+        found.push(*at - 1);
+        *at = next_line(lines, *at - 1, end);
+        *state = start;
     }
 }
 
