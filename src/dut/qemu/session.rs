@@ -73,10 +73,12 @@ const MAX_SOCKET_PATH: usize = 100;
 /// A QEMU started paused with no image, ahead of its attempt (while the image is built, or while
 /// the attempt before runs): the attempt writes the image through the gdbstub instead of waiting
 /// for QEMU's own start, which is most of a short test's time. It fits an attempt that runs
-/// the same image path with the same command line; dropping it kills it.
+/// the same image path with the same command line; dropping it kills it and waits until it is
+/// gone.
 #[derive(Debug)]
 pub struct Warm {
-    launched: Launched,
+    /// Taken by the attempt that uses it; still here when it is dropped unused.
+    launched: Option<Launched>,
     kernel: std::path::PathBuf,
     /// The semihosting command line it was given.
     append: Option<String>,
@@ -102,7 +104,7 @@ impl Warm {
         };
         let launched = launch(spec, scratch, &boot)?;
         Ok(Warm {
-            launched,
+            launched: Some(launched),
             kernel,
             append,
             nonce,
@@ -113,7 +115,30 @@ impl Warm {
     fn fits(&mut self, kernel: &std::path::Path, append: Option<&str>) -> bool {
         self.kernel == kernel
             && self.append.as_deref() == append
-            && matches!(self.launched.child.try_wait(), Ok(None))
+            && self
+                .launched
+                .as_mut()
+                .is_some_and(|l| matches!(l.child.try_wait(), Ok(None)))
+    }
+}
+
+/// How long dropping an unused [`Warm`] waits for its killed QEMU to be gone.
+const WARM_REAP: Duration = Duration::from_secs(2);
+
+impl Drop for Warm {
+    /// Kills the unused QEMU and reaps it before returning: fwfix may exit right after (a
+    /// refused tree, the last attempt), and a SIGKILLed process lingers for milliseconds,
+    /// longer on a loaded machine, so a kill alone could outlive fwfix. The wait is bounded;
+    /// the guardian stops a QEMU that is still there when fwfix exits.
+    fn drop(&mut self) {
+        let Some(launched) = &mut self.launched else {
+            return;
+        };
+        launched.killer.kill();
+        let deadline = Instant::now() + WARM_REAP;
+        while matches!(launched.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 
@@ -225,9 +250,13 @@ pub(super) async fn run(
     let ahead = warm
         .take()
         .filter(|_| segments.is_some())
-        .and_then(|mut w| w.fits(&kernel, append.as_deref()).then_some(w));
+        .and_then(|mut w| {
+            w.fits(&kernel, append.as_deref())
+                .then(|| w.launched.take())
+                .flatten()
+        });
     let (launched, load) = match ahead {
-        Some(w) => (w.launched, segments),
+        Some(launched) => (launched, segments),
         None => {
             let boot = Boot::Kernel {
                 kernel: &kernel,
