@@ -93,8 +93,9 @@ impl ApplyReport {
 pub enum FixBase {
     /// HEAD's tree: the commit holds only the fix.
     Head,
-    /// The patch needed the user's uncommitted changes, so the commit holds the snapshot's
-    /// working tree (those changes included) plus the fix.
+    /// The patch needed the user's uncommitted changes, so the files it touches are taken from
+    /// the snapshot's working tree (those files' uncommitted edits included) plus the fix; every
+    /// other file is HEAD's.
     Snapshot,
 }
 
@@ -280,9 +281,9 @@ impl Repo {
     /// The tree the fix commit will have, written as git objects but referenced by nothing: no
     /// commit, no branch, so a fix the commit hooks refuse leaves nothing behind to clean up. The
     /// patch is applied to HEAD's tree; when it does not apply there (it depended on uncommitted
-    /// changes) it is applied to the snapshot's working tree, and the result says so. Refuses
-    /// when the branch `fwfix/<run_id>` exists. The user's branch, HEAD, index and working tree
-    /// are not touched.
+    /// changes) it is applied to the snapshot's working tree, the commit takes from that only
+    /// the files the patch touches, and the result says so. Refuses when the branch
+    /// `fwfix/<run_id>` exists. The user's branch, HEAD, index and working tree are not touched.
     pub fn prepare_fix(
         &self,
         run_id: &str,
@@ -358,8 +359,9 @@ impl Repo {
                 // An unsafe path stays refused; any other misfit may be the user's uncommitted
                 // changes, which only the snapshot has.
                 Err(e) if e.is_patch_fault() && !matches!(e, RepoError::UnsafePath { .. }) => {
-                    let (tree, report) =
+                    let (patched, report) =
                         self.apply_to_tree(&snapshot_tree, bytes, &patches, &changes, MAX_FUZZ)?;
+                    let tree = self.touched_paths_only(&head_tree, patched, &changes)?;
                     (FixBase::Snapshot, tree, report)
                 }
                 Err(e) => return Err(e),
@@ -371,6 +373,56 @@ impl Repo {
             base: fix_base,
             report,
         })
+    }
+
+    /// HEAD's tree with only the paths the patch touches taken from `patched` (the snapshot's
+    /// working tree with the patch applied): the user's other uncommitted and untracked files
+    /// (notes, a `.env`, work in progress) never ride along in the fix commit.
+    fn touched_paths_only(
+        &self,
+        head_tree: &Tree<'_>,
+        patched: Oid,
+        changes: &[PathChange],
+    ) -> Result<Oid, RepoError> {
+        let patched = self
+            .git
+            .find_tree(patched)
+            .map_err(|e| self.err("read patched tree", e))?;
+        let mut index = Index::new().map_err(|e| self.err("create in-memory index", e))?;
+        index
+            .read_tree(head_tree)
+            .map_err(|e| self.err("read tree into index", e))?;
+        let paths: BTreeSet<&str> = changes
+            .iter()
+            .flat_map(|c| [c.old_path.as_deref(), c.new_path.as_deref()])
+            .flatten()
+            .collect();
+        for path in paths {
+            match patched.get_path(Path::new(path)) {
+                Ok(found) => {
+                    let size = self
+                        .git
+                        .find_blob(found.id())
+                        .map(|blob| u32::try_from(blob.size()).unwrap_or(u32::MAX))
+                        .map_err(|e| self.err("read patched file", e))?;
+                    let mode = u32::try_from(found.filemode()).unwrap_or(MODE_FILE);
+                    index
+                        .add(&entry(path.as_bytes().to_vec(), found.id(), mode, size))
+                        .map_err(|e| self.err("add file to tree", e))?;
+                }
+                // Not in the patched tree: the patch deleted or renamed it away.
+                Err(_) => {
+                    if index.get_path(Path::new(path), 0).is_some() {
+                        index
+                            .remove(Path::new(path), 0)
+                            .map_err(|e| self.err("remove file from tree", e))?;
+                    }
+                }
+            }
+        }
+        index
+            .write_tree_to(&self.git)
+            .map_err(|e| self.err("write fix tree", e))
     }
 
     /// Commits a prepared fix with `message` and points the new branch `fwfix/<run-id>` at it.

@@ -1016,6 +1016,12 @@ fn fix_that_needs_uncommitted_changes_is_applied_to_the_snapshot() {
     assert!(f
         .git(&["show", "fwfix/run-dep:src/main.c"])
         .contains("return 42"));
+    // The user's other uncommitted work (staged, modified, untracked, deleted) stays out.
+    assert_eq!(
+        f.git(&["diff", "--name-only", "fwfix/run-dep^", "fwfix/run-dep"]),
+        "src/main.c\n",
+        "only the file the fix touches is in the commit"
+    );
     assert_eq!(
         f.git(&["rev-parse", "fwfix/run-dep^"]).trim(),
         base.head.as_str()
