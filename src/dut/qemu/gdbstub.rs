@@ -68,8 +68,9 @@
 //! stack check, the breakpoints and the VTOR watchpoint; then `c`. A QEMU started before the image
 //! was built gets it in the same trips: its segments written (`M`) ahead of the first batch, and
 //! the registers a reset would have loaded from the table (SP, PC, the T bit; `G`, which QEMU 7.2
-//! takes without a target description) ahead of the second. The connection is a socket pair
-//! made before QEMU starts, so nothing waits for a socket to appear. The target description
+//! takes without a target description) ahead of the second. fwfix listens on the gdbstub's
+//! socket before QEMU starts and QEMU connects to it as it starts, so nothing polls for a socket
+//! to appear. The target description
 //! (which register number is xPSR, PSP) is read at the first stop, which a passing run never has:
 //! QEMU 7.2 answers `p` and `P` only once it was read. QEMU 7.2 has no `QStartNoAckMode`.
 //!

@@ -3,10 +3,10 @@
 //! 1. Open console.log and a scratch directory. Take the QEMU started ahead for this attempt
 //!    ([`Warm`]: paused, no image, the nonce on its semihosting command line), or spawn one paused
 //!    with the image (`-kernel`, the nonce first on its `-append` command line); either way its
-//!    gdbstub is on one end of a connected socket pair and it runs in its own process group
+//!    gdbstub connects to a socket fwfix listens on and it runs in its own process group
 //!    behind a guard that kills the group on every exit path. With another attempt to follow,
 //!    start that one's QEMU now, so its start overlaps this run. Start the stdout/stderr pumps
-//!    and the gdbstub watcher on the other end, which writes the image into a QEMU started
+//!    and the gdbstub watcher on that socket, which writes the image into a QEMU started
 //!    without it, sets a breakpoint on every fault handler's entry and lets the core run.
 //! 2. Capture: every UART line is logged, emitted as an event, kept (bounded) and fed to the
 //!    harness's end detector; every stderr line is read for a lockup and passes a noise filter
