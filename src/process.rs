@@ -84,17 +84,8 @@ impl Drop for GroupGuard {
 /// Spawns `command` as the leader of a new process group, announced to the guardian, and returns
 /// it with its guard. Every child fwfix starts goes through here.
 pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, GroupGuard)> {
-    spawn_group_passing(command, None)
-}
-
-/// [`spawn_group`], and the child keeps `inherit` (one of fwfix's descriptors, close-on-exec)
-/// open under the same number: a socket it is told about on its command line.
-pub fn spawn_group_passing(
-    command: &mut Command,
-    inherit: Option<std::os::fd::BorrowedFd<'_>>,
-) -> std::io::Result<(Child, GroupGuard)> {
     command.process_group(0).kill_on_drop(true);
-    let child = guardian::spawn(command, inherit)?;
+    let child = guardian::spawn(command)?;
     let guard = GroupGuard::for_child(child.id());
     Ok((child, guard))
 }

@@ -39,6 +39,10 @@
 //! well, from its fork on): fwfix's children and everything they started, including what left
 //! their groups (which is otherwise out of reach, see below).
 //!
+//! No descriptor of fwfix's is made inheritable for one child only (a QEMU's gdbstub connects to
+//! fwfix instead of inheriting a socket): such a descriptor would reach every child spawned at the
+//! same moment, so spawns would have to run one at a time, and they run side by side.
+//!
 //! fwfix also leaves it directories to remove (`r<path>`: QEMU's scratch directory at the end of
 //! a run), which it does at once, while fwfix goes on to its results: removing a directory can
 //! sleep for milliseconds.
@@ -57,11 +61,11 @@ use nix::sys::socket::{send, MsgFlags};
 use nix::unistd::Pid;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
-use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The hidden first argument that makes the fwfix binary serve as a guardian.
@@ -212,36 +216,14 @@ fn ready() {
     }
 }
 
-/// A descriptor made inheritable for one child must reach no other: a spawn that makes one holds
-/// this exclusively, the others share it (a vforked spawn can wait milliseconds for a core).
-static SPAWNS: RwLock<()> = RwLock::new(());
-
-/// Spawns `command`, which must lead its own group (`process_group(0)`), keeping `inherit` (a
-/// descriptor of fwfix's, close-on-exec) open in the child under the same number, and announces
-/// the child's group to the guardian.
-pub fn spawn(
-    command: &mut tokio::process::Command,
-    inherit: Option<BorrowedFd<'_>>,
-) -> std::io::Result<tokio::process::Child> {
-    use std::sync::PoisonError;
+/// Spawns `command`, which must lead its own group (`process_group(0)`), and announces the
+/// child's group to the guardian.
+pub fn spawn(command: &mut tokio::process::Command) -> std::io::Result<tokio::process::Child> {
     let guardian = socket().inspect(|_| ready());
     if let Some(socket) = guardian {
         say(socket, b"?\n");
     }
-    let spawned = match inherit {
-        Some(fd) => {
-            let _alone = SPAWNS.write().unwrap_or_else(PoisonError::into_inner);
-            inheritable(fd, true).and_then(|()| {
-                let child = command.spawn();
-                let _ = inheritable(fd, false);
-                child
-            })
-        }
-        None => {
-            let _shared = SPAWNS.read().unwrap_or_else(PoisonError::into_inner);
-            command.spawn()
-        }
-    };
+    let spawned = command.spawn();
     if let Some(socket) = guardian {
         match spawned.as_ref().ok().and_then(|child| child.id()) {
             Some(pid) => say(socket, format!("+{pid}\n").as_bytes()),
@@ -258,18 +240,6 @@ fn say(socket: &UnixStream, bytes: &[u8]) {
         bytes,
         MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
     );
-}
-
-/// Clears or sets `fd`'s close-on-exec flag.
-fn inheritable(fd: BorrowedFd<'_>, on: bool) -> std::io::Result<()> {
-    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
-    let flags = if on {
-        FdFlag::empty()
-    } else {
-        FdFlag::FD_CLOEXEC
-    };
-    fcntl(fd, FcntlArg::F_SETFD(flags))?;
-    Ok(())
 }
 
 /// Tells the guardian that the group led by `pgid` is done with (its leader was reaped and the

@@ -33,8 +33,10 @@ pub fn qemu_args(spec: &QemuSpec, boot: &Boot<'_>, sockets: &Sockets) -> Vec<OsS
     for a in ["-d", "guest_errors", "-S", "-chardev"] {
         args.push(a.into());
     }
-    // The gdbstub on a socket fwfix already holds the other end of: no listening, no connecting.
-    args.push(format!("socket,id={GDB_CHARDEV},fd={}", sockets.gdb_fd).into());
+    // The gdbstub connects to fwfix's socket as QEMU starts: nothing of fwfix's is inherited.
+    let mut gdb = OsString::from(format!("socket,id={GDB_CHARDEV},path="));
+    gdb.push(&sockets.gdb);
+    args.push(gdb);
     args.push("-gdb".into());
     args.push(format!("chardev:{GDB_CHARDEV}").into());
     args.push("-qmp".into());
@@ -99,11 +101,11 @@ fn semihosting_config(boot: &Boot<'_>) -> OsString {
 /// The chardev QEMU's gdbstub runs on.
 const GDB_CHARDEV: &str = "fwfix-gdb";
 
-/// The attempt's sockets: the gdbstub's, one end of a connected pair that QEMU inherits under
-/// this descriptor number, and the QMP socket in the scratch directory.
+/// The attempt's sockets in the scratch directory: the one fwfix listens on for the gdbstub
+/// (QEMU connects to it) and QEMU's QMP socket.
 #[derive(Debug, Clone)]
 pub struct Sockets {
-    pub gdb_fd: i32,
+    pub gdb: std::path::PathBuf,
     pub qmp: std::path::PathBuf,
 }
 
@@ -316,7 +318,7 @@ mod tests {
 
     fn sockets() -> Sockets {
         Sockets {
-            gdb_fd: 7,
+            gdb: "/tmp/x/gdb.sock".into(),
             qmp: "/tmp/x/qmp.sock".into(),
         }
     }
@@ -341,7 +343,7 @@ mod tests {
             strings(&args).join(" "),
             "-M mps2-an385 -cpu cortex-m3 -display none -monitor none -serial stdio \
              -semihosting-config enable=on,target=native -d guest_errors -S \
-             -chardev socket,id=fwfix-gdb,fd=7 -gdb chardev:fwfix-gdb \
+             -chardev socket,id=fwfix-gdb,path=/tmp/x/gdb.sock -gdb chardev:fwfix-gdb \
              -qmp unix:/tmp/x/qmp.sock,server=on,wait=off -kernel /fw/test.elf -append seed=7 \
              -icount shift=0"
         );

@@ -68,8 +68,9 @@
 //! stack check, the breakpoints and the VTOR watchpoint; then `c`. A QEMU started before the image
 //! was built gets it in the same trips: its segments written (`M`) ahead of the first batch, and
 //! the registers a reset would have loaded from the table (SP, PC, the T bit; `G`, which QEMU 7.2
-//! takes without a target description) ahead of the second. The connection is a socket pair
-//! made before QEMU starts, so nothing waits for a socket to appear. The target description
+//! takes without a target description) ahead of the second. fwfix listens on the gdbstub's
+//! socket before QEMU starts and QEMU connects to it as it starts, so nothing polls for a socket
+//! to appear. The target description
 //! (which register number is xPSR, PSP) is read at the first stop, which a passing run never has:
 //! QEMU 7.2 answers `p` and `P` only once it was read. QEMU 7.2 has no `QStartNoAckMode`.
 //!
@@ -101,7 +102,7 @@ use crate::process::AbortOnDrop;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::time::Duration;
-use tokio::net::UnixStream;
+use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, Instant};
 
@@ -172,13 +173,50 @@ pub struct Watch {
     _task: AbortOnDrop<()>,
 }
 
-/// Starts watching the QEMU whose gdbstub is at the other end of `stream`; its first answer may
-/// take `patience` (QEMU reads the socket once it has started). `load`: the image's segments, for a
-/// QEMU started without it, written before anything else.
+/// The socket a QEMU's gdbstub connects to (`-chardev socket,path=...`, QEMU the client); its file
+/// is removed once the connection is accepted, or when it is dropped.
+#[derive(Debug)]
+pub struct Listener {
+    listener: UnixListener,
+    path: std::path::PathBuf,
+}
+
+impl Listener {
+    /// Listens on `path` (which must not exist).
+    pub fn bind(path: &std::path::Path) -> std::io::Result<Listener> {
+        Ok(Listener {
+            listener: UnixListener::bind(path)?,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The first connection, within `patience`.
+    async fn accept(self, patience: Duration) -> Result<UnixStream, String> {
+        match tokio::time::timeout(patience, self.listener.accept()).await {
+            Ok(Ok((stream, _))) => Ok(stream),
+            Ok(Err(e)) => Err(format!("accepting QEMU's gdbstub connection: {e}")),
+            Err(_) => Err(format!(
+                "QEMU's gdbstub did not connect within {} s",
+                patience.as_secs()
+            )),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Starts watching the QEMU whose gdbstub connects to `listener`; the connection and then its
+/// first answer may each take `patience` (QEMU connects as it starts, and reads the socket once it
+/// has started). `load`: the image's segments, for a QEMU started without it, written before
+/// anything else.
 /// `code_ram`: the machine has RAM at address 0, so the image's own vector table there can be
 /// rewritten and is watched like a RAM table.
 pub fn spawn(
-    stream: UnixStream,
+    listener: Listener,
     patience: Duration,
     load: Option<Vec<Segment>>,
     code_ram: bool,
@@ -186,6 +224,13 @@ pub fn spawn(
     let (report_tx, reports) = mpsc::channel(16);
     let (commands, command_rx) = mpsc::channel(4);
     let task = tokio::spawn(async move {
+        let stream = match listener.accept(patience).await {
+            Ok(stream) => stream,
+            Err(why) => {
+                let _ = report_tx.send(Report::Lost(why)).await;
+                return;
+            }
+        };
         let mut watcher = Watcher {
             client: Client::new(stream, STEP),
             load,
@@ -959,6 +1004,33 @@ fn words_text(words: &[u32]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // QEMU connects as it starts: the watcher takes that connection, and the socket's file goes
+    // once it is taken (or once nobody connected in time).
+    #[tokio::test]
+    async fn the_gdbstub_socket_takes_one_connection_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gdb-0.sock");
+        let listener = Listener::bind(&path).unwrap();
+        let mut qemu = std::os::unix::net::UnixStream::connect(&path).unwrap();
+        let mut ours = listener.accept(Duration::from_secs(5)).await.unwrap();
+        assert!(!path.exists());
+        std::io::Write::write_all(&mut qemu, b"+").unwrap();
+        let mut byte = [0u8; 1];
+        tokio::io::AsyncReadExt::read_exact(&mut ours, &mut byte)
+            .await
+            .unwrap();
+        assert_eq!(&byte, b"+");
+
+        let lonely = dir.path().join("gdb-1.sock");
+        let err = Listener::bind(&lonely)
+            .unwrap()
+            .accept(Duration::from_millis(20))
+            .await
+            .unwrap_err();
+        assert!(err.contains("did not connect"), "{err}");
+        assert!(!lonely.exists());
+    }
 
     #[test]
     fn dumps_read_like_a_debugger() {

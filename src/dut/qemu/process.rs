@@ -66,6 +66,8 @@ const SCRATCH_PREFIX: &str = "fwfix-qemu-";
 /// QEMU may start while this one's runs.
 const QMP_PREFIX: &str = "qmp";
 const QMP_SUFFIX: &str = ".sock";
+/// Where a QEMU's gdbstub connects to fwfix: `gdb-<n>.sock`, removed once connected.
+const GDB_PREFIX: &str = "gdb";
 
 /// [`reap_orphans`], the first time this process starts a QEMU: a fwfix killed with SIGKILL
 /// leaves its QEMU to the guardian, and only when that could not stop it either does one wait
@@ -201,9 +203,18 @@ impl ScratchDir {
 
     /// A QMP socket path no QEMU of this directory was given yet.
     pub fn next_qmp_socket(&self) -> PathBuf {
+        self.next_socket(QMP_PREFIX)
+    }
+
+    /// A path for fwfix's end of a QEMU's gdbstub that no QEMU of this directory was given yet.
+    pub fn next_gdb_socket(&self) -> PathBuf {
+        self.next_socket(GDB_PREFIX)
+    }
+
+    fn next_socket(&self, prefix: &str) -> PathBuf {
         static SOCKETS: AtomicU64 = AtomicU64::new(0);
         let n = SOCKETS.fetch_add(1, Ordering::Relaxed);
-        self.path.join(format!("{QMP_PREFIX}-{n}{QMP_SUFFIX}"))
+        self.path.join(format!("{prefix}-{n}{QMP_SUFFIX}"))
     }
 }
 

@@ -3,10 +3,10 @@
 //! 1. Open console.log and a scratch directory. Take the QEMU started ahead for this attempt
 //!    ([`Warm`]: paused, no image, the nonce on its semihosting command line), or spawn one paused
 //!    with the image (`-kernel`, the nonce first on its `-append` command line); either way its
-//!    gdbstub is on one end of a connected socket pair and it runs in its own process group
+//!    gdbstub connects to a socket fwfix listens on and it runs in its own process group
 //!    behind a guard that kills the group on every exit path. With another attempt to follow,
 //!    start that one's QEMU now, so its start overlaps this run. Start the stdout/stderr pumps
-//!    and the gdbstub watcher on the other end, which writes the image into a QEMU started
+//!    and the gdbstub watcher on that socket, which writes the image into a QEMU started
 //!    without it, sets a breakpoint on every fault handler's entry and lets the core run.
 //! 2. Capture: every UART line is logged, emitted as an event, kept (bounded) and fed to the
 //!    harness's end detector; every stderr line is read for a lockup and passes a noise filter
@@ -40,7 +40,6 @@ use crate::dut::{DutError, Image, RunSpec};
 use crate::events::{Event, EventSink, Level};
 use crate::process::AbortOnDrop;
 use std::future::Future;
-use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::ExitStatusExt;
 use std::pin::pin;
 use std::process::{ExitStatus, Stdio};
@@ -142,18 +141,24 @@ impl Drop for Warm {
     }
 }
 
-/// A QEMU just spawned: the process, the guard of its group, fwfix's end of its gdbstub.
+/// A QEMU just spawned: the process, the guard of its group, the socket its gdbstub connects to.
 #[derive(Debug)]
 struct Launched {
     child: Child,
     killer: crate::process::GroupGuard,
-    gdb: tokio::net::UnixStream,
+    gdb: gdbstub::Listener,
     /// Its QMP socket, removed once it is gone (a killed QEMU leaves it).
     qmp: std::path::PathBuf,
 }
 
-/// Spawns QEMU paused, in its own process group, its gdbstub on one end of a connected socket
-/// pair whose other end is returned.
+/// Spawns QEMU paused, in its own process group, its gdbstub connecting to a socket fwfix
+/// listens on.
+///
+/// QEMU connects (rather than inheriting one end of a socket pair) so that nothing of fwfix's
+/// has to be inheritable while it spawns: a descriptor made inheritable for one child reaches
+/// every child spawned meanwhile, so such spawns had to run one at a time, and with `--jobs` one
+/// job's spawn of QEMU or `make` waited for another's (milliseconds on a loaded host, where a
+/// spawned child waits for a core before its exec).
 fn launch(
     spec: &QemuSpec,
     scratch: &mut Option<ScratchDir>,
@@ -167,26 +172,25 @@ fn launch(
             source,
         })?),
     };
-    // The gdbstub's connection exists before QEMU does: QEMU gets one end of the pair.
-    let (gdb, gdb_for_qemu) = std::os::unix::net::UnixStream::pair()
-        .and_then(|(ours, theirs)| {
-            ours.set_nonblocking(true)?;
-            Ok((tokio::net::UnixStream::from_std(ours)?, theirs))
-        })
-        .map_err(|source| DutError::Io {
-            doing: "making the socket pair for QEMU's gdbstub".into(),
-            source,
-        })?;
     let sockets = Sockets {
-        gdb_fd: gdb_for_qemu.as_raw_fd(),
+        gdb: scratch.next_gdb_socket(),
         qmp: scratch.next_qmp_socket(),
     };
-    if sockets.qmp.as_os_str().len() > MAX_SOCKET_PATH {
-        return Err(DutError::Other(format!(
-            "the socket path {} is too long for a unix socket; use a shorter temporary directory",
-            sockets.qmp.display()
-        )));
+    for path in [&sockets.gdb, &sockets.qmp] {
+        if path.as_os_str().len() > MAX_SOCKET_PATH {
+            return Err(DutError::Other(format!(
+                "the socket path {} is too long for a unix socket; use a shorter temporary \
+                 directory",
+                path.display()
+            )));
+        }
     }
+    // Listening before QEMU exists: its connection waits in the backlog until the watcher
+    // accepts it.
+    let gdb = gdbstub::Listener::bind(&sockets.gdb).map_err(|source| DutError::Io {
+        doing: "making the socket for QEMU's gdbstub".into(),
+        source,
+    })?;
     let mut command = process::command(program);
     command
         .args(args::qemu_args(spec, boot, &sockets))
@@ -196,10 +200,7 @@ fn launch(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let (child, killer) =
-        crate::process::spawn_group_passing(&mut command, Some(gdb_for_qemu.as_fd()))
-            .map_err(|e| process::spawn_error(program, e))?;
-    // QEMU has its own copy now: with this one closed, the connection ends when QEMU does.
-    drop(gdb_for_qemu);
+        crate::process::spawn_group(&mut command).map_err(|e| process::spawn_error(program, e))?;
     Ok(Launched {
         child,
         killer,
