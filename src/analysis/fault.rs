@@ -103,9 +103,17 @@ pub fn fault_address(snap: &FaultSnapshot) -> Option<u32> {
     None
 }
 
-/// Whether a stacked LR is a return address into code (not an EXC_RETURN value).
+/// Whether a stacked LR is a return address into code (not an EXC_RETURN value). Zero never
+/// is: a call leaves the address after it, so an LR of 0 was written over.
 fn is_code_address(lr: u32) -> bool {
-    lr < EXC_RETURN_MIN
+    lr != 0 && lr < EXC_RETURN_MIN
+}
+
+/// A stacked frame whose PC and LR are both 0 (and xPSR 0 or unread) holds no call or return
+/// address at all: the stack it was read from was overwritten (an overflow, a smashed stack),
+/// or the frame was never pushed where it was looked for.
+fn frame_zeroed(snap: &FaultSnapshot) -> bool {
+    snap.pc == Some(0) && snap.lr == Some(0) && snap.xpsr.is_none_or(|x| x == 0)
 }
 
 /// The functions at the crash site, innermost first: PC's (with inlined frames), then LR's.
@@ -274,6 +282,14 @@ fn context_clauses(
             hex(store.pc)
         )
     }));
+    if frame_zeroed(snap) {
+        out.push(
+            "the stacked frame reads PC, LR and xPSR as 0: it looks overwritten (a stack \
+             overflow or a smashed stack), not a call through a null pointer, so the faulting \
+             code cannot be named from it"
+                .to_string(),
+        );
+    }
     out.extend(snap.notes.iter().cloned());
     match symbols {
         None => out.push(
@@ -525,7 +541,7 @@ fn summarise(
             let sep = if pc_described.is_some() { "," } else { "" };
             text.push_str(&format!("{sep} called from {from}"));
         }
-        (None, Some(lr)) if !is_code_address(lr) => {
+        (None, Some(lr)) if lr >= EXC_RETURN_MIN => {
             text.push_str(&format!(" (LR {}: {})", hex(lr), exc_return_meaning(lr)));
         }
         (None, Some(lr)) => text.push_str(&format!(" (LR {})", hex(lr))),
@@ -748,6 +764,47 @@ mod tests {
             "Lockup (fault while handling a fault): Fault at 0x00000120 (LR 0xfffffff9: \
              EXC_RETURN: the fault interrupted thread mode on the main stack); no symbols were \
              read for the image that ran: functions and lines cannot be named"
+        );
+    }
+
+    #[test]
+    fn a_frame_of_zeros_is_an_overwritten_stack_not_a_null_call() {
+        let snap = FaultSnapshot {
+            exception: Some(3),
+            pc: Some(0),
+            lr: Some(0),
+            xpsr: Some(0),
+            hfsr: Some(HFSR_FORCED),
+            cfsr: Some(0x0002_0000),
+            ..FaultSnapshot::default()
+        };
+        let report = crash_report(&snap, None);
+        assert!(
+            !report.summary.contains("null function pointer"),
+            "{}",
+            report.summary
+        );
+        assert!(
+            report.summary.contains("looks overwritten"),
+            "{}",
+            report.summary
+        );
+        assert_eq!(report.function, None);
+        // The same PC with a real return address in LR is the null call it looks like.
+        let call = FaultSnapshot {
+            lr: Some(0x1a5),
+            ..snap
+        };
+        let report = crash_report(&call, None);
+        assert!(
+            report.summary.contains("called a null function pointer"),
+            "{}",
+            report.summary
+        );
+        assert!(
+            !report.summary.contains("looks overwritten"),
+            "{}",
+            report.summary
         );
     }
 
