@@ -219,6 +219,23 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_killed_child_reaped_later_is_gone_once_settled() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let (child, guard) = spawn_group(&mut cmd).unwrap();
+        let pid = i32::try_from(child.id().unwrap()).unwrap();
+        guard.kill();
+        let (ran, then) = std::sync::mpsc::channel();
+        reap_later(child, guard, move || {
+            let _ = ran.send(());
+        });
+        settle().await;
+        assert!(then.try_recv().is_ok());
+        // Reaped, not a zombie: the id names no process any more.
+        assert!(!alive(pid));
+    }
+
+    #[tokio::test]
     async fn dropping_the_guard_kills_grandchildren() {
         let dir = tempfile::tempdir().unwrap();
         let pidfile = dir.path().join("pid");
