@@ -6,6 +6,8 @@
 //! killed outright and no guard can run, the [`guardian`] stops the groups instead. Two
 //! exceptions, on purpose: the editor a person reviews a patch in (it must stay in the terminal's
 //! foreground group to read the keyboard) and `fwfix doctor`'s one-shot `--version` probes.
+//! A child killed at the end of a run can be reaped off the run's path ([`reap_later`]); the
+//! command waits for it before exiting ([`settle`]).
 //! Also who this process is (host, user) and whether another process is still alive, for the
 //! records that name a run's process (run.json, board leases).
 
@@ -88,6 +90,46 @@ pub fn spawn_group(command: &mut Command) -> std::io::Result<(Child, GroupGuard)
     let child = guardian::spawn(command)?;
     let guard = GroupGuard::for_child(child.id());
     Ok((child, guard))
+}
+
+/// How long a killed child may take to be reaped before its guard gives up on it.
+const REAP_BUDGET: Duration = Duration::from_secs(2);
+
+/// Reaps tasks still under way, for [`settle`].
+static REAPING: std::sync::Mutex<Vec<JoinHandle<()>>> = std::sync::Mutex::new(Vec::new());
+
+/// Reaps `child`, already killed or exiting by itself, on a task of its own, then forgets its
+/// group and runs `then`: what the child still does in the kernel (a QEMU's teardown of its guest
+/// memory takes milliseconds) is left off the caller's path. [`settle`] waits for these before
+/// fwfix exits, so none outlives it. A child not reaped within [`REAP_BUDGET`] is left to its
+/// guard, which kills the group once more when dropped.
+pub fn reap_later(mut child: Child, mut guard: GroupGuard, then: impl FnOnce() + Send + 'static) {
+    let task = tokio::spawn(async move {
+        if tokio::time::timeout(REAP_BUDGET, child.wait())
+            .await
+            .is_ok()
+        {
+            guard.disarm();
+        }
+        then();
+    });
+    let mut reaping = REAPING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    reaping.retain(|t| !t.is_finished());
+    reaping.push(task);
+}
+
+/// Waits until every child given to [`reap_later`] is reaped (or given up on).
+pub async fn settle() {
+    let tasks = std::mem::take(
+        &mut *REAPING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for task in tasks {
+        let _ = task.await;
+    }
 }
 
 /// A spawned task that is aborted when its handle is dropped.
@@ -174,6 +216,23 @@ mod tests {
         guard.disarm();
         drop(guard);
         assert_eq!(status.code(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn a_killed_child_reaped_later_is_gone_once_settled() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("30");
+        let (child, guard) = spawn_group(&mut cmd).unwrap();
+        let pid = i32::try_from(child.id().unwrap()).unwrap();
+        guard.kill();
+        let (ran, then) = std::sync::mpsc::channel();
+        reap_later(child, guard, move || {
+            let _ = ran.send(());
+        });
+        settle().await;
+        assert!(then.try_recv().is_ok());
+        // Reaped, not a zombie: the id names no process any more.
+        assert!(!alive(pid));
     }
 
     #[tokio::test]

@@ -55,19 +55,21 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
         shard: args.shard,
         access,
     };
-    let (result, sink) = match super::drive(global, |sink, cancel| {
+    let (result, sink, engine) = match super::drive(global, |sink, cancel| {
         Box::pin(orchestrator::matrix(opts, exit_of, sink, cancel))
     }) {
         Ok(done) => done,
         Err(exit) => return exit,
     };
-    match result {
+    let exit = match result {
         Ok(run) => super::finish_pairs(&run.pairs, sink, global, Some(&run.dir)),
         Err(e) => {
             drop(sink);
             super::fail_early(global, Exit::of_error(&e), &e.to_string())
         }
-    }
+    };
+    engine.close();
+    exit
 }
 
 #[cfg(test)]

@@ -269,7 +269,11 @@ pub(crate) fn execute(
     ) -> RunFuture<'a>,
 ) -> Exit {
     match drive(global, body) {
-        Ok((result, sink)) => finish(result, sink, global),
+        Ok((result, sink, engine)) => {
+            let exit = finish(result, sink, global);
+            engine.close();
+            exit
+        }
         Err(exit) => exit,
     }
 }
@@ -286,17 +290,19 @@ pub(crate) fn execute_many(
         Result<Vec<crate::orchestrator::PairOutcome>, crate::orchestrator::OrchestratorError>,
     >,
 ) -> Exit {
-    let (result, sink) = match drive(global, body) {
+    let (result, sink, engine) = match drive(global, body) {
         Ok(done) => done,
         Err(exit) => return exit,
     };
-    match result {
+    let exit = match result {
         Ok(pairs) => finish_pairs(&pairs, sink, global, None),
         Err(e) => {
             drop(sink);
             fail_early(global, Exit::of_error(&e), &e.to_string())
         }
-    }
+    };
+    engine.close();
+    exit
 }
 
 /// The status word of several pairs' exit code, for the final event and a matrix report.
@@ -387,8 +393,22 @@ pub(crate) fn finish_pairs(
     exit
 }
 
-/// The runtime and sink of an engine command, and what its future returned.
-type Driven<T> = (T, Box<dyn crate::events::EventSink>);
+/// What an engine command's future returned, its sink, and its runtime.
+type Driven<T> = (T, Box<dyn crate::events::EventSink>, Engine);
+
+/// The runtime of an engine command, kept until the command's summary is out: a child killed at
+/// the end of the run may still be being reaped ([`crate::process::reap_later`]).
+pub(crate) struct Engine(tokio::runtime::Runtime);
+
+impl Engine {
+    /// Waits for the children still being reaped, then stops the runtime.
+    pub(crate) fn close(self) {
+        self.0.block_on(crate::process::settle());
+        // A question left unanswered on the terminal must not keep fwfix from exiting.
+        self.0
+            .shutdown_timeout(std::time::Duration::from_millis(200));
+    }
+}
 
 pub(crate) fn drive<T>(
     global: &GlobalArgs,
@@ -407,9 +427,7 @@ pub(crate) fn drive<T>(
         cancel_on_signals(cancel.clone());
         body(sink.as_ref(), cancel).await
     });
-    // A question left unanswered on the terminal must not keep fwfix from exiting.
-    rt.shutdown_timeout(std::time::Duration::from_millis(200));
-    Ok((result, sink))
+    Ok((result, sink, Engine(rt)))
 }
 
 /// The event sink for `global`: JSON lines, or the terminal display.

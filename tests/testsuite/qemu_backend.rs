@@ -797,6 +797,60 @@ async fn awkward_console_output_is_framed() {
     assert_qemu_gone(&dut);
 }
 
+/// The attempt ends at the gdbstub's report of the exit, not when QEMU has torn down and closed
+/// its pipes: every byte written before the exit must still reach the capture, with the code.
+#[tokio::test]
+async fn the_last_lines_before_a_semihosting_exit_are_all_captured_with_the_code() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3,000 numbered lines (more than a pipe holds) right before the exit, a semihosting line
+    // on QEMU's stderr, and a last line without its newline.
+    let body = r#"
+        char line[] = "burst 0000\n";
+        for (int i = 0; i < 3000; i++) {
+            line[6] = (char)('0' + i / 1000);
+            line[7] = (char)('0' + i / 100 % 10);
+            line[8] = (char)('0' + i / 10 % 10);
+            line[9] = (char)('0' + i % 10);
+            puts_(line);
+        }
+        register uint32_t op __asm__("r0") = 0x04u; /* SYS_WRITE0: to QEMU's stderr */
+        register const char *text __asm__("r1") = "semihost last words\n";
+        __asm__ volatile("bkpt 0xab" : "+r"(op) : "r"(text) : "memory");
+        puts_("the very last line, no newline");
+        sexit(3);
+    "#;
+    let elf = mini_image(dir.path(), "last_words", "for (;;) {}", body);
+    let mut dut = qemu(MPS2);
+    for _ in 0..3 {
+        let (result, log_dir, _) = run(
+            &mut dut,
+            &elf,
+            attempt(Duration::from_secs(20), Box::new(NeverFinal)),
+        )
+        .await;
+        let capture = result.unwrap();
+        assert_eq!(capture.end, RunEnd::Exited { code: 3 }, "{capture:?}");
+        assert_eq!(capture.exit_code, Some(3));
+        let lines = uart(&capture);
+        let expected: Vec<String> = (0..3000)
+            .map(|i| format!("burst {i:04}"))
+            .chain(["the very last line, no newline".to_string()])
+            .collect();
+        assert_eq!(lines, expected);
+        assert!(capture
+            .lines
+            .iter()
+            .any(|l| l.stream == Stream::Host && l.text == "semihost last words"));
+        let log = console_log(log_dir.path());
+        assert!(log.contains("uart  burst 2999\n"), "{log}");
+        assert!(
+            log.contains("uart  the very last line, no newline"),
+            "{log}"
+        );
+        assert_qemu_gone(&dut);
+    }
+}
+
 #[tokio::test]
 async fn a_console_flood_still_times_out_and_stays_bounded() {
     let dir = tempfile::tempdir().unwrap();

@@ -88,6 +88,9 @@ fn passing_image_exits_0_with_every_case_in_junit() {
     let gitignore = std::fs::read_to_string(repo.path().join(".gitignore")).unwrap();
     assert!(!gitignore.contains("fwfix"), "{gitignore}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // The run ended at the gdbstub's report of the exit; QEMU was still reaped before fwfix
+    // exited.
+    assert!(qemu_pids_mentioning(repo.path()).is_empty());
 }
 
 #[test]
