@@ -591,20 +591,49 @@ impl Found {
         let mut pending = Vec::with_capacity(SIDE_BY_SIDE);
         let mut hits = Vec::new();
         prefilter.hits(part, &mut hits);
-        let mut hits = hits.into_iter().peekable();
         let mut start = 0;
-        for end in memchr::memchr_iter(b'\n', part) {
-            let raw = without_cr(&part[start..end]);
+        for at in hits {
+            // The lines before the hit's hold no literal: only counted.
+            let line = memchr::memrchr(b'\n', &part[start..at]).map_or(start, |nl| start + nl + 1);
+            found.pass_by(&part[start..line]);
+            let end = memchr::memchr(b'\n', &part[at..]).map_or(part.len(), |nl| at + nl);
+            let raw = without_cr(&part[line..end]);
             let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
             found.lines += 1;
             found.seen_bytes += raw.len() as u64;
-            if hits.next_if(|&at| at < end).is_some() {
-                found.match_line(part, raw, start, scratch, &mut pending);
-            }
-            start = end + 1;
+            found.match_line(part, raw, line, scratch, &mut pending);
+            start = (end + 1).min(part.len());
         }
+        found.pass_by(&part[start..]);
         found.match_pending(part, scratch, &mut pending);
         found
+    }
+
+    /// Counts `lines` (whole lines, each ending with `\n`), which no rule reads: their breaks
+    /// and carriage returns counted in vector lanes rather than each line found in turn.
+    fn pass_by(&mut self, mut lines: &[u8]) {
+        while !lines.is_empty() {
+            // Up to a capped line's length at a time, so no line in it is cut.
+            let most = lines.len().min(MAX_LINE_BYTES + 1);
+            let cut = match memchr::memrchr(b'\n', &lines[..most]) {
+                Some(nl) => nl + 1,
+                // A line longer than the cap.
+                None => memchr::memchr(b'\n', lines).map_or(lines.len(), |nl| nl + 1),
+            };
+            let (chunk, rest) = lines.split_at(cut);
+            let breaks = memchr::memchr_iter(b'\n', chunk).count();
+            let crs = memchr::memchr_iter(b'\r', chunk)
+                .filter(|&at| chunk.get(at + 1) == Some(&b'\n'))
+                .count();
+            let text = chunk.len() - breaks - crs;
+            self.lines += breaks;
+            self.seen_bytes += if breaks == 1 {
+                text.min(MAX_LINE_BYTES)
+            } else {
+                text
+            } as u64;
+            lines = rest;
+        }
     }
 
     /// Matches the segments of `raw`, the line found at `offset` in `part`: queued in
@@ -617,7 +646,7 @@ impl Found {
         scratch: &mut SetScratch,
         pending: &mut Vec<(usize, Range<usize>)>,
     ) {
-        if raw.contains(&0x1b) {
+        if memchr::memchr(0x1b, raw).is_some() {
             // Hits stay in log order.
             self.match_pending(part, scratch, pending);
             self.hits.push(Hit {
@@ -628,9 +657,9 @@ impl Found {
             return;
         }
         // Without escapes, cleaning only cuts a stamp off the front.
-        let cleaned = clean(raw);
+        let cleaned = without_stamp(raw);
         let offset = offset + raw.len() - cleaned.len();
-        for range in segments(&cleaned) {
+        for range in segments(cleaned) {
             pending.push((self.lines, offset + range.start..offset + range.end));
             if pending.len() == SIDE_BY_SIDE {
                 self.match_pending(part, scratch, pending);
@@ -1511,27 +1540,26 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
 /// The line without colour codes, console.log's `[    0.035] uart  ` stamp or a test runner's
 /// prefix.
 fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
-    let (ansi, stamp) = &*NOISE;
-    let text = if raw.contains(&0x1b) {
-        ansi.replace_all(raw, &b""[..])
-    } else {
-        Cow::Borrowed(raw)
-    };
-    // Every stamp starts with one of these: most lines need no search.
-    let may_be_stamped = matches!(text.first(), Some(b'[' | b'0'..=b'9' | b'D' | b'I'));
-    let Some(end) = may_be_stamped
-        .then(|| stamp.find(&text).map(|m| m.end()))
-        .flatten()
-    else {
-        return text;
-    };
-    match text {
-        Cow::Borrowed(b) => Cow::Borrowed(&b[end..]),
-        Cow::Owned(mut o) => {
-            o.drain(..end);
-            Cow::Owned(o)
+    if memchr::memchr(0x1b, raw).is_none() {
+        return Cow::Borrowed(without_stamp(raw));
+    }
+    match NOISE.0.replace_all(raw, &b""[..]) {
+        Cow::Borrowed(text) => Cow::Borrowed(without_stamp(text)),
+        Cow::Owned(mut text) => {
+            let stamp = text.len() - without_stamp(&text).len();
+            text.drain(..stamp);
+            Cow::Owned(text)
         }
     }
+}
+
+/// `text` (without colour codes) without its stamp or prefix, if it has one.
+fn without_stamp(text: &[u8]) -> &[u8] {
+    // Every stamp starts with one of these: most lines need no search.
+    if !matches!(text.first(), Some(b'[' | b'0'..=b'9' | b'D' | b'I')) {
+        return text;
+    }
+    NOISE.1.find(text).map_or(text, |m| &text[m.end()..])
 }
 
 /// Whether a cleaned line holds anything but blanks and control bytes.

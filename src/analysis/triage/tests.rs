@@ -1991,6 +1991,42 @@ fn overlong_lines_are_cut() {
 }
 
 #[test]
+fn lines_passed_by_count_as_lines_read_one_by_one() {
+    let long = "x".repeat(MAX_LINE_BYTES + 5);
+    let lines = [
+        "a",
+        "",
+        "b\r",
+        "\r",
+        "c\r\r",
+        "d\re",
+        long.as_str(),
+        &long[..MAX_LINE_BYTES],
+        &long[..MAX_LINE_BYTES - 1],
+        &long[3..],
+    ];
+    for skip in 0..lines.len() {
+        let text: Vec<u8> = lines[skip..]
+            .iter()
+            .chain(&lines[..skip])
+            .flat_map(|l| [l.as_bytes(), b"\n"].concat())
+            .collect();
+        let mut found = Found::default();
+        found.pass_by(&text);
+        let mut want = Found::default();
+        for line in text.split_inclusive(|&b| b == b'\n') {
+            let raw = without_cr(&line[..line.len() - 1]);
+            want.lines += 1;
+            want.seen_bytes += raw.len().min(MAX_LINE_BYTES) as u64;
+        }
+        assert_eq!(
+            (found.lines, found.seen_bytes),
+            (want.lines, want.seen_bytes)
+        );
+    }
+}
+
+#[test]
 fn binary_junk_is_read_without_trouble() {
     let mut bytes: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
     bytes.extend_from_slice(
