@@ -427,9 +427,9 @@ fn real_logs_held_out_accuracy() {
     );
 }
 
-/// What the tuning set gets must not fall: 1502/1605 (93.6%) since round 10's 134 logs (later/
-/// then) joined it untuned (see real/README.md); 1387/1471 (94.3%) before them.
-const TUNING_FLOOR: f64 = 93.1;
+/// What the tuning set gets must not fall: 1532/1605 (95.5%) after round 10's tuning (see
+/// real/README.md); 1502/1605 (93.6%) when its 134 logs (later/ then) joined untuned.
+const TUNING_FLOOR: f64 = 95.0;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]
