@@ -411,10 +411,10 @@ fn real_corpora_are_complete_labelled_and_apart() {
     }
 }
 
-/// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log. The goal is 95%: this floor only catches a fall, it does not say the goal is met.
-/// Zero until blind/ is measured for the first time; set from that figure then.
-const HELD_OUT_FLOOR: f64 = 0.0;
+/// What triage gets right on the held-out set must not fall below its first-sight figure
+/// (blind/: 107/131, 81.7%, on round 10's rules; see blind/README.md), less one log. The goal
+/// is 95%: this floor only catches a fall, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 80.7;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
