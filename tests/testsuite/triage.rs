@@ -295,12 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "later";
-
-/// The held-out set for the round after: collected the same way and checked here for its form
-/// and its distance from the others, but never measured until it replaces [`HELD_OUT_SET`]
-/// (its first measurement is the figure that counts).
-const NEXT_HELD_OUT_SET: &str = "blind";
+const HELD_OUT_SET: &str = "blind";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -381,7 +376,7 @@ fn real_corpora_are_complete_labelled_and_apart() {
         "UNKNOWN",
     ];
     let mut threads = std::collections::BTreeMap::new();
-    for (set, at_least) in [("real", 380), (HELD_OUT_SET, 100), (NEXT_HELD_OUT_SET, 100)] {
+    for (set, at_least) in [("real", 380), (HELD_OUT_SET, 100)] {
         let rows = corpus(set);
         assert!(rows.len() >= at_least, "{set}: {} logs", rows.len());
         let mut listed = std::collections::BTreeSet::new();
@@ -417,9 +412,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure
-/// (later/: 112/134, 83.6%, on round 9's rules; see later/README.md), less one log. The goal is
-/// 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 82.5;
+/// (blind/: 107/131, 81.7%, on round 10's rules; see blind/README.md), less one log. The goal
+/// is 95%: this floor only catches a fall, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 80.7;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -432,9 +427,9 @@ fn real_logs_held_out_accuracy() {
     );
 }
 
-/// What the tuning set gets must not fall: 1387/1471 (94.3%) since round 9b's 113 logs joined
-/// it untuned (see real/README.md); 1306/1358 (96.2%) before them.
-const TUNING_FLOOR: f64 = 93.8;
+/// What the tuning set gets must not fall: 1532/1605 (95.5%) after round 10's tuning (see
+/// real/README.md); 1502/1605 (93.6%) when its 134 logs (later/ then) joined untuned.
+const TUNING_FLOOR: f64 = 95.0;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

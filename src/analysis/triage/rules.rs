@@ -325,8 +325,12 @@ pub static RULES: &[Rule] = &[
         "greentea.timeout",
         "greentea",
         Hang,
-        r"(?P<msg>\{\{result;timeout\}\}|stopped and returned 'TIMEOUT'|test suite '[^']+' \.+ TIMEOUT\b.*|\|\s*TIMEOUT\s*\|)",
+        r"(?P<msg>\{\{result;timeout\}\}|(?:stopped and )?returned 'TIMEOUT'|test suite '[^']+' \.+ TIMEOUT\b.*|\|\s*TIMEOUT\s*\|)",
     ),
+    // The older mbed host test protocol: the device ends its run with `{{success}}` or
+    // `{{failure}}`, then `{{end}}`.
+    re("mbed.host_test_success", "mbed", Pass, r"^\s*(?P<msg>\{\{success\}\})\s*$").verdict(),
+    re("mbed.host_test_failure", "mbed", TestFailure, r"^\s*(?P<msg>\{\{failure\}\})\s*$").verdict(),
     re(
         "greentea.sync_failed",
         "greentea",
@@ -1286,7 +1290,7 @@ pub static RULES: &[Rule] = &[
         "dfu_util.error",
         "dfu-util",
         FlashError,
-        prefixed!(r"dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
+        prefixed!(r"(?:(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes)?dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
     ),
     // dfu-util's report of a state it then clears on its own: no failure.
     noise(
@@ -1340,6 +1344,15 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^Error: (?P<msg>No STM32 target found!?|No debug probe detected\.?|Target device not found.*|ST-LINK error \(DEV_.*|failed to download (?:the )?(?:Segment|file).*)$",
     ),
+    // STM32CubeProgrammer's own line when a write does not go through (`Downloading 8-bit data
+    // failed...`), also after its progress bar.
+    re(
+        "stm32cube.transfer_failed",
+        "stm32cubeprogrammer",
+        FlashError,
+        r"(?P<msg>(?:Downloading|Uploading) \d+-bit data failed\b.*)$",
+    )
+    .weight(2),
     // The last line of a flashing library's Python traceback names the library that raised.
     re(
         "python.flasher_exception",
@@ -1399,7 +1412,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.\.\.|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+)$"
         ),
     )
     .weight(2),
@@ -1411,6 +1424,17 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         r"(?P<msg>Erased \d+ bytes \(\d+ sectors?\), programmed \d+ bytes \(\d+ pages?\), skipped \d+ bytes.*|^\s*Finished (?:(?:programming|erasing|flashing) )?in [\d.]+(?:m?s| seconds)|^Validating\.\.\.\s+Success|^0x[0-9A-Fa-f]+ bytes written into 0x[0-9A-Fa-f]+ bytes memory \([\d.]+%\)\.|^(?:Writing|Programming|Verifying|Flashing) [^.]*\.{3}\s*OK|^\[=+\] 100% \(\d+/\d+ pages\)|\bVERIFY OK)$",
+    )
+    .weight(2),
+    // More flashers' closing success lines: nrfjprog's progress line `Verify file - Done
+    // verifying`, flashrom's `Verifying flash... VERIFIED.`, Black Magic Probe's command-line
+    // tool's `Read/Verify succeeded for N bytes`, OpenOCD's `verified N bytes`, stm32flash's
+    // last write at 100%, esptool's erase, J-Link's flash download summary.
+    re(
+        "flash.closing_line",
+        "flasher",
+        Pass,
+        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*)$",
     )
     .weight(2),
     // teensy_loader_cli: `Programming....` then `Booting` once the image is written.
@@ -1893,6 +1917,23 @@ pub static RULES: &[Rule] = &[
         LinkError,
         r"(?P<msg>section `[^']+' will not fit in region `[^']+'|region `[^']+' overflowed by \d+ bytes)",
     ),
+    // GNU ld's relocation that cannot reach its target (`relocation truncated to fit:
+    // R_ARM_THM_CALL against ...`), and SDCC's linker (`?ASlink-Warning-Undefined Global
+    // '_x' referenced by module 'y'`, which fails the link, or any `?ASlink-Error-`).
+    re(
+        "ld.relocation_truncated",
+        "ld",
+        LinkError,
+        r"(?P<msg>relocation truncated to fit: R_\w+ against .+)$",
+    )
+    .weight(2),
+    re(
+        "sdcc.aslink",
+        "sdcc",
+        LinkError,
+        r"(?P<msg>\?ASlink-(?:Error-.+|Warning-Undefined Global .+))$",
+    )
+    .weight(2),
     re("ld.error_line", "ld", LinkError, r"\b(?:ld|ld\.lld|rust-lld|lld)(?:\.exe)?: [Ee]rror: (?P<msg>.+)$")
         .weight(2),
     // TinyGo's linker step.
@@ -2081,6 +2122,28 @@ pub static RULES: &[Rule] = &[
         r"\b(?P<msg>Fatal exception:\d+ flag:\d+ \(EXCEPTION\).*)$",
     )
     .consequence(),
+    // The ESP8266 Arduino core's stack dump (`>>>stack>>>`): an exception's or a watchdog's,
+    // so it yields to the cause the log names.
+    re("esp8266.stack_dump", "esp8266", Crash, r"(?P<msg>>>>stack>>>)\s*$")
+        .weight(2)
+        .consequence(),
+    // The reset reason firmware log on the ESP8266 (`ESP.getResetReason()`, `getResetInfo()`):
+    // a hardware or software watchdog's reset is a hang.
+    re(
+        "esp8266.watchdog_reset_reason",
+        "esp8266",
+        Hang,
+        r"(?i)(?P<msg>(?:reset|reboot|restart) (?:reason|cause)\s*[:=]\s*(?:hardware|software|soft) (?:watchdog|wdt)\b.*|\bFatal exception:\d+ flag:\d+ \((?:SOFT_)?WDT\).*)$",
+    )
+    .weight(2),
+    // Tasmota's status reports the last restart: an exception's is a crash.
+    re(
+        "tasmota.restart_exception",
+        "tasmota",
+        Crash,
+        r#"(?P<msg>"RestartReason":\s*(?:"Exception"|\{\s*"Exception":\s*\d+,\s*"Reason":\s*"Exception").*)$"#,
+    )
+    .weight(2),
     // Tock's kernel panic handler: `Kernel panic at kernel/src/process.rs:517:`, its message on
     // the next line.
     re("tock.kernel_panic", "tock", Crash, prefixed!(r"(?P<msg>Kernel panic at \S+:\d+:.*)$")),
@@ -2124,9 +2187,27 @@ pub static RULES: &[Rule] = &[
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
     // RIOT's panic line comes first (`*** RIOT kernel panic:`), its reason on the next line.
-    re("riot.failed_assertion", "riot", Assert, r"^(?P<msg>FAILED ASSERTION)\.?$"),
+    re("riot.failed_assertion", "riot", Assert, prefixed!(r"(?P<msg>FAILED ASSERTION)\.?$")),
     // A firmware's own assert macro reporting itself (`RFCORE_ASSERT(len <= n) failed at line
     // 91 in rfcore_read_fifo()!`).
+    // A Nordic radio controller's own assert inside the firmware (`SoftDevice Controller ASSERT:
+    // 53, 345`, `MPSL ASSERT: 112, 2134`); the hard fault its handler raises next is its
+    // consequence. Mynewt's assert (`Assert @ 0x27a77`), before its fault dump.
+    re(
+        "nordic.controller_assert",
+        "nordic",
+        Assert,
+        r"(?P<msg>(?:SoftDevice Controller|MPSL) ASSERT: \d+, \d+.*)$",
+    ),
+    re("mynewt.assert", "mynewt", Assert, r"(?:^|\s)(?P<msg>Assert @ 0x[0-9a-fA-F]+\b.*)$"),
+    // CircuitPython's safe mode after a crash of its own core.
+    re(
+        "circuitpython.core_crash",
+        "circuitpython",
+        Crash,
+        r"(?P<msg>CircuitPython core code crashed hard\..*|Crash into the HardFault_Handler\.?)$",
+    )
+    .weight(2),
     re(
         "firmware.assert_macro",
         "firmware",
@@ -2345,6 +2426,17 @@ pub static RULES: &[Rule] = &[
     )
     .follows(&["summary.passing_count"])
     .verdict(),
+    // The same tally with failures: `Executed: 24` then `Failed: 4`.
+    re(
+        "summary.failed_after_count",
+        "any",
+        TestFailure,
+        r"(?i)^(?:\w+\s+-\s+)?(?P<msg>(?:Failed|Failures)\s*:\s*[1-9]\d*)\s*$",
+    )
+    .follows(&["summary.passing_count"])
+    .verdict(),
+    // defmt-test's closing line.
+    re("defmt_test.passed", "defmt-test", Pass, r"(?:^|\s)(?P<msg>all tests passed!)\s*$").verdict(),
     re(
         "summary.failing_count",
         "any",

@@ -1447,6 +1447,79 @@ const SAMPLES: &[(&str, &str)] = &[
     ("verify..         104090/104090  VERIFY OK", "flash.finished"),
     ("File downloaded successfully", "flash.verified"),
     ("Bytes written: 8192", "flash.verified"),
+    ("Hard resetting via RTS pin....", "flash.verified"),
+    (
+        "[ ######### ] 0.812s | Verify file - Done verifying",
+        "flash.closing_line",
+    ),
+    ("Verifying flash... VERIFIED.", "flash.closing_line"),
+    (
+        "Read/Verify succeeded for 4096 bytes,   31.250 kiB/s",
+        "flash.closing_line",
+    ),
+    ("verified 20480 bytes in 0.412s (48.543 KiB/s)", "flash.closing_line"),
+    ("Wrote address 0x08004000 (100.00%) Done.", "flash.closing_line"),
+    (
+        "Chip erase completed successfully in 3.2s",
+        "flash.closing_line",
+    ),
+    (
+        "Info: J-Link: Flash download: Total time needed: 1.204s (Prepare: 0.100s, Compare: 0.050s, Erase: 0.500s, Program: 0.500s, Verify: 0.030s, Restore: 0.024s)",
+        "flash.closing_line",
+    ),
+    (
+        "Download\t[=============            ]  52%        65536 bytesdfu-util: Error during download get_status",
+        "dfu_util.error",
+    ),
+    (
+        "Downloading 32-bit data failed...",
+        "stm32cube.transfer_failed",
+    ),
+    (
+        "main.c:(.text.main+0x1c): relocation truncated to fit: R_ARM_THM_CALL against symbol `far_away' defined in .ramfunc section in app.o",
+        "ld.relocation_truncated",
+    ),
+    (
+        "?ASlink-Warning-Undefined Global '_memcpy' referenced by module 'main'",
+        "sdcc.aslink",
+    ),
+    ("?ASlink-Error-Could not get 12 consecutive bytes in internal RAM for area DSEG.", "sdcc.aslink"),
+    ("[001234] [DEBUG] >>>stack>>>", "esp8266.stack_dump"),
+    (
+        "[12:00:01][I][debug:101]: Reset Reason: Hardware Watchdog",
+        "esp8266.watchdog_reset_reason",
+    ),
+    (
+        "Reset info: Fatal exception:4 flag:1 (WDT) epc1:0x40201234 epc2:0x00000000 epc3:0x00000000 excvaddr:0x00000000 depc:0x00000000",
+        "esp8266.watchdog_reset_reason",
+    ),
+    (
+        r#"10:00:00.123 MQT: stat/plug/STATUS1 = {"StatusPRM":{"Baudrate":115200,"RestartReason":{"Exception":3,"Reason":"Exception","EPC":["4000df64","00000000","00000000"]}}}"#,
+        "tasmota.restart_exception",
+    ),
+    (
+        "<err> mpsl_init: MPSL ASSERT: 112, 2185",
+        "nordic.controller_assert",
+    ),
+    (
+        "[00:00:12.345,678] <err> bt_sdc_hci_driver: SoftDevice Controller ASSERT: 12, 34",
+        "nordic.controller_assert",
+    ),
+    ("000812 Assert @ 0x0002c41e", "mynewt.assert"),
+    ("> FAILED ASSERTION.", "riot.failed_assertion"),
+    (
+        "CircuitPython core code crashed hard. Oops!",
+        "circuitpython.core_crash",
+    ),
+    ("Crash into the HardFault_Handler.", "circuitpython.core_crash"),
+    (
+        "mbedgt: mbed-host-test-runner: returned 'TIMEOUT'",
+        "greentea.timeout",
+    ),
+    ("{{result;timeout}}", "greentea.timeout"),
+    ("{{success}}", "mbed.host_test_success"),
+    ("{{failure}}", "mbed.host_test_failure"),
+    ("0.000123 INFO  all tests passed!", "defmt_test.passed"),
     (
         "2021-04-02 10:11:12,345 > avrdude: 30720 bytes of flash verified",
         "flash.verified",
@@ -1624,6 +1697,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "micropython.passed",
         "teensy.booting",
         "daplink.assert",
+        "summary.failed_after_count",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -2873,4 +2947,42 @@ fn a_failure_line_no_rule_knows_is_read_by_its_words() {
             triage.reason
         );
     }
+}
+
+#[test]
+fn a_radio_controllers_assert_explains_the_fault_after_it() {
+    let log = "<err> bt_sdc_hci_driver: SoftDevice Controller ASSERT: 7, 99\n\
+               <err> os: ***** HARD FAULT *****\n\
+               <err> os:   Fault escalation (see below)\n";
+    let t = classify_str(log);
+    assert_eq!(t.class, TriageClass::Assert, "{t:?}");
+    assert_eq!(t.lines, vec![1]);
+}
+
+#[test]
+fn a_tally_with_failures_under_its_count_is_a_test_failure() {
+    let t = classify_str("Test summary:\nExecuted: 12\nFailed: 3\nSkipped: 0\n");
+    assert_eq!(t.class, TriageClass::TestFailure, "{t:?}");
+    // A `Failed: N` line alone says nothing of tests.
+    let t = classify_str("Failed: 3\n");
+    assert_eq!(t.class, TriageClass::Unknown, "{t:?}");
+}
+
+#[test]
+fn an_esp8266_stack_dump_yields_to_the_watchdog_that_caused_it() {
+    let dump = ">>>stack>>>\nctx: sys\nsp: 3fffed30 end: 3fffffb0 offset: 01a0\n<<<stack<<<\n";
+    let t = classify_str(dump);
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
+    let t = classify_str(&format!("Reset reason: Software Watchdog\n{dump}"));
+    assert_eq!(t.class, TriageClass::Hang, "{t:?}");
+}
+
+#[test]
+fn flashers_closing_lines_are_a_pass_and_a_later_failure_is_not() {
+    let t = classify_str("Reading old flash chip contents... done.\nErasing and writing flash chip... Erase/write done.\nVerifying flash... VERIFIED.\n");
+    assert_eq!(t.class, TriageClass::Pass, "{t:?}");
+    let t = classify_str(
+        "Wrote address 0x08001000 (100.00%) Done.\nDownloading 8-bit data failed...\n",
+    );
+    assert_eq!(t.class, TriageClass::FlashError, "{t:?}");
 }
