@@ -433,8 +433,8 @@ fn real_logs_held_out_accuracy() {
 }
 
 /// What the tuning set gets must not fall: 1532/1605 (95.5%) after round 10's tuning (see
-/// real/README.md); 1502/1605 (93.6%) when its 134 logs (later/ then) joined untuned.
-const TUNING_FLOOR: f64 = 95.0;
+/// real/README.md); 1584/1672 (94.7%) since round 10b's 67 logs joined untuned.
+const TUNING_FLOOR: f64 = 94.2;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]
