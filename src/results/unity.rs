@@ -41,6 +41,10 @@ const HARNESS: &str = "unity";
 /// Why the first expected test not yet reported is taken to be the one that was running.
 const ORDER: &str = "as Unity runs tests in order";
 
+/// Lines from other tasks tolerated between Unity's summary and its `OK` or `FAIL`: a logger
+/// that prints after every line adds one, a few tasks a few more.
+const INTERLEAVED: usize = 16;
+
 /// Parses Unity's console output.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct UnityParser;
@@ -55,16 +59,18 @@ impl HarnessParser for UnityParser {
     }
 }
 
-/// Unity's parse of one attempt, line by line. Says the run is over when `OK` or `FAIL` is the
-/// next non-blank line after Unity's summary: a bare `OK` printed by a test, or a test named
-/// `FAIL`, does not end the run.
+/// Unity's parse of one attempt, line by line. Says the run is over when `OK` or `FAIL` follows
+/// Unity's summary, after at most [`INTERLEAVED`] lines that are not Unity's (another task's log
+/// can come between the two): a bare `OK` printed by a test, or a test named `FAIL`, does not
+/// end the run.
 #[derive(Debug, Default)]
 pub struct UnityStream {
     /// UART lines read so far: the index of the next one.
     index: usize,
     scan: Scan,
-    /// The last non-blank line was a summary: a verdict word may follow.
-    after_summary: bool,
+    /// A summary was read and only other output since: how many more such lines may still come
+    /// before the verdict word.
+    after_summary: Option<usize>,
     /// The names in `scan.reported` and in `scan.repeated`.
     names: HashSet<String>,
     repeated: HashSet<String>,
@@ -125,8 +131,7 @@ impl UnityStream {
         }
         scan.saw_output = true;
         let word = verdict_word(line);
-        if self.after_summary {
-            self.after_summary = false;
+        if let Some(left) = self.after_summary.take() {
             if let (Some(ok), Some(summary)) = (word, scan.summaries.last_mut()) {
                 summary.ok = Some(ok);
                 scan.last_unity_line = Some(index);
@@ -135,8 +140,13 @@ impl UnityStream {
                     keep: true,
                 };
             }
+            self.after_summary = left.checked_sub(1);
         }
         let kind = classify(line);
+        if kind != UnityLine::Other {
+            // Unity printing on means the summary was not its last word.
+            self.after_summary = None;
+        }
         let read = LineRead {
             verdict: false,
             keep: word.is_some() || kind != UnityLine::Other,
@@ -145,7 +155,7 @@ impl UnityStream {
             UnityLine::Summary(summary) => {
                 scan.summaries.push(summary);
                 scan.last_unity_line = Some(index);
-                self.after_summary = true;
+                self.after_summary = Some(INTERLEAVED);
             }
             UnityLine::Result(result) => {
                 scan.last_unity_line = Some(index);
@@ -1143,14 +1153,48 @@ FAIL
         assert!(d.read_line("OK\r").verdict);
     }
 
+    /// Another task's log may come between the summary and the verdict word, a bounded number
+    /// of lines; a Unity line in between means the summary was not the last one.
     #[test]
-    fn detector_wants_the_verdict_right_after_the_summary() {
+    fn detector_takes_the_verdict_after_a_few_interleaved_lines() {
         let mut d = UnityStream::default();
         assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
-        assert!(!d.read_line("some other line").verdict);
+        assert!(!d.read_line("[net] link up").verdict);
+        assert!(d.read_line("OK").verdict);
+
+        let mut d = UnityStream::default();
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        assert!(!d.read_line("t.c:1:test_a:PASS").verdict);
         assert!(!d.read_line("OK").verdict);
         assert!(!d.read_line("2 Tests 1 Failures 0 Ignored ").verdict);
         assert!(d.read_line("FAIL").verdict);
+
+        let mut d = UnityStream::default();
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        for _ in 0..INTERLEAVED {
+            assert!(!d.read_line("heartbeat").verdict);
+        }
+        assert!(d.read_line("OK").verdict);
+
+        let mut d = UnityStream::default();
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        for _ in 0..=INTERLEAVED {
+            assert!(!d.read_line("heartbeat").verdict);
+        }
+        assert!(!d.read_line("OK").verdict);
+    }
+
+    /// A logger that prints after every line (`[net] link up`) does not hide Unity's verdict.
+    #[test]
+    fn a_log_line_between_summary_and_verdict_still_passes() {
+        let text = PASSING
+            .lines()
+            .flat_map(|line| [line, "[net] link up"])
+            .map(|line| format!("{line}\n"))
+            .collect::<String>();
+        let r = parse(&text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.summary.and_then(|s| s.ok), Some(true));
     }
 
     proptest! {
