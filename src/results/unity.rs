@@ -7,6 +7,13 @@
 //! prints the location right after whatever the test printed; the parser therefore takes the last
 //! `:PASS`/`:FAIL`/`:IGNORE` on a line whose prefix ends in `path:digits:name`.
 //!
+//! Unity Fixture (`TEST_GROUP`, `RUN_TEST_CASE`) announces `Unity test run 1 of 1` and names a
+//! test `TEST(group, name)`. By default it prints a `.` per test and `!` per `IGNORE_TEST`, and a
+//! line only for a test that failed or was ignored from inside (`..path:NN:TEST(g, n):FAIL: msg`,
+//! the marks stuck to the path): the passing tests are counted from the marks, unnamed. With
+//! `-v` it prints `TEST(g, n) PASS`, `TEST(g, n)path:NN::FAIL: msg` and `IGNORE_TEST(g, n)`. The
+//! summary and final word are Unity's.
+//!
 //! This module only reads UART text and the [`ParseContext`]: it must not symbolise, read files or
 //! look at the clock. It never trusts a single source: the case lines, the summary, the final
 //! word and the exit code must all agree, or the verdict is INCONCLUSIVE with a note saying what
@@ -127,6 +134,20 @@ impl UnityStream {
             return LineRead::default();
         }
         scan.saw_output = true;
+        if is_fixture_start(line) {
+            scan.fixture = true;
+            return LineRead {
+                verdict: false,
+                keep: true,
+            };
+        }
+        if scan.fixture && scan.summaries.is_empty() && scan.progress.read(line) {
+            scan.last_unity_line = Some(index);
+            return LineRead {
+                verdict: false,
+                keep: true,
+            };
+        }
         let word = verdict_word(line);
         if let Some(left) = self.after_summary.take() {
             if let (Some(ok), Some(summary)) = (word, scan.summaries.last_mut()) {
@@ -154,8 +175,19 @@ impl UnityStream {
                 scan.last_unity_line = Some(index);
                 self.after_summary = Some(INTERLEAVED);
             }
-            UnityLine::Result(result) => {
+            UnityLine::Result(mut result) => {
                 scan.last_unity_line = Some(index);
+                if scan.fixture && result.name.starts_with("TEST(") {
+                    // Progress marks of the tests before this one stick to its path.
+                    let marks =
+                        result.file.len() - result.file.trim_start_matches(['.', '!']).len();
+                    if marks > 0 && !result.file[marks..].starts_with('/') {
+                        scan.progress.read(&result.file[..marks]);
+                        scan.progress.named += 1;
+                        result.file = &result.file[marks..];
+                        result.clean_start = true;
+                    }
+                }
                 if self.names.contains(result.name) {
                     if self.repeated.insert(result.name.to_string()) {
                         scan.repeated.push(result.name.to_string());
@@ -164,7 +196,7 @@ impl UnityStream {
                 }
                 self.names.insert(result.name.to_string());
                 if result.clean_start {
-                    if !self.clean_files.contains(result.file) {
+                    if !result.file.is_empty() && !self.clean_files.contains(result.file) {
                         self.clean_files.insert(result.file.to_string());
                     }
                 } else {
@@ -174,8 +206,9 @@ impl UnityStream {
                     name: result.name.to_string(),
                     status: result.status,
                     message: result.message.map(str::to_string),
-                    file: Some(result.file.to_string()),
-                    line: Some(result.line),
+                    // Unity Fixture's `-v` names no location for a passing or ignored test.
+                    file: (!result.file.is_empty()).then(|| result.file.to_string()),
+                    line: (!result.file.is_empty()).then_some(result.line),
                 });
             }
             UnityLine::Other => {}
@@ -207,11 +240,107 @@ enum UnityLine<'a> {
 fn classify(line: &str) -> UnityLine<'_> {
     if let Some(summary) = parse_summary(line) {
         UnityLine::Summary(summary)
-    } else if let Some(result) = parse_result(line) {
+    } else if let Some(result) = parse_result(line).or_else(|| parse_fixture_verbose(line)) {
         UnityLine::Result(result)
     } else {
         UnityLine::Other
     }
+}
+
+/// Unity Fixture's `Unity test run N of M`.
+fn is_fixture_start(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    matches!(words.as_slice(), ["Unity", "test", "run", n, "of", m]
+        if n.parse::<u32>().is_ok() && m.parse::<u32>().is_ok())
+}
+
+/// Unity Fixture's progress marks, `.` per test run and `!` per `IGNORE_TEST`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Progress {
+    ran: usize,
+    ignored: usize,
+    /// Tests among `ran` that also printed a line (a failure, an ignore from inside).
+    named: usize,
+}
+
+impl Progress {
+    /// Tests that ran and passed, known only by their marks.
+    fn unnamed_passes(self) -> usize {
+        self.ran.saturating_sub(self.named)
+    }
+}
+
+impl Progress {
+    /// Counts `text` when it is only marks; says whether it was.
+    fn read(&mut self, text: &str) -> bool {
+        if text.is_empty() || !text.chars().all(|c| c == '.' || c == '!') {
+            return false;
+        }
+        self.ran += text.matches('.').count();
+        self.ignored += text.matches('!').count();
+        true
+    }
+}
+
+/// A Unity Fixture `-v` line: `TEST(g, n) PASS`, `TEST(g, n)path:NN::FAIL: msg` (or `::IGNORE`),
+/// or `IGNORE_TEST(g, n)`. The case is named `TEST(g, n)` as the default output names it.
+fn parse_fixture_verbose(line: &str) -> Option<ResultLine<'_>> {
+    let (ignore_test, from) = if line.starts_with("IGNORE_TEST(") {
+        (true, "IGNORE_".len())
+    } else if line.starts_with("TEST(") {
+        (false, 0)
+    } else {
+        return None;
+    };
+    let close = from + line[from..].find(')')?;
+    let name = &line[from..=close];
+    if !name.contains(',') {
+        return None;
+    }
+    let rest = &line[close + 1..];
+    let bare = |status| ResultLine {
+        file: "",
+        line: 0,
+        name,
+        status,
+        message: None,
+        clean_start: true,
+    };
+    // `-v` may add the run time: `TEST(g, n) PASS (3 ms)`.
+    let word = rest.split_whitespace().next();
+    if ignore_test {
+        return rest.trim().is_empty().then(|| bare(CaseStatus::Ignore));
+    }
+    if word == Some("PASS") && rest.starts_with(' ') {
+        return Some(bare(CaseStatus::Pass));
+    }
+    const KEYWORDS: [(&str, CaseStatus); 2] = [
+        ("::FAIL", CaseStatus::Fail),
+        ("::IGNORE", CaseStatus::Ignore),
+    ];
+    let (at, keyword, status) = KEYWORDS
+        .iter()
+        .filter_map(|&(k, s)| rest.rfind(k).map(|at| (at, k, s)))
+        .max_by_key(|c| c.0)?;
+    let after = &rest[at + keyword.len()..];
+    let message = match after.trim() {
+        "" => None,
+        _ => Some(after.strip_prefix(':')?.trim()).filter(|m| !m.is_empty()),
+    };
+    let (path_part, digits) = rest[..at].rsplit_once(':')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let start = path_start(path_part);
+    let file = &path_part[start..];
+    (!file.is_empty()).then_some(ResultLine {
+        file,
+        line: digits.parse().ok()?,
+        name,
+        status,
+        message,
+        clean_start: start == 0,
+    })
 }
 
 /// `N Tests N Failures N Ignored`, with nothing else on the line.
@@ -283,6 +412,17 @@ fn split_location(prefix: &str) -> Option<(usize, &str, u32, &str)> {
         return None;
     }
     let line_no = digits.parse().ok()?;
+    let start = path_start(path_part);
+    let file = &path_part[start..];
+    if file.is_empty() {
+        return None;
+    }
+    Some((start, file, line_no, name))
+}
+
+/// Where the path that ends `path_part` starts: after the last `:` or blank, keeping a Windows
+/// drive letter.
+fn path_start(path_part: &str) -> usize {
     let mut start = path_part
         .char_indices()
         .rev()
@@ -297,11 +437,7 @@ fn split_location(prefix: &str) -> Option<(usize, &str, u32, &str)> {
             }
         }
     }
-    let file = &path_part[start..];
-    if file.is_empty() {
-        return None;
-    }
-    Some((start, file, line_no, name))
+    start
 }
 
 /// Everything read from the console, before any cross-check.
@@ -312,9 +448,36 @@ struct Scan {
     repeated: Vec<String>,
     summaries: Vec<Summary>,
     saw_output: bool,
+    /// Unity Fixture announced its run.
+    fixture: bool,
+    progress: Progress,
     /// Index (among the UART lines) of the last line Unity printed: a result, a summary or its
     /// final word.
     last_unity_line: Option<usize>,
+}
+
+/// A case for each test Unity Fixture showed only as a progress mark, numbered in run order
+/// among the unnamed ones.
+fn unnamed_cases(progress: Progress) -> Vec<TestCase> {
+    let case = |what: &str, k: usize, status| TestCase {
+        name: format!("(unnamed {what} {k})"),
+        status,
+        message: Some(
+            "shown by Unity Fixture only as a progress mark (its -v option names it)".to_string(),
+        ),
+        file: None,
+        line: None,
+    };
+    let passes = (1..=progress.unnamed_passes()).map(|k| case("pass", k, CaseStatus::Pass));
+    let ignores = (1..=progress.ignored).map(|k| case("ignore", k, CaseStatus::Ignore));
+    passes.chain(ignores).collect()
+}
+
+impl Scan {
+    /// The tests reported: by a line, or (Unity Fixture) only by a progress mark.
+    fn counted(&self) -> usize {
+        self.reported.len() + self.progress.unnamed_passes() + self.progress.ignored
+    }
 }
 
 /// The results of what `scan` read, with the first fault dump `dump`.
@@ -338,7 +501,7 @@ fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump
     // Unity's own summary counts no more tests than reported, the guess that disagrees is wrong.
     let summary = scan.summaries.last().copied();
     let counted = summary
-        .is_some_and(|s| usize::try_from(s.tests).is_ok_and(|tests| tests <= scan.reported.len()));
+        .is_some_and(|s| usize::try_from(s.tests).is_ok_and(|tests| tests <= scan.counted()));
     if counted && !unreported.is_empty() {
         notes.push(format!(
             "not taken as tests, as Unity's summary counts none beyond those reported: {}",
@@ -348,6 +511,7 @@ fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump
     }
 
     let mut cases = scan.reported.clone();
+    cases.extend(unnamed_cases(scan.progress));
     let mut stopped_in = None;
     if let Some(stop) = stop {
         let last = scan.reported.last().map(|c| c.name.as_str());
@@ -385,7 +549,7 @@ fn decide(
     summary: Option<Summary>,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let tally = Tally::of(cases, scan.reported.len());
+    let tally = Tally::of(cases, scan.counted());
     if let Some(verdict) = attribution::environment_end(end, notes) {
         return verdict;
     }
@@ -414,7 +578,15 @@ fn decide(
         return tally.unfinished("Unity", "its summary", scan.saw_output, end, notes);
     };
 
-    let reported = scan.reported.len();
+    let reported = scan.counted();
+    let unnamed_ignores = scan.progress.ignored;
+    if scan.progress.ran + unnamed_ignores > 0 {
+        notes.push(format!(
+            "Unity Fixture showed {} passing and {unnamed_ignores} ignored tests only as progress \
+             marks, without names (its -v option names them)",
+            scan.progress.unnamed_passes()
+        ));
+    }
     let mut check = |what: &str, summary_says: u32, lines_say: usize| {
         if usize::try_from(summary_says).ok() != Some(lines_say) {
             notes.push(format!(
@@ -1129,6 +1301,117 @@ FAIL
                 ),
             ]
         );
+    }
+
+    /// Unity Fixture's default output: a mark per test, a line only for a failure, the marks of
+    /// the tests before it stuck to its path.
+    const FIXTURE_DOTS_FAIL: &str = "\
+Unity test run 1 of 1
+...tests/test_fixture.c:20:TEST(fletcher, broken):FAIL: Expected 1 Was 0
+
+
+-----------------------
+3 Tests 1 Failures 0 Ignored 
+FAIL
+";
+
+    /// The same run with `-v`.
+    const FIXTURE_VERBOSE_FAIL: &str = "\
+Unity test run 1 of 1
+TEST(fletcher, abcde) PASS
+TEST(fletcher, abcdef) PASS
+TEST(fletcher, broken)tests/test_fixture.c:20::FAIL: Expected 1 Was 0
+
+-----------------------
+3 Tests 1 Failures 0 Ignored 
+FAIL
+";
+
+    #[test]
+    fn unity_fixture_marks_count_the_unnamed_passes() {
+        let r = parse(
+            "Unity test run 1 of 1\n.!.\n\n-----------------------\n\
+             3 Tests 0 Failures 1 Ignored \nOK\n",
+            RunEnd::Verdict,
+        );
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("(unnamed pass 1)", CaseStatus::Pass),
+                ("(unnamed pass 2)", CaseStatus::Pass),
+                ("(unnamed ignore 1)", CaseStatus::Ignore),
+            ]
+        );
+        assert!(notes(&r).contains("2 passing and 1 ignored tests only as progress marks"));
+
+        let r = parse(FIXTURE_DOTS_FAIL, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(fletcher, broken)", CaseStatus::Fail),
+                ("(unnamed pass 1)", CaseStatus::Pass),
+                ("(unnamed pass 2)", CaseStatus::Pass),
+            ]
+        );
+        assert_eq!(r.cases[0].file.as_deref(), Some("tests/test_fixture.c"));
+        assert_eq!(r.cases[0].line, Some(20));
+        assert_eq!(r.cases[0].message.as_deref(), Some("Expected 1 Was 0"));
+        assert!(notes(&r).contains("1 of 3 reported tests failed: TEST(fletcher, broken)"));
+    }
+
+    #[test]
+    fn unity_fixture_verbose_lines_name_every_test() {
+        let r = parse(FIXTURE_VERBOSE_FAIL, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(fletcher, abcde)", CaseStatus::Pass),
+                ("TEST(fletcher, abcdef)", CaseStatus::Pass),
+                ("TEST(fletcher, broken)", CaseStatus::Fail),
+            ]
+        );
+        assert_eq!(r.cases[2].file.as_deref(), Some("tests/test_fixture.c"));
+        assert_eq!(r.cases[2].message.as_deref(), Some("Expected 1 Was 0"));
+        assert_eq!((r.cases[0].file.as_deref(), r.cases[0].line), (None, None));
+        assert!(!notes(&r).contains("progress marks"));
+
+        let text = "Unity test run 1 of 1\nTEST(ring, fifo) PASS (2 ms)\n\
+                    IGNORE_TEST(ring, later)\n\
+                    TEST(ring, full)tests/test_ring.c:31::IGNORE: not yet\n\n\
+                    -----------------------\n3 Tests 0 Failures 2 Ignored \nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(ring, fifo)", CaseStatus::Pass),
+                ("TEST(ring, later)", CaseStatus::Ignore),
+                ("TEST(ring, full)", CaseStatus::Ignore),
+            ]
+        );
+        assert_eq!(r.cases[2].message.as_deref(), Some("not yet"));
+    }
+
+    /// Marks count only after Unity Fixture announced its run; `TEST(` text that is not a
+    /// result is output.
+    #[test]
+    fn fixture_shapes_outside_a_fixture_run_are_output() {
+        let r = parse(
+            "...\n-----------------------\n3 Tests 0 Failures 0 Ignored\nOK\n",
+            RunEnd::Verdict,
+        );
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        for line in [
+            "TEST(a b) PASS",
+            "TEST(a, b)",
+            "TEST(a, b)PASS",
+            "IGNORE_TEST(a, b) x",
+        ] {
+            assert_eq!(parse_fixture_verbose(line), None, "{line}");
+        }
     }
 
     fn feed(detector: &mut dyn EndDetector, text: &str) -> Vec<bool> {
