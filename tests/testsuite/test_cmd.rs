@@ -112,6 +112,21 @@ fn a_test_named_function_unity_never_ran_does_not_fail_a_complete_run() {
     assert!(cases.iter().all(|c| c["name"] != "test_task"), "{cases:#?}");
 }
 
+/// Another task's log line between Unity's summary and its `OK` does not hide the verdict.
+#[test]
+fn a_log_line_between_the_summary_and_ok_still_passes() {
+    let repo = FixtureRepo::new();
+    let unity = std::fs::read_to_string(repo.path().join("harness/unity.c")).unwrap();
+    let end = "    print(str_ignored);\n    print_eol();\n";
+    assert!(unity.contains(end));
+    let logged = format!("{end}    print(\"[net] link up\");\n    print_eol();\n");
+    repo.write("harness/unity.c", &unity.replace(end, &logged));
+    let out = test_cmd(&repo, MPS2, "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "PASSED", "{report:#}");
+}
+
 #[test]
 fn failing_assertion_exits_1_with_file_line_and_message() {
     let repo = FixtureRepo::new();
