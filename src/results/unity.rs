@@ -7,6 +7,13 @@
 //! prints the location right after whatever the test printed; the parser therefore takes the last
 //! `:PASS`/`:FAIL`/`:IGNORE` on a line whose prefix ends in `path:digits:name`.
 //!
+//! Unity Fixture (`TEST_GROUP`, `RUN_TEST_CASE`) announces `Unity test run 1 of 1` and names a
+//! test `TEST(group, name)`. By default it prints a `.` per test and `!` per `IGNORE_TEST`, and a
+//! line only for a test that failed or was ignored from inside (`..path:NN:TEST(g, n):FAIL: msg`,
+//! the marks stuck to the path): the passing tests are counted from the marks, unnamed. With
+//! `-v` it prints `TEST(g, n) PASS`, `TEST(g, n)path:NN::FAIL: msg` and `IGNORE_TEST(g, n)`. The
+//! summary and final word are Unity's.
+//!
 //! This module only reads UART text and the [`ParseContext`]: it must not symbolise, read files or
 //! look at the clock. It never trusts a single source: the case lines, the summary, the final
 //! word and the exit code must all agree, or the verdict is INCONCLUSIVE with a note saying what
@@ -38,8 +45,9 @@ use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 
 const HARNESS: &str = "unity";
 
-/// Why the first expected test not yet reported is taken to be the one that was running.
-const ORDER: &str = "as Unity runs tests in order";
+/// Lines from other tasks tolerated between Unity's summary and its `OK` or `FAIL`: a logger
+/// that prints after every line adds one, a few tasks a few more.
+const INTERLEAVED: usize = 16;
 
 /// Parses Unity's console output.
 #[derive(Debug, Clone, Copy, Default)]
@@ -55,16 +63,18 @@ impl HarnessParser for UnityParser {
     }
 }
 
-/// Unity's parse of one attempt, line by line. Says the run is over when `OK` or `FAIL` is the
-/// next non-blank line after Unity's summary: a bare `OK` printed by a test, or a test named
-/// `FAIL`, does not end the run.
+/// Unity's parse of one attempt, line by line. Says the run is over when `OK` or `FAIL` follows
+/// Unity's summary, after at most [`INTERLEAVED`] lines that are not Unity's (another task's log
+/// can come between the two): a bare `OK` printed by a test, or a test named `FAIL`, does not
+/// end the run.
 #[derive(Debug, Default)]
 pub struct UnityStream {
     /// UART lines read so far: the index of the next one.
     index: usize,
     scan: Scan,
-    /// The last non-blank line was a summary: a verdict word may follow.
-    after_summary: bool,
+    /// A summary was read and only other output since: how many more such lines may still come
+    /// before the verdict word.
+    after_summary: Option<usize>,
     /// The names in `scan.reported` and in `scan.repeated`.
     names: HashSet<String>,
     repeated: HashSet<String>,
@@ -124,9 +134,22 @@ impl UnityStream {
             return LineRead::default();
         }
         scan.saw_output = true;
+        if is_fixture_start(line) {
+            scan.fixture = true;
+            return LineRead {
+                verdict: false,
+                keep: true,
+            };
+        }
+        if scan.fixture && scan.summaries.is_empty() && scan.progress.read(line) {
+            scan.last_unity_line = Some(index);
+            return LineRead {
+                verdict: false,
+                keep: true,
+            };
+        }
         let word = verdict_word(line);
-        if self.after_summary {
-            self.after_summary = false;
+        if let Some(left) = self.after_summary.take() {
             if let (Some(ok), Some(summary)) = (word, scan.summaries.last_mut()) {
                 summary.ok = Some(ok);
                 scan.last_unity_line = Some(index);
@@ -135,8 +158,13 @@ impl UnityStream {
                     keep: true,
                 };
             }
+            self.after_summary = left.checked_sub(1);
         }
         let kind = classify(line);
+        if kind != UnityLine::Other {
+            // Unity printing on means the summary was not its last word.
+            self.after_summary = None;
+        }
         let read = LineRead {
             verdict: false,
             keep: word.is_some() || kind != UnityLine::Other,
@@ -145,10 +173,21 @@ impl UnityStream {
             UnityLine::Summary(summary) => {
                 scan.summaries.push(summary);
                 scan.last_unity_line = Some(index);
-                self.after_summary = true;
+                self.after_summary = Some(INTERLEAVED);
             }
-            UnityLine::Result(result) => {
+            UnityLine::Result(mut result) => {
                 scan.last_unity_line = Some(index);
+                if scan.fixture && result.name.starts_with("TEST(") {
+                    // Progress marks of the tests before this one stick to its path.
+                    let marks =
+                        result.file.len() - result.file.trim_start_matches(['.', '!']).len();
+                    if marks > 0 && !result.file[marks..].starts_with('/') {
+                        scan.progress.read(&result.file[..marks]);
+                        scan.progress.named += 1;
+                        result.file = &result.file[marks..];
+                        result.clean_start = true;
+                    }
+                }
                 if self.names.contains(result.name) {
                     if self.repeated.insert(result.name.to_string()) {
                         scan.repeated.push(result.name.to_string());
@@ -157,7 +196,7 @@ impl UnityStream {
                 }
                 self.names.insert(result.name.to_string());
                 if result.clean_start {
-                    if !self.clean_files.contains(result.file) {
+                    if !result.file.is_empty() && !self.clean_files.contains(result.file) {
                         self.clean_files.insert(result.file.to_string());
                     }
                 } else {
@@ -167,8 +206,9 @@ impl UnityStream {
                     name: result.name.to_string(),
                     status: result.status,
                     message: result.message.map(str::to_string),
-                    file: Some(result.file.to_string()),
-                    line: Some(result.line),
+                    // Unity Fixture's `-v` names no location for a passing or ignored test.
+                    file: (!result.file.is_empty()).then(|| result.file.to_string()),
+                    line: (!result.file.is_empty()).then_some(result.line),
                 });
             }
             UnityLine::Other => {}
@@ -200,11 +240,107 @@ enum UnityLine<'a> {
 fn classify(line: &str) -> UnityLine<'_> {
     if let Some(summary) = parse_summary(line) {
         UnityLine::Summary(summary)
-    } else if let Some(result) = parse_result(line) {
+    } else if let Some(result) = parse_result(line).or_else(|| parse_fixture_verbose(line)) {
         UnityLine::Result(result)
     } else {
         UnityLine::Other
     }
+}
+
+/// Unity Fixture's `Unity test run N of M`.
+fn is_fixture_start(line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    matches!(words.as_slice(), ["Unity", "test", "run", n, "of", m]
+        if n.parse::<u32>().is_ok() && m.parse::<u32>().is_ok())
+}
+
+/// Unity Fixture's progress marks, `.` per test run and `!` per `IGNORE_TEST`.
+#[derive(Debug, Default, Clone, Copy)]
+struct Progress {
+    ran: usize,
+    ignored: usize,
+    /// Tests among `ran` that also printed a line (a failure, an ignore from inside).
+    named: usize,
+}
+
+impl Progress {
+    /// Tests that ran and passed, known only by their marks.
+    fn unnamed_passes(self) -> usize {
+        self.ran.saturating_sub(self.named)
+    }
+}
+
+impl Progress {
+    /// Counts `text` when it is only marks; says whether it was.
+    fn read(&mut self, text: &str) -> bool {
+        if text.is_empty() || !text.chars().all(|c| c == '.' || c == '!') {
+            return false;
+        }
+        self.ran += text.matches('.').count();
+        self.ignored += text.matches('!').count();
+        true
+    }
+}
+
+/// A Unity Fixture `-v` line: `TEST(g, n) PASS`, `TEST(g, n)path:NN::FAIL: msg` (or `::IGNORE`),
+/// or `IGNORE_TEST(g, n)`. The case is named `TEST(g, n)` as the default output names it.
+fn parse_fixture_verbose(line: &str) -> Option<ResultLine<'_>> {
+    let (ignore_test, from) = if line.starts_with("IGNORE_TEST(") {
+        (true, "IGNORE_".len())
+    } else if line.starts_with("TEST(") {
+        (false, 0)
+    } else {
+        return None;
+    };
+    let close = from + line[from..].find(')')?;
+    let name = &line[from..=close];
+    if !name.contains(',') {
+        return None;
+    }
+    let rest = &line[close + 1..];
+    let bare = |status| ResultLine {
+        file: "",
+        line: 0,
+        name,
+        status,
+        message: None,
+        clean_start: true,
+    };
+    // `-v` may add the run time: `TEST(g, n) PASS (3 ms)`.
+    let word = rest.split_whitespace().next();
+    if ignore_test {
+        return rest.trim().is_empty().then(|| bare(CaseStatus::Ignore));
+    }
+    if word == Some("PASS") && rest.starts_with(' ') {
+        return Some(bare(CaseStatus::Pass));
+    }
+    const KEYWORDS: [(&str, CaseStatus); 2] = [
+        ("::FAIL", CaseStatus::Fail),
+        ("::IGNORE", CaseStatus::Ignore),
+    ];
+    let (at, keyword, status) = KEYWORDS
+        .iter()
+        .filter_map(|&(k, s)| rest.rfind(k).map(|at| (at, k, s)))
+        .max_by_key(|c| c.0)?;
+    let after = &rest[at + keyword.len()..];
+    let message = match after.trim() {
+        "" => None,
+        _ => Some(after.strip_prefix(':')?.trim()).filter(|m| !m.is_empty()),
+    };
+    let (path_part, digits) = rest[..at].rsplit_once(':')?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let start = path_start(path_part);
+    let file = &path_part[start..];
+    (!file.is_empty()).then_some(ResultLine {
+        file,
+        line: digits.parse().ok()?,
+        name,
+        status,
+        message,
+        clean_start: start == 0,
+    })
 }
 
 /// `N Tests N Failures N Ignored`, with nothing else on the line.
@@ -276,6 +412,17 @@ fn split_location(prefix: &str) -> Option<(usize, &str, u32, &str)> {
         return None;
     }
     let line_no = digits.parse().ok()?;
+    let start = path_start(path_part);
+    let file = &path_part[start..];
+    if file.is_empty() {
+        return None;
+    }
+    Some((start, file, line_no, name))
+}
+
+/// Where the path that ends `path_part` starts: after the last `:` or blank, keeping a Windows
+/// drive letter.
+fn path_start(path_part: &str) -> usize {
     let mut start = path_part
         .char_indices()
         .rev()
@@ -290,11 +437,7 @@ fn split_location(prefix: &str) -> Option<(usize, &str, u32, &str)> {
             }
         }
     }
-    let file = &path_part[start..];
-    if file.is_empty() {
-        return None;
-    }
-    Some((start, file, line_no, name))
+    start
 }
 
 /// Everything read from the console, before any cross-check.
@@ -305,9 +448,36 @@ struct Scan {
     repeated: Vec<String>,
     summaries: Vec<Summary>,
     saw_output: bool,
+    /// Unity Fixture announced its run.
+    fixture: bool,
+    progress: Progress,
     /// Index (among the UART lines) of the last line Unity printed: a result, a summary or its
     /// final word.
     last_unity_line: Option<usize>,
+}
+
+/// A case for each test Unity Fixture showed only as a progress mark, numbered in run order
+/// among the unnamed ones.
+fn unnamed_cases(progress: Progress) -> Vec<TestCase> {
+    let case = |what: &str, k: usize, status| TestCase {
+        name: format!("(unnamed {what} {k})"),
+        status,
+        message: Some(
+            "shown by Unity Fixture only as a progress mark (its -v option names it)".to_string(),
+        ),
+        file: None,
+        line: None,
+    };
+    let passes = (1..=progress.unnamed_passes()).map(|k| case("pass", k, CaseStatus::Pass));
+    let ignores = (1..=progress.ignored).map(|k| case("ignore", k, CaseStatus::Ignore));
+    passes.chain(ignores).collect()
+}
+
+impl Scan {
+    /// The tests reported: by a line, or (Unity Fixture) only by a progress mark.
+    fn counted(&self) -> usize {
+        self.reported.len() + self.progress.unnamed_passes() + self.progress.ignored
+    }
 }
 
 /// The results of what `scan` read, with the first fault dump `dump`.
@@ -327,23 +497,33 @@ fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump
             unreported.push(name);
         }
     }
+    // A `test_*` function is only a guess at a test (a FreeRTOS `test_task` is not one); when
+    // Unity's own summary counts no more tests than reported, the guess that disagrees is wrong.
+    let summary = scan.summaries.last().copied();
+    let counted = summary
+        .is_some_and(|s| usize::try_from(s.tests).is_ok_and(|tests| tests <= scan.counted()));
+    if counted && !unreported.is_empty() {
+        notes.push(format!(
+            "not taken as tests, as Unity's summary counts none beyond those reported: {}",
+            unreported.join(", ")
+        ));
+        unreported.clear();
+    }
 
     let mut cases = scan.reported.clone();
+    cases.extend(unnamed_cases(scan.progress));
     let mut stopped_in = None;
     if let Some(stop) = stop {
-        let blame = attribution::running_test(ctx, None, &reported_names, &unreported);
-        let (case, note) = attribution::stopped_case(&blame, stop, ORDER);
+        let last = scan.reported.last().map(|c| c.name.as_str());
+        let blame = attribution::running_test(ctx, None, &reported_names, last, &unreported);
+        let (case, note) = attribution::stopped_case(&blame, stop);
         notes.push(note);
         unreported.retain(|n| *n != blame.name);
         cases.push(case);
-        stopped_in = Some(blame.name);
+        stopped_in = Some(blame);
     }
-    cases.extend(attribution::missing_cases(
-        &unreported,
-        stopped_in.as_deref(),
-    ));
+    cases.extend(attribution::missing_cases(&unreported, stopped_in.as_ref()));
 
-    let summary = scan.summaries.last().copied();
     let verdict = decide(
         capture.end,
         stop.is_some(),
@@ -369,7 +549,7 @@ fn decide(
     summary: Option<Summary>,
     notes: &mut Vec<String>,
 ) -> Verdict {
-    let tally = Tally::of(cases, scan.reported.len());
+    let tally = Tally::of(cases, scan.counted());
     if let Some(verdict) = attribution::environment_end(end, notes) {
         return verdict;
     }
@@ -398,7 +578,15 @@ fn decide(
         return tally.unfinished("Unity", "its summary", scan.saw_output, end, notes);
     };
 
-    let reported = scan.reported.len();
+    let reported = scan.counted();
+    let unnamed_ignores = scan.progress.ignored;
+    if scan.progress.ran + unnamed_ignores > 0 {
+        notes.push(format!(
+            "Unity Fixture showed {} passing and {unnamed_ignores} ignored tests only as progress \
+             marks, without names (its -v option names them)",
+            scan.progress.unnamed_passes()
+        ));
+    }
     let mut check = |what: &str, summary_says: u32, lines_say: usize| {
         if usize::try_from(summary_says).ok() != Some(lines_say) {
             notes.push(format!(
@@ -821,27 +1009,39 @@ FAIL
         );
     }
 
+    /// The `test_*` functions' addresses are not their run order (`-Os` lays them out in
+    /// reverse): a crash no site explains is placed after the last test that reported, and the
+    /// unreported ones are listed by name, none of them blamed.
     #[test]
-    fn crash_without_site_is_blamed_on_the_first_unreported_test() {
+    fn crash_without_site_is_placed_after_the_last_reported_test() {
         let r = parse_with(
             "t.c:1:test_a:PASS\n",
             RunEnd::Crashed,
-            &["test_a", "test_b", "test_c"],
+            &["test_c", "test_b", "test_a"],
             &["memcpy", "test_a"],
         );
         assert_eq!(
             statuses(&r),
             vec![
                 ("test_a", CaseStatus::Pass),
-                ("test_b", CaseStatus::Crash),
+                ("(run)", CaseStatus::Crash),
+                ("test_b", CaseStatus::Missing),
                 ("test_c", CaseStatus::Missing),
             ]
         );
-        assert!(r.cases[1]
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("assumed: the first expected test not yet reported"));
+        assert_eq!(
+            r.cases[1].message.as_deref(),
+            Some(
+                "no verdict: the image crashed after test_a reported, in one of the 2 expected \
+                 tests that never reported (which one is not known)"
+            )
+        );
+        assert_eq!(
+            r.cases[2].message.as_deref(),
+            Some("never reported: the run stopped after test_a")
+        );
+        assert!(notes(&r).contains("the image crashed after test_a reported"));
+        assert_eq!(r.verdict, Verdict::Fail);
     }
 
     #[test]
@@ -874,7 +1074,8 @@ FAIL
             statuses(&r),
             vec![
                 ("test_a", CaseStatus::Pass),
-                ("test_b", CaseStatus::Crash),
+                ("(run)", CaseStatus::Crash),
+                ("test_b", CaseStatus::Missing),
                 ("test_c", CaseStatus::Missing),
             ]
         );
@@ -888,7 +1089,7 @@ FAIL
     }
 
     #[test]
-    fn hang_marks_the_running_test_and_the_rest_missing() {
+    fn hang_is_placed_after_the_last_report_and_the_rest_missing() {
         let r = parse_with(
             "fwfix-nonce: 1\r\nt.c:1:test_a:FAIL: Expected 1 Was 2\r\nprogress...",
             RunEnd::Timeout,
@@ -900,11 +1101,16 @@ FAIL
             statuses(&r),
             vec![
                 ("test_a", CaseStatus::Fail),
-                ("test_b", CaseStatus::Hang),
+                ("(run)", CaseStatus::Hang),
+                ("test_b", CaseStatus::Missing),
                 ("test_c", CaseStatus::Missing),
             ]
         );
-        assert!(r.cases[1].message.as_deref().unwrap().contains("hung"));
+        assert!(r.cases[1]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("hung (nothing final before the test timeout) after test_a reported"));
         assert!(notes(&r).contains("1 of 1 reported tests failed: test_a"));
     }
 
@@ -943,18 +1149,37 @@ FAIL
         assert!(notes(&r).contains("reported no tests"));
     }
 
+    /// A `test_*` function is a guess at a test; Unity's summary is its own count. A FreeRTOS
+    /// `test_task` that never reported does not fail a run whose summary adds up.
     #[test]
-    fn expected_test_never_reported_after_a_complete_run_is_fail() {
+    fn unreported_test_functions_beyond_unity_s_count_are_not_missing() {
         let r = parse_with(
             PASSING,
+            RunEnd::Verdict,
+            &["test_task", "test_crc_empty"],
+            &[],
+        );
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.cases.len(), 3);
+        assert!(notes(&r).contains("not taken as tests"), "{}", notes(&r));
+        assert!(notes(&r).contains("test_task"));
+    }
+
+    /// When Unity counts more tests than reported, the unreported functions are the likely
+    /// gap: they are listed as MISSING, and the disagreement leaves the run inconclusive.
+    #[test]
+    fn expected_tests_fill_a_summary_that_counts_more_than_reported() {
+        let text = PASSING.replace("3 Tests", "4 Tests");
+        let r = parse_with(
+            &text,
             RunEnd::Verdict,
             &["test_crc_empty", "test_gone"],
             &[],
         );
-        assert_eq!(r.verdict, Verdict::Fail);
         assert_eq!(r.cases[3].name, "test_gone");
         assert_eq!(r.cases[3].status, CaseStatus::Missing);
-        assert!(notes(&r).contains("1 expected tests were never reported: test_gone"));
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        assert!(notes(&r).contains("the summary counts 4 tests but the case lines show 3"));
     }
 
     #[test]
@@ -1047,7 +1272,7 @@ FAIL
     fn recorded_fixture_crash() {
         // test_sensor calls through a bad function pointer inside an inlined helper; the stacked
         // PC is 0xfffffffe and LR points into calibrate, inlined in sensor_sample. No test is on
-        // that list, so the first expected test not yet reported is blamed.
+        // that list, and two never reported: the crash is placed after the last report.
         let text = "fwfix-nonce: abc123\n\
                     tests/test_sensor.c:58:test_sensor_converts_raw_reading:PASS\n\
                     tests/test_sensor.c:70:test_sensor_applies_calibration:PASS\n";
@@ -1068,13 +1293,125 @@ FAIL
             vec![
                 ("test_sensor_converts_raw_reading", CaseStatus::Pass),
                 ("test_sensor_applies_calibration", CaseStatus::Pass),
+                ("(run)", CaseStatus::Crash),
+                ("test_sensor_reports_bus_error", CaseStatus::Missing),
                 (
                     "test_sensor_uncalibrated_unit_uses_raw_reading",
-                    CaseStatus::Crash
+                    CaseStatus::Missing
                 ),
-                ("test_sensor_reports_bus_error", CaseStatus::Missing),
             ]
         );
+    }
+
+    /// Unity Fixture's default output: a mark per test, a line only for a failure, the marks of
+    /// the tests before it stuck to its path.
+    const FIXTURE_DOTS_FAIL: &str = "\
+Unity test run 1 of 1
+...tests/test_fixture.c:20:TEST(fletcher, broken):FAIL: Expected 1 Was 0
+
+
+-----------------------
+3 Tests 1 Failures 0 Ignored 
+FAIL
+";
+
+    /// The same run with `-v`.
+    const FIXTURE_VERBOSE_FAIL: &str = "\
+Unity test run 1 of 1
+TEST(fletcher, abcde) PASS
+TEST(fletcher, abcdef) PASS
+TEST(fletcher, broken)tests/test_fixture.c:20::FAIL: Expected 1 Was 0
+
+-----------------------
+3 Tests 1 Failures 0 Ignored 
+FAIL
+";
+
+    #[test]
+    fn unity_fixture_marks_count_the_unnamed_passes() {
+        let r = parse(
+            "Unity test run 1 of 1\n.!.\n\n-----------------------\n\
+             3 Tests 0 Failures 1 Ignored \nOK\n",
+            RunEnd::Verdict,
+        );
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("(unnamed pass 1)", CaseStatus::Pass),
+                ("(unnamed pass 2)", CaseStatus::Pass),
+                ("(unnamed ignore 1)", CaseStatus::Ignore),
+            ]
+        );
+        assert!(notes(&r).contains("2 passing and 1 ignored tests only as progress marks"));
+
+        let r = parse(FIXTURE_DOTS_FAIL, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(fletcher, broken)", CaseStatus::Fail),
+                ("(unnamed pass 1)", CaseStatus::Pass),
+                ("(unnamed pass 2)", CaseStatus::Pass),
+            ]
+        );
+        assert_eq!(r.cases[0].file.as_deref(), Some("tests/test_fixture.c"));
+        assert_eq!(r.cases[0].line, Some(20));
+        assert_eq!(r.cases[0].message.as_deref(), Some("Expected 1 Was 0"));
+        assert!(notes(&r).contains("1 of 3 reported tests failed: TEST(fletcher, broken)"));
+    }
+
+    #[test]
+    fn unity_fixture_verbose_lines_name_every_test() {
+        let r = parse(FIXTURE_VERBOSE_FAIL, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(fletcher, abcde)", CaseStatus::Pass),
+                ("TEST(fletcher, abcdef)", CaseStatus::Pass),
+                ("TEST(fletcher, broken)", CaseStatus::Fail),
+            ]
+        );
+        assert_eq!(r.cases[2].file.as_deref(), Some("tests/test_fixture.c"));
+        assert_eq!(r.cases[2].message.as_deref(), Some("Expected 1 Was 0"));
+        assert_eq!((r.cases[0].file.as_deref(), r.cases[0].line), (None, None));
+        assert!(!notes(&r).contains("progress marks"));
+
+        let text = "Unity test run 1 of 1\nTEST(ring, fifo) PASS (2 ms)\n\
+                    IGNORE_TEST(ring, later)\n\
+                    TEST(ring, full)tests/test_ring.c:31::IGNORE: not yet\n\n\
+                    -----------------------\n3 Tests 0 Failures 2 Ignored \nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(ring, fifo)", CaseStatus::Pass),
+                ("TEST(ring, later)", CaseStatus::Ignore),
+                ("TEST(ring, full)", CaseStatus::Ignore),
+            ]
+        );
+        assert_eq!(r.cases[2].message.as_deref(), Some("not yet"));
+    }
+
+    /// Marks count only after Unity Fixture announced its run; `TEST(` text that is not a
+    /// result is output.
+    #[test]
+    fn fixture_shapes_outside_a_fixture_run_are_output() {
+        let r = parse(
+            "...\n-----------------------\n3 Tests 0 Failures 0 Ignored\nOK\n",
+            RunEnd::Verdict,
+        );
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        for line in [
+            "TEST(a b) PASS",
+            "TEST(a, b)",
+            "TEST(a, b)PASS",
+            "IGNORE_TEST(a, b) x",
+        ] {
+            assert_eq!(parse_fixture_verbose(line), None, "{line}");
+        }
     }
 
     fn feed(detector: &mut dyn EndDetector, text: &str) -> Vec<bool> {
@@ -1117,14 +1454,48 @@ FAIL
         assert!(d.read_line("OK\r").verdict);
     }
 
+    /// Another task's log may come between the summary and the verdict word, a bounded number
+    /// of lines; a Unity line in between means the summary was not the last one.
     #[test]
-    fn detector_wants_the_verdict_right_after_the_summary() {
+    fn detector_takes_the_verdict_after_a_few_interleaved_lines() {
         let mut d = UnityStream::default();
         assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
-        assert!(!d.read_line("some other line").verdict);
+        assert!(!d.read_line("[net] link up").verdict);
+        assert!(d.read_line("OK").verdict);
+
+        let mut d = UnityStream::default();
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        assert!(!d.read_line("t.c:1:test_a:PASS").verdict);
         assert!(!d.read_line("OK").verdict);
         assert!(!d.read_line("2 Tests 1 Failures 0 Ignored ").verdict);
         assert!(d.read_line("FAIL").verdict);
+
+        let mut d = UnityStream::default();
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        for _ in 0..INTERLEAVED {
+            assert!(!d.read_line("heartbeat").verdict);
+        }
+        assert!(d.read_line("OK").verdict);
+
+        let mut d = UnityStream::default();
+        assert!(!d.read_line("1 Tests 0 Failures 0 Ignored").verdict);
+        for _ in 0..=INTERLEAVED {
+            assert!(!d.read_line("heartbeat").verdict);
+        }
+        assert!(!d.read_line("OK").verdict);
+    }
+
+    /// A logger that prints after every line (`[net] link up`) does not hide Unity's verdict.
+    #[test]
+    fn a_log_line_between_summary_and_verdict_still_passes() {
+        let text = PASSING
+            .lines()
+            .flat_map(|line| [line, "[net] link up"])
+            .map(|line| format!("{line}\n"))
+            .collect::<String>();
+        let r = parse(&text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(r.summary.and_then(|s| s.ok), Some(true));
     }
 
     proptest! {

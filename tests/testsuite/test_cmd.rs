@@ -93,6 +93,43 @@ fn passing_image_exits_0_with_every_case_in_junit() {
     assert!(qemu_pids_mentioning(repo.path()).is_empty());
 }
 
+/// A function named like a test that Unity never runs (a task entry) is not a missing test when
+/// Unity's own summary adds up.
+#[test]
+fn a_test_named_function_unity_never_ran_does_not_fail_a_complete_run() {
+    let repo = FixtureRepo::new();
+    let source = std::fs::read_to_string(repo.path().join("tests/test_ringbuf.c")).unwrap();
+    repo.write(
+        "tests/test_ringbuf.c",
+        &format!(
+            "{source}\n/* An RTOS task entry: named like a test, never run by Unity. */\n\
+             __attribute__((used)) void test_task(void *arg)\n{{\n    (void)arg;\n}}\n"
+        ),
+    );
+    let out = test_cmd(&repo, MPS2, "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "PASSED", "{report:#}");
+    let cases = report["cases"].as_array().unwrap();
+    assert!(cases.iter().all(|c| c["status"] == "PASS"), "{cases:#?}");
+    assert!(cases.iter().all(|c| c["name"] != "test_task"), "{cases:#?}");
+}
+
+/// Another task's log line between Unity's summary and its `OK` does not hide the verdict.
+#[test]
+fn a_log_line_between_the_summary_and_ok_still_passes() {
+    let repo = FixtureRepo::new();
+    let unity = std::fs::read_to_string(repo.path().join("harness/unity.c")).unwrap();
+    let end = "    print(str_ignored);\n    print_eol();\n";
+    assert!(unity.contains(end));
+    let logged = format!("{end}    print(\"[net] link up\");\n    print_eol();\n");
+    repo.write("harness/unity.c", &unity.replace(end, &logged));
+    let out = test_cmd(&repo, MPS2, "ringbuf", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "PASSED", "{report:#}");
+}
+
 #[test]
 fn failing_assertion_exits_1_with_file_line_and_message() {
     let repo = FixtureRepo::new();
