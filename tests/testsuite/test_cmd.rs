@@ -504,6 +504,36 @@ fn build_timeout_kills_the_whole_build_and_is_an_infrastructure_error() {
     }
 }
 
+/// Regression: a build that left a process running in the background (holding the output pipes
+/// open) was taken as hanging until that process ended: a finished build reported TIMEOUT.
+#[test]
+fn a_build_ends_with_its_shell_and_what_it_left_running_is_killed() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/background.toml",
+        r#"name = "background"
+[build]
+command = "make BOARD=mps2-an385 build/mps2-an385/test_ringbuf.elf && echo built-it; sleep 300 & echo $! >> sleepers.pid"
+artifact = "build/mps2-an385/test_ringbuf.elf"
+timeout_s = 120
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+    );
+    let out = test_cmd(&repo, MPS2, "background", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    assert_eq!(report(&dir)["status"], "PASSED");
+    let log = std::fs::read_to_string(dir.join("iter-000/build.log")).unwrap();
+    assert!(log.contains("built-it"), "{log}");
+    let sleepers = pids_in(&repo.path().join("sleepers.pid"));
+    assert_eq!(sleepers.len(), 1);
+    for pid in sleepers {
+        assert!(!alive(pid), "background process {pid} outlived the build");
+    }
+}
+
 #[test]
 fn ctrl_c_during_the_build_exits_3_and_kills_the_build() {
     use std::io::BufRead;
