@@ -5,6 +5,8 @@
 //! never race in one `build/`. Parsing diagnostics out of the log is `analysis`'s job; this module
 //! only reports what happened.
 
+pub mod artifact;
+
 use crate::events::{Event, EventSink, Level};
 use crate::process::{spawn_group, AbortOnDrop};
 use nix::errno::Errno;
