@@ -5,8 +5,10 @@
 //! never race in one `build/`. Parsing diagnostics out of the log is `analysis`'s job; this module
 //! only reports what happened.
 
+pub mod artifact;
+
 use crate::events::{Event, EventSink, Level};
-use crate::process::spawn_group;
+use crate::process::{spawn_group, AbortOnDrop};
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
@@ -109,6 +111,8 @@ pub enum BuildError {
 const MAX_LOG_IN_MEMORY: usize = 8 * 1024 * 1024;
 /// Time a build gets to stop on SIGTERM before its group is killed.
 const TERM_GRACE: Duration = Duration::from_secs(2);
+/// How long the output a build's processes already wrote is still read once its shell exited.
+const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// A tree's build lock, relative to its root (`.fwfix/` is kept out of git).
 pub const BUILD_LOCK: &str = ".fwfix/build.lock";
 /// How often a build waiting for its tree's lock, held by another fwfix process, tries again.
@@ -154,7 +158,7 @@ pub async fn run(
     // Written in place, a line a system call: a local file's write does not wait on the build,
     // where the blocking pool would put a thread start (in a fresh process) before the build and
     // a hand-off after it on the way to the test.
-    let mut log_file = File::create(&req.log_path).map_err(log_err)?;
+    let log_file = File::create(&req.log_path).map_err(log_err)?;
     let started = Instant::now();
     let turn = match &req.lock {
         Some(path) => match lock_build(path, cancel, events).await? {
@@ -191,51 +195,67 @@ pub async fn run(
 
     // Both pipes feed one channel so the log keeps the order the lines arrived in.
     let (tx, mut rx) = mpsc::channel::<String>(256);
-    if let Some(out) = child.stdout.take() {
-        tokio::spawn(forward_lines(out, tx.clone()));
-    }
-    if let Some(err) = child.stderr.take() {
-        tokio::spawn(forward_lines(err, tx.clone()));
-    }
+    let _readers: Vec<AbortOnDrop<()>> = [
+        child
+            .stdout
+            .take()
+            .map(|out| tokio::spawn(forward_lines(out, tx.clone()))),
+        child
+            .stderr
+            .take()
+            .map(|err| tokio::spawn(forward_lines(err, tx.clone()))),
+    ]
+    .into_iter()
+    .flatten()
+    .map(AbortOnDrop)
+    .collect();
     drop(tx);
 
-    let mut log = String::new();
-    let mut missing_tool = None;
+    let mut kept = KeptLog {
+        file: log_file,
+        text: String::new(),
+        missing_tool: None,
+    };
     let deadline = tokio::time::sleep(req.timeout);
     tokio::pin!(deadline);
     let mut ended: Option<BuildEnd> = None;
     let mut lines_open = true;
+    // The build is over when its shell is: not when its pipes close, which a process it left
+    // running in the background (`cmd &`) holds open for as long as that lives.
     let status = loop {
         tokio::select! {
             line = rx.recv(), if lines_open => match line {
-                Some(line) => {
-                    log_file
-                        .write_all(format!("{line}\n").as_bytes())
-                        .map_err(log_err)?;
-                    if missing_tool.is_none() {
-                        missing_tool = missing_tool_in(&line);
-                    }
-                    if log.len() < MAX_LOG_IN_MEMORY {
-                        log.push_str(&line);
-                        log.push('\n');
-                    }
-                    events.emit(&Event::BuildOutput { line });
-                }
+                Some(line) => kept.push(line, events).map_err(log_err)?,
                 None => lines_open = false,
             },
-            status = child.wait(), if ended.is_none() && !lines_open => break status.ok(),
-            _ = &mut deadline, if ended.is_none() => {
+            status = child.wait() => break status.ok(),
+            _ = &mut deadline => {
                 guard.terminate(&mut child, TERM_GRACE).await;
                 ended = Some(BuildEnd::TimedOut);
+                break None;
             }
-            _ = cancel.cancelled(), if ended.is_none() => {
+            _ = cancel.cancelled() => {
                 guard.terminate(&mut child, TERM_GRACE).await;
                 ended = Some(BuildEnd::Cancelled);
+                break None;
             }
-            else => break None,
         }
     };
+    // What the shell left in its group goes now, which closes the pipes it held; the lines
+    // already in them are still read, for a bounded while (a process that left the group may
+    // hold them open yet).
     guard.kill_rest();
+    let drain = tokio::time::sleep(DRAIN_GRACE);
+    tokio::pin!(drain);
+    while lines_open {
+        tokio::select! {
+            line = rx.recv() => match line {
+                Some(line) => kept.push(line, events).map_err(log_err)?,
+                None => lines_open = false,
+            },
+            _ = &mut drain => break,
+        }
+    }
     let end = match ended {
         Some(end) => end,
         None => exit_of(status),
@@ -243,10 +263,33 @@ pub async fn run(
     Ok(BuildOutput {
         end,
         duration: started.elapsed(),
-        log,
-        missing_tool,
+        log: kept.text,
+        missing_tool: kept.missing_tool,
         turn,
     })
+}
+
+/// The build's output as it arrives: all of it in build.log, the first
+/// [`MAX_LOG_IN_MEMORY`] bytes in memory, and the first missing program it names.
+struct KeptLog {
+    file: File,
+    text: String,
+    missing_tool: Option<String>,
+}
+
+impl KeptLog {
+    fn push(&mut self, line: String, events: &dyn EventSink) -> std::io::Result<()> {
+        self.file.write_all(format!("{line}\n").as_bytes())?;
+        if self.missing_tool.is_none() {
+            self.missing_tool = missing_tool_in(&line);
+        }
+        if self.text.len() < MAX_LOG_IN_MEMORY {
+            self.text.push_str(&line);
+            self.text.push('\n');
+        }
+        events.emit(&Event::BuildOutput { line });
+        Ok(())
+    }
 }
 
 /// Takes the exclusive build lock at `path`, waiting while another build holds it. None when

@@ -28,6 +28,7 @@ impl Exit {
             State::Success => Exit::Success,
             State::Aborted => Exit::Aborted,
             State::Failure => match error_class {
+                Some(ErrorClass::ConfigError) => Exit::Usage,
                 Some(class) if class.is_infrastructure() => Exit::Infrastructure,
                 _ => Exit::Failed,
             },
@@ -143,6 +144,10 @@ mod tests {
             Exit::Infrastructure
         );
         assert_eq!(Exit::of_run(State::Aborted, None), Exit::Aborted);
+        assert_eq!(
+            Exit::of_run(State::Failure, Some(ErrorClass::ConfigError)),
+            Exit::Usage
+        );
     }
 
     #[test]

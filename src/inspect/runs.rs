@@ -93,18 +93,33 @@ pub fn list_runs(repo: &Path) -> Result<Vec<RunSummary>, InspectError> {
     Ok(runs)
 }
 
-/// The newest `fwfix run` of `repo` that was killed while one of its candidates was applied to
-/// the repository's own checkout (not to a worktree of its own): until that run is resumed, the
-/// checkout holds the run's patch, not its owner's work.
-pub fn killed_with_candidate(repo: &Path) -> Option<RunSummary> {
-    list_runs(repo).ok()?.into_iter().find(|run| {
+/// Why the checkout of a killed run may hold something that is not its owner's work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeHold {
+    /// One of the run's candidate patches was applied.
+    Candidate,
+    /// The run's agent (`--strategy command`) was editing the tree.
+    AgentEdits,
+}
+
+/// The newest `fwfix run` of `repo` that was killed while it held the repository's own checkout
+/// (not a worktree of its own) for patching: with one of its candidates applied, or while its
+/// agent edited the tree. Until that run is resumed, the checkout may hold the run's changes
+/// rather than only its owner's work, and nothing should build, test or snapshot it as such.
+pub fn killed_holding_tree(repo: &Path) -> Option<(RunSummary, TreeHold)> {
+    list_runs(repo).ok()?.into_iter().find_map(|run| {
+        if run.status != RunStatus::Killed || run.command.as_deref() != Some("run") {
+            return None;
+        }
         let recorded = Recorded::read(&run.dir);
-        run.status == RunStatus::Killed
-            && run.command.as_deref() == Some("run")
-            && recorded.field(&["patch_applied"]) == Some(&serde_json::Value::Bool(true))
-            && recorded
-                .field(&["worktree"])
-                .is_none_or(serde_json::Value::is_null)
+        if !recorded
+            .field(&["worktree"])
+            .is_none_or(serde_json::Value::is_null)
+        {
+            return None;
+        }
+        let hold = recorded.tree_hold()?;
+        Some((run, hold))
     })
 }
 
@@ -243,6 +258,18 @@ impl Recorded {
         DateTime::parse_from_rfc3339(&self.text(&["started_at"])?)
             .ok()
             .map(|t| t.with_timezone(&Utc))
+    }
+
+    /// What the run had in its checkout when it last checkpointed, if anything.
+    fn tree_hold(&self) -> Option<TreeHold> {
+        if self.field(&["patch_applied"]) == Some(&serde_json::Value::Bool(true)) {
+            return Some(TreeHold::Candidate);
+        }
+        // An agent edits the tree in place from PATCH_GENERATION's start until the loop takes
+        // its edits out, all before that state's next checkpoint.
+        let agent = self.text(&["request", "strategy", "kind"]).as_deref() == Some("command");
+        (agent && self.text(&["state"]).as_deref() == Some("PATCH_GENERATION"))
+            .then_some(TreeHold::AgentEdits)
     }
 
     /// Whether the recorded process still runs. A pid says nothing about another host's

@@ -68,7 +68,8 @@ pub fn decide(failure: Failure, budgets: &Budgets) -> Decision {
             reason: format!(
                 "{class} in {} cannot be recovered from{}",
                 failure.failed_in,
-                if failure.patching {
+                // A patch would not mend the configuration either.
+                if failure.patching || class == ErrorClass::ConfigError {
                     ""
                 } else {
                     " without patching"
@@ -136,6 +137,8 @@ fn target(failure: Failure) -> Option<RecoveryTarget> {
         // The fix converged; only the repository's hooks refused it. Another candidate would
         // meet the same hooks, and the person decides about the hooks' verdict.
         ErrorClass::CommitFailure | ErrorClass::Unhandled => None,
+        // Only the person can change the configuration.
+        ErrorClass::ConfigError => None,
     };
     // Never recover forward past the step that failed: that would skip work (a patch never
     // generated, a build never run) and could replay the same image forever.
@@ -237,6 +240,18 @@ mod tests {
             &Budgets::default(),
         );
         assert_eq!(d.outcome, Outcome::Recovered(RecoveryTarget::CodeAnalysis));
+    }
+
+    #[test]
+    fn a_configuration_error_ends_the_run_patching_or_not() {
+        for patching in [false, true] {
+            let d = decide(
+                failure(ErrorClass::ConfigError, State::BuildRun, 0, patching),
+                &Budgets::default(),
+            );
+            assert_eq!(d.outcome, Outcome::Unrecoverable);
+            assert!(!d.reason.contains("without patching"), "{}", d.reason);
+        }
     }
 
     #[test]

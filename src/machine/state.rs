@@ -137,11 +137,15 @@ pub enum ErrorClass {
     /// The repository's own commit hooks refused the fix (failed, timed out, or edited files):
     /// the fix is kept in fix.patch, without a branch. Not retried, not infrastructure.
     CommitFailure,
+    /// The configuration names something fwfix cannot use, found only once the run got to it
+    /// (a build artifact that is not an ELF image). Not retried; exit 2 like any configuration
+    /// error.
+    ConfigError,
     Unhandled,
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 13] = [
+    pub const ALL: [ErrorClass; 14] = [
         ErrorClass::BuildFailure,
         ErrorClass::BuildEnvFailure,
         ErrorClass::TestEnvFailure,
@@ -154,6 +158,7 @@ impl ErrorClass {
         ErrorClass::PatchApplyFailure,
         ErrorClass::LintFailure,
         ErrorClass::CommitFailure,
+        ErrorClass::ConfigError,
         ErrorClass::Unhandled,
     ];
 
@@ -173,7 +178,7 @@ impl ErrorClass {
             | ErrorClass::PolicyViolation
             | ErrorClass::PatchApplyFailure
             | ErrorClass::LintFailure => false,
-            ErrorClass::CommitFailure => false,
+            ErrorClass::CommitFailure | ErrorClass::ConfigError => false,
         }
     }
 
@@ -192,6 +197,7 @@ impl ErrorClass {
             ErrorClass::PatchApplyFailure => "patch_apply_failure",
             ErrorClass::LintFailure => "lint_failure",
             ErrorClass::CommitFailure => "commit_failure",
+            ErrorClass::ConfigError => "config_error",
             ErrorClass::Unhandled => "unhandled",
         }
     }
@@ -210,6 +216,7 @@ impl ErrorClass {
             ErrorClass::PatchApplyFailure => "PATCH_APPLY_FAILURE",
             ErrorClass::LintFailure => "LINT_FAILURE",
             ErrorClass::CommitFailure => "COMMIT_FAILURE",
+            ErrorClass::ConfigError => "CONFIG_ERROR",
             ErrorClass::Unhandled => "UNHANDLED",
         }
     }

@@ -83,17 +83,7 @@ pub async fn run(
         &serde_json::Value::Null,
         events,
     )?;
-    let tree_lock = lock_owner_tree(&request, "fwfix run")?;
-    // With the tree locked, no live run can be mid-way; a killed one's patch is not the owner's.
-    if let Some(killed) = crate::inspect::killed_with_candidate(&request.repo) {
-        return Err(OrchestratorError::Usage(format!(
-            "run {id} was killed with one of its candidate patches applied to {repo}: the tree \
-             holds that patch, not your work. `fwfix resume {id}` carries the run on (Ctrl+C \
-             during it puts your own tree back)",
-            id = killed.id,
-            repo = request.repo.display()
-        )));
-    }
+    let tree_lock = lock_owner_tree(&request, "fwfix run", None)?;
     let mut job = Job::start(
         Command::Run,
         request,
@@ -175,7 +165,7 @@ pub async fn resume(
     let mut job = Job::reopen(ctx, run_dir, config, strategy, events, cancel)?;
     // Before reconciling, which may roll the owner's tree back.
     let holder = format!("fwfix resume {}", job.ctx.run_id);
-    job.tree_lock = lock_owner_tree(&job.ctx.request, &holder)?;
+    job.tree_lock = lock_owner_tree(&job.ctx.request, &holder, Some(&job.ctx.run_id))?;
     // This process carries the run on now (`fwfix runs` tells running from killed by it).
     job.ctx.pid = std::process::id();
     job.ctx.host = crate::process::host_name();

@@ -133,7 +133,7 @@ pub async fn test(
     };
     let config = load_config(&request)?;
     let early = start_emulator(&request.repo, &config).await;
-    let tree_lock = lock_owner_tree(&request, "fwfix test")?;
+    let tree_lock = lock_owner_tree(&request, "fwfix test", None)?;
     let mut job = Job::start(
         Command::Test,
         request,
@@ -239,10 +239,13 @@ pub(super) async fn test_step(
 }
 
 /// The owner's checkout for the whole job: patched in place (exclusive), or only read — built
-/// by `fwfix test`, snapshotted by a `--worktree` run (shared).
+/// by `fwfix test`, snapshotted by a `--worktree` run (shared). A run killed while it held the
+/// checkout for patching (`resuming` excepted) left its changes in it, which nothing may take for
+/// the owner's work: the job is refused, naming the run that puts the owner's tree back.
 pub(super) fn lock_owner_tree(
     request: &RunRequest,
     command: &str,
+    resuming: Option<&str>,
 ) -> Result<Option<crate::repo::TreeLock>, OrchestratorError> {
     let usage = if request.worktree || request.strategy.is_none() {
         crate::repo::TreeUse::Read
@@ -255,9 +258,39 @@ pub(super) fn lock_owner_tree(
         crate::process::host_name(),
         Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
     );
-    crate::repo::lock_tree(&request.repo, &holder, usage)
-        .map(Some)
-        .map_err(|e| OrchestratorError::Usage(e.to_string()))
+    let lock = crate::repo::lock_tree(&request.repo, &holder, usage)
+        .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
+    // With the tree locked, no live run can be mid-way: a run that holds it was killed.
+    if let Some((killed, hold)) = crate::inspect::killed_holding_tree(&request.repo)
+        .filter(|(run, _)| Some(run.id.as_str()) != resuming)
+    {
+        return Err(OrchestratorError::Usage(killed_run_message(
+            &request.repo,
+            &killed.id,
+            hold,
+        )));
+    }
+    Ok(Some(lock))
+}
+
+/// Why a checkout a killed run held cannot be used, and the ways out.
+fn killed_run_message(repo: &Path, id: &str, hold: crate::inspect::TreeHold) -> String {
+    let repo = repo.display();
+    match hold {
+        crate::inspect::TreeHold::Candidate => format!(
+            "run {id} was killed with one of its candidate patches applied to {repo}: the tree \
+             holds that patch, not your work. `fwfix resume {id}` carries the run on (Ctrl+C \
+             during it puts your own tree back); `fwfix runs prune --resumable` forgets the run \
+             and its snapshot, and leaves the tree as it is"
+        ),
+        crate::inspect::TreeHold::AgentEdits => format!(
+            "run {id} was killed while its agent edited {repo}: the tree may hold the agent's \
+             edits, not only your work. `fwfix resume {id}` names the files that differ from \
+             the run's snapshot of your tree (refs/fwfix/{id}/base) before it restores that \
+             snapshot and carries the run on; `fwfix runs prune --resumable` forgets the run and \
+             its snapshot, and leaves the tree as it is"
+        ),
+    }
 }
 
 pub(super) fn canonical_repo(repo: &Path) -> Result<PathBuf, OrchestratorError> {

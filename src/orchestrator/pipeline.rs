@@ -149,6 +149,9 @@ impl Job<'_> {
         let step =
             match out.end {
                 BuildEnd::Exited(0) if artifact.is_file() => {
+                    if let Some(step) = self.not_an_image(&artifact) {
+                        return step.with_evidence(log_path);
+                    }
                     self.symbolizer = Symbolizer::open(&artifact).ok();
                     self.note_baseline_image(&artifact);
                     if let Some(no_op) = self.no_op_image(&artifact) {
@@ -218,6 +221,29 @@ impl Job<'_> {
                 BuildEnd::Cancelled => Step::ok(Outcome::Abort, "build interrupted"),
             };
         step.with_evidence(log_path)
+    }
+
+    /// A configuration error when the artifact the build made is not an ELF image: nothing
+    /// boots, symbolizes or flashes it, and building again would make the same.
+    fn not_an_image(&self, artifact: &Path) -> Option<Step> {
+        let what = match build::artifact::not_elf(artifact) {
+            Ok(what) => what?,
+            Err(e) => {
+                return Some(Step::error(
+                    ErrorClass::ArtifactMissing,
+                    format!("cannot read {}: {e}", artifact.display()),
+                ))
+            }
+        };
+        Some(Step::error(
+            ErrorClass::ConfigError,
+            format!(
+                "{} is {what}, not an ELF image: [build] artifact in {} must name the ELF the \
+                 build links (fwfix makes the .bin or .hex a flasher needs from it)",
+                artifact.display(),
+                self.profile.source.display()
+            ),
+        ))
     }
 
     pub(super) async fn test_setup(&mut self) -> Step {

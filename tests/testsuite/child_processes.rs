@@ -296,6 +296,23 @@ fn a_fresh_run_refuses_a_tree_a_killed_run_left_its_candidate_in() {
         1,
         "the refused run left a run directory"
     );
+    // Nor does `fwfix test` build and pass the candidate as the owner's code.
+    let test = fwfix(
+        &[
+            "test",
+            "--board",
+            "qemu-mps2-an385",
+            "--profile",
+            "crc-slow-candidate",
+        ],
+        repo.path(),
+    );
+    assert_eq!(test.status.code(), Some(2), "{}", text(&test));
+    assert!(
+        text(&test).contains(&format!("fwfix resume {killed}")),
+        "{}",
+        text(&test)
+    );
 
     // Resuming it carries it on to its end, and the owner's tree is as it was.
     let resumed = fwfix(&["resume", &killed], repo.path());
@@ -304,6 +321,94 @@ fn a_fresh_run_refuses_a_tree_a_killed_run_left_its_candidate_in() {
     // Nothing killed is left: a fresh run starts.
     let again = fwfix(&args, repo.path());
     assert_ne!(again.status.code(), Some(2), "{}", text(&again));
+}
+
+#[test]
+fn a_tree_a_killed_agent_edited_is_refused_by_run_and_test_until_the_run_is_dealt_with() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
+    let script = scratch.path("agent.sh");
+    // The agent edits a tracked file, adds one of its own, and is still at work when fwfix dies.
+    std::fs::write(
+        &script,
+        format!(
+            "cat > /dev/null\necho '/* agent */' >> src/crc.c\necho junk > src/agent_tmp.c\n{}",
+            slow_script(&pids, &marker)
+        ),
+    )
+    .unwrap();
+    repo.write(
+        "profiles/crc-slow-agent.toml",
+        &format!(
+            r#"name = "crc-slow-agent"
+[build]
+command = "make BOARD={{machine}} build/{{machine}}/test_crc.elf"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+[strategy.command]
+argv = ["sh", "{}"]
+timeout_s = 120
+"#,
+            script.display()
+        ),
+    );
+    repo.git(&["add", "profiles/crc-slow-agent.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
+    let run = [
+        "run",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-agent",
+        "--strategy",
+        "command",
+    ];
+    kill_and_check(spawn_fwfix(&run, repo.path()), &pids, 1, &marker);
+    assert!(repo.path().join("src/agent_tmp.c").exists());
+    let killed = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name()
+        .into_string()
+        .unwrap();
+
+    // Neither a fresh run nor `fwfix test` takes the agent's edits for the owner's work.
+    let test = [
+        "test",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-agent",
+    ];
+    for args in [&run[..], &test[..]] {
+        let out = fwfix(args, repo.path());
+        let said = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {said}");
+        assert!(
+            said.contains(&format!("run {killed} was killed while its agent edited"))
+                && said.contains(&format!("fwfix resume {killed}")),
+            "{args:?}: {said}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(repo.path().join(".fwfix/runs"))
+            .unwrap()
+            .count(),
+        1,
+        "a refused command left a run directory"
+    );
+
+    // Forgetting the run leaves the tree as it is and lets commands use it again.
+    let pruned = fwfix(&["runs", "prune", "--resumable"], repo.path());
+    assert_eq!(pruned.status.code(), Some(0), "{}", text(&pruned));
+    assert!(repo.path().join("src/agent_tmp.c").exists());
+    let out = fwfix(&test, repo.path());
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out));
 }
 
 /// Commits `profiles/<name>.toml`, whose build runs `script` with the board's machine.

@@ -544,6 +544,67 @@ fn build_timeout_kills_the_whole_build_and_is_an_infrastructure_error() {
     }
 }
 
+/// Regression: a build that left a process running in the background (holding the output pipes
+/// open) was taken as hanging until that process ended: a finished build reported TIMEOUT.
+#[test]
+fn a_build_ends_with_its_shell_and_what_it_left_running_is_killed() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/background.toml",
+        r#"name = "background"
+[build]
+command = "make BOARD=mps2-an385 build/mps2-an385/test_ringbuf.elf && echo built-it; sleep 300 & echo $! >> sleepers.pid"
+artifact = "build/mps2-an385/test_ringbuf.elf"
+timeout_s = 120
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+    );
+    let out = test_cmd(&repo, MPS2, "background", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    assert_eq!(report(&dir)["status"], "PASSED");
+    let log = std::fs::read_to_string(dir.join("iter-000/build.log")).unwrap();
+    assert!(log.contains("built-it"), "{log}");
+    let sleepers = pids_in(&repo.path().join("sleepers.pid"));
+    assert_eq!(sleepers.len(), 1);
+    for pid in sleepers {
+        assert!(!alive(pid), "background process {pid} outlived the build");
+    }
+}
+
+/// Regression: an artifact that is not an ELF image was booted all the same (QEMU loads a file
+/// it cannot parse as raw bytes) and its crash taken for a test failure.
+#[test]
+fn an_artifact_that_is_not_an_elf_is_a_configuration_error_naming_it() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/hex.toml",
+        r#"name = "hex"
+[build]
+command = "make BOARD=mps2-an385 build/mps2-an385/test_ringbuf.elf && arm-none-eabi-objcopy -O ihex build/mps2-an385/test_ringbuf.elf build/mps2-an385/test_ringbuf.hex"
+artifact = "build/mps2-an385/test_ringbuf.hex"
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+    );
+    let out = test_cmd(&repo, MPS2, "hex", &[]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("build/mps2-an385/test_ringbuf.hex is an Intel HEX file"),
+        "{said}"
+    );
+    let dir = run_dir(&out);
+    assert_eq!(report(&dir)["error_class"], "CONFIG_ERROR");
+    let trace = std::fs::read_to_string(dir.join("trace.jsonl")).unwrap();
+    // Not retried, and never booted.
+    assert_eq!(trace.matches("\"to\":\"BUILD_RUN\"").count(), 1, "{trace}");
+    assert!(!trace.contains("\"to\":\"TEST_RUN\""), "{trace}");
+}
+
 #[test]
 fn ctrl_c_during_the_build_exits_3_and_kills_the_build() {
     use std::io::BufRead;
