@@ -198,25 +198,7 @@ fn sigkill_of_fwfix_run_mid_agent_takes_the_agent_and_its_children_along() {
     let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
     let script = scratch.path("agent.sh");
     std::fs::write(&script, slow_script(&pids, &marker)).unwrap();
-    repo.write(
-        "profiles/crc-slow-agent.toml",
-        &format!(
-            r#"name = "crc-slow-agent"
-[build]
-command = "make BOARD={{machine}} build/{{machine}}/test_crc.elf"
-artifact = "build/{{machine}}/test_crc.elf"
-[test]
-harness = "unity"
-timeout_s = 20
-[strategy.command]
-argv = ["sh", "{}"]
-timeout_s = 120
-"#,
-            script.display()
-        ),
-    );
-    repo.git(&["add", "profiles/crc-slow-agent.toml"]);
-    repo.git(&["commit", "-q", "-m", "profile"]);
+    commit_agent_profile(&repo, &script);
     let fwfix = spawn_fwfix(
         &[
             "run",
@@ -338,25 +320,7 @@ fn a_tree_a_killed_agent_edited_is_refused_by_run_and_test_until_the_run_is_deal
         ),
     )
     .unwrap();
-    repo.write(
-        "profiles/crc-slow-agent.toml",
-        &format!(
-            r#"name = "crc-slow-agent"
-[build]
-command = "make BOARD={{machine}} build/{{machine}}/test_crc.elf"
-artifact = "build/{{machine}}/test_crc.elf"
-[test]
-harness = "unity"
-timeout_s = 20
-[strategy.command]
-argv = ["sh", "{}"]
-timeout_s = 120
-"#,
-            script.display()
-        ),
-    );
-    repo.git(&["add", "profiles/crc-slow-agent.toml"]);
-    repo.git(&["commit", "-q", "-m", "profile"]);
+    commit_agent_profile(&repo, &script);
     let run = [
         "run",
         "--board",
@@ -409,6 +373,29 @@ timeout_s = 120
     assert!(repo.path().join("src/agent_tmp.c").exists());
     let out = fwfix(&test, repo.path());
     assert_ne!(out.status.code(), Some(2), "{}", text(&out));
+}
+
+/// Commits `profiles/crc-slow-agent.toml`, whose command strategy runs `script` as the agent.
+fn commit_agent_profile(repo: &FixtureRepo, script: &Path) {
+    repo.write(
+        "profiles/crc-slow-agent.toml",
+        &format!(
+            r#"name = "crc-slow-agent"
+[build]
+command = "make BOARD={{machine}} build/{{machine}}/test_crc.elf"
+artifact = "build/{{machine}}/test_crc.elf"
+[test]
+harness = "unity"
+timeout_s = 20
+[strategy.command]
+argv = ["sh", "{}"]
+timeout_s = 120
+"#,
+            script.display()
+        ),
+    );
+    repo.git(&["add", "profiles/crc-slow-agent.toml"]);
+    repo.git(&["commit", "-q", "-m", "profile"]);
 }
 
 /// Commits `profiles/<name>.toml`, whose build runs `script` with the board's machine.
