@@ -1,11 +1,7 @@
 //! Which test a crash or a hang belongs to, for every harness: the test the harness itself said
-//! was running (ztest's `START -`), else a test function at the crash site, else nobody (the
-//! `(run)` case). Also the MISSING cases for the expected tests a stopped run never reached.
-//!
-//! The expected tests come from the image's `test_*` functions, whose addresses say nothing of the
-//! order the tests run in (`-Os` lays them out in reverse): when several were never reported, the
-//! stop is placed after the last test that reported, never on a guessed one, and the unreported
-//! ones are listed by name.
+//! was running (ztest's `START -`), else a test function at the crash site, else the first
+//! expected test not yet reported, else nobody (the `(run)` case). Also the MISSING cases for the
+//! expected tests a stopped run never reached.
 //!
 //! Pure: it reads the [`ParseContext`] and what the parser found, and must not look at console
 //! text itself (each harness knows its own format) or decide verdicts.
@@ -61,8 +57,8 @@ pub(super) enum Attribution {
     Announced,
     /// A function at the crash site is the test.
     Site,
-    /// One of the expected tests not yet reported was running; which one is not known.
-    Unreported,
+    /// Tests run in order: the first expected test not yet reported was running.
+    FirstUnreported,
     /// No test can be blamed.
     Run,
 }
@@ -72,30 +68,22 @@ pub(super) enum Attribution {
 pub(super) struct Blame {
     pub name: String,
     pub attribution: Attribution,
-    /// The last test that reported before the stop, if any did.
-    pub after: Option<String>,
-    /// How many expected tests never reported (one of them may have been running).
-    pub unreported: usize,
 }
 
 /// Which test was running when the image crashed or hung. `announced` is the test the harness
-/// said had started; `reported` the names already reported, `last` the last of them;
-/// `unreported` the expected tests not yet reported, in no known order.
+/// said had started; `reported` the names already reported; `unreported` the expected tests not
+/// yet reported, in run order.
 pub(super) fn running_test(
     ctx: &ParseContext,
     announced: Option<&str>,
     reported: &HashSet<&str>,
-    last: Option<&str>,
     unreported: &[&str],
 ) -> Blame {
-    let blame = |name: &str, attribution| Blame {
-        name: name.to_string(),
-        attribution,
-        after: last.map(str::to_string),
-        unreported: unreported.len(),
-    };
     if let Some(name) = announced {
-        return blame(name, Attribution::Announced);
+        return Blame {
+            name: name.to_string(),
+            attribution: Attribution::Announced,
+        };
     }
     let is_candidate = |name: &&String| !reported.contains(name.as_str());
     let by_site = ctx
@@ -111,41 +99,40 @@ pub(super) fn running_test(
                 .find(|name| name.starts_with("test"))
         });
     if let Some(name) = by_site {
-        return blame(name, Attribution::Site);
+        return Blame {
+            name: name.clone(),
+            attribution: Attribution::Site,
+        };
     }
-    if unreported.is_empty() {
-        blame(RUN_CASE, Attribution::Run)
-    } else {
-        blame(RUN_CASE, Attribution::Unreported)
+    match unreported.first() {
+        Some(name) => Blame {
+            name: name.to_string(),
+            attribution: Attribution::FirstUnreported,
+        },
+        None => Blame {
+            name: RUN_CASE.to_string(),
+            attribution: Attribution::Run,
+        },
     }
 }
 
-/// The case for the test the run stopped in, and the note that says so.
-pub(super) fn stopped_case(blame: &Blame, stop: Stop) -> (TestCase, String) {
+/// The case for the test the run stopped in, and the note that says so. `order` says why the
+/// first unreported test is a fair guess, e.g. `as Unity runs tests in order`.
+pub(super) fn stopped_case(blame: &Blame, stop: Stop, order: &str) -> (TestCase, String) {
     let how = stop.how();
-    let after = match &blame.after {
-        Some(last) => format!("after {last} reported"),
-        None => "before any test reported".to_string(),
-    };
     let message = match blame.attribution {
         Attribution::Announced | Attribution::Site => {
             format!("no verdict: the image {how} while this test was running")
         }
-        Attribution::Unreported => format!(
-            "no verdict: the image {how} {after}, in one of the {} expected tests that never \
-             reported (which one is not known)",
-            blame.unreported
+        Attribution::FirstUnreported => format!(
+            "no verdict: the image {how} while this test was running (assumed: the first \
+             expected test not yet reported, {order})"
         ),
         Attribution::Run => format!("no verdict: the image {how} outside any known test"),
     };
     let note = match blame.attribution {
         Attribution::Run => format!("the image {how} outside any known test"),
-        Attribution::Unreported => format!(
-            "the image {how} {after}; which of the {} tests that never reported was running is \
-             not known",
-            blame.unreported
-        ),
-        Attribution::Announced | Attribution::Site => {
+        Attribution::Announced | Attribution::Site | Attribution::FirstUnreported => {
             format!("the image {how} while {} was running", blame.name)
         }
     };
@@ -159,20 +146,14 @@ pub(super) fn stopped_case(blame: &Blame, stop: Stop) -> (TestCase, String) {
     (case, note)
 }
 
-/// The expected tests never reported, as MISSING cases listed by name (their run order is not
-/// known); `stopped` is what the run was blamed on, if it stopped.
-pub(super) fn missing_cases(unreported: &[&str], stopped: Option<&Blame>) -> Vec<TestCase> {
-    let message = match stopped {
-        Some(blame) if blame.attribution == Attribution::Unreported => match &blame.after {
-            Some(last) => format!("never reported: the run stopped after {last}"),
-            None => "never reported: the run stopped before any test reported".to_string(),
-        },
-        Some(blame) => format!("never reported: the run stopped in {}", blame.name),
+/// The expected tests never reported, as MISSING cases; `stopped_in` is the test the run stopped
+/// in, if it stopped.
+pub(super) fn missing_cases(unreported: &[&str], stopped_in: Option<&str>) -> Vec<TestCase> {
+    let message = match stopped_in {
+        Some(name) => format!("never reported: the run stopped in {name}"),
         None => "expected but never reported".to_string(),
     };
-    let mut names = unreported.to_vec();
-    names.sort_unstable();
-    names
+    unreported
         .iter()
         .map(|name| TestCase {
             name: name.to_string(),
@@ -267,12 +248,11 @@ mod tests {
             &ctx(&["test_a", "test_b"], &["test_b"]),
             Some("test_c"),
             &HashSet::new(),
-            None,
             &["test_a"],
         );
         assert_eq!(blame.name, "test_c");
         assert_eq!(blame.attribution, Attribution::Announced);
-        let (case, note) = stopped_case(&blame, Stop::Hung);
+        let (case, note) = stopped_case(&blame, Stop::Hung, "as tests run in order");
         assert_eq!(case.status, CaseStatus::Hang);
         assert_eq!(
             case.message.as_deref(),
@@ -282,47 +262,35 @@ mod tests {
     }
 
     #[test]
-    fn site_then_after_the_last_report_then_nobody() {
+    fn site_then_order_then_nobody() {
         let reported: HashSet<&str> = ["test_a"].into_iter().collect();
         let c = ctx(
             &["test_a", "test_b", "test_c"],
             &["helper", "test_a", "test_c"],
         );
-        let blame = running_test(&c, None, &reported, Some("test_a"), &["test_b", "test_c"]);
+        let blame = running_test(&c, None, &reported, &["test_b", "test_c"]);
         assert_eq!(
             (blame.name.as_str(), blame.attribution),
             ("test_c", Attribution::Site)
         );
 
         let c = ctx(&["test_a", "test_b"], &["memcpy"]);
-        let blame = running_test(&c, None, &reported, Some("test_a"), &["test_c", "test_b"]);
+        let blame = running_test(&c, None, &reported, &["test_b"]);
         assert_eq!(
             (blame.name.as_str(), blame.attribution),
-            (RUN_CASE, Attribution::Unreported)
+            ("test_b", Attribution::FirstUnreported)
         );
-        let (case, note) = stopped_case(&blame, Stop::Crashed);
-        assert_eq!(
-            case.message.as_deref(),
-            Some(
-                "no verdict: the image crashed after test_a reported, in one of the 2 expected \
-                 tests that never reported (which one is not known)"
-            )
-        );
-        assert_eq!(
-            note,
-            "the image crashed after test_a reported; which of the 2 tests that never reported \
-             was running is not known"
-        );
-        let blame = running_test(&c, None, &HashSet::new(), None, &["test_b"]);
-        let (_, note) = stopped_case(&blame, Stop::Hung);
-        assert!(note.contains("hung (nothing final before the test timeout) before any test"));
+        let (case, _) = stopped_case(&blame, Stop::Crashed, "as ztest runs tests in order");
+        assert!(case.message.as_deref().unwrap().ends_with(
+            "(assumed: the first expected test not yet reported, as ztest runs tests in order)"
+        ));
 
-        let blame = running_test(&c, None, &reported, Some("test_a"), &[]);
+        let blame = running_test(&c, None, &reported, &[]);
         assert_eq!(
             (blame.name.as_str(), blame.attribution),
             (RUN_CASE, Attribution::Run)
         );
-        let (case, note) = stopped_case(&blame, Stop::Crashed);
+        let (case, note) = stopped_case(&blame, Stop::Crashed, "");
         assert_eq!(
             case.message.as_deref(),
             Some("no verdict: the image crashed outside any known test")
@@ -332,28 +300,12 @@ mod tests {
 
     #[test]
     fn missing_cases_say_where_the_run_stopped() {
-        let c = ctx(&[], &["test_c"]);
-        let blame = running_test(&c, None, &HashSet::new(), None, &["test_e", "test_d"]);
-        let cases = missing_cases(&["test_e", "test_d"], Some(&blame));
+        let cases = missing_cases(&["test_d", "test_e"], Some("test_c"));
         assert_eq!(cases.len(), 2);
         assert!(cases.iter().all(|c| c.status == CaseStatus::Missing));
-        // By name: the order the image holds them in is not the order they run in.
-        assert_eq!(cases[0].name, "test_d");
         assert_eq!(
             cases[0].message.as_deref(),
             Some("never reported: the run stopped in test_c")
-        );
-        let blame = running_test(
-            &ctx(&[], &[]),
-            None,
-            &HashSet::new(),
-            Some("test_b"),
-            &["x"],
-        );
-        let cases = missing_cases(&["x"], Some(&blame));
-        assert_eq!(
-            cases[0].message.as_deref(),
-            Some("never reported: the run stopped after test_b")
         );
         let cases = missing_cases(&["test_d"], None);
         assert_eq!(

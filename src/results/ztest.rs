@@ -49,6 +49,9 @@ use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 
 const HARNESS: &str = "ztest";
 
+/// Why the first expected test not yet reported is taken to be the one that was running.
+const ORDER: &str = "as ztest runs tests in order";
+
 /// Parses ztest's console output.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ZtestParser;
@@ -712,17 +715,19 @@ fn results(
             None => {
                 let reported: HashSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
                 let announced = open.map(|s| s.full_name.as_str());
-                let last = cases.last().map(|c| c.name.as_str());
-                let blame = attribution::running_test(ctx, announced, &reported, last, &unreported);
-                let (case, note) = attribution::stopped_case(&blame, stop);
+                let blame = attribution::running_test(ctx, announced, &reported, &unreported);
+                let (case, note) = attribution::stopped_case(&blame, stop, ORDER);
                 notes.push(note);
                 unreported.retain(|n| *n != blame.name && !matches(n, &case));
                 cases.push(case);
-                stopped_in = Some(blame);
+                stopped_in = Some(blame.name);
             }
         }
     }
-    cases.extend(attribution::missing_cases(&unreported, stopped_in.as_ref()));
+    cases.extend(attribution::missing_cases(
+        &unreported,
+        stopped_in.as_deref(),
+    ));
 
     let mut consistent = true;
     if stop.is_none() {
@@ -1249,8 +1254,7 @@ PROJECT EXECUTION SUCCESSFUL
             statuses(&r),
             vec![
                 ("s.test_a", CaseStatus::Pass),
-                ("(run)", CaseStatus::Crash),
-                ("test_b", CaseStatus::Missing),
+                ("test_b", CaseStatus::Crash),
                 ("test_c", CaseStatus::Missing),
             ]
         );
@@ -1258,7 +1262,7 @@ PROJECT EXECUTION SUCCESSFUL
             .message
             .as_deref()
             .unwrap()
-            .contains("after s.test_a reported"));
+            .contains("as ztest runs tests in order"));
 
         let r = parse_with(text, RunEnd::Crashed, &[], &["k_sched_lock", "test_b"]);
         assert_eq!(r.cases[1].name, "test_b");
