@@ -1157,7 +1157,12 @@ FAIL
     #[test]
     fn expected_tests_fill_a_summary_that_counts_more_than_reported() {
         let text = PASSING.replace("3 Tests", "4 Tests");
-        let r = parse_with(&text, RunEnd::Verdict, &["test_crc_empty", "test_gone"], &[]);
+        let r = parse_with(
+            &text,
+            RunEnd::Verdict,
+            &["test_crc_empty", "test_gone"],
+            &[],
+        );
         assert_eq!(r.cases[3].name, "test_gone");
         assert_eq!(r.cases[3].status, CaseStatus::Missing);
         assert_eq!(r.verdict, Verdict::Inconclusive);
