@@ -128,6 +128,19 @@ pub fn open_stream(path: &Path) -> Result<File, InputError> {
     Ok(file)
 }
 
+/// Standard input as a log stream (`fwfix triage -`): a handle of its own on descriptor 0.
+pub fn stdin_stream() -> Result<File, InputError> {
+    use std::os::fd::AsFd;
+    io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(File::from)
+        .map_err(|source| InputError::Io {
+            path: PathBuf::from("standard input"),
+            source,
+        })
+}
+
 /// [`read_regular`] as UTF-8 text.
 pub fn read_regular_text(path: &Path, cap: u64) -> Result<String, InputError> {
     String::from_utf8(read_regular(path, cap)?).map_err(|e| InputError::Io {

@@ -79,6 +79,7 @@
 //! timed out ([`TriageContext::timed_out`]), and otherwise the class its content supports; a
 //! log that reached its verdict did not hang, whatever stopped the process afterwards.
 
+mod decode;
 pub mod fallback;
 mod prefilter;
 pub mod rules;
@@ -369,20 +370,47 @@ const READ_BUFFER_BYTES: usize = PUSH_PIECE_BYTES;
 /// Classifies a whole log held in memory.
 pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
     let mut triager = Triager::new(*ctx);
-    triager.push_text(text.as_bytes());
+    let bytes = text.as_bytes();
+    triager.push_text(bytes.strip_prefix(decode::UTF8_BOM).unwrap_or(bytes));
     triager.finish()
 }
 
 /// Classifies a log read from `reader`, one line at a time, reading at most [`MAX_LOG_BYTES`]
 /// and stopping early when the input is binary. Invalid UTF-8 is read, not refused: logs of
-/// serial consoles hold line noise.
-pub fn classify_reader<R: BufRead>(reader: R, ctx: &TriageContext) -> io::Result<Triage> {
-    read_into(reader, Triager::new(*ctx))
+/// serial consoles hold line noise. A UTF-8 byte-order mark is skipped, and UTF-16 (with or
+/// without one) is read as the text it holds (see [`decode`]).
+pub fn classify_reader<R: BufRead>(mut reader: R, ctx: &TriageContext) -> io::Result<Triage> {
+    let head = loop {
+        match reader.fill_buf() {
+            Ok(bytes) => break bytes,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    };
+    match decode::sniff(head) {
+        decode::Encoding::Utf8 { skip } => {
+            reader.consume(skip);
+            let mut triager = Triager::new(*ctx);
+            triager.bytes = skip as u64;
+            read_into(reader, triager)
+        }
+        decode::Encoding::Utf16 { endian, skip } => {
+            reader.consume(skip);
+            let text = decode::Utf16::new(reader, endian);
+            read_into(
+                io::BufReader::with_capacity(READ_BUFFER_BYTES, text),
+                Triager::new(*ctx),
+            )
+        }
+    }
 }
 
 /// Feeds `triager` what [`classify_reader`] reads, and decides.
 fn read_into<R: BufRead>(mut reader: R, mut triager: Triager) -> io::Result<Triage> {
     let mut buf = Vec::new();
+    // In the middle of a line longer than a piece the slow way hands over: the rest of it is
+    // skipped, and counted as part of that line, not as lines of its own.
+    let mut mid_line = false;
     while !triager.stopped() {
         // The whole lines in the reader's buffer at once; a line the buffer does not hold
         // whole (or one that would cross the cap) the slow way below.
@@ -391,6 +419,20 @@ fn read_into<R: BufRead>(mut reader: R, mut triager: Triager) -> io::Result<Tria
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        if mid_line {
+            let budget = usize::try_from(MAX_LOG_BYTES - triager.bytes).unwrap_or(usize::MAX);
+            let (len, ends) = match memchr::memchr(b'\n', available) {
+                Some(at) if at < budget => (at + 1, true),
+                _ => (available.len().min(budget), false),
+            };
+            if len == 0 {
+                break;
+            }
+            triager.skip_tail(len as u64);
+            reader.consume(len);
+            mid_line = !ends;
+            continue;
+        }
         let whole = memchr::memrchr(b'\n', available).map_or(0, |at| at + 1);
         if whole > 0 && triager.bytes + (whole as u64) < MAX_LOG_BYTES {
             triager.push_lines(&available[..whole]);
@@ -407,6 +449,9 @@ fn read_into<R: BufRead>(mut reader: R, mut triager: Triager) -> io::Result<Tria
             if buf.last() == Some(&b'\r') {
                 buf.pop();
             }
+        } else {
+            // Not the end of the input unless the next read says so.
+            mid_line = consumed >= budget;
         }
         triager.push_bytes(&buf, consumed);
     }
@@ -435,27 +480,48 @@ const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// Classifies the log in `file`, streaming it: a file, or a pipe, FIFO or device (`/dev/stdin`),
 /// read only as far as the reader's caps allow.
+/// `-` is standard input, as for grep.
 pub fn classify_file(file: &Path, ctx: &TriageContext) -> Result<Triage, ReadError> {
     let read_error = |source| ReadError::Io {
         file: file.to_path_buf(),
         source,
     };
-    let handle = crate::input::open_stream(file).map_err(|e| match e {
+    let opened = if file == Path::new(STDIN) {
+        crate::input::stdin_stream()
+    } else {
+        crate::input::open_stream(file)
+    };
+    let handle = opened.map_err(|e| match e {
         crate::input::InputError::Io { source, .. } => read_error(source),
         other => read_error(io::Error::other(other.to_string())),
     })?;
+    let fifo = handle
+        .metadata()
+        .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_fifo(&meta.file_type()));
     let mut reader = io::BufReader::with_capacity(READ_BUFFER_BYTES, handle);
-    if reader
-        .fill_buf()
-        .map_err(read_error)?
-        .starts_with(ELF_MAGIC)
-    {
+    let head = reader.fill_buf().map_err(read_error)?;
+    if head.starts_with(ELF_MAGIC) {
         return Err(ReadError::ElfImage {
             file: file.to_path_buf(),
         });
     }
+    // A FIFO is opened without waiting for a writer (see `crate::input::open_stream`), so one
+    // nobody had open for writing reads as nothing at all: say so rather than "empty".
+    if head.is_empty() && fifo && file != Path::new(STDIN) {
+        return Ok(Triage {
+            class: TriageClass::Unknown,
+            lines: Vec::new(),
+            reason: "nothing was read: no program had this FIFO open for writing when triage \
+                     opened it (start the writer first, or pipe the log into `fwfix triage -`)"
+                .to_string(),
+            matches: Vec::new(),
+        });
+    }
     classify_reader(reader, ctx).map_err(read_error)
 }
+
+/// The file name that means standard input.
+pub const STDIN: &str = "-";
 
 /// Reads one line (with its `\n`) into `buf`, keeping at most `cap` bytes of it and consuming
 /// at most `budget` bytes (a line without end, from a device of zeros, is handed over in pieces
@@ -832,17 +898,14 @@ impl Triager {
         let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
         self.line += 1;
         self.bytes += consumed;
+        let raw = &raw[uart_break(raw)..];
         self.seen_bytes += raw.len() as u64;
         let binary = count_binary(raw);
         self.binary_bytes += binary;
         if binary > 0 {
             self.nul_bytes += raw.iter().filter(|&&b| b == 0).count() as u64;
         }
-        if self.bytes >= MAX_LOG_BYTES {
-            self.stop = Some(Stop::Cap);
-        } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
-            self.stop = Some(Stop::Binary);
-        }
+        self.check_stop();
         // A line that is mostly noise names nothing, and random bytes make the rule set's
         // lazy DFA build states without end (1 MB/s on random input): it is counted, not read.
         if raw.len() >= NOISE_LINE_MIN_BYTES && binary * 100 > raw.len() as u64 * BINARY_PERCENT {
@@ -856,6 +919,23 @@ impl Triager {
         }
         if has_text(&cleaned) {
             self.last_line = Some((self.line, self.quote_last(&cleaned)));
+        }
+    }
+
+    /// Counts `len` bytes of the rest of a line too long to read (see [`MAX_LINE_BYTES`]): they
+    /// are not looked at, and the line is the one fed last.
+    fn skip_tail(&mut self, len: u64) {
+        self.bytes += len;
+        self.check_stop();
+    }
+
+    /// Stops the reading at the cap, or once the first [`BINARY_SNIFF_BYTES`] say the input is
+    /// binary.
+    fn check_stop(&mut self) {
+        if self.bytes >= MAX_LOG_BYTES {
+            self.stop = Some(Stop::Cap);
+        } else if self.bytes >= BINARY_SNIFF_BYTES && self.is_binary() {
+            self.stop = Some(Stop::Binary);
         }
     }
 
@@ -1586,6 +1666,18 @@ fn count_binary(bytes: &[u8]) -> u64 {
             u64::from(n)
         })
         .sum()
+}
+
+/// Where the text of a line starts after a UART break: a run of NUL bytes (what a receiver
+/// reads while the line is held low, as a board resets) followed by text alone. Such a run is
+/// line noise, not a sign that the input is binary; NULs alone (`/dev/zero`) or beside other
+/// binary bytes (an image's zero padding) are. 0 when there is no such run.
+fn uart_break(raw: &[u8]) -> usize {
+    let run = raw.iter().take_while(|&&b| b == 0).count();
+    if run == 0 || run == raw.len() || count_binary(&raw[run..]) > 0 {
+        return 0;
+    }
+    run
 }
 
 /// Blanks and control bytes (a UART's reset noise, NULs) at either end.

@@ -21,8 +21,10 @@ ASSERT, CRASH, INFRA_ERROR, BUILD_ERROR, LINK_ERROR, HANG, TEST_FAILURE, PASS, t
 PASS needs a passing verdict in the log; an empty or binary input, or a log showing nothing \
 triage recognises, is UNKNOWN.
 
-A FILE may be a pipe or a device (`make 2>&1 | fwfix triage /dev/stdin`): reading stops after \
-1 MiB of binary input and at 4 GiB, and a FIFO nobody writes to reads as empty.
+A FILE may be `-` for standard input (`make 2>&1 | fwfix triage -`), a pipe or a device: \
+reading stops after 1 MiB of binary input and at 4 GiB. A FIFO is not waited on: one no program \
+has open for writing is UNKNOWN, and the reason says nothing was written to it. UTF-16 logs \
+(with or without a byte-order mark) and a UTF-8 byte-order mark are read as the text they hold.
 
 Exit status: 0 when every file was read, whatever its class; 2 when a file could not be read, is \
 a directory or is an ELF image rather than a log (the file is named, and the other files are \
@@ -42,7 +44,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
     };
     let mut exit = Exit::Success;
     for file in &args.files {
-        // A stream is a log too (`make 2>&1 | fwfix triage /dev/stdin`); the reader stops on
+        // A stream is a log too (`make 2>&1 | fwfix triage -`); the reader stops on
         // binary input and at its size cap, so `/dev/zero` ends as UNKNOWN.
         let classified = triage::classify_file(file, &ctx).map_err(|e| e.to_string());
         let written = match classified {

@@ -465,3 +465,131 @@ fn a_log_piped_in_through_dev_stdin_is_classified() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
 }
+
+/// `-` is standard input, as for grep and ripgrep.
+#[test]
+fn a_log_piped_in_as_dash_is_classified() {
+    use std::io::Write;
+    let log = std::fs::read(data_dir().join("gcc_undeclared.log")).unwrap();
+    let mut child = fwfix_command(&["triage", "--json", "-"], &data_dir(), &data_dir())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&log).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
+    assert_eq!(events(&out)[0]["file"], "-", "{}", text(&out));
+}
+
+/// A FIFO nobody writes to is not waited on, and the reason says nothing was written to it; a
+/// FIFO with a writer is read to the writer's end.
+#[test]
+fn a_fifo_without_a_writer_says_so_and_one_with_a_writer_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("console.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = triage(&[fifo.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let object = &events(&out)[0];
+    assert_eq!(object["class"], "UNKNOWN", "{object:#}");
+    let reason = object["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("no program had this FIFO open for writing"),
+        "{reason}"
+    );
+
+    // A real writer: a shell that opens the FIFO, writes a log, and closes it.
+    let log = data_dir().join("gcc_undeclared.log");
+    let mut writer = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("exec cat \"$0\" > \"$1\"")
+        .arg(&log)
+        .arg(&fifo)
+        .spawn()
+        .unwrap();
+    // Its open waits for a reader (in the kernel's `wait_for_partner`), already counted as the
+    // FIFO's writer: once it waits there, fwfix's read blocks for its data rather than ending.
+    let wchan = format!("/proc/{}/wchan", writer.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_to_string(&wchan).unwrap_or_default() != "wait_for_partner" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the writer never opened the FIFO"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let out = triage(&[fifo.to_str().unwrap(), "--json"]);
+    assert!(writer.wait().unwrap().success());
+    assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
+}
+
+/// A log saved as UTF-16 (PowerShell's `>`), with or without a byte-order mark, one with a
+/// UTF-8 byte-order mark, one that starts with a UART break's NULs, and one with a 3 MiB line
+/// before its text: each gets the class and lines of the plain log (the long line counted as
+/// one line).
+#[test]
+fn encodings_a_uart_break_and_an_overlong_line_keep_class_and_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = std::fs::read_to_string(data_dir().join("gcc_undeclared.log")).unwrap();
+    let utf16 = |big: bool, bom: bool| -> Vec<u8> {
+        let mut bytes = Vec::new();
+        let units = (if bom { "\u{feff}" } else { "" })
+            .encode_utf16()
+            .chain(plain.encode_utf16());
+        for unit in units {
+            bytes.extend(if big {
+                unit.to_be_bytes()
+            } else {
+                unit.to_le_bytes()
+            });
+        }
+        bytes
+    };
+    let mut variants: Vec<(&str, Vec<u8>, usize)> = vec![
+        ("plain.log", plain.clone().into_bytes(), 0),
+        ("utf16le-bom.log", utf16(false, true), 0),
+        ("utf16be-bom.log", utf16(true, true), 0),
+        ("utf16le.log", utf16(false, false), 0),
+        (
+            "utf8-bom.log",
+            [b"\xef\xbb\xbf", plain.as_bytes()].concat(),
+            0,
+        ),
+    ];
+    let mut broken = vec![0u8; 10_000];
+    broken.extend_from_slice(plain.as_bytes());
+    variants.push(("uart-break.log", broken, 0));
+    let mut long = vec![b'x'; 3 << 20];
+    long.push(b'\n');
+    long.extend_from_slice(plain.as_bytes());
+    variants.push(("long-line.log", long, 1));
+    let mut args = Vec::new();
+    for (name, bytes, _) in &variants {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        args.push(path.to_str().unwrap().to_string());
+    }
+    args.push("--json".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = triage(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let objects = events(&out);
+    let expected = &objects[0];
+    assert_eq!(expected["class"], "BUILD_ERROR", "{expected:#}");
+    let lines = |object: &Value| -> Vec<u64> {
+        object["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_u64().unwrap())
+            .collect()
+    };
+    for ((name, _, shift), object) in variants.iter().zip(&objects) {
+        assert_eq!(object["class"], expected["class"], "{name}: {object:#}");
+        let shifted: Vec<u64> = lines(expected).iter().map(|l| l + *shift as u64).collect();
+        assert_eq!(lines(object), shifted, "{name}: {object:#}");
+        assert_eq!(object["reason"], expected["reason"], "{name}: {object:#}");
+    }
+}

@@ -2986,3 +2986,29 @@ fn flashers_closing_lines_are_a_pass_and_a_later_failure_is_not() {
     );
     assert_eq!(t.class, TriageClass::FlashError, "{t:?}");
 }
+
+/// Regression: a UTF-8 byte-order mark glued to line 1 hid Unity's summary there from its rule;
+/// the fallback guessed the class at low confidence instead.
+#[test]
+fn a_byte_order_mark_hides_nothing_on_line_1() {
+    let log = "12 Tests 1 Failures 0 Ignored\nFAIL\n";
+    let plain = classify_reader(log.as_bytes(), &PLAIN).unwrap();
+    assert!(!plain.reason.contains("low confidence"), "{plain:#?}");
+    let marked = format!("\u{feff}{log}");
+    assert_eq!(classify_reader(marked.as_bytes(), &PLAIN).unwrap(), plain);
+    assert_eq!(classify(&marked, &PLAIN), plain);
+}
+
+/// A UART break (NULs while the line is held low) before a board's text is line noise; NULs
+/// beside binary bytes, or alone, are not skipped.
+#[test]
+fn a_uart_break_is_skipped_but_not_nuls_beside_binary_bytes() {
+    assert_eq!(uart_break(b"\0\0\0boot: ok"), 3);
+    assert_eq!(uart_break(b"boot: ok"), 0);
+    assert_eq!(uart_break(b"\0\0\0"), 0);
+    assert_eq!(uart_break(b"\0\0\x01\x02ok"), 0);
+    let mut log = vec![0u8; 10_000];
+    log.extend_from_slice(b"Guru Meditation Error: Core  0 panic'ed (IllegalInstruction).\n");
+    let t = classify_reader(log.as_slice(), &PLAIN).unwrap();
+    assert_eq!((t.class, t.lines), (TriageClass::Crash, vec![1]));
+}
