@@ -499,21 +499,6 @@ fn wait_for_event(lines: &mut impl Iterator<Item = std::io::Result<String>>, kin
     panic!("fwfix ended before a {kind} event");
 }
 
-fn pids_in(file: &Path) -> Vec<i32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie still answers kill(0); /proc says whether it is really running.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
-}
-
 const SLOW_BUILD: &str = r#"name = "slow"
 [build]
 command = "sleep 60 & echo $! >> sleepers.pid; wait"
