@@ -338,6 +338,36 @@ mod tests {
         assert!(text.contains("relay stuck"), "{text}");
     }
 
+    /// Regression: a power command that left a process in the background (holding its output
+    /// pipe) was read until that process ended, i.e. until its timeout.
+    #[tokio::test]
+    async fn a_command_that_leaves_a_process_running_ends_when_it_exits() {
+        use crate::process::output::tests::{gone_soon, pid_in};
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("power.log");
+        let pid_file = dir.path().join("left.pid");
+        let on = format!(
+            "echo relay on; sleep 300 & echo $! > '{}'",
+            pid_file.display()
+        );
+        let mut s = spec(Some(&on), None, None);
+        s.timeout = Duration::from_secs(60);
+        let ran = tokio::time::timeout(
+            Duration::from_secs(50),
+            Power::new("b1", s).run(PowerAction::On, &log, &CancellationToken::new()),
+        )
+        .await
+        .expect("the command's leftover held it up")
+        .unwrap();
+        assert!(ran);
+        assert!(std::fs::read_to_string(&log).unwrap().contains("relay on"));
+        let pid = pid_in(&pid_file);
+        assert!(
+            gone_soon(pid).await,
+            "the power command's child {pid} outlived it"
+        );
+    }
+
     #[tokio::test]
     async fn a_stuck_command_is_killed_at_its_timeout() {
         let dir = tempfile::tempdir().unwrap();

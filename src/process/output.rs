@@ -205,7 +205,7 @@ async fn forward_lines(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::process::spawn_group;
     use std::process::Stdio;
@@ -219,6 +219,28 @@ mod tests {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         cmd
+    }
+
+    /// The process id a test command wrote into `file`.
+    pub(crate) fn pid_in(file: &std::path::Path) -> u32 {
+        std::fs::read_to_string(file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
+    /// Whether `pid` is gone within a few seconds. A killed process not yet reaped by whoever
+    /// adopted it is a zombie: gone all the same.
+    pub(crate) async fn gone_soon(pid: u32) -> bool {
+        for _ in 0..300 {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.is_empty() || stat.contains(") Z ") {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
     }
 
     const LIMITS: Limits<'static> = Limits {
@@ -247,24 +269,11 @@ mod tests {
         assert!(captured.status().is_some_and(|s| s.success()));
         assert_eq!(captured.stdout, b"out\ncrlf\r\n");
         assert_eq!(captured.stderr, b"err\n");
-        let pid: u32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        for _ in 0..200 {
-            // A killed process not yet reaped by whoever adopted it is a zombie: gone all the same.
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            if stat
-                .rsplit(") ")
-                .next()
-                .is_none_or(|rest| rest.starts_with('Z') || rest.is_empty())
-            {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("the background process {pid} outlived its command");
+        let pid = pid_in(&pid_file);
+        assert!(
+            gone_soon(pid).await,
+            "the background process {pid} outlived its command"
+        );
     }
 
     #[tokio::test]
