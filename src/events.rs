@@ -38,6 +38,9 @@ pub enum Event {
         duration_ms: u64,
         errors: usize,
         warnings: usize,
+        /// The run was interrupted (Ctrl+C, SIGTERM, abort) while it built: the build was
+        /// stopped, it did not fail.
+        interrupted: bool,
     },
     BootStarted {
         target: String,

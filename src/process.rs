@@ -18,6 +18,7 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 
 pub mod guardian;
+pub mod output;
 
 /// Kills a child's process group when dropped, unless disarmed after the child was reaped.
 #[derive(Debug)]

@@ -8,7 +8,8 @@
 pub mod artifact;
 
 use crate::events::{Event, EventSink, Level};
-use crate::process::{spawn_group, AbortOnDrop};
+use crate::process::output::{run_to_exit, Ended, Limits};
+use crate::process::spawn_group;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
@@ -16,9 +17,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// One build to run.
@@ -111,8 +110,6 @@ pub enum BuildError {
 const MAX_LOG_IN_MEMORY: usize = 8 * 1024 * 1024;
 /// Time a build gets to stop on SIGTERM before its group is killed.
 const TERM_GRACE: Duration = Duration::from_secs(2);
-/// How long the output a build's processes already wrote is still read once its shell exited.
-const DRAIN_GRACE: Duration = Duration::from_secs(1);
 /// A tree's build lock, relative to its root (`.fwfix/` is kept out of git).
 pub const BUILD_LOCK: &str = ".fwfix/build.lock";
 /// How often a build waiting for its tree's lock, held by another fwfix process, tries again.
@@ -193,72 +190,27 @@ pub async fn run(
         source,
     })?;
 
-    // Both pipes feed one channel so the log keeps the order the lines arrived in.
-    let (tx, mut rx) = mpsc::channel::<String>(256);
-    let _readers: Vec<AbortOnDrop<()>> = [
-        child
-            .stdout
-            .take()
-            .map(|out| tokio::spawn(forward_lines(out, tx.clone()))),
-        child
-            .stderr
-            .take()
-            .map(|err| tokio::spawn(forward_lines(err, tx.clone()))),
-    ]
-    .into_iter()
-    .flatten()
-    .map(AbortOnDrop)
-    .collect();
-    drop(tx);
-
     let mut kept = KeptLog {
         file: log_file,
         text: String::new(),
         missing_tool: None,
     };
-    let deadline = tokio::time::sleep(req.timeout);
-    tokio::pin!(deadline);
-    let mut ended: Option<BuildEnd> = None;
-    let mut lines_open = true;
-    // The build is over when its shell is: not when its pipes close, which a process it left
-    // running in the background (`cmd &`) holds open for as long as that lives.
-    let status = loop {
-        tokio::select! {
-            line = rx.recv(), if lines_open => match line {
-                Some(line) => kept.push(line, events).map_err(log_err)?,
-                None => lines_open = false,
-            },
-            status = child.wait() => break status.ok(),
-            _ = &mut deadline => {
-                guard.terminate(&mut child, TERM_GRACE).await;
-                ended = Some(BuildEnd::TimedOut);
-                break None;
-            }
-            _ = cancel.cancelled() => {
-                guard.terminate(&mut child, TERM_GRACE).await;
-                ended = Some(BuildEnd::Cancelled);
-                break None;
-            }
-        }
+    let limits = Limits {
+        timeout: req.timeout,
+        cancel: Some(cancel),
+        term_grace: TERM_GRACE,
     };
-    // What the shell left in its group goes now, which closes the pipes it held; the lines
-    // already in them are still read, for a bounded while (a process that left the group may
-    // hold them open yet).
-    guard.kill_rest();
-    let drain = tokio::time::sleep(DRAIN_GRACE);
-    tokio::pin!(drain);
-    while lines_open {
-        tokio::select! {
-            line = rx.recv() => match line {
-                Some(line) => kept.push(line, events).map_err(log_err)?,
-                None => lines_open = false,
-            },
-            _ = &mut drain => break,
-        }
-    }
+    let ended = run_to_exit(&mut child, &mut guard, limits, |_, line| {
+        let text = String::from_utf8_lossy(line);
+        kept.push(text.trim_end_matches(['\n', '\r']).to_string(), events)
+    })
+    .await
+    .map_err(log_err)?;
     let end = match ended {
-        Some(end) => end,
-        None => exit_of(status),
+        Ended::Exited(status) => exit_of(Some(status)),
+        Ended::WaitFailed(_) => exit_of(None),
+        Ended::TimedOut => BuildEnd::TimedOut,
+        Ended::Cancelled => BuildEnd::Cancelled,
     };
     Ok(BuildOutput {
         end,
@@ -363,24 +315,6 @@ fn exit_of(status: Option<std::process::ExitStatus>) -> BuildEnd {
             (None, None) => BuildEnd::Exited(-1),
         },
         None => BuildEnd::Exited(-1),
-    }
-}
-
-async fn forward_lines(stream: impl AsyncRead + Unpin, tx: mpsc::Sender<String>) {
-    let mut reader = BufReader::new(stream);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {
-                let text = String::from_utf8_lossy(&buf);
-                let line = text.trim_end_matches(['\n', '\r']).to_string();
-                if tx.send(line).await.is_err() {
-                    return;
-                }
-            }
-        }
     }
 }
 

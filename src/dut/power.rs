@@ -7,6 +7,7 @@
 
 use super::DutError;
 use crate::config::{placeholder, PowerSpec};
+use crate::process::output::{self, Limits, Stopped, TOOL_OUTPUT_MAX};
 use crate::process::spawn_group;
 use crate::rundir;
 use std::path::{Path, PathBuf};
@@ -160,7 +161,7 @@ impl Power {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        let (child, mut guard) = match spawn_group(&mut sh) {
+        let (mut child, mut guard) = match spawn_group(&mut sh) {
             Ok(spawned) => spawned,
             Err(e) => {
                 return Outcome {
@@ -171,20 +172,20 @@ impl Power {
             }
         };
         let limit = self.spec.timeout;
-        let waited = tokio::select! {
-            out = tokio::time::timeout(limit, child.wait_with_output()) => Some(out),
-            _ = cancel.cancelled() => None,
+        let limits = Limits {
+            timeout: limit,
+            cancel: Some(cancel),
+            term_grace: Duration::ZERO,
         };
-        // Whatever the command left running in its group goes with it.
-        guard.kill_rest();
+        let captured = output::capture(&mut child, &mut guard, limits, TOOL_OUTPUT_MAX).await;
         let took = format!("{:.2} s", started.elapsed().as_secs_f64());
-        match waited {
-            None => Outcome {
+        match captured.into_output() {
+            Err(Stopped::Cancelled) => Outcome {
                 output: String::new(),
                 ending: format!("interrupted after {took}"),
                 failed: Some("interrupted".into()),
             },
-            Some(Err(_)) => {
+            Err(Stopped::TimedOut) => {
                 let why = format!(
                     "did not finish within {} s ([power] timeout_s)",
                     limit.as_secs_f64()
@@ -195,12 +196,12 @@ impl Power {
                     failed: Some(why),
                 }
             }
-            Some(Ok(Err(e))) => Outcome {
+            Err(Stopped::WaitFailed(e)) => Outcome {
                 output: String::new(),
                 ending: format!("could not be waited for: {e}"),
                 failed: Some(format!("could not be waited for: {e}")),
             },
-            Some(Ok(Ok(out))) => {
+            Ok(out) => {
                 let output = String::from_utf8_lossy(&out.stdout).into_owned();
                 let ending = format!("{} after {took}", out.status);
                 let failed = (!out.status.success()).then(|| format!("exited with {}", out.status));
@@ -335,6 +336,36 @@ mod tests {
         let text = std::fs::read_to_string(&log).unwrap();
         assert!(!text.contains("$ echo must-not-run"), "{text}");
         assert!(text.contains("relay stuck"), "{text}");
+    }
+
+    /// Regression: a power command that left a process in the background (holding its output
+    /// pipe) was read until that process ended, i.e. until its timeout.
+    #[tokio::test]
+    async fn a_command_that_leaves_a_process_running_ends_when_it_exits() {
+        use crate::process::output::tests::{gone_soon, pid_in};
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("power.log");
+        let pid_file = dir.path().join("left.pid");
+        let on = format!(
+            "echo relay on; sleep 300 & echo $! > '{}'",
+            pid_file.display()
+        );
+        let mut s = spec(Some(&on), None, None);
+        s.timeout = Duration::from_secs(60);
+        let ran = tokio::time::timeout(
+            Duration::from_secs(50),
+            Power::new("b1", s).run(PowerAction::On, &log, &CancellationToken::new()),
+        )
+        .await
+        .expect("the command's leftover held it up")
+        .unwrap();
+        assert!(ran);
+        assert!(std::fs::read_to_string(&log).unwrap().contains("relay on"));
+        let pid = pid_in(&pid_file);
+        assert!(
+            gone_soon(pid).await,
+            "the power command's child {pid} outlived it"
+        );
     }
 
     #[tokio::test]

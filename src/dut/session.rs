@@ -11,6 +11,8 @@ use crate::capture::nonce::NonceGate;
 use crate::capture::store::LineStore;
 use crate::capture::{Capture, ConsoleLine, FaultSnapshot, RunEnd};
 use crate::events::{Event, EventSink};
+use crate::process::output::{self, Limits, Stopped, TOOL_OUTPUT_MAX};
+use crate::process::GroupGuard;
 use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
@@ -86,23 +88,32 @@ pub(crate) fn capture_of(
     }
 }
 
-/// Waits up to `limit` for a probe `child` (spawned with piped stderr) and returns its output when
-/// it succeeded. `invocation` is the command line as a user would type it, for messages.
+/// Waits up to `limit` for a probe `child` (spawned by `spawn_group` with piped stderr) to exit
+/// and returns its output when it succeeded. `invocation` is the command line as a user would
+/// type it, for messages.
 pub(crate) async fn probe_output(
-    child: Child,
+    (mut child, mut guard): (Child, GroupGuard),
     program: &str,
     invocation: &str,
     limit: Duration,
 ) -> Result<Output, DutError> {
-    let output = tokio::time::timeout(limit, child.wait_with_output())
+    let limits = Limits {
+        timeout: limit,
+        cancel: None,
+        term_grace: Duration::ZERO,
+    };
+    let output = output::capture(&mut child, &mut guard, limits, TOOL_OUTPUT_MAX)
         .await
-        .map_err(|_| DutError::StartFailed {
-            program: program.to_string(),
-            message: format!("`{invocation}` did not finish within {} s", limit.as_secs()),
-        })?
-        .map_err(|source| DutError::Io {
-            doing: format!("running `{invocation}`"),
-            source,
+        .into_output()
+        .map_err(|ended| match ended {
+            Stopped::WaitFailed(source) => DutError::Io {
+                doing: format!("running `{invocation}`"),
+                source,
+            },
+            _ => DutError::StartFailed {
+                program: program.to_string(),
+                message: format!("`{invocation}` did not finish within {} s", limit.as_secs()),
+            },
         })?;
     if !output.status.success() {
         return Err(DutError::StartFailed {
@@ -123,14 +134,13 @@ mod tests {
     use std::process::Stdio;
     use tokio::process::Command;
 
-    fn spawn(script: &str) -> Child {
-        Command::new("sh")
+    fn spawn(script: &str) -> (Child, GroupGuard) {
+        let mut command = Command::new("sh");
+        command
             .args(["-c", script])
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap()
+            .stderr(Stdio::piped());
+        crate::process::spawn_group(&mut command).unwrap()
     }
 
     #[tokio::test]

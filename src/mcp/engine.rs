@@ -170,10 +170,16 @@ fn progress_message(event: &Event) -> Option<String> {
         )),
         Event::BuildStarted { command } => Some(format!("build: {command}")),
         Event::BuildFinished {
+            duration_ms,
+            interrupted: true,
+            ..
+        } => Some(format!("build interrupted after {duration_ms} ms")),
+        Event::BuildFinished {
             success,
             duration_ms,
             errors,
             warnings,
+            interrupted: false,
         } => Some(format!(
             "build {} in {duration_ms} ms ({errors} errors, {warnings} warnings)",
             if *success { "ok" } else { "failed" }

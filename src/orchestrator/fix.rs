@@ -745,7 +745,14 @@ impl Job<'_> {
         self.ctx.patch_applied = true;
         match repo.apply_patch(&diff) {
             Ok(report) => {
-                let how = if report.is_exact() {
+                let adapted = report.line_endings_adapted();
+                let how = if !adapted.is_empty() {
+                    format!(
+                        " (its lines matched {} only with line endings ignored: written with \
+                         the file's own line endings)",
+                        adapted.join(", ")
+                    )
+                } else if report.is_exact() {
                     String::new()
                 } else {
                     " (with offset or fuzz)".to_string()

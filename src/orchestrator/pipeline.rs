@@ -128,6 +128,7 @@ impl Job<'_> {
             duration_ms: out.duration.as_millis() as u64,
             errors,
             warnings,
+            interrupted: out.end == BuildEnd::Cancelled,
         });
         // The next build of the tree may start now that this one is said to have ended.
         drop(out.turn.take());

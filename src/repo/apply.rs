@@ -63,6 +63,10 @@ pub struct HunkApply {
     pub offset: i64,
     /// Context lines ignored at each end.
     pub fuzz: usize,
+    /// Its lines matched only with line endings ignored (an LF patch on a CRLF file); it was
+    /// written with the file's endings.
+    #[serde(default)]
+    pub line_endings: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +87,17 @@ impl ApplyReport {
         self.files
             .iter()
             .flat_map(|f| &f.hunks)
-            .all(|h| h.offset == 0 && h.fuzz == 0)
+            .all(|h| h.offset == 0 && h.fuzz == 0 && !h.line_endings)
+    }
+
+    /// The files whose hunks matched only with line endings ignored, and so were written with
+    /// the file's own endings.
+    pub fn line_endings_adapted(&self) -> Vec<&str> {
+        self.files
+            .iter()
+            .filter(|f| f.hunks.iter().any(|h| h.line_endings))
+            .map(|f| f.change.path())
+            .collect()
     }
 }
 
@@ -678,6 +692,7 @@ fn exact_report(patches: &[FilePatch], changes: Vec<PathChange>) -> ApplyReport 
                         header: h.header.clone(),
                         offset: 0,
                         fuzz: 0,
+                        line_endings: false,
                     })
                     .collect(),
             })
@@ -771,6 +786,7 @@ fn plan(
                     header: h.header.clone(),
                     offset: placed.offset,
                     fuzz: placed.fuzz,
+                    line_endings: placed.line_endings,
                 })
                 .collect(),
         });
@@ -789,6 +805,35 @@ fn plan(
     })
 }
 
+/// Says so when the file's line endings and the hunk's differ (an LF patch on a CRLF file), which
+/// a person cannot see in the lines themselves; empty when they agree.
+fn endings_differ(content: &[u8], hunk: &patch::Hunk) -> String {
+    let crlf = |line: &[u8]| line.ends_with(b"\r\n");
+    let file_crlf = content
+        .split_inclusive(|&b| b == b'\n')
+        .find(|l| l.ends_with(b"\n"))
+        .map(crlf);
+    let hunk_crlf = hunk
+        .lines
+        .iter()
+        .filter_map(|l| match l {
+            patch::HunkLine::Context(b) | patch::HunkLine::Remove(b) => Some(b.as_slice()),
+            patch::HunkLine::Add(_) => None,
+        })
+        .find(|l| l.ends_with(b"\n"))
+        .map(crlf);
+    let name = |crlf: bool| if crlf { "CRLF" } else { "LF" };
+    match (file_crlf, hunk_crlf) {
+        (Some(file), Some(hunk)) if file != hunk => format!(
+            " (the line endings differ: the file has {}, the patch {}; its lines did not match \
+             with endings ignored either)",
+            name(file),
+            name(hunk)
+        ),
+        _ => String::new(),
+    }
+}
+
 fn run_hunks(
     content: &[u8],
     p: &FilePatch,
@@ -800,9 +845,9 @@ fn run_hunks(
         let reason = if hunks::apply(content, &[hunk.reversed()], 0).is_ok() {
             "its change is already there (the reversed hunk applies)".to_string()
         } else if max_fuzz > 0 {
-            format!("its lines were not found at any offset, even ignoring {max_fuzz} context lines at each end")
+            format!("its lines were not found at any offset, even ignoring {max_fuzz} context lines at each end{}", endings_differ(content, hunk))
         } else {
-            "its lines were not found at any offset".to_string()
+            format!("its lines were not found at any offset{}", endings_differ(content, hunk))
         };
         RepoError::HunkFailed {
             file: file.to_string(),

@@ -11,15 +11,14 @@
 //! is the caller's to decide.
 
 use super::{PreparedFix, Repo, RepoError};
-use crate::process::{spawn_group, AbortOnDrop};
+use crate::process::output::{self, Ended, Limits};
+use crate::process::spawn_group;
 use git2::{Index, Oid};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStdout, Command};
+use tokio::process::Command;
 use tokio_util::sync::CancellationToken;
 
 /// The hook git runs before it asks for a message.
@@ -179,7 +178,7 @@ impl HookRun {
     }
 }
 
-/// How long a hook stopped at its timeout gets to end after SIGTERM, and its output to drain.
+/// How long a hook stopped at its timeout gets to end after SIGTERM.
 const GRACE: Duration = Duration::from_secs(2);
 /// A hook's output kept in memory (the rest is read and dropped).
 const OUTPUT_MAX: usize = 1 << 20;
@@ -219,32 +218,18 @@ pub async fn run(
             }
         }
     };
-    // Read as it comes, so a hook killed at its timeout still says what it was doing.
-    let output = Arc::new(Mutex::new(Vec::new()));
-    let mut reader = AbortOnDrop(tokio::spawn(read_into(
-        child.stdout.take(),
-        Arc::clone(&output),
-    )));
-    let waited = tokio::select! {
-        status = tokio::time::timeout(limit, child.wait()) => Some(status),
-        _ = cancel.cancelled() => None,
+    // Read as it comes, so a hook stopped at its timeout still says what it was doing.
+    let limits = Limits {
+        timeout: limit,
+        cancel: Some(cancel),
+        term_grace: GRACE,
     };
-    let ending = match waited {
-        None => {
-            guard.terminate(&mut child, GRACE).await;
-            Ending::Interrupted
-        }
-        Some(Err(_)) => {
-            guard.terminate(&mut child, GRACE).await;
-            Ending::TimedOut(limit)
-        }
-        Some(Ok(Err(e))) => {
-            guard.terminate(&mut child, GRACE).await;
-            Ending::Broken(format!("cannot wait: {e}"))
-        }
-        Some(Ok(Ok(status))) => {
-            // Whatever the hook left running in its group goes with it.
-            guard.kill_rest();
+    let captured = output::capture(&mut child, &mut guard, limits, OUTPUT_MAX).await;
+    let ending = match captured.ended {
+        Ended::Cancelled => Ending::Interrupted,
+        Ended::TimedOut => Ending::TimedOut(limit),
+        Ended::WaitFailed(e) => Ending::Broken(format!("cannot wait: {e}")),
+        Ended::Exited(status) => {
             use std::os::unix::process::ExitStatusExt;
             match (status.code(), status.signal()) {
                 (Some(code), _) => Ending::Exited(code),
@@ -253,31 +238,11 @@ pub async fn run(
             }
         }
     };
-    // The group is gone, so the pipe is closing: what is left in it is read, briefly.
-    let _ = tokio::time::timeout(GRACE, &mut reader.0).await;
-    let output = {
-        let bytes = output
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
+    let output = String::from_utf8_lossy(&captured.stdout).into_owned();
     HookRun {
         output,
         ending,
         duration: started.elapsed(),
-    }
-}
-
-/// Appends what `stdout` yields to `into`, up to [`OUTPUT_MAX`] bytes, until it closes.
-async fn read_into(stdout: Option<ChildStdout>, into: Arc<Mutex<Vec<u8>>>) {
-    let Some(mut stdout) = stdout else {
-        return;
-    };
-    let mut chunk = [0u8; 8192];
-    while let Ok(n @ 1..) = stdout.read(&mut chunk).await {
-        let mut kept = into.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        let room = OUTPUT_MAX.saturating_sub(kept.len()).min(n);
-        kept.extend_from_slice(&chunk[..room]);
     }
 }
 

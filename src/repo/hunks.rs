@@ -1,7 +1,10 @@
 //! The fallback hunk applier, for patches whose context drifted: like GNU patch it looks for each
 //! hunk at the stated line, then at the nearest offsets, then with fuzz (up to N leading and
 //! trailing context lines ignored). Pure: bytes in, bytes out. It never decides whether fuzz is
-//! acceptable; the caller chooses the limit and reports what was used.
+//! acceptable; the caller chooses the limit and reports what was used. A hunk whose lines match
+//! only when line endings are ignored (an LF patch, as models and agents write them, on a CRLF
+//! file from a Windows checkout or a Keil/IAR project) applies with the file's endings: its
+//! context keeps the file's bytes and each added line takes the ending of the lines around it.
 
 use super::patch::{Hunk, HunkLine};
 
@@ -10,6 +13,8 @@ use super::patch::{Hunk, HunkLine};
 pub struct Placement {
     pub offset: i64,
     pub fuzz: usize,
+    /// The hunk matched only with line endings ignored; its added lines were given the file's.
+    pub line_endings: bool,
 }
 
 /// Applies `hunks` in order to `content`. On failure returns the index of the first hunk that
@@ -27,20 +32,53 @@ pub(crate) fn apply(
     for (index, hunk) in hunks.iter().enumerate() {
         let old = side(hunk, true);
         let new = side(hunk, false);
-        let found = locate(&lines, cursor, hunk, &old, last_offset, max_fuzz).ok_or(index)?;
+        let found = locate(
+            &lines,
+            cursor,
+            hunk,
+            &old,
+            last_offset,
+            max_fuzz,
+            Eol::Exact,
+        )
+        .or_else(|| {
+            locate(
+                &lines,
+                cursor,
+                hunk,
+                &old,
+                last_offset,
+                max_fuzz,
+                Eol::Ignored,
+            )
+        })
+        .ok_or(index)?;
         for line in &lines[cursor..found.pos] {
             out.extend_from_slice(line);
         }
-        for line in &new[found.lead..new.len() - found.trail] {
-            out.extend_from_slice(line);
+        let taken = old.len() - found.lead - found.trail;
+        let region = &lines[found.pos..found.pos + taken];
+        match found.eol {
+            Eol::Exact => {
+                for line in &new[found.lead..new.len() - found.trail] {
+                    out.extend_from_slice(line);
+                }
+            }
+            Eol::Ignored => {
+                let kept = &hunk.lines[found.lead..hunk.lines.len() - found.trail];
+                let before = found.pos.checked_sub(1).map(|i| lines[i]);
+                let after = lines.get(found.pos + taken).copied();
+                write_with_file_endings(&mut out, kept, region, [before, after], &lines);
+            }
         }
-        cursor = found.pos + (old.len() - found.lead - found.trail);
+        cursor = found.pos + taken;
         let stated = stated_index(hunk) as i64 + found.lead as i64;
         let offset = found.pos as i64 - stated;
         last_offset = offset;
         placements.push(Placement {
             offset,
             fuzz: found.fuzz,
+            line_endings: found.eol == Eol::Ignored,
         });
     }
     for line in &lines[cursor..] {
@@ -54,6 +92,89 @@ struct Found {
     lead: usize,
     trail: usize,
     fuzz: usize,
+    eol: Eol,
+}
+
+/// How lines are compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Eol {
+    /// Byte for byte.
+    Exact,
+    /// `\n` and `\r\n` taken as the same ending.
+    Ignored,
+}
+
+impl Eol {
+    fn same(self, a: &[u8], b: &[u8]) -> bool {
+        match self {
+            Eol::Exact => a == b,
+            // `\n` and `\r\n` are one; a last line without any ending stays distinct.
+            Eol::Ignored => body(a) == body(b) && ending(a).is_empty() == ending(b).is_empty(),
+        }
+    }
+}
+
+/// A line without its ending.
+fn body(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// A line's ending: `\r\n`, `\n`, or none (the last line of a file without a final newline).
+fn ending(line: &[u8]) -> &'static [u8] {
+    if line.ends_with(b"\r\n") {
+        b"\r\n"
+    } else if line.ends_with(b"\n") {
+        b"\n"
+    } else {
+        b""
+    }
+}
+
+/// Writes a hunk's kept lines over the file's `region` it matched with line endings ignored:
+/// context lines are the file's own bytes, removed lines go, and an added line gets the ending
+/// of the nearest file line before it (in the region, else the line just above it), else the
+/// nearest after, else the file's first: a mixed file follows the surrounding lines. An added
+/// line the patch leaves without an ending (the file's last) stays without one.
+fn write_with_file_endings(
+    out: &mut Vec<u8>,
+    kept: &[HunkLine],
+    region: &[&[u8]],
+    [before, after]: [Option<&[u8]>; 2],
+    file: &[&[u8]],
+) {
+    let fallback: &[u8] = file
+        .iter()
+        .map(|l| ending(l))
+        .find(|e| !e.is_empty())
+        .unwrap_or(b"\n");
+    let mut at = 0usize;
+    let mut previous: Option<&[u8]> = before.map(ending).filter(|e| !e.is_empty());
+    for line in kept {
+        match line {
+            HunkLine::Context(_) | HunkLine::Remove(_) => {
+                let Some(ours) = region.get(at) else { break };
+                if matches!(line, HunkLine::Context(_)) {
+                    out.extend_from_slice(ours);
+                }
+                if !ending(ours).is_empty() {
+                    previous = Some(ending(ours));
+                }
+                at += 1;
+            }
+            HunkLine::Add(added) => {
+                out.extend_from_slice(body(added));
+                if !ending(added).is_empty() {
+                    let next = region[at.min(region.len())..]
+                        .iter()
+                        .chain(after.as_ref())
+                        .map(|l| ending(l))
+                        .find(|e| !e.is_empty());
+                    out.extend_from_slice(previous.or(next).unwrap_or(fallback));
+                }
+            }
+        }
+    }
 }
 
 /// The lines a hunk expects (`old`) or leaves (`new`).
@@ -85,6 +206,7 @@ fn locate(
     old: &[&[u8]],
     last_offset: i64,
     max_fuzz: usize,
+    eol: Eol,
 ) -> Option<Found> {
     let leading = hunk
         .lines
@@ -110,12 +232,13 @@ fn locate(
         }
         let pattern = &old[lead..old.len() - trail];
         let expected = stated_index(hunk) as i64 + lead as i64 + last_offset;
-        if let Some(pos) = nearest_match(lines, cursor, pattern, expected) {
+        if let Some(pos) = nearest_match(lines, cursor, pattern, expected, eol) {
             return Some(Found {
                 pos,
                 lead,
                 trail,
                 fuzz,
+                eol,
             });
         }
     }
@@ -128,6 +251,7 @@ fn nearest_match(
     cursor: usize,
     pattern: &[&[u8]],
     expected: i64,
+    eol: Eol,
 ) -> Option<usize> {
     let last = lines.len().checked_sub(pattern.len())?;
     if cursor > last {
@@ -138,7 +262,12 @@ fn nearest_match(
         // Pure insertion without context: only the stated place is meaningful.
         return (lo..=hi).contains(&expected).then_some(expected as usize);
     }
-    let matches = |p: i64| lines[p as usize..p as usize + pattern.len()] == *pattern;
+    let matches = |p: i64| {
+        lines[p as usize..p as usize + pattern.len()]
+            .iter()
+            .zip(pattern)
+            .all(|(a, b)| eol.same(a, b))
+    };
     let mut distance = 0i64;
     loop {
         let after = expected + distance;
@@ -176,7 +305,14 @@ mod tests {
     fn exact_position() {
         let (out, placed) = apply(BASE.as_bytes(), &patch_three(), 0).unwrap();
         assert_eq!(out, b"one\ntwo\nthree\nFOUR\nfive\nsix\nseven\n");
-        assert_eq!(placed, vec![Placement { offset: 0, fuzz: 0 }]);
+        assert_eq!(
+            placed,
+            vec![Placement {
+                offset: 0,
+                fuzz: 0,
+                line_endings: false
+            }]
+        );
     }
 
     #[test]
@@ -186,7 +322,14 @@ mod tests {
         assert!(String::from_utf8(out)
             .unwrap()
             .contains("three\nFOUR\nfive"));
-        assert_eq!(placed, vec![Placement { offset: 3, fuzz: 0 }]);
+        assert_eq!(
+            placed,
+            vec![Placement {
+                offset: 3,
+                fuzz: 0,
+                line_endings: false
+            }]
+        );
     }
 
     #[test]
@@ -204,7 +347,14 @@ mod tests {
         assert_eq!(apply(content.as_bytes(), &patch_three(), 0), Err(0));
         let (out, placed) = apply(content.as_bytes(), &patch_three(), 2).unwrap();
         assert_eq!(out, b"one\nTWO\nthree\nFOUR\nfive\nSIX\nseven\n");
-        assert_eq!(placed, vec![Placement { offset: 0, fuzz: 1 }]);
+        assert_eq!(
+            placed,
+            vec![Placement {
+                offset: 0,
+                fuzz: 1,
+                line_endings: false
+            }]
+        );
     }
 
     #[test]
@@ -252,6 +402,56 @@ mod tests {
         assert_eq!(out, b"a\nb\n");
         // With a newline present the "no newline" line does not match.
         assert_eq!(apply(b"a\nb\n", &h, 2), Err(0));
+    }
+
+    const CRLF: &str = "one\r\ntwo\r\nthree\r\nfour\r\nfive\r\nsix\r\nseven\r\n";
+
+    #[test]
+    fn an_lf_hunk_applies_to_a_crlf_file_with_crlf_endings() {
+        let (out, placed) = apply(CRLF.as_bytes(), &patch_three(), 0).unwrap();
+        assert_eq!(
+            out,
+            b"one\r\ntwo\r\nthree\r\nFOUR\r\nfive\r\nsix\r\nseven\r\n"
+        );
+        assert_eq!(
+            placed,
+            [Placement {
+                offset: 0,
+                fuzz: 0,
+                line_endings: true
+            }]
+        );
+        // An exact match is not reported as adapted.
+        let (_, placed) = apply(BASE.as_bytes(), &patch_three(), 0).unwrap();
+        assert!(!placed[0].line_endings);
+    }
+
+    #[test]
+    fn a_crlf_hunk_applies_to_an_lf_file_with_lf_endings() {
+        let h = hunks(
+            "--- a/f\n+++ b/f\n@@ -2,3 +2,4 @@\n two\r\n-three\r\n+THREE\r\n+3b\r\n four\r\n",
+        );
+        let (out, _) = apply(BASE.as_bytes(), &h, 0).unwrap();
+        assert_eq!(out, b"one\ntwo\nTHREE\n3b\nfour\nfive\nsix\nseven\n");
+    }
+
+    #[test]
+    fn added_lines_in_a_mixed_file_follow_the_lines_around_them() {
+        let mixed = "one\ntwo\nthree\r\nfour\r\nfive\n";
+        // After a CRLF line: CRLF.
+        let h = hunks("--- a/f\n+++ b/f\n@@ -3,2 +3,3 @@\n three\n+new\n four\n");
+        let (out, _) = apply(mixed.as_bytes(), &h, 0).unwrap();
+        assert_eq!(out, b"one\ntwo\nthree\r\nnew\r\nfour\r\nfive\n");
+        // At the top of a hunk, after an LF line above it: LF.
+        let h = hunks("--- a/f\n+++ b/f\n@@ -3,2 +3,3 @@\n+new\n three\n four\n");
+        let (out, _) = apply(mixed.as_bytes(), &h, 0).unwrap();
+        assert_eq!(out, b"one\ntwo\nnew\nthree\r\nfour\r\nfive\n");
+    }
+
+    #[test]
+    fn a_crlf_file_that_really_differs_still_fails() {
+        let h = hunks("--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n two\n-THREE\n+3\n four\n");
+        assert_eq!(apply(CRLF.as_bytes(), &h, 2), Err(0));
     }
 
     #[test]

@@ -9,11 +9,12 @@
 use super::diff_extract::{extract_diff, DiffError};
 use super::{Candidate, PatchRequest, Strategy, StrategyError};
 use crate::config::CommandStrategySpec;
-use crate::process::{spawn_group, AbortOnDrop};
+use crate::process::output::{self, Ended, Limits};
+use crate::process::spawn_group;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -173,31 +174,24 @@ impl Agent {
                 let _ = stdin.write_all(&body).await;
             });
         }
-        // Both pipes at once, drained to their end: an agent that fills one while fwfix reads
-        // the other would otherwise block until its timeout.
-        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-        let mut readers = AbortOnDrop(tokio::spawn(async move {
-            tokio::join!(read_capped(stdout), read_capped(stderr))
-        }));
-        let ended = tokio::select! {
-            status = child.wait() => status.map_err(|e| StrategyError::Failed(format!("`{who}`: {e}"))),
-            _ = tokio::time::sleep(self.timeout) => Err(StrategyError::Failed(format!(
-                "`{who}` did not finish within {} s", self.timeout.as_secs()
-            ))),
-            _ = cancel.cancelled() => Err(StrategyError::Cancelled),
+        // What the agent printed is kept however it ended (a timed-out agent's output says how
+        // far it got).
+        let limits = Limits {
+            timeout: self.timeout,
+            cancel: Some(&cancel),
+            term_grace: Duration::from_secs(2),
         };
-        // Whatever is left of its process group goes, which closes the pipes; what the agent
-        // printed is kept however it ended (a timed-out agent's output says how far it got).
-        if ended.is_err() {
-            guard.terminate(&mut child, Duration::from_secs(2)).await;
-        } else {
-            guard.kill_rest();
-        }
-        let (out, err) = tokio::time::timeout(Duration::from_secs(5), &mut readers.0)
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let captured = output::capture(&mut child, &mut guard, limits, MAX_OUTPUT).await;
+        let ended = match captured.ended {
+            Ended::Exited(status) => Ok(status),
+            Ended::WaitFailed(e) => Err(StrategyError::Failed(format!("`{who}`: {e}"))),
+            Ended::TimedOut => Err(StrategyError::Failed(format!(
+                "`{who}` did not finish within {} s",
+                self.timeout.as_secs()
+            ))),
+            Ended::Cancelled => Err(StrategyError::Cancelled),
+        };
+        let (out, err) = (captured.stdout, captured.stderr);
         let stdout = String::from_utf8_lossy(&out).into_owned();
         let stderr = String::from_utf8_lossy(&err).into_owned();
         let _ = crate::rundir::write_atomic(
@@ -253,24 +247,6 @@ fn gather(
             })
         })
         .collect())
-}
-
-/// Everything `pipe` gives until its end, keeping the first [`MAX_OUTPUT`] bytes.
-async fn read_capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let Some(mut pipe) = pipe else {
-        return kept;
-    };
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match pipe.read(&mut buf).await {
-            Ok(0) | Err(_) => return kept,
-            Ok(n) => {
-                let room = MAX_OUTPUT.saturating_sub(kept.len());
-                kept.extend_from_slice(&buf[..n.min(room)]);
-            }
-        }
-    }
 }
 
 /// The last `n` lines of `text`, on one line.

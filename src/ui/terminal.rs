@@ -269,9 +269,14 @@ impl Progress {
                 duration_ms,
                 errors,
                 warnings,
+                interrupted,
             } => {
                 let took = format_duration(*duration_ms);
                 let notice = match (success, warnings) {
+                    // Stopped by the person or the run, not broken: no error count to give.
+                    _ if *interrupted => {
+                        Notice::new(NoticeKind::Note, format!("build interrupted ({took})"))
+                    }
                     (true, 0) => Notice::new(NoticeKind::Done, format!("build {took}")),
                     (true, _) => Notice::new(
                         NoticeKind::Done,
@@ -659,6 +664,7 @@ mod tests {
                 duration_ms: 3_200,
                 errors: 0,
                 warnings: 0,
+                interrupted: false,
             },
             transition(State::TestSetup, State::TestRun, "QEMU started"),
             Event::BootStarted {
@@ -812,6 +818,7 @@ mod tests {
                 duration_ms: 3_200,
                 errors: 0,
                 warnings: 0,
+                interrupted: false,
             },
             false,
         );
@@ -822,6 +829,7 @@ mod tests {
                 duration_ms: 900,
                 errors: 2,
                 warnings: 1,
+                interrupted: false,
             },
             false,
         );
@@ -830,6 +838,18 @@ mod tests {
             failed[0].render(true),
             "\x1b[31m✘\x1b[0m build failed: 2 errors (900 ms)"
         );
+        // Regression: a build stopped by Ctrl+C read as "build failed: 0 errors".
+        let stopped = progress.apply(
+            &Event::BuildFinished {
+                success: false,
+                duration_ms: 900,
+                errors: 0,
+                warnings: 0,
+                interrupted: true,
+            },
+            false,
+        );
+        assert_eq!(stopped[0].render(false), "! build interrupted (900 ms)");
         let recovery = progress.apply(
             &Event::Transition {
                 seq: 9,

@@ -11,6 +11,7 @@
     reason = "test helpers too should stop the test loudly on anything unexpected"
 )]
 
+use crate::common::{gone_soon, pids_in};
 use fwfix::capture::{Capture, EndDetector, RunEnd, Stream};
 use fwfix::config::parse_board;
 use fwfix::dut::board::image;
@@ -964,6 +965,48 @@ fn flash_command_overrunning_its_timeout_is_killed_and_a_flash_failure() {
         "{err}"
     );
     bench.assert_nothing_left();
+}
+
+/// Regression: a flash command that left a process in the background (a probe server, holding
+/// its output pipes) could be waited on until its timeout; it ends when the command exits and
+/// what it left is killed.
+#[test]
+fn a_flash_command_that_leaves_a_process_running_ends_when_it_exits() {
+    let elf = fixture_image("mps2-an385", "math");
+    let bench = Bench::new();
+    let (port, _server) = console_server(
+        vec![vec![
+            "tests/t.c:3:test_one:PASS",
+            "",
+            "-----------------------",
+            "1 Tests 0 Failures 0 Ignored ",
+            "OK",
+        ]],
+        HOLD,
+    );
+    let pids = bench.path().join("flasher-children.pid");
+    let mut dut = bench.dut(&format!(
+        "name = \"bench\"\nbackend = \"board\"\n[flash]\nmethod = \"command\"\n\
+         command = \"sleep 300 & echo $! > {}; echo flashed\"\ntimeout_s = 60\n\
+         [serial]\nport = \"socket://127.0.0.1:{port}\"\n",
+        pids.display()
+    ));
+    let capture = run(
+        dut.as_mut(),
+        &elf,
+        bench.spec(Duration::from_secs(30), Box::new(UnityEnd)),
+        &Recorder::default(),
+    )
+    .unwrap();
+    assert_eq!(capture.end, RunEnd::Verdict, "{capture:#?}");
+    assert!(bench.read("flash.log").contains("flashed"));
+    let children = pids_in(&pids);
+    assert_eq!(children.len(), 1);
+    assert!(
+        gone_soon(children[0]),
+        "the flasher's child {} outlived it",
+        children[0]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -366,6 +366,34 @@ fn a_hook_that_hangs_is_killed_with_its_children_at_its_timeout() {
     assert!(dir.join("fix.patch").is_file());
 }
 
+/// Regression: a hook that left a process in the background (holding its output pipe) was
+/// waited on until its timeout; it ends when the hook exits, and what it left is killed.
+#[test]
+fn a_hook_that_leaves_a_process_running_ends_when_it_exits() {
+    let repo = FixtureRepo::new();
+    hook(
+        &repo.path().join(".git/hooks"),
+        "pre-commit",
+        "echo 'starting the index daemon'\n\
+         sleep 300 &\n\
+         echo $! > \"$HOOK_SEEN/child\"\n\
+         exit 0\n",
+    );
+    let q = fix_queue(&repo, false);
+    let scratch = tempfile::tempdir().unwrap();
+    let profile = crc_profile(scratch.path(), "[commit]\ntimeout_s = 60\n");
+    let out = run(&repo, q.path(), &profile, scratch.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_ne!(repo.git(&["branch", "--list", "fwfix/*"]), "");
+    let child = pids_in(&scratch.path().join("child"));
+    assert_eq!(child.len(), 1);
+    assert!(
+        gone_soon(child[0]),
+        "the hook's child {} outlived it",
+        child[0]
+    );
+}
+
 #[test]
 fn commit_hooks_false_commits_without_running_them() {
     let repo = FixtureRepo::new();

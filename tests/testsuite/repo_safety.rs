@@ -1277,3 +1277,57 @@ proptest! {
         prop_assert!(repo.restore(&snap).unwrap().is_noop());
     }
 }
+
+/// A CRLF source file committed as such: `-text` and `core.autocrlf=false` set in the repository
+/// itself, so git converts nothing whatever the machine's own configuration says.
+fn crlf_fixture() -> Fixture {
+    let f = Fixture::new();
+    f.git(&["config", "core.autocrlf", "false"]);
+    f.git(&["config", "core.eol", "crlf"]);
+    f.write(".gitattributes", "*.c -text\n");
+    f.write(
+        "src/uart.c",
+        "#include \"uart.h\"\r\n\r\nint uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n",
+    );
+    f.commit_all("a Windows checkout's source");
+    f
+}
+
+const LF_PATCH: &str = "--- a/src/uart.c\n+++ b/src/uart.c\n@@ -3,4 +3,5 @@\n int uart_init(void)\n {\n-    return 1;\n+    UART0->CTRL = 1;\n+    return 0;\n }\n";
+
+/// Regression: an LF patch (as models and agents write them) on a CRLF file failed with "lines
+/// were not found" and no word about line endings.
+#[test]
+fn an_lf_patch_applies_to_a_crlf_file_and_the_file_keeps_its_crlf_endings() {
+    let f = crlf_fixture();
+    let repo = f.open();
+    let report = repo.apply_patch(LF_PATCH).unwrap();
+    assert_eq!(report.method, ApplyMethod::Fallback);
+    assert_eq!(report.line_endings_adapted(), ["src/uart.c"]);
+    assert!(!report.is_exact());
+    assert_eq!(
+        f.read_text("src/uart.c"),
+        "#include \"uart.h\"\r\n\r\nint uart_init(void)\r\n{\r\n    UART0->CTRL = 1;\r\n    return 0;\r\n}\r\n"
+    );
+    // git sees only the two changed lines, not a whole-file line-ending rewrite.
+    let stat = f.git(&["diff", "--numstat", "--", "src/uart.c"]);
+    assert_eq!(
+        stat.split_whitespace().take(2).collect::<Vec<_>>(),
+        ["2", "1"]
+    );
+}
+
+#[test]
+fn an_lf_patch_that_does_not_fit_a_crlf_file_says_the_line_endings_differ() {
+    let f = crlf_fixture();
+    let repo = f.open();
+    let err = repo
+        .apply_patch(LF_PATCH.replace("-    return 1;", "-    return 2;"))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("line endings differ: the file has CRLF, the patch LF"),
+        "{err}"
+    );
+    assert_eq!(f.git(&["status", "--porcelain"]), "");
+}

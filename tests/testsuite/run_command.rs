@@ -105,6 +105,31 @@ fn an_agent_that_prints_a_diff_converges() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
 }
 
+/// Regression: an agent that left a process in the background (holding its output pipes) was
+/// read until that process ended: a finished agent was taken as hanging until its timeout.
+#[test]
+fn an_agent_that_leaves_a_process_running_ends_when_it_exits() {
+    let repo = FixtureRepo::new();
+    let fix = fixture_dir().join("patches/04-fixes-crc16.diff");
+    let pids = repo.path().join(".git/agent-children.pid");
+    agent(
+        &repo,
+        &format!(
+            "sleep 300 &\necho $! >> {}\necho '```diff'\ncat {}\necho '```'\n",
+            pids.display(),
+            fix.display()
+        ),
+        60,
+    );
+    let out = run(&repo);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let children = pids_in(&pids);
+    assert!(!children.is_empty());
+    for pid in children {
+        assert!(gone_soon(pid), "the agent's child {pid} outlived it");
+    }
+}
+
 #[test]
 fn an_agent_that_fails_or_hangs_is_a_model_failure_and_one_that_changes_nothing_did_not_converge() {
     // An agent that crashed or hung is infrastructure (exit 4); one that answered with nothing

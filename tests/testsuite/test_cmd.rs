@@ -499,21 +499,6 @@ fn wait_for_event(lines: &mut impl Iterator<Item = std::io::Result<String>>, kin
     panic!("fwfix ended before a {kind} event");
 }
 
-fn pids_in(file: &Path) -> Vec<i32> {
-    std::fs::read_to_string(file)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .collect()
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie still answers kill(0); /proc says whether it is really running.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
-}
-
 const SLOW_BUILD: &str = r#"name = "slow"
 [build]
 command = "sleep 60 & echo $! >> sleepers.pid; wait"
@@ -1131,4 +1116,63 @@ fn a_really_flaky_test_repeated_gets_a_rate_an_interval_and_the_flaky_call() {
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("<h2>Tests by attempt</h2>"));
     assert!(html.contains("<span class=\"badge s-ignore\">FLAKY</span>"));
+}
+
+/// Regression: a build stopped by Ctrl+C was reported as "build failed: 0 errors".
+#[test]
+fn a_build_interrupted_by_ctrl_c_is_reported_as_interrupted() {
+    use std::io::BufRead as _;
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/interruptible.toml",
+        r#"name = "interruptible"
+[build]
+command = "touch started.marker; sleep 60"
+artifact = "build/never.elf"
+timeout_s = 120
+[test]
+harness = "unity"
+timeout_s = 20
+"#,
+    );
+    let state = tempfile::tempdir().unwrap();
+    let mut child = fwfix_command(
+        &[
+            "test",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "interruptible",
+        ],
+        repo.path(),
+        state.path(),
+    )
+    .stdout(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let marker = repo.path().join("started.marker");
+    for _ in 0..400 {
+        if marker.is_file() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(marker.is_file(), "the build never started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let lines: Vec<Value> = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{lines:#?}");
+    let finished = lines
+        .iter()
+        .find(|e| e["event"] == "build_finished")
+        .unwrap_or_else(|| panic!("no build_finished: {lines:#?}"));
+    assert_eq!(finished["interrupted"], true, "{finished}");
+    assert_eq!(finished["success"], false, "{finished}");
 }

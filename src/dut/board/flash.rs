@@ -7,6 +7,7 @@
 use super::image;
 use crate::config::placeholder;
 use crate::dut::DutError;
+use crate::process::output::{self, Limits, Stopped, TOOL_OUTPUT_MAX};
 use regex::Regex;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -124,19 +125,25 @@ async fn objcopy(elf: &Path, format: &str, out: &Path) -> Result<(), Objcopy> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let (child, _guard) = match crate::process::spawn_group(&mut command) {
+    let (mut child, mut guard) = match crate::process::spawn_group(&mut command) {
         Ok(spawned) => spawned,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Objcopy::Missing),
         Err(e) => return Err(Objcopy::Failed(e.to_string())),
     };
-    match tokio::time::timeout(OBJCOPY_TIMEOUT, child.wait_with_output()).await {
+    let limits = Limits {
+        timeout: OBJCOPY_TIMEOUT,
+        cancel: None,
+        term_grace: Duration::ZERO,
+    };
+    let captured = output::capture(&mut child, &mut guard, limits, TOOL_OUTPUT_MAX).await;
+    match captured.into_output() {
+        Err(Stopped::WaitFailed(e)) => Err(Objcopy::Failed(e.to_string())),
         Err(_) => Err(Objcopy::Failed(format!(
             "no result within {} s",
             OBJCOPY_TIMEOUT.as_secs()
         ))),
-        Ok(Err(e)) => Err(Objcopy::Failed(e.to_string())),
-        Ok(Ok(output)) if output.status.success() => Ok(()),
-        Ok(Ok(output)) => Err(Objcopy::Failed(format!(
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(Objcopy::Failed(format!(
             "{}: {}",
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()

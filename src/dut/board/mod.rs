@@ -239,10 +239,9 @@ async fn check_gdb(program: &str) -> Result<(), DutError> {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
-    let (child, _guard) =
-        spawn_group(&mut command).map_err(|e| session::spawn_error(program, e))?;
+    let spawned = spawn_group(&mut command).map_err(|e| session::spawn_error(program, e))?;
     let invocation = format!("{program} --version");
-    probe_output(child, program, &invocation, VERSION_TIMEOUT).await?;
+    probe_output(spawned, program, &invocation, VERSION_TIMEOUT).await?;
     Ok(())
 }
 

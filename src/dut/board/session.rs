@@ -657,6 +657,9 @@ impl Session<'_> {
             status = tool_exit(&mut self.tool) => {
                 if let Some(tool) = self.tool.as_mut() {
                     tool.status = Some(status);
+                    // The tool ends with its process: what it left running in its group (holding
+                    // its pipes open) goes now, as for every command fwfix runs.
+                    tool.guard.kill_rest();
                 }
                 Step::ToolExited
             }
@@ -795,9 +798,9 @@ impl Session<'_> {
         }
     }
 
-    /// Takes the tool's remaining output (its pipes close once it is gone).
+    /// Takes the tool's remaining output (its pipes close once its group is gone).
     async fn drain_tool(&mut self) {
-        let deadline = Instant::now() + DRAIN_BUDGET;
+        let deadline = Instant::now() + crate::process::output::DRAIN_GRACE;
         while let Some(rx) = self.tool_rx.as_mut() {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
                 Ok(Some(line)) => {

@@ -5,6 +5,7 @@
 //! It must not decide what a failure means for the place: `place` does.
 
 use crate::dut::DutError;
+use crate::process::output::{self, Limits, Stopped, TOOL_OUTPUT_MAX};
 use crate::process::spawn_group;
 use std::process::Stdio;
 use std::time::Duration;
@@ -124,15 +125,18 @@ impl Client {
             Some(token) => command.env("LG_TOKEN", token),
             None => command.env_remove("LG_TOKEN"),
         };
-        let (child, mut guard) = spawn_group(&mut command).map_err(|e| Err(spawn_error(e)))?;
-        let waited = tokio::select! {
-            out = tokio::time::timeout(limit, child.wait_with_output()) => Some(out),
-            _ = cancel.cancelled() => None,
+        let (mut child, mut guard) = spawn_group(&mut command).map_err(|e| Err(spawn_error(e)))?;
+        let limits = Limits {
+            timeout: limit,
+            cancel: Some(cancel),
+            term_grace: Duration::ZERO,
         };
-        guard.kill_rest();
-        let output = match waited {
-            None => return Err(Err(DutError::Other(format!("`{invocation}` interrupted")))),
-            Some(Err(_)) => {
+        let captured = output::capture(&mut child, &mut guard, limits, TOOL_OUTPUT_MAX).await;
+        let output = match captured.into_output() {
+            Err(Stopped::Cancelled) => {
+                return Err(Err(DutError::Other(format!("`{invocation}` interrupted"))))
+            }
+            Err(Stopped::TimedOut) => {
                 return Err(Err(DutError::Unreachable {
                     what: "the labgrid coordinator".into(),
                     address: self.coordinator.clone().unwrap_or_else(|| "default".into()),
@@ -142,13 +146,13 @@ impl Client {
                         .into(),
                 }))
             }
-            Some(Ok(Err(e))) => {
+            Err(Stopped::WaitFailed(e)) => {
                 return Err(Err(DutError::Io {
                     doing: format!("running `{invocation}`"),
                     source: e,
                 }))
             }
-            Some(Ok(Ok(output))) => output,
+            Ok(output) => output,
         };
         let answer = Answer {
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

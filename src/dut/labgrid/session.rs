@@ -24,6 +24,7 @@ use crate::dut::power::power_log_path;
 use crate::dut::session::{admit_line, capture_of, create_log, finish_log};
 use crate::dut::{flash_log_path, DutError, Image, RunSpec};
 use crate::events::{Event, EventSink};
+use crate::process::output::{self, Limits, Stopped, TOOL_OUTPUT_MAX};
 use crate::process::spawn_group;
 use std::path::Path;
 use std::process::Stdio;
@@ -217,26 +218,27 @@ async fn flash_image(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let (child, mut guard) = spawn_group(&mut sh).map_err(|e| DutError::StartFailed {
+    let (mut child, mut guard) = spawn_group(&mut sh).map_err(|e| DutError::StartFailed {
         program: "sh".into(),
         message: e.to_string(),
     })?;
-    let waited = tokio::select! {
-        out = tokio::time::timeout(spec.timeout, child.wait_with_output()) => Some(out),
-        _ = cancel.cancelled() => None,
+    let limits = Limits {
+        timeout: spec.timeout,
+        cancel: Some(cancel),
+        term_grace: Duration::ZERO,
     };
-    guard.kill_rest();
-    let (text, failed) = match waited {
-        None => (String::new(), Some("interrupted".to_string())),
-        Some(Err(_)) => (
+    let captured = output::capture(&mut child, &mut guard, limits, TOOL_OUTPUT_MAX).await;
+    let (text, failed) = match captured.into_output() {
+        Err(Stopped::Cancelled) => (String::new(), Some("interrupted".to_string())),
+        Err(Stopped::TimedOut) => (
             String::new(),
             Some(format!(
                 "did not finish within {} s ([flash] timeout_s)",
                 spec.timeout.as_secs()
             )),
         ),
-        Some(Ok(Err(e))) => (String::new(), Some(e.to_string())),
-        Some(Ok(Ok(out))) => {
+        Err(Stopped::WaitFailed(e)) => (String::new(), Some(e.to_string())),
+        Ok(out) => {
             let text = String::from_utf8_lossy(&out.stdout).into_owned();
             let failed = (!out.status.success()).then(|| format!("exited with {}", out.status));
             (text, failed)

@@ -100,10 +100,10 @@ impl QemuDut {
             .args([option, "help"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let (child, _guard) = crate::process::spawn_group(&mut command)
+        let spawned = crate::process::spawn_group(&mut command)
             .map_err(|e| process::spawn_error(program, e))?;
         let invocation = format!("{program} {option} help");
-        let output = probe_output(child, program, &invocation, LIST_TIMEOUT).await?;
+        let output = probe_output(spawned, program, &invocation, LIST_TIMEOUT).await?;
         Ok(String::from_utf8_lossy(&output.stdout).into_owned())
     }
 }

@@ -274,6 +274,36 @@ pub fn fwfix_command(args: &[&str], cwd: &Path, state_dir: &Path) -> Command {
     command
 }
 
+/// The process ids written one a line into `file` (by a build, hook or agent that left a
+/// process in the background).
+pub fn pids_in(file: &Path) -> Vec<i32> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Whether `pid` is running.
+pub fn alive(pid: i32) -> bool {
+    // A zombie still answers kill(0); /proc says whether it is really running.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+/// Whether `pid` is gone within a few seconds: a killed process is reaped by whoever adopted it
+/// a moment later.
+pub fn gone_soon(pid: i32) -> bool {
+    (0..50).any(|_| {
+        let running = alive(pid);
+        if running {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        !running
+    })
+}
+
 pub fn text(out: &Output) -> String {
     format!(
         "status: {:?}\n--- stdout\n{}\n--- stderr\n{}",
