@@ -176,13 +176,24 @@ fn remove_run(git: Option<&Repo>, run: &RunSummary) -> Result<(), OrchestratorEr
     })
 }
 
-/// The linked worktrees a run left under its directory (`--worktree`, a killed bisect).
+/// The linked worktrees a run left under its directory (`--worktree`, a killed bisect), and
+/// under its iterations' `candidates/` (the agents' workspaces and trial builds of a killed
+/// round).
 fn linked_worktrees(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    let rounds = entries(dir)
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
+        .flat_map(|iteration| entries(&iteration.join("candidates")));
+    entries(dir)
+        .into_iter()
+        .chain(rounds)
         .filter(|p| p.join(".git").is_file())
         .collect()
 }
