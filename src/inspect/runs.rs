@@ -266,8 +266,10 @@ impl Recorded {
             return Some(TreeHold::Candidate);
         }
         // An agent edits the tree in place from PATCH_GENERATION's start until the loop takes
-        // its edits out, all before that state's next checkpoint.
-        let agent = self.text(&["request", "strategy", "kind"]).as_deref() == Some("command");
+        // its edits out, all before that state's next checkpoint — unless it works in
+        // worktrees of its own.
+        let agent = self.text(&["request", "strategy", "kind"]).as_deref() == Some("command")
+            && self.field(&["agent_workspaces"]) != Some(&serde_json::Value::Bool(true));
         (agent && self.text(&["state"]).as_deref() == Some("PATCH_GENERATION"))
             .then_some(TreeHold::AgentEdits)
     }
@@ -380,6 +382,29 @@ mod tests {
         assert_eq!(elsewhere.process_status(), RunStatus::RunningOrKilled);
         let unknown = recorded(serde_json::json!({"command": "run"}), None);
         assert_eq!(unknown.process_status(), RunStatus::RunningOrKilled);
+    }
+
+    #[test]
+    fn only_an_agent_editing_the_checkout_in_place_holds_it() {
+        let context = |state: &str, workspaces: bool, applied: bool| {
+            recorded(
+                serde_json::json!({}),
+                Some(serde_json::json!({
+                    "request": {"strategy": {"kind": "command"}},
+                    "state": state,
+                    "agent_workspaces": workspaces,
+                    "patch_applied": applied,
+                })),
+            )
+        };
+        let hold = |state, workspaces, applied| context(state, workspaces, applied).tree_hold();
+        assert_eq!(
+            hold("PATCH_GENERATION", false, false),
+            Some(TreeHold::AgentEdits)
+        );
+        assert_eq!(hold("PATCH_GENERATION", true, false), None);
+        assert_eq!(hold("CODE_ANALYSIS", false, false), None);
+        assert_eq!(hold("BUILD_RUN", true, true), Some(TreeHold::Candidate));
     }
 
     #[test]
