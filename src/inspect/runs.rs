@@ -123,6 +123,28 @@ pub fn killed_holding_tree(repo: &Path) -> Option<(RunSummary, TreeHold)> {
     })
 }
 
+/// The linked worktrees a run left under its directory (`--worktree`, a killed bisect), and
+/// under its iterations' `candidates/` (the agents' workspaces and trial builds of a killed
+/// round).
+pub fn leftover_worktrees(dir: &Path) -> Vec<PathBuf> {
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    let rounds = entries(dir)
+        .into_iter()
+        .flat_map(|iteration| entries(&iteration.join("candidates")));
+    entries(dir)
+        .into_iter()
+        .chain(rounds)
+        .filter(|p| p.join(".git").is_file())
+        .collect()
+}
+
 fn sort_newest_first(runs: &mut [RunSummary]) {
     // Ids start with the time to the second; the recorded start breaks ties within a second.
     runs.sort_by(|a, b| {

@@ -133,7 +133,7 @@ pub async fn test(
     };
     let config = load_config(&request)?;
     let early = start_emulator(&request.repo, &config).await;
-    let tree_lock = lock_owner_tree(&request, "fwfix test", None)?;
+    let tree_lock = lock_owner_tree(&request, "fwfix test", None, events)?;
     let mut job = Job::start(
         Command::Test,
         request,
@@ -246,6 +246,7 @@ pub(super) fn lock_owner_tree(
     request: &RunRequest,
     command: &str,
     resuming: Option<&str>,
+    events: &dyn EventSink,
 ) -> Result<Option<crate::repo::TreeLock>, OrchestratorError> {
     let usage = if request.worktree || request.strategy.is_none() {
         crate::repo::TreeUse::Read
@@ -269,6 +270,29 @@ pub(super) fn lock_owner_tree(
             &killed.id,
             hold,
         )));
+    }
+    // Killed runs that held none of the checkout may still have left worktrees of their own.
+    for run in crate::inspect::list_runs(&request.repo).unwrap_or_default() {
+        let left = crate::inspect::leftover_worktrees(&run.dir);
+        if run.status != crate::inspect::RunStatus::Killed
+            || Some(run.id.as_str()) == resuming
+            || left.is_empty()
+        {
+            continue;
+        }
+        let paths: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+        events.emit(&Event::Message {
+            level: Level::Warning,
+            text: format!(
+                "run {} was killed and left {} worktree(s) of its own, which hold none of your \
+                 work: {}; `fwfix resume {}` carries the run on, `fwfix runs prune --resumable` \
+                 removes them with the run",
+                run.id,
+                left.len(),
+                paths.join(", "),
+                run.id
+            ),
+        });
     }
     Ok(Some(lock))
 }
@@ -1143,7 +1167,11 @@ impl<'a> Job<'a> {
         };
         let taken = repo.set_aside_refs(&run).map_err(internal)?.len();
         let label = format!("left-{}", taken + 1);
-        let left = repo.snapshot(&run, &label).map_err(internal)?;
+        // Large untracked files too go into git objects: the run directory that would keep
+        // them aside goes with `fwfix runs prune`, and this tree must not.
+        let left = Repo::open(&self.ctx.work_dir)
+            .and_then(|whole| whole.snapshot(&run, &label))
+            .map_err(internal)?;
         let note = format!(
             "{dir} differed from the run's snapshot of your work when run {run} was resumed \
              ({why}): {}. That tree was set aside as {} before your work was restored; \

@@ -511,6 +511,11 @@ fn a_killed_multi_candidate_agent_run_leaves_the_tree_usable() {
     ];
     let out = fwfix(&test, repo.path());
     assert_ne!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("left 2 worktree(s) of its own"),
+        "{}",
+        text(&out)
+    );
     let pruned = fwfix(&["runs", "prune", "--resumable"], repo.path());
     assert_eq!(pruned.status.code(), Some(0), "{}", text(&pruned));
     assert_eq!(worktrees(), 1, "{}", repo.git(&["worktree", "list"]));
