@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 pub const RUNS_DIR: &str = ".fwfix/runs";
 /// In a run directory: the copies of the large untracked files its snapshots keep aside.
 pub const UNTRACKED_DIR: &str = "untracked";
+/// Where a resume puts a torn last line of `trace.jsonl` (a process or the power cut off
+/// mid-write), one per line, so the lines appended after it stay whole and the trace audits.
+pub const TORN_TRACE_FILE: &str = "trace.torn";
 
 /// Why `.fwfix` or `.fwfix/runs` of `repo` cannot hold runs: the first of them that exists and
 /// is not a directory. None when both are directories or not there yet (created when needed).
@@ -344,6 +347,37 @@ impl TraceWriter {
         })
     }
 
+    /// Takes a torn last line (a process killed, or the power cut, mid-write) out of the trace
+    /// before anything is appended to it: the bytes after the last newline go to
+    /// [`TORN_TRACE_FILE`] and the trace is cut back to its last whole line. A last line that
+    /// lacks only its newline gets it. Returns how many bytes were set aside.
+    pub fn set_aside_torn_tail(&mut self, run_dir: &RunDir) -> io::Result<usize> {
+        let bytes = std::fs::read(run_dir.path().join("trace.jsonl"))?;
+        let whole = bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map_or(0, |newline| newline + 1);
+        let tail = &bytes[whole..];
+        if tail.is_empty() {
+            return Ok(0);
+        }
+        if serde_json::from_slice::<TraceLine>(tail).is_ok() {
+            self.file.write_all(b"\n")?;
+            self.file.sync_data()?;
+            return Ok(0);
+        }
+        let mut torn = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(run_dir.path().join(TORN_TRACE_FILE))?;
+        torn.write_all(tail)?;
+        torn.write_all(b"\n")?;
+        torn.sync_data()?;
+        self.file.set_len(whole as u64)?;
+        self.file.sync_data()?;
+        Ok(tail.len())
+    }
+
     /// Stamps a line with the next sequence number and the time, without writing it (the run
     /// context is checkpointed with it first, so a crash between the two loses nothing).
     pub fn stamp(&self, mut line: TraceLine, now: DateTime<Utc>) -> TraceLine {
@@ -398,6 +432,24 @@ pub fn sha256_file(path: &Path) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_torn_last_line_is_set_aside_and_the_trace_stays_whole() {
+        let repo = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(repo.path(), Utc::now()).unwrap();
+        let trace = dir.path().join("trace.jsonl");
+        std::fs::write(&trace, "{\"seq\":1}\n{\"seq\":2,\"fr").unwrap();
+        let mut writer = TraceWriter::open(&dir, 1, Durability::Synced).unwrap();
+        assert_eq!(writer.set_aside_torn_tail(&dir).unwrap(), 12);
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "{\"seq\":1}\n");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(TORN_TRACE_FILE)).unwrap(),
+            "{\"seq\":2,\"fr\n"
+        );
+        // A whole trace is left alone.
+        assert_eq!(writer.set_aside_torn_tail(&dir).unwrap(), 0);
+        assert_eq!(std::fs::read_to_string(&trace).unwrap(), "{\"seq\":1}\n");
+    }
 
     #[test]
     fn run_ids_sort_by_time_and_never_collide() {

@@ -28,6 +28,7 @@ pub fn run(args: Args, global: &GlobalArgs) -> Exit {
             "ok": audit.ok,
             "steps": audit.steps,
             "findings": audit.findings,
+            "notes": audit.notes,
         });
         format!("{line}\n")
     } else {

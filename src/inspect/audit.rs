@@ -31,6 +31,8 @@ pub struct AuditReport {
     /// Transitions read from the trace.
     pub steps: usize,
     pub findings: Vec<Finding>,
+    /// What the audit found that is not wrong: e.g. a torn trace line a resume set aside.
+    pub notes: Vec<String>,
 }
 
 impl AuditReport {
@@ -39,6 +41,7 @@ impl AuditReport {
             ok: findings.is_empty(),
             steps,
             findings,
+            notes: Vec::new(),
         }
     }
 }
@@ -261,12 +264,22 @@ fn audit_run(run_dir: &Path) -> AuditReport {
     };
     // Several transitions name the same file (the console log is evidence twice); hash it once.
     let mut hashes: HashMap<String, EvidenceFile> = HashMap::new();
-    check_trace(&trace, &report, |relative| {
+    let mut audit = check_trace(&trace, &report, |relative| {
         hashes
             .entry(relative.to_string())
             .or_insert_with(|| hash_evidence(&run_dir.join(relative)))
             .clone()
-    })
+    });
+    if let Ok(torn) = std::fs::read_to_string(run_dir.join(rundir::TORN_TRACE_FILE)) {
+        let lines = torn.lines().count();
+        audit.notes.push(format!(
+            "{} torn trace line(s), cut short when the run stopped, were set aside on resume in \
+             {}: the trace was whole again before anything was appended",
+            lines,
+            rundir::TORN_TRACE_FILE
+        ));
+    }
+    audit
 }
 
 fn hash_evidence(path: &Path) -> EvidenceFile {

@@ -22,7 +22,9 @@ pub use audit::{
 };
 pub use boards::{find_board, list_boards, render_boards, BoardStatus, LeaseView};
 pub use resolve::resolve_run;
-pub use runs::{killed_holding_tree, list_runs, RunStatus, RunSummary, TreeHold};
+pub use runs::{
+    killed_holding_tree, leftover_worktrees, list_runs, RunStatus, RunSummary, TreeHold,
+};
 pub use show::{rerender, timeline, Timeline, TimelineEntry};
 
 use crate::machine::State;

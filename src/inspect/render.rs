@@ -27,6 +27,9 @@ pub fn render_audit(audit: &AuditReport, run_dir: &Path, color: bool) -> String 
     for finding in &audit.findings {
         let _ = writeln!(out, "{finding}");
     }
+    for note in &audit.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
     let verdict = if audit.ok {
         format!(
             "{}: {}, every one legal and in order, evidence intact",
@@ -459,16 +462,19 @@ no report.json: the run is still going or was killed (last state ERROR_RECOVERY)
                 message: "illegal transition BUILD_RUN -> SUCCESS (outcome built)".into(),
                 step: None,
             }],
+            notes: vec!["1 torn trace line(s) set aside".into()],
         };
         assert_eq!(
             render_audit(&audit, Path::new("runs/r1"), false),
             "trace.jsonl:4: illegal transition BUILD_RUN -> SUCCESS (outcome built)\n\
+             note: 1 torn trace line(s) set aside\n\
              audit FAILED: 1 finding in 9 steps\nrun: runs/r1\n"
         );
         let clean = AuditReport {
             ok: true,
             steps: 9,
             findings: vec![],
+            notes: vec![],
         };
         assert!(render_audit(&clean, Path::new("r1"), false)
             .starts_with("audit OK: 9 steps, every one legal and in order, evidence intact\n"));

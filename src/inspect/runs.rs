@@ -123,6 +123,28 @@ pub fn killed_holding_tree(repo: &Path) -> Option<(RunSummary, TreeHold)> {
     })
 }
 
+/// The linked worktrees a run left under its directory (`--worktree`, a killed bisect), and
+/// under its iterations' `candidates/` (the agents' workspaces and trial builds of a killed
+/// round).
+pub fn leftover_worktrees(dir: &Path) -> Vec<PathBuf> {
+    let entries = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    let rounds = entries(dir)
+        .into_iter()
+        .flat_map(|iteration| entries(&iteration.join("candidates")));
+    entries(dir)
+        .into_iter()
+        .chain(rounds)
+        .filter(|p| p.join(".git").is_file())
+        .collect()
+}
+
 fn sort_newest_first(runs: &mut [RunSummary]) {
     // Ids start with the time to the second; the recorded start breaks ties within a second.
     runs.sort_by(|a, b| {
@@ -266,8 +288,10 @@ impl Recorded {
             return Some(TreeHold::Candidate);
         }
         // An agent edits the tree in place from PATCH_GENERATION's start until the loop takes
-        // its edits out, all before that state's next checkpoint.
-        let agent = self.text(&["request", "strategy", "kind"]).as_deref() == Some("command");
+        // its edits out, all before that state's next checkpoint — unless it works in
+        // worktrees of its own.
+        let agent = self.text(&["request", "strategy", "kind"]).as_deref() == Some("command")
+            && self.field(&["agent_workspaces"]) != Some(&serde_json::Value::Bool(true));
         (agent && self.text(&["state"]).as_deref() == Some("PATCH_GENERATION"))
             .then_some(TreeHold::AgentEdits)
     }
@@ -380,6 +404,29 @@ mod tests {
         assert_eq!(elsewhere.process_status(), RunStatus::RunningOrKilled);
         let unknown = recorded(serde_json::json!({"command": "run"}), None);
         assert_eq!(unknown.process_status(), RunStatus::RunningOrKilled);
+    }
+
+    #[test]
+    fn only_an_agent_editing_the_checkout_in_place_holds_it() {
+        let context = |state: &str, workspaces: bool, applied: bool| {
+            recorded(
+                serde_json::json!({}),
+                Some(serde_json::json!({
+                    "request": {"strategy": {"kind": "command"}},
+                    "state": state,
+                    "agent_workspaces": workspaces,
+                    "patch_applied": applied,
+                })),
+            )
+        };
+        let hold = |state, workspaces, applied| context(state, workspaces, applied).tree_hold();
+        assert_eq!(
+            hold("PATCH_GENERATION", false, false),
+            Some(TreeHold::AgentEdits)
+        );
+        assert_eq!(hold("PATCH_GENERATION", true, false), None);
+        assert_eq!(hold("CODE_ANALYSIS", false, false), None);
+        assert_eq!(hold("BUILD_RUN", true, true), Some(TreeHold::Candidate));
     }
 
     #[test]

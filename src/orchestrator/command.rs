@@ -83,7 +83,7 @@ pub async fn run(
         &serde_json::Value::Null,
         events,
     )?;
-    let tree_lock = lock_owner_tree(&request, "fwfix run", None)?;
+    let tree_lock = lock_owner_tree(&request, "fwfix run", None, events)?;
     let mut job = Job::start(
         Command::Run,
         request,
@@ -165,7 +165,7 @@ pub async fn resume(
     let mut job = Job::reopen(ctx, run_dir, config, strategy, events, cancel)?;
     // Before reconciling, which may roll the owner's tree back.
     let holder = format!("fwfix resume {}", job.ctx.run_id);
-    job.tree_lock = lock_owner_tree(&job.ctx.request, &holder, Some(&job.ctx.run_id))?;
+    job.tree_lock = lock_owner_tree(&job.ctx.request, &holder, Some(&job.ctx.run_id), events)?;
     // This process carries the run on now (`fwfix runs` tells running from killed by it).
     job.ctx.pid = std::process::id();
     job.ctx.host = crate::process::host_name();

@@ -21,7 +21,7 @@ use crate::machine::convergence::IterationVerdict;
 use crate::machine::{ErrorClass, Outcome};
 use crate::repo::hooks::{self, HookEnv, HookRun, Lookup};
 use crate::repo::message::{self, FailingCase, FixMessage};
-use crate::repo::{PreparedFix, Repo, RepoError, Snapshot, TreeEdit};
+use crate::repo::{FixBase, PreparedFix, Repo, RepoError, Snapshot, TreeEdit};
 use crate::report::{case_status_name, crash_headline};
 use crate::rundir;
 use std::path::{Path, PathBuf};
@@ -113,6 +113,16 @@ impl Job<'_> {
             }
             Err(e) => return Step::error(ErrorClass::Unhandled, format!("fix commit: {e}")),
         };
+        if prepared.base == FixBase::Snapshot {
+            let files: Vec<&str> = prepared
+                .report
+                .files
+                .iter()
+                .map(|f| f.change.path())
+                .collect();
+            self.note_fix_needs_uncommitted_work(&prepared.branch, &files);
+        }
+
         let (failing, crash, build_errors) = self.baseline_evidence();
         let mut message = message::build(&FixMessage {
             run_id: &self.ctx.run_id,
@@ -123,6 +133,7 @@ impl Job<'_> {
             build_errors: &build_errors,
             origin: &record.origin,
             verdict: &record.reason,
+            on_uncommitted: prepared.base == FixBase::Snapshot,
         });
 
         let mut evidence = vec![fix_path];
@@ -162,6 +173,22 @@ impl Job<'_> {
         );
         step.evidence = evidence;
         step
+    }
+
+    /// Tells the owner that the fix on `branch` needs their uncommitted work: the patch did not
+    /// apply to HEAD, so the commit takes `files` with that work in them.
+    fn note_fix_needs_uncommitted_work(&mut self, branch: &str, files: &[&str]) {
+        let note = format!(
+            "the fix applied only on top of your uncommitted changes, not on HEAD: its commit \
+             on {branch} takes {} with those changes in them; commit them first, or review \
+             that commit before merging it",
+            files.join(", ")
+        );
+        self.events.emit(&Event::Message {
+            level: Level::Warning,
+            text: note.clone(),
+        });
+        self.ctx.notes.push(note);
     }
 
     /// Runs `pre-commit` and `commit-msg` as git would on the fix; `message` becomes what

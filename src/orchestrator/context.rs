@@ -173,6 +173,14 @@ pub struct RunContext {
     /// The lint stage on the last image it judged.
     #[serde(default)]
     pub lint: Option<crate::report::LintSummary>,
+    /// What the run set aside or found about the owner's work on its way (a tree that changed
+    /// while it was stopped, a fix that needs uncommitted work): kept for the report's notes.
+    #[serde(default)]
+    pub notes: Vec<String>,
+    /// The run's agent works in linked worktrees of its own (several candidates are asked of
+    /// it) and never edits the work tree: a kill in PATCH_GENERATION leaves that tree alone.
+    #[serde(default)]
+    pub agent_workspaces: bool,
     pub strategy_state: serde_json::Value,
     /// Hints a person added with `fwfix resume --hint`.
     pub hints: Vec<String>,
@@ -542,6 +550,8 @@ mod tests {
             baseline_image: None,
             lint_baseline: None,
             lint: None,
+            notes: Vec::new(),
+            agent_workspaces: false,
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,

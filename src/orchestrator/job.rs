@@ -133,7 +133,7 @@ pub async fn test(
     };
     let config = load_config(&request)?;
     let early = start_emulator(&request.repo, &config).await;
-    let tree_lock = lock_owner_tree(&request, "fwfix test", None)?;
+    let tree_lock = lock_owner_tree(&request, "fwfix test", None, events)?;
     let mut job = Job::start(
         Command::Test,
         request,
@@ -246,6 +246,7 @@ pub(super) fn lock_owner_tree(
     request: &RunRequest,
     command: &str,
     resuming: Option<&str>,
+    events: &dyn EventSink,
 ) -> Result<Option<crate::repo::TreeLock>, OrchestratorError> {
     let usage = if request.worktree || request.strategy.is_none() {
         crate::repo::TreeUse::Read
@@ -270,6 +271,29 @@ pub(super) fn lock_owner_tree(
             hold,
         )));
     }
+    // Killed runs that held none of the checkout may still have left worktrees of their own.
+    for run in crate::inspect::list_runs(&request.repo).unwrap_or_default() {
+        let left = crate::inspect::leftover_worktrees(&run.dir);
+        if run.status != crate::inspect::RunStatus::Killed
+            || Some(run.id.as_str()) == resuming
+            || left.is_empty()
+        {
+            continue;
+        }
+        let paths: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+        events.emit(&Event::Message {
+            level: Level::Warning,
+            text: format!(
+                "run {} was killed and left {} worktree(s) of its own, which hold none of your \
+                 work: {}; `fwfix resume {}` carries the run on, `fwfix runs prune --resumable` \
+                 removes them with the run",
+                run.id,
+                left.len(),
+                paths.join(", "),
+                run.id
+            ),
+        });
+    }
     Ok(Some(lock))
 }
 
@@ -285,10 +309,11 @@ fn killed_run_message(repo: &Path, id: &str, hold: crate::inspect::TreeHold) -> 
         ),
         crate::inspect::TreeHold::AgentEdits => format!(
             "run {id} was killed while its agent edited {repo}: the tree may hold the agent's \
-             edits, not only your work. `fwfix resume {id}` names the files that differ from \
-             the run's snapshot of your tree (refs/fwfix/{id}/base) before it restores that \
-             snapshot and carries the run on; `fwfix runs prune --resumable` forgets the run and \
-             its snapshot, and leaves the tree as it is"
+             edits, not only your work. `fwfix resume {id}` sets aside whatever differs from \
+             the run's snapshot of your tree (refs/fwfix/{id}/base) under \
+             refs/fwfix/{id}/left-N, restores that snapshot and carries the run on; \
+             `fwfix runs prune --resumable` forgets the run and its snapshot, and leaves the \
+             tree as it is"
         ),
     }
 }
@@ -467,6 +492,8 @@ impl<'a> Job<'a> {
             baseline_image: None,
             lint_baseline: None,
             lint: None,
+            notes: Vec::new(),
+            agent_workspaces: false,
             strategy_state: serde_json::Value::Null,
             hints: Vec::new(),
             build: None,
@@ -512,7 +539,7 @@ impl<'a> Job<'a> {
 
     /// Rebuilds a job from a checkpointed context.
     pub(super) fn reopen(
-        ctx: RunContext,
+        mut ctx: RunContext,
         run_dir: RunDir,
         (board, profile): (Board, Profile),
         strategy: PickedStrategy<'a>,
@@ -542,6 +569,26 @@ impl<'a> Job<'a> {
                 }
             },
         )?;
+        let torn =
+            trace
+                .set_aside_torn_tail(&run_dir)
+                .map_err(|source| OrchestratorError::RunDir {
+                    path: run_dir.path().join("trace.jsonl"),
+                    source,
+                })?;
+        if torn > 0 {
+            let note = format!(
+                "trace.jsonl ended in a line cut short when run {} stopped ({torn} bytes, \
+                 recorded as torn): set aside in {} so the trace stays whole",
+                ctx.run_id,
+                rundir::TORN_TRACE_FILE
+            );
+            events.emit(&Event::Message {
+                level: Level::Warning,
+                text: note.clone(),
+            });
+            ctx.notes.push(note);
+        }
         // The context is written before the trace line: a crash between the two leaves the
         // line in the context only, and it is appended now.
         if let Some(line) = &ctx.last_line {
@@ -578,6 +625,9 @@ impl<'a> Job<'a> {
     ) -> Result<Job<'a>, OrchestratorError> {
         let build = profile.build_for(&board);
         let parser = results::parser_for(&profile.test.harness);
+        let mut ctx = ctx;
+        ctx.agent_workspaces =
+            strategy.as_ref().is_some_and(|s| s.edits_tree()) && candidates_wanted > 1;
         let mut budgets = Budgets::default();
         for (class, retries) in &profile.recovery {
             budgets.set(*class, *retries);
@@ -989,6 +1039,7 @@ impl<'a> Job<'a> {
             report.console_silence = None;
         }
         report.notes.extend(self.board_notes.iter().cloned());
+        report.notes.extend(ctx.notes.iter().cloned());
         // Attempts of one image that crashed in different places: said first, not left for
         // someone to spot in the attempts' rows.
         if let Some(differ) = report::crash_sites_differ(&report.attempts) {
@@ -1048,12 +1099,16 @@ impl<'a> Job<'a> {
         Ok(repo)
     }
 
-    /// Refuses to resume (exit 2, nothing touched) when someone changed the work tree, the
-    /// index or HEAD since the run stopped: reconciling restores the tree the run left, and
-    /// that must never write over a person's work. The run left its base snapshot's tree — with
-    /// its candidate in, when it was killed with one applied.
-    fn check_no_edits_since_stop(
-        &self,
+    /// Reconciling restores the tree the run left, and that must never write over anything:
+    /// whatever changed in it since the run stopped is dealt with first. A run killed while it
+    /// held the tree (its agent editing it in place, or a candidate applied) cannot tell its
+    /// own leftovers from anyone's edits, so the whole tree as it is goes into a snapshot
+    /// `refs/fwfix/<run-id>/left-<n>` (untracked files included) which outlives the run, and
+    /// the event and the report name it with the command that brings it back. A run that had
+    /// put the owner's tree back before it stopped refuses instead (exit 2, nothing touched),
+    /// naming the files: every change is the person's. So does a moved HEAD.
+    fn set_aside_edits_since_stop(
+        &mut self,
         repo: &Repo,
         base: &crate::repo::Snapshot,
     ) -> Result<(), OrchestratorError> {
@@ -1061,8 +1116,8 @@ impl<'a> Job<'a> {
             .ctx
             .applied_patch()
             .and_then(|patch| std::fs::read(self.run_dir.path().join(patch)).ok());
-        let run = &self.ctx.run_id;
-        let dir = self.ctx.work_dir.display();
+        let run = self.ctx.run_id.clone();
+        let dir = self.ctx.work_dir.display().to_string();
         let edits = match repo.edits_since(base, candidate.as_deref()) {
             Ok(edits) => edits,
             Err(crate::repo::RepoError::HeadMoved {
@@ -1083,26 +1138,54 @@ impl<'a> Job<'a> {
         if edits.is_empty() {
             return Ok(());
         }
-        let agent = self.ctx.state == State::PatchGeneration
-            && self.strategy.as_ref().is_some_and(|s| s.edits_tree());
         let listed: Vec<String> = edits.iter().map(ToString::to_string).collect();
-        let paths: BTreeSet<String> = edits
-            .iter()
-            .map(|e| crate::dut::board::flash::shell_quote(&e.path))
-            .collect();
-        Err(OrchestratorError::Usage(format!(
-            "{dir} changed since run {run} stopped: {}{}. fwfix will not write over work done \
-             since. Keep it and start a new run from this tree; or set it aside (git stash push \
-             --include-untracked -- {}), run fwfix resume {run} again, and take it back when the \
-             run has ended (git stash pop)",
+        let agent = self.ctx.state == State::PatchGeneration
+            && !self.ctx.agent_workspaces
+            && self.strategy.as_ref().is_some_and(|s| s.edits_tree());
+        let why = match (agent, self.ctx.patch_applied) {
+            (true, _) => "the run was killed while its agent edited the tree",
+            (false, true) => "the run was killed with a candidate applied",
+            (false, false) => {
+                let paths: BTreeSet<String> = edits
+                    .iter()
+                    .map(|e| crate::dut::board::flash::shell_quote(&e.path))
+                    .collect();
+                return Err(OrchestratorError::Usage(format!(
+                    "{dir} changed since run {run} stopped: {}. fwfix will not write over work \
+                     done since. Keep it and start a new run from this tree; or set it aside \
+                     (git stash push --include-untracked -- {}), run fwfix resume {run} again, \
+                     and take it back when the run has ended (git stash pop)",
+                    listed.join(", "),
+                    paths.into_iter().collect::<Vec<_>>().join(" ")
+                )));
+            }
+        };
+        let internal = |e: crate::repo::RepoError| {
+            OrchestratorError::Internal(format!(
+                "cannot set aside what changed in {dir} since run {run} stopped: {e}"
+            ))
+        };
+        let taken = repo.set_aside_refs(&run).map_err(internal)?.len();
+        let label = format!("left-{}", taken + 1);
+        // Large untracked files too go into git objects: the run directory that would keep
+        // them aside goes with `fwfix runs prune`, and this tree must not.
+        let left = Repo::open(&self.ctx.work_dir)
+            .and_then(|whole| whole.snapshot(&run, &label))
+            .map_err(internal)?;
+        let note = format!(
+            "{dir} differed from the run's snapshot of your work when run {run} was resumed \
+             ({why}): {}. That tree was set aside as {} before your work was restored; \
+             `git restore --source={} --worktree -- .` brings it back",
             listed.join(", "),
-            if agent {
-                " (the run was killed while its agent edited the tree: some may be the agent's)"
-            } else {
-                ""
-            },
-            paths.into_iter().collect::<Vec<_>>().join(" ")
-        )))
+            left.refname,
+            left.refname
+        );
+        self.events.emit(&Event::Message {
+            level: Level::Warning,
+            text: note.clone(),
+        });
+        self.ctx.notes.push(note);
+        Ok(())
     }
 
     /// Puts a resumed run's repository back in line with its checkpoint: the owner's tree as
@@ -1114,9 +1197,9 @@ impl<'a> Job<'a> {
         let repo = self
             .open_repo(&self.ctx.work_dir)
             .map_err(|e| OrchestratorError::Usage(format!("cannot reopen the work tree: {e}")))?;
-        if let Some(base) = &self.ctx.base {
-            self.check_no_edits_since_stop(&repo, base)?;
-            repo.restore(base).map_err(|e| {
+        if let Some(base) = self.ctx.base.clone() {
+            self.set_aside_edits_since_stop(&repo, &base)?;
+            repo.restore(&base).map_err(|e| {
                 OrchestratorError::Internal(format!("rolling back to the checkpoint failed: {e}"))
             })?;
             self.events.emit(&Event::Message {

@@ -12,7 +12,7 @@ use crate::repo::Repo;
 use crate::report::Status;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// What `fwfix runs prune` was asked.
@@ -165,7 +165,7 @@ fn resumable(run: &RunSummary) -> bool {
 fn remove_run(git: Option<&Repo>, run: &RunSummary) -> Result<(), OrchestratorError> {
     let internal = |e: crate::repo::RepoError| OrchestratorError::Internal(e.to_string());
     if let Some(git) = git {
-        for worktree in linked_worktrees(&run.dir) {
+        for worktree in inspect::leftover_worktrees(&run.dir) {
             git.remove_worktree(&worktree).map_err(internal)?;
         }
         git.remove_snapshots(&run.id).map_err(internal)?;
@@ -174,17 +174,6 @@ fn remove_run(git: Option<&Repo>, run: &RunSummary) -> Result<(), OrchestratorEr
         path: run.dir.clone(),
         source,
     })
-}
-
-/// The linked worktrees a run left under its directory (`--worktree`, a killed bisect).
-fn linked_worktrees(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.join(".git").is_file())
-        .collect()
 }
 
 fn human(d: Duration) -> String {

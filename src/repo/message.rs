@@ -43,6 +43,9 @@ pub struct FixMessage<'a> {
     pub origin: &'a str,
     /// The convergence verdict, e.g. `fixed test_a and nothing regressed on 2 consecutive runs`.
     pub verdict: &'a str,
+    /// The patch applied only on top of the owner's uncommitted changes: the files it touches
+    /// are committed with those changes in them.
+    pub on_uncommitted: bool,
 }
 
 /// The whole message, ending with a newline.
@@ -82,6 +85,12 @@ pub fn build(m: &FixMessage<'_>) -> String {
         for line in evidence {
             let _ = writeln!(out, "  {}", cut(&line));
         }
+    }
+    if m.on_uncommitted {
+        out.push_str(
+            "\nThe patch applied only on top of uncommitted changes, so the files it touches\n\
+             are committed with those changes in them.\n",
+        );
     }
     let _ = writeln!(
         out,
@@ -189,6 +198,7 @@ mod tests {
             crash: None,
             build_errors: &[],
             origin: "04-fixes-crc16.diff",
+            on_uncommitted: false,
             verdict: "fixed test_crc16_known_vector and nothing regressed",
         }
     }

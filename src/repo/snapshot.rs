@@ -195,6 +195,16 @@ impl Snapshot {
     }
 }
 
+/// Whether `refname` is a tree a resume set aside (`refs/fwfix/<run-id>/left-<n>`): what
+/// differed from the run's snapshot of the owner's work when it was resumed. Unlike rollback
+/// points these hold work nothing else keeps, so they outlive the run and its pruning.
+fn is_set_aside(refname: &str) -> bool {
+    refname
+        .rsplit('/')
+        .next()
+        .is_some_and(|label| label.starts_with("left-"))
+}
+
 impl Repo {
     /// Whether a rollback point can be recorded now: HEAD has a commit and the index has no
     /// unresolved conflicts. Only reads. A command checks it before it creates anything, so a
@@ -422,7 +432,8 @@ impl Repo {
 
     /// Removes every rollback point of run `run_id` (`refs/fwfix/<run-id>/*`), once the run can
     /// no longer be resumed: the files they hold (untracked ones included) are no longer kept
-    /// by fwfix, and git's garbage collection can drop them. Returns the refs removed.
+    /// by fwfix, and git's garbage collection can drop them. Trees set aside on resume
+    /// ([`is_set_aside`]) stay: they are nobody's copy but theirs. Returns the refs removed.
     pub fn remove_snapshots(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
         let names = self.snapshot_refs(run_id)?;
         for name in &names {
@@ -437,10 +448,19 @@ impl Repo {
         Ok(names)
     }
 
-    /// The rollback points of run `run_id`: `refs/fwfix/<run-id>/*`.
+    /// The rollback points of run `run_id`: `refs/fwfix/<run-id>/*`, but for the trees its
+    /// resumes set aside.
     pub fn snapshot_refs(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
         check_name("run id", run_id)?;
-        self.refs_matching(&format!("refs/fwfix/{run_id}/*"))
+        let mut names = self.refs_matching(&format!("refs/fwfix/{run_id}/*"))?;
+        names.retain(|name| !is_set_aside(name));
+        Ok(names)
+    }
+
+    /// The trees the resumes of run `run_id` set aside: `refs/fwfix/<run-id>/left-*`.
+    pub fn set_aside_refs(&self, run_id: &str) -> Result<Vec<String>, RepoError> {
+        check_name("run id", run_id)?;
+        self.refs_matching(&format!("refs/fwfix/{run_id}/left-*"))
     }
 
     /// The ids of the runs that have rollback points in this repository.
@@ -448,6 +468,7 @@ impl Repo {
         let mut ids: Vec<String> = self
             .refs_matching("refs/fwfix/*")?
             .iter()
+            .filter(|name| !is_set_aside(name))
             .filter_map(|name| name.strip_prefix("refs/fwfix/")?.split('/').next())
             .map(str::to_string)
             .collect();

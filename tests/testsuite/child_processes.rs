@@ -198,7 +198,7 @@ fn sigkill_of_fwfix_run_mid_agent_takes_the_agent_and_its_children_along() {
     let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
     let script = scratch.path("agent.sh");
     std::fs::write(&script, slow_script(&pids, &marker)).unwrap();
-    commit_agent_profile(&repo, &script);
+    commit_agent_profile(&repo, &script, 1);
     let fwfix = spawn_fwfix(
         &[
             "run",
@@ -320,7 +320,7 @@ fn a_tree_a_killed_agent_edited_is_refused_by_run_and_test_until_the_run_is_deal
         ),
     )
     .unwrap();
-    commit_agent_profile(&repo, &script);
+    commit_agent_profile(&repo, &script, 1);
     let run = [
         "run",
         "--board",
@@ -375,8 +375,155 @@ fn a_tree_a_killed_agent_edited_is_refused_by_run_and_test_until_the_run_is_deal
     assert_ne!(out.status.code(), Some(2), "{}", text(&out));
 }
 
-/// Commits `profiles/crc-slow-agent.toml`, whose command strategy runs `script` as the agent.
-fn commit_agent_profile(repo: &FixtureRepo, script: &Path) {
+/// The first agent edits a tracked file, adds one of its own, and is still at work when fwfix
+/// dies, and the power goes while the trace's last line is half written. `fwfix resume` sets
+/// the agent's tree aside under a ref of the run, restores the owner's, carries the run on
+/// from patch generation (the agent proposes nothing more), and sets the torn line aside so
+/// the trace audits.
+#[test]
+fn resume_sets_a_killed_agents_edits_and_a_torn_trace_line_aside() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker, once) = (
+        scratch.path("pids"),
+        scratch.path("marker"),
+        scratch.path("once"),
+    );
+    let script = scratch.path("agent.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "cat > /dev/null\nif [ ! -f '{o}' ]; then\ntouch '{o}'\n\
+             echo '/* agent */' >> src/crc.c\necho junk > src/agent_tmp.c\n{}fi\n",
+            slow_script(&pids, &marker),
+            o = once.display()
+        ),
+    )
+    .unwrap();
+    commit_agent_profile(&repo, &script, 1);
+    let run = [
+        "run",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-agent",
+        "--strategy",
+        "command",
+    ];
+    kill_and_check(spawn_fwfix(&run, repo.path()), &pids, 1, &marker);
+    let run_dir = std::fs::read_dir(repo.path().join(".fwfix/runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let id = run_dir.file_name().unwrap().to_str().unwrap().to_string();
+    let trace_file = run_dir.join("trace.jsonl");
+    let mut trace = std::fs::read(&trace_file).unwrap();
+    trace.extend_from_slice(br#"{"seq":99,"ts":"2026-"#);
+    std::fs::write(&trace_file, trace).unwrap();
+
+    let resumed = fwfix(&["resume", "--json", &id], repo.path());
+    let said = text(&resumed);
+    assert_ne!(resumed.status.code(), Some(2), "{said}");
+    assert!(run_dir.join("report.json").is_file(), "{said}");
+    // The owner's tree is back; the agent's is under the run's ref, and the way back is named.
+    assert!(!repo.path().join("src/agent_tmp.c").exists());
+    assert_eq!(repo.git(&["status", "--porcelain", "--", "src"]), "");
+    let left = format!("refs/fwfix/{id}/left-1");
+    assert_eq!(
+        repo.git(&["show", &format!("{left}:src/agent_tmp.c")]),
+        "junk\n"
+    );
+    assert!(repo
+        .git(&["show", &format!("{left}:src/crc.c")])
+        .ends_with("/* agent */\n"));
+    let take_back = format!("git restore --source={left} --worktree -- .");
+    assert!(
+        said.contains(&take_back) && said.contains("src/agent_tmp.c (new)"),
+        "{said}"
+    );
+    let notes = report(&run_dir)["notes"].to_string();
+    assert!(
+        notes.contains(&take_back) && notes.contains("killed while its agent edited"),
+        "{notes}"
+    );
+    assert!(notes.contains("recorded as torn"), "{notes}");
+    // The torn line went aside, not into the trace: the run audits, and the audit says so.
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("trace.torn")).unwrap(),
+        "{\"seq\":99,\"ts\":\"2026-\n"
+    );
+    let audit = fwfix(&["audit", &id], repo.path());
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+    assert!(text(&audit).contains("torn trace line"), "{}", text(&audit));
+    // Bringing the agent's tree back takes one command.
+    repo.git(&[
+        "restore",
+        &format!("--source={left}"),
+        "--worktree",
+        "--",
+        ".",
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/agent_tmp.c")).unwrap(),
+        "junk\n"
+    );
+}
+
+/// Agents asked for several candidates work in worktrees of their own and never edit the
+/// owner's tree: a run killed while they work leaves the tree to later commands, and
+/// `fwfix runs prune` takes the worktrees it left along with the run.
+#[test]
+fn a_killed_multi_candidate_agent_run_leaves_the_tree_usable() {
+    let repo = FixtureRepo::new();
+    let scratch = Scratch::new();
+    let (pids, marker) = (scratch.path("pids"), scratch.path("marker"));
+    let script = scratch.path("agent.sh");
+    std::fs::write(
+        &script,
+        format!("cat > /dev/null\n{}", slow_script(&pids, &marker)),
+    )
+    .unwrap();
+    commit_agent_profile(&repo, &script, 2);
+    let run = [
+        "run",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-agent",
+        "--strategy",
+        "command",
+    ];
+    kill_and_check(spawn_fwfix(&run, repo.path()), &pids, 2, &marker);
+    let worktrees = || {
+        repo.git(&["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count()
+    };
+    assert_eq!(worktrees(), 3, "the agents' workspaces are gone");
+    let test = [
+        "test",
+        "--board",
+        "qemu-mps2-an385",
+        "--profile",
+        "crc-slow-agent",
+    ];
+    let out = fwfix(&test, repo.path());
+    assert_ne!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("left 2 worktree(s) of its own"),
+        "{}",
+        text(&out)
+    );
+    let pruned = fwfix(&["runs", "prune", "--resumable"], repo.path());
+    assert_eq!(pruned.status.code(), Some(0), "{}", text(&pruned));
+    assert_eq!(worktrees(), 1, "{}", repo.git(&["worktree", "list"]));
+}
+
+/// Commits `profiles/crc-slow-agent.toml`, whose command strategy runs `script` as the agent,
+/// asked for `candidates` candidates (each in a worktree of its own when more than one).
+fn commit_agent_profile(repo: &FixtureRepo, script: &Path, candidates: u32) {
     repo.write(
         "profiles/crc-slow-agent.toml",
         &format!(
@@ -390,6 +537,7 @@ timeout_s = 20
 [strategy.command]
 argv = ["sh", "{}"]
 timeout_s = 120
+candidates = {candidates}
 "#,
             script.display()
         ),

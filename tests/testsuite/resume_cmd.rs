@@ -262,12 +262,14 @@ fn resume_after_an_abort_never_writes_over_work_done_since() {
     set_aside_resume_and_take_back(&repo, &run_dir, &mine);
 }
 
-/// As above for a run killed outright with its candidate in the tree: the candidate's own
-/// changes are the run's, the person's edit on top of them is not.
+/// A run killed outright with its candidate in the tree cannot tell the person's edit on top of
+/// the candidate from its own: resumed, it sets the whole tree aside under a ref of the run,
+/// restores the owner's work, converges, and says how to take the set-aside tree back.
 #[test]
-fn resume_after_a_kill_never_writes_over_work_done_since() {
+fn resume_after_a_kill_sets_work_done_since_aside_and_carries_on() {
     let repo = FixtureRepo::new();
     make_owner_work(&repo);
+    let before = owner_state(&repo);
     let q = fixture_queue(&["04-fixes-crc16.diff"]);
     let killed = fwfix(
         &[
@@ -293,7 +295,47 @@ fn resume_after_a_kill_never_writes_over_work_done_since() {
         .unwrap()
         .unwrap()
         .path();
-    let mine = work_after_the_stop(&repo);
-    refused_with_nothing_touched(&repo, &run_dir, &mine);
-    set_aside_resume_and_take_back(&repo, &run_dir, &mine);
+    work_after_the_stop(&repo);
+    let left_crc = std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap();
+    let resumed = resume(&repo, &run_dir, &[]);
+    converged_with_the_tree_intact(&repo, &run_dir, &resumed, &before);
+    let run = run_dir.file_name().unwrap().to_str().unwrap();
+    let left = format!("refs/fwfix/{run}/left-1");
+    let take_back = format!("git restore --source={left} --worktree -- .");
+    assert!(
+        events(&resumed).iter().any(|e| e["event"] == "message"
+            && e["text"].as_str().unwrap().contains(&take_back)
+            && e["text"].as_str().unwrap().contains("src/crc.c (modified)")),
+        "{}",
+        text(&resumed)
+    );
+    let notes = report(&run_dir)["notes"].to_string();
+    assert!(
+        notes.contains(&take_back) && notes.contains("killed with a candidate applied"),
+        "{notes}"
+    );
+    // The set-aside tree outlives the run's rollback points, and the command brings it back.
+    assert_eq!(
+        repo.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("refs/fwfix/{run}/")
+        ]),
+        format!("{left}\n")
+    );
+    repo.git(&[
+        "restore",
+        &format!("--source={left}"),
+        "--worktree",
+        "--",
+        ".",
+    ]);
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap(),
+        left_crc
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("src/extra.h")).unwrap(),
+        "#define EXTRA 1\n"
+    );
 }

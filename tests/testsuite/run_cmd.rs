@@ -156,6 +156,41 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
     assert_eq!(repo.git(&["for-each-ref", "refs/fwfix/"]), "");
 }
 
+/// A fix that applies only on top of the owner's uncommitted work is committed with that work
+/// in the files it touches: the owner is told, in an event, the report's notes and the commit.
+#[test]
+fn a_fix_that_needs_uncommitted_work_says_so() {
+    let repo = FixtureRepo::new();
+    repo.write("src/mine.h", "#define MINE 1\n");
+    let q = tempfile::tempdir().unwrap();
+    std::fs::write(
+        q.path().join("fix.diff"),
+        crc_fix()
+            + "diff --git a/src/mine.h b/src/mine.h\n--- a/src/mine.h\n+++ b/src/mine.h\n\
+               @@ -1 +1 @@\n-#define MINE 1\n+#define MINE 2\n",
+    )
+    .unwrap();
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let dir = run_dir(&out);
+    let report = report(&dir);
+    let told = "the fix applied only on top of your uncommitted changes";
+    assert!(report["notes"].to_string().contains(told), "{report:#}");
+    assert!(
+        events(&out).iter().any(|e| e["event"] == "message"
+            && e["text"].as_str().unwrap().contains(told)
+            && e["text"].as_str().unwrap().contains("src/mine.h")),
+        "{}",
+        text(&out)
+    );
+    let branch = report["branch"].as_str().unwrap();
+    let message = repo.git(&["log", "-1", "--format=%B", branch]);
+    assert!(
+        message.contains("applied only on top of uncommitted changes"),
+        "{message}"
+    );
+}
+
 #[test]
 fn a_passing_baseline_is_success_with_nothing_to_fix() {
     let repo = FixtureRepo::new();
