@@ -447,40 +447,23 @@ fn real_logs_tuning_accuracy() {
     );
 }
 
+/// A log piped in, named `/dev/stdin` or `-` (standard input, as for grep and ripgrep).
 #[test]
-fn a_log_piped_in_through_dev_stdin_is_classified() {
+fn a_log_piped_in_through_stdin_is_classified() {
     use std::io::Write;
     let log = std::fs::read(data_dir().join("gcc_undeclared.log")).unwrap();
-    let mut child = fwfix_command(
-        &["triage", "--json", "/dev/stdin"],
-        &data_dir(),
-        &data_dir(),
-    )
-    .stdin(std::process::Stdio::piped())
-    .stdout(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
-    child.stdin.take().unwrap().write_all(&log).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
-}
-
-/// `-` is standard input, as for grep and ripgrep.
-#[test]
-fn a_log_piped_in_as_dash_is_classified() {
-    use std::io::Write;
-    let log = std::fs::read(data_dir().join("gcc_undeclared.log")).unwrap();
-    let mut child = fwfix_command(&["triage", "--json", "-"], &data_dir(), &data_dir())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&log).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
-    assert_eq!(events(&out)[0]["file"], "-", "{}", text(&out));
+    for name in ["/dev/stdin", "-"] {
+        let mut child = fwfix_command(&["triage", "--json", name], &data_dir(), &data_dir())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&log).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert_eq!(events(&out)[0]["class"], "BUILD_ERROR", "{}", text(&out));
+        assert_eq!(events(&out)[0]["file"], name, "{}", text(&out));
+    }
 }
 
 /// A FIFO nobody writes to is not waited on, and the reason says nothing was written to it; a
