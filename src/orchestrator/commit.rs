@@ -71,6 +71,7 @@ impl Job<'_> {
             commit: None,
             patch: self.run_dir.relative(&fix_path),
             fixed: fixed.clone(),
+            needs_uncommitted: None,
         });
 
         // The fix goes on the owner's HEAD, in the owner's repository, also when the loop ran
@@ -189,6 +190,10 @@ impl Job<'_> {
             text: note.clone(),
         });
         self.ctx.notes.push(note);
+        // For report.json and the summary.
+        if let Some(fix) = &mut self.ctx.fix {
+            fix.needs_uncommitted = Some(files.iter().map(|f| f.to_string()).collect());
+        }
     }
 
     /// Runs `pre-commit` and `commit-msg` as git would on the fix; `message` becomes what

@@ -124,6 +124,10 @@ pub struct FixRecord {
     /// `fix.patch`, relative to the run directory.
     pub patch: String,
     pub fixed: Vec<String>,
+    /// Set when the fix applies only on top of the owner's uncommitted work: the files the fix
+    /// commit takes with that work in them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_uncommitted: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1060,6 +1060,8 @@ impl<'a> Job<'a> {
                 .as_ref()
                 .map(|f| self.run_dir.path().join(&f.patch).display().to_string());
             report.branch = ctx.fix.as_ref().and_then(|f| f.branch.clone());
+            report.fix_needs_uncommitted =
+                ctx.fix.as_ref().and_then(|f| f.needs_uncommitted.clone());
             report.candidates = ctx.candidates.iter().map(candidate_summary).collect();
             for r in &ctx.history {
                 report.notes.push(format!(

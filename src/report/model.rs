@@ -489,6 +489,10 @@ pub struct Report {
     pub patch: Option<String>,
     /// `run`: the branch holding the fix.
     pub branch: Option<String>,
+    /// `run`: set when the fix applies only on top of the owner's uncommitted work (not to HEAD
+    /// alone): the files the fix commit takes with that work in them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fix_needs_uncommitted: Option<Vec<String>>,
     /// `bisect`: the first bad commit.
     pub culprit: Option<String>,
     /// `bisect`: every commit tested, in order.
@@ -569,6 +573,7 @@ impl Report {
             fixed: None,
             patch: None,
             branch: None,
+            fix_needs_uncommitted: None,
             culprit: None,
             steps: Vec::new(),
             confidence: None,

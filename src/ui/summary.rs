@@ -310,6 +310,23 @@ fn write_outcome(out: &mut String, report: &Report) -> std::fmt::Result {
             if let Some(branch) = &report.branch {
                 writeln!(out, "branch: {}", visible(branch))?;
             }
+            if let Some(files) = &report.fix_needs_uncommitted {
+                let which = if files.is_empty() {
+                    "the files it touches".to_string()
+                } else {
+                    files.join(", ")
+                };
+                let held = if report.branch.is_some() {
+                    "the branch holds them"
+                } else {
+                    "fix.patch is a diff against them"
+                };
+                writeln!(
+                    out,
+                    "note: the fix needs your uncommitted work in {}: {held}",
+                    visible(&which)
+                )?;
+            }
             Ok(())
         }
         Command::Bisect => {
@@ -528,6 +545,12 @@ run: .fwfix/runs/r1
         assert!(text.starts_with(
             "fixed: test_crc_empty\npatch: fix.patch\nbranch: fwfix/r1\nSUCCESS 0 passed (0 tests)"
         ));
+        report.fix_needs_uncommitted = Some(vec!["src/crc.c".into()]);
+        assert!(render_summary(&report, run_dir(), PLAIN).starts_with(
+            "fixed: test_crc_empty\npatch: fix.patch\nbranch: fwfix/r1\nnote: the fix needs your \
+             uncommitted work in src/crc.c: the branch holds them\n"
+        ));
+        report.fix_needs_uncommitted = None;
         report.cases = vec![case("test_crc_empty", CaseStatus::Fail, None, None)];
         assert!(render_summary(&report, run_dir(), PLAIN).contains("(1 test) in"));
         report.cases.clear();

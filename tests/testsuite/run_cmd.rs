@@ -157,7 +157,8 @@ fn queue_of_four_drops_two_in_review_and_converges_on_the_smaller_fix_in_iterati
 }
 
 /// A fix that applies only on top of the owner's uncommitted work is committed with that work
-/// in the files it touches: the owner is told, in an event, the report's notes and the commit.
+/// in the files it touches: the owner is told, in an event, the report (its notes and
+/// `fix_needs_uncommitted`), the summary and the commit.
 #[test]
 fn a_fix_that_needs_uncommitted_work_says_so() {
     let repo = FixtureRepo::new();
@@ -188,6 +189,17 @@ fn a_fix_that_needs_uncommitted_work_says_so() {
     assert!(
         message.contains("applied only on top of uncommitted changes"),
         "{message}"
+    );
+    // And the summary a person reads at the end.
+    let needs = report["fix_needs_uncommitted"].as_array().unwrap();
+    assert!(needs.iter().any(|f| f == "src/mine.h"), "{report:#}");
+    let show = fwfix(&["show", dir.to_str().unwrap()], repo.path());
+    let summary = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        summary.contains("note: the fix needs your uncommitted work in ")
+            && summary.contains("src/mine.h"),
+        "{}",
+        text(&show)
     );
 }
 
