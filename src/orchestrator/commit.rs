@@ -115,12 +115,7 @@ impl Job<'_> {
             Err(e) => return Step::error(ErrorClass::Unhandled, format!("fix commit: {e}")),
         };
         if prepared.base == FixBase::Snapshot {
-            let files: Vec<&str> = prepared
-                .report
-                .files
-                .iter()
-                .map(|f| f.change.path())
-                .collect();
+            let files: Vec<&str> = prepared.uncommitted.iter().map(String::as_str).collect();
             self.note_fix_needs_uncommitted_work(&prepared.branch, &files);
         }
 
@@ -177,13 +172,18 @@ impl Job<'_> {
     }
 
     /// Tells the owner that the fix on `branch` needs their uncommitted work: the patch did not
-    /// apply to HEAD, so the commit takes `files` with that work in them.
+    /// apply to HEAD, so the commit takes `files` (those the patch touches that hold uncommitted
+    /// changes) with that work in them.
     fn note_fix_needs_uncommitted_work(&mut self, branch: &str, files: &[&str]) {
+        let which = if files.is_empty() {
+            "the files it touches".to_string()
+        } else {
+            files.join(", ")
+        };
         let note = format!(
             "the fix applied only on top of your uncommitted changes, not on HEAD: its commit \
-             on {branch} takes {} with those changes in them; commit them first, or review \
-             that commit before merging it",
-            files.join(", ")
+             on {branch} takes {which} with those changes in them; commit them first, or review \
+             that commit before merging it"
         );
         self.events.emit(&Event::Message {
             level: Level::Warning,

@@ -135,6 +135,9 @@ pub struct PreparedFix {
     /// `fwfix/<run-id>`
     pub branch: String,
     pub base: FixBase,
+    /// With [`FixBase::Snapshot`]: the files the patch touches that hold uncommitted changes
+    /// (the snapshot's differ from HEAD's), which the fix commit takes with those changes in.
+    pub uncommitted: Vec<String>,
     pub report: ApplyReport,
 }
 
@@ -380,11 +383,26 @@ impl Repo {
                 }
                 Err(e) => return Err(e),
             };
+        let uncommitted = match fix_base {
+            FixBase::Head => Vec::new(),
+            FixBase::Snapshot => changes
+                .iter()
+                .filter_map(|c| c.old_path.as_deref())
+                .filter(|path| {
+                    let id = |tree: &Tree<'_>| tree.get_path(Path::new(path)).ok().map(|e| e.id());
+                    id(&head_tree) != id(&snapshot_tree)
+                })
+                .map(str::to_string)
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect(),
+        };
         Ok(PreparedFix {
             tree: tree.to_string(),
             parent: ids.head.to_string(),
             branch,
             base: fix_base,
+            uncommitted,
             report,
         })
     }
@@ -451,6 +469,7 @@ impl Repo {
             branch,
             base,
             report,
+            ..
         } = prepared;
         let oid = |hex: &str| Oid::from_str(hex).map_err(|e| self.err("read prepared fix", e));
         let tree = self

@@ -1011,6 +1011,8 @@ fn fix_that_needs_uncommitted_changes_is_applied_to_the_snapshot() {
     let base = repo.snapshot("run-dep", "base").unwrap();
     // The patch edits the line the user changed but never committed.
     let patch = "--- a/src/main.c\n+++ b/src/main.c\n@@ -1,4 +1,4 @@\n int main(void)\n {\n-    return 1;\n+    return 42;\n }\n";
+    let prepared = repo.prepare_fix("run-dep", &base, patch).unwrap();
+    assert_eq!(prepared.uncommitted, ["src/main.c"]);
     let fix = repo.commit_fix("run-dep", &base, patch, "fix\n").unwrap();
     assert_eq!(fix.base, FixBase::Snapshot);
     assert!(f
