@@ -1169,18 +1169,26 @@ impl<'a> Job<'a> {
         };
         let taken = repo.set_aside_refs(&run).map_err(internal)?.len();
         let label = format!("left-{}", taken + 1);
-        // Large untracked files too go into git objects: the run directory that would keep
-        // them aside goes with `fwfix runs prune`, and this tree must not.
-        let left = Repo::open(&self.ctx.work_dir)
-            .and_then(|whole| whole.snapshot(&run, &label))
-            .map_err(internal)?;
+        // Its parent is the run's snapshot, so it holds exactly what changed since; large
+        // untracked files that changed go into git objects too: the run directory that keeps
+        // the others aside goes with `fwfix runs prune`, and this tree must not.
+        let message = format!(
+            "fwfix: tree set aside when run {run} was resumed\n\n{why}; it differed from the \
+             run's snapshot {} in:\n{}\n",
+            base.refname,
+            listed
+                .iter()
+                .map(|l| format!("  {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let left = repo.set_aside(base, &label, &message).map_err(internal)?;
         let note = format!(
             "{dir} differed from the run's snapshot of your work when run {run} was resumed \
-             ({why}): {}. That tree was set aside as {} before your work was restored; \
-             `git restore --source={} --worktree -- .` brings it back",
+             ({why}): {}. That tree was set aside as {left} before your work was restored; \
+             `{}` brings those changes back",
             listed.join(", "),
-            left.refname,
-            left.refname
+            crate::repo::set_aside_command(&left)
         );
         self.events.emit(&Event::Message {
             level: Level::Warning,

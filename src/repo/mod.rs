@@ -45,7 +45,7 @@ pub use exclude::ensure_excluded;
 pub use history::CommitInfo;
 pub use large::{LargeFile, LargeFiles};
 pub use patch::ChangeKind;
-pub use snapshot::{RestoreReport, Snapshot, TreeEdit};
+pub use snapshot::{set_aside_command, RestoreReport, Snapshot, TreeEdit};
 pub use tree_lock::{lock_tree, TreeLock, TreeUse};
 
 use git2::{ErrorCode, Oid, Repository, RepositoryState, Signature};

@@ -195,6 +195,13 @@ impl Snapshot {
     }
 }
 
+/// The one command that applies the changes a tree set aside ([`Repo::set_aside`] under
+/// `refname`) holds over its run's snapshot to the work tree again: only those changes, all or
+/// nothing, refused (touching nothing) where the tree has moved on, as `git apply` does.
+pub fn set_aside_command(refname: &str) -> String {
+    format!("git diff-tree -r -p --binary --no-commit-id {refname} | git apply")
+}
+
 /// Whether `refname` is a tree a resume set aside (`refs/fwfix/<run-id>/left-<n>`): what
 /// differed from the run's snapshot of the owner's work when it was resumed. Unlike rollback
 /// points these hold work nothing else keeps, so they outlive the run and its pruning.
@@ -428,6 +435,81 @@ impl Repo {
             report.index_restored = true;
         }
         Ok(report)
+    }
+
+    /// Commits the working tree as it is now under `refs/fwfix/<run-id>/<label>` (a tree a
+    /// resume sets aside), its one parent the run's snapshot `base`, so that the commit's diff
+    /// is exactly what changed since `base` and [`set_aside_command`] applies it again. Untracked
+    /// files are in it, large ones too (in git objects: this is a person's work, and nothing
+    /// else keeps it), but for the large files `base` kept aside that are still intact, which
+    /// are in neither tree. Only reads the tree. Returns the ref.
+    pub fn set_aside(
+        &self,
+        base: &Snapshot,
+        label: &str,
+        message: &str,
+    ) -> Result<String, RepoError> {
+        self.check_state()?;
+        check_name("snapshot label", label)?;
+        let ids = base.ids()?;
+        let refname = format!("refs/fwfix/{}/{label}", base.run_id);
+        let trees = self.capture_trees()?;
+        let captured = self
+            .git
+            .find_tree(trees.worktree)
+            .map_err(|e| self.err("read working tree", e))?;
+        let mut updates = git2::build::TreeUpdateBuilder::new();
+        let mut added = false;
+        for path in &trees.large {
+            if let Some(kept) = base.large_files.iter().find(|f| f.path == *path) {
+                if LargeFiles::intact(&self.workdir, kept)? {
+                    continue;
+                }
+            }
+            let full = files::join(&self.workdir, path.as_bytes());
+            if let Some((content, mode)) = files::read_entry(&full)? {
+                let id = self
+                    .git
+                    .blob(&content)
+                    .map_err(|e| self.err("store file content", e))?;
+                let mode = match mode {
+                    MODE_EXEC => git2::FileMode::BlobExecutable,
+                    MODE_LINK => git2::FileMode::Link,
+                    _ => git2::FileMode::Blob,
+                };
+                updates.upsert(Path::new(path), id, mode);
+                added = true;
+            }
+        }
+        let tree_id = if added {
+            updates
+                .create_updated(&self.git, &captured)
+                .map_err(|e| self.err("write working tree", e))?
+        } else {
+            captured.id()
+        };
+        let tree = self
+            .git
+            .find_tree(tree_id)
+            .map_err(|e| self.err("read working tree", e))?;
+        let parent = self
+            .git
+            .find_commit(ids.commit)
+            .map_err(|e| RepoError::git("read snapshot", &base.refname, e))?;
+        let sig = self.signature()?;
+        let commit = self
+            .git
+            .commit(None, &sig, &sig, message, &tree, &[&parent])
+            .map_err(|e| self.err("commit the tree set aside", e))?;
+        self.git
+            .reference(&refname, commit, false, "fwfix: tree set aside")
+            .map_err(|e| match e.code() {
+                git2::ErrorCode::Exists => RepoError::SnapshotExists {
+                    refname: refname.clone(),
+                },
+                _ => RepoError::git("create ref", &refname, e),
+            })?;
+        Ok(refname)
     }
 
     /// Removes every rollback point of run `run_id` (`refs/fwfix/<run-id>/*`), once the run can

@@ -438,7 +438,7 @@ fn resume_sets_a_killed_agents_edits_and_a_torn_trace_line_aside() {
     assert!(repo
         .git(&["show", &format!("{left}:src/crc.c")])
         .ends_with("/* agent */\n"));
-    let take_back = format!("git restore --source={left} --worktree -- .");
+    let take_back = format!("git diff-tree -r -p --binary --no-commit-id {left} | git apply");
     assert!(
         said.contains(&take_back) && said.contains("src/agent_tmp.c (new)"),
         "{said}"
@@ -458,13 +458,12 @@ fn resume_sets_a_killed_agents_edits_and_a_torn_trace_line_aside() {
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     assert!(text(&audit).contains("torn trace line"), "{}", text(&audit));
     // Bringing the agent's tree back takes one command.
-    repo.git(&[
-        "restore",
-        &format!("--source={left}"),
-        "--worktree",
-        "--",
-        ".",
-    ]);
+    let back = std::process::Command::new("sh")
+        .args(["-c", &take_back])
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(back.status.success(), "{}", text(&back));
     assert_eq!(
         std::fs::read_to_string(repo.path().join("src/agent_tmp.c")).unwrap(),
         "junk\n"

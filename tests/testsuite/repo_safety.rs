@@ -583,6 +583,50 @@ fn edits_since_tells_the_runs_own_changes_from_a_persons() {
     ));
 }
 
+#[test]
+fn a_tree_set_aside_holds_what_changed_since_the_snapshot_and_its_command_applies_it_again() {
+    let f = busy_fixture();
+    let repo = f.open();
+    let snap = repo.snapshot("run-left", "base").unwrap();
+    let before = f.state();
+    f.write("src/crc.c", f.read_text("src/crc.c") + "someone's edit\n");
+    f.write("notes/new.txt", "new\n");
+    let during = f.state();
+    let left = repo.set_aside(&snap, "left-1", "why\n").unwrap();
+    assert_eq!(left, "refs/fwfix/run-left/left-1");
+    assert_eq!(f.state(), during, "setting aside only reads the tree");
+    assert!(matches!(
+        repo.set_aside(&snap, "left-1", "again\n"),
+        Err(RepoError::SnapshotExists { .. })
+    ));
+    // Its diff is what changed since the snapshot, nothing of the person's earlier work.
+    let changed = f.git(&["diff-tree", "-r", "--name-only", "--no-commit-id", &left]);
+    assert_eq!(changed, "notes/new.txt\nsrc/crc.c\n");
+    repo.restore(&snap).unwrap();
+    assert_eq!(f.state(), before);
+    let back = Command::new("sh")
+        .args(["-c", &fwfix::repo::set_aside_command(&left)])
+        .current_dir(&f.root)
+        .output()
+        .unwrap();
+    assert!(back.status.success(), "{back:?}");
+    assert_eq!(f.state(), during);
+    // Applied twice, it refuses and touches nothing.
+    let again = Command::new("sh")
+        .args(["-c", &fwfix::repo::set_aside_command(&left)])
+        .current_dir(&f.root)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert_eq!(f.state(), during);
+    // The run's rollback points go; the tree set aside stays.
+    repo.remove_snapshots("run-left").unwrap();
+    assert_eq!(
+        f.git(&["for-each-ref", "--format=%(refname)", "refs/fwfix/"]),
+        format!("{left}\n")
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Patch safety
 
