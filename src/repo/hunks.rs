@@ -32,27 +32,10 @@ pub(crate) fn apply(
     for (index, hunk) in hunks.iter().enumerate() {
         let old = side(hunk, true);
         let new = side(hunk, false);
-        let found = locate(
-            &lines,
-            cursor,
-            hunk,
-            &old,
-            last_offset,
-            max_fuzz,
-            Eol::Exact,
-        )
-        .or_else(|| {
-            locate(
-                &lines,
-                cursor,
-                hunk,
-                &old,
-                last_offset,
-                max_fuzz,
-                Eol::Ignored,
-            )
-        })
-        .ok_or(index)?;
+        let found = [Eol::Exact, Eol::Ignored]
+            .into_iter()
+            .find_map(|eol| locate(&lines, cursor, hunk, &old, last_offset, max_fuzz, eol))
+            .ok_or(index)?;
         for line in &lines[cursor..found.pos] {
             out.extend_from_slice(line);
         }

@@ -307,14 +307,7 @@ impl Repo {
                 &[&head_commit, &index_commit],
             )
             .map_err(|e| self.err("commit snapshot", e))?;
-        self.git
-            .reference(&refname, commit, false, "fwfix: rollback point")
-            .map_err(|e| match e.code() {
-                git2::ErrorCode::Exists => RepoError::SnapshotExists {
-                    refname: refname.clone(),
-                },
-                _ => RepoError::git("create ref", &refname, e),
-            })?;
+        self.create_ref(&refname, commit, "fwfix: rollback point")?;
         Ok(Snapshot {
             run_id: run_id.to_string(),
             label: label.to_string(),
@@ -501,15 +494,21 @@ impl Repo {
             .git
             .commit(None, &sig, &sig, message, &tree, &[&parent])
             .map_err(|e| self.err("commit the tree set aside", e))?;
+        self.create_ref(&refname, commit, "fwfix: tree set aside")?;
+        Ok(refname)
+    }
+
+    /// Points the new ref `refname` at `commit`; one that exists already is never moved.
+    fn create_ref(&self, refname: &str, commit: git2::Oid, log: &str) -> Result<(), RepoError> {
         self.git
-            .reference(&refname, commit, false, "fwfix: tree set aside")
+            .reference(refname, commit, false, log)
+            .map(drop)
             .map_err(|e| match e.code() {
                 git2::ErrorCode::Exists => RepoError::SnapshotExists {
-                    refname: refname.clone(),
+                    refname: refname.to_string(),
                 },
-                _ => RepoError::git("create ref", &refname, e),
-            })?;
-        Ok(refname)
+                _ => RepoError::git("create ref", refname, e),
+            })
     }
 
     /// Removes every rollback point of run `run_id` (`refs/fwfix/<run-id>/*`), once the run can
