@@ -295,12 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "blind";
-
-/// The held-out set for the round after: collected the same way and checked here for its form
-/// and its distance from the others, but never measured until it replaces [`HELD_OUT_SET`]
-/// (its first measurement is the figure that counts).
-const NEXT_HELD_OUT_SET: &str = "sealed";
+const HELD_OUT_SET: &str = "sealed";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -381,7 +376,7 @@ fn real_corpora_are_complete_labelled_and_apart() {
         "UNKNOWN",
     ];
     let mut threads = std::collections::BTreeMap::new();
-    for (set, at_least) in [("real", 380), (HELD_OUT_SET, 100), (NEXT_HELD_OUT_SET, 100)] {
+    for (set, at_least) in [("real", 380), (HELD_OUT_SET, 100)] {
         let rows = corpus(set);
         assert!(rows.len() >= at_least, "{set}: {} logs", rows.len());
         let mut listed = std::collections::BTreeSet::new();
@@ -416,10 +411,10 @@ fn real_corpora_are_complete_labelled_and_apart() {
     }
 }
 
-/// What triage gets right on the held-out set must not fall below its first-sight figure
-/// (blind/: 107/131, 81.7%, on round 10's rules; see blind/README.md), less one log. The goal
-/// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 80.7;
+/// What triage gets right on the held-out set must not fall below its first-sight figure, less
+/// one log. The goal is 95%: this floor only catches a fall, it does not say the goal is met.
+/// Zero until sealed/ is measured for the first time; set from that figure then.
+const HELD_OUT_FLOOR: f64 = 0.0;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -433,8 +428,9 @@ fn real_logs_held_out_accuracy() {
 }
 
 /// What the tuning set gets must not fall: 1532/1605 (95.5%) after round 10's tuning (see
-/// real/README.md); 1584/1672 (94.7%) since round 10b's 67 logs joined untuned.
-const TUNING_FLOOR: f64 = 94.2;
+/// real/README.md); 1584/1672 (94.7%) since round 10b's 67 logs joined untuned; 1706/1803
+/// (94.6%) after round 11 (blind/ joined, its misses tuned on).
+const TUNING_FLOOR: f64 = 94.1;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

@@ -891,6 +891,14 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?i)\b(?P<msg>(?:build |the )?command '[\w.+-]+' not found.*)$",
     ),
+    // A build tool that names the compiler it looked for and did not find: Mbed's `make.py`
+    // (`Could not find executable for GCC_ARM.`), a runner's `Command '<path>' can't be found`.
+    re(
+        "tool.executable_not_found",
+        "tool",
+        ToolMissing,
+        r"(?i)^(?:\S+: error: |ERROR: )?(?:\w+: )?(?P<msg>could not find (?:the )?executable for \S+?|command '[^']+' (?:can't|cannot|could not) be found)\.?$",
+    ),
     re(
         "make.no_such_program",
         "make",
@@ -1972,7 +1980,10 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^(?P<msg>Error compiling for board .+|Compilation error: .+)$",
     )
-    .weight(2),
+    .weight(2)
+    // The IDE's summary of whatever failed: the compiler's or the linker's own lines above it
+    // say which (`undefined reference` makes it a link error).
+    .echo(),
     re(
         "armlink.error",
         "armlink",

@@ -145,6 +145,15 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("zsh: command not found: openocd", "shell.zsh_not_found"),
     (
+        "make.py: error: Could not find executable for GCC_ARM.",
+        "tool.executable_not_found",
+    ),
+    ("Could not find executable for ARMC6.", "tool.executable_not_found"),
+    (
+        "ERROR: run_cmd: Command '/opt/arm/bin/armclang' can't be found",
+        "tool.executable_not_found",
+    ),
+    (
         "make[1]: arm-none-eabi-gcc: No such file or directory",
         "make.no_such_program",
     ),
@@ -3011,4 +3020,33 @@ fn a_uart_break_is_skipped_but_not_nuls_beside_binary_bytes() {
     log.extend_from_slice(b"Guru Meditation Error: Core  0 panic'ed (IllegalInstruction).\n");
     let t = classify_reader(log.as_slice(), &PLAIN).unwrap();
     assert_eq!((t.class, t.lines), (TriageClass::Crash, vec![1]));
+}
+
+/// A tool's own closing success, in words no rule knows, is a PASS at low confidence when
+/// nothing in the log failed; not when a line bore failure words, nor when the success is a
+/// step's, a test case's, or nothing done.
+#[test]
+fn a_closing_success_no_rule_knows_is_a_low_confidence_pass() {
+    for log in [
+        "$ flashtool -t mcu123 --erase\nErasing chip...\nChip erase complete\n",
+        "12:00:01 - program Started\n12:00:03 - program Finished Successfully\n",
+        "Writing 0x0000...\nDone flashing file, it took 1200ms\n",
+    ] {
+        let t = classify(log, &PLAIN);
+        assert_eq!(t.class, TriageClass::Pass, "{log}: {t:#?}");
+        assert!(t.reason.contains("low confidence"), "{}", t.reason);
+        assert_eq!(t.matches[0].rule_id, SUCCESS_TAIL_RULE);
+    }
+    for log in [
+        "link failed, retrying\nDone\n",
+        "[3/9] Completed 'bootloader'\n",
+        "PASS - test_sem_take_no_wait\n",
+        "Finished erasing 9 pages\n",
+        "make: Nothing to be done for 'all'.\n",
+        "tool exited: exit code 2, done\n",
+        "Job succeeded\n",
+    ] {
+        let t = classify(log, &PLAIN);
+        assert_ne!(t.class, TriageClass::Pass, "{log}: {t:#?}");
+    }
 }
