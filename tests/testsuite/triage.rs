@@ -412,9 +412,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log. The goal is 95%: this floor only catches a fall, it does not say the goal is met.
-/// Zero until sealed/ is measured for the first time; set from that figure then.
-const HELD_OUT_FLOOR: f64 = 0.0;
+/// one log (sealed/: 112/127, 88.2%, on round 11's rules; see sealed/README.md). The goal is
+/// 95%: this floor only catches a fall, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 87.4;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
