@@ -114,12 +114,12 @@ fn a_fifo_or_a_device_as_board_profile_or_patch_is_refused_by_name_and_as_a_log_
     assert_eq!(runs_in(repo.path()), 0);
 
     // A log that never ends, and a FIFO nobody writes to: triage reads streams (a pipe is a
-    // log too), so both end, as binary and as empty.
+    // log too), so both end, as binary and as a FIFO nothing was written to.
     let out = bounded(&["triage", "/dev/zero", board], repo.path());
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
         text(&out).contains("the input is binary, not a log")
-            && text(&out).contains("the log is empty"),
+            && text(&out).contains("no program had this FIFO open for writing"),
         "{}",
         text(&out)
     );

@@ -239,6 +239,7 @@ pub fn spawn(
             xpsr: DEFAULT_XPSR,
             psp: None,
             handlers: FaultHandlers::default(),
+            stack_top: None,
             table: 0,
             code_ram,
             vectors_watch: None,
@@ -278,6 +279,10 @@ struct Watcher {
     xpsr: u32,
     psp: Option<u32>,
     handlers: FaultHandlers,
+    /// The image's initial stack pointer (its vector table's first word): the main stack's top,
+    /// usually the end of RAM. Nothing above it is read from a stopped core's main stack: a read
+    /// past the end of RAM fails whole, and QEMU logs each word it refused as a guest error.
+    stack_top: Option<u32>,
     /// Where the vector table the breakpoints come from starts (VTOR when it was last read).
     table: u32,
     /// The machine has RAM at address 0 (`cortex_m::writable_table`).
@@ -392,6 +397,7 @@ impl Watcher {
         self.handlers = handlers_of(vtor, &table);
         // The initial stack's top word (a misfit check), the breakpoints and the watchpoint.
         let sp = table.as_ref().ok().and_then(|w| w.first().copied());
+        self.stack_top = sp;
         let top = sp.and_then(|sp| sp.checked_sub(4));
         // A loaded image: the core starts as a reset would have started it, from the table.
         let reset = match (&self.load, table.as_deref()) {
@@ -891,6 +897,14 @@ impl Watcher {
             } else {
                 STACK_WORDS_STOPPED.to_vec()
             };
+            // Below the main stack's top, read no further than it.
+            let room = self
+                .stack_top
+                .filter(|&top| top > sp)
+                .map_or(usize::MAX, |top| ((top - sp) / 4) as usize);
+            let mut tries: Vec<usize> = tries.into_iter().map(|w| w.min(room)).collect();
+            tries.dedup();
+            tries.retain(|&w| w > 0);
             for words in tries {
                 if let Ok(w) = self.client.read_words(sp, words).await {
                     let _ = writeln!(raw, "-- stack at 0x{sp:08x} --\n{}", words_text(&w));
