@@ -1640,20 +1640,11 @@ pub const SUCCESS_TAIL_RULE: &str = "tail.success";
 
 /// A line saying a step succeeded, and what makes such a line no verdict: a failure word or a
 /// negation (`Nothing to be done`), a CI job's trailer (`Job succeeded`, `Finished: SUCCESS`:
-/// the job's, not the firmware's), a test case's own line (passing cases without a summary are no verdict), a build
-/// step's counter (`[4/5] Completed 'bootloader'`), a step before the writing (`Finished
-/// erasing`), one segment's hash, a non-zero exit code.
+/// the job's, not the firmware's), a test case's own line (passing cases without a summary are
+/// no verdict), a build step's counter (`[4/5] Completed 'bootloader'`), a step before the
+/// writing (`Finished erasing`), one segment's hash, a non-zero exit code.
 static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
-    #[expect(
-        clippy::expect_used,
-        reason = "constant patterns, exercised by the unit tests"
-    )]
-    let compile = |p: &str| {
-        regex::bytes::RegexBuilder::new(p)
-            .case_insensitive(true)
-            .build()
-            .expect("built-in triage pattern compiles")
-    };
+    let compile = |p: &str| built_in(regex::bytes::RegexBuilder::new(p).case_insensitive(true));
     (
         compile(
             r"\b(?:success(?:ful(?:ly)?)?|succeeded|completed?|done|finished|verified|pass(?:ed)?)\b",
@@ -1666,16 +1657,7 @@ static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
 
 /// Colour and hyperlink escapes, and the stamps fwfix and test runners put before each line.
 static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
-    #[expect(
-        clippy::expect_used,
-        reason = "constant patterns, exercised by the unit tests"
-    )]
-    let compile = |p: &str| {
-        regex::bytes::RegexBuilder::new(p)
-            .unicode(false)
-            .build()
-            .expect("built-in triage pattern compiles")
-    };
+    let compile = |p: &str| built_in(regex::bytes::RegexBuilder::new(p).unicode(false));
     (
         compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
         // fwfix's console.log stamp, then the prefixes test runners put before the device's
@@ -1686,6 +1668,15 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         ),
     )
 });
+
+/// Builds one of triage's own constant patterns.
+fn built_in(builder: &mut regex::bytes::RegexBuilder) -> Regex {
+    #[expect(
+        clippy::expect_used,
+        reason = "constant patterns, exercised by the unit tests"
+    )]
+    builder.build().expect("built-in triage pattern compiles")
+}
 
 /// The line without colour codes, console.log's `[    0.035] uart  ` stamp or a test runner's
 /// prefix.

@@ -465,12 +465,7 @@ impl Repo {
                     .git
                     .blob(&content)
                     .map_err(|e| self.err("store file content", e))?;
-                let mode = match mode {
-                    MODE_EXEC => git2::FileMode::BlobExecutable,
-                    MODE_LINK => git2::FileMode::Link,
-                    _ => git2::FileMode::Blob,
-                };
-                updates.upsert(Path::new(path), id, mode);
+                updates.upsert(Path::new(path), id, blob_mode(mode));
                 added = true;
             }
         }
@@ -841,12 +836,7 @@ impl Repo {
                         .git
                         .blob(&content)
                         .map_err(|e| self.err("store file content", e))?;
-                    let mode = match mode {
-                        MODE_EXEC => git2::FileMode::BlobExecutable,
-                        MODE_LINK => git2::FileMode::Link,
-                        _ => git2::FileMode::Blob,
-                    };
-                    updates.upsert(Path::new(OsStr::from_bytes(&path)), id, mode);
+                    updates.upsert(Path::new(OsStr::from_bytes(&path)), id, blob_mode(mode));
                 }
                 None => remove_from(&mut removals, &path),
             }
@@ -862,6 +852,15 @@ impl Repo {
             large,
             empty_dirs: found.empty_dirs,
         })
+    }
+}
+
+/// The tree mode of a file read from the working tree (its mode as [`files::read_entry`] gives it).
+fn blob_mode(mode: u32) -> git2::FileMode {
+    match mode {
+        MODE_EXEC => git2::FileMode::BlobExecutable,
+        MODE_LINK => git2::FileMode::Link,
+        _ => git2::FileMode::Blob,
     }
 }
 
