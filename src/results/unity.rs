@@ -12,7 +12,10 @@
 //! line only for a test that failed or was ignored from inside (`..path:NN:TEST(g, n):FAIL: msg`,
 //! the marks stuck to the path): the passing tests are counted from the marks, unnamed. With
 //! `-v` it prints `TEST(g, n) PASS`, `TEST(g, n)path:NN::FAIL: msg` and `IGNORE_TEST(g, n)`. The
-//! summary and final word are Unity's.
+//! summary and final word are Unity's. Run with `-r M`, it repeats the whole run M times, each
+//! announced (`Unity test run 2 of 3`) and closed by its own summary and word: the run is over
+//! at the last one's word. The last run is cross-checked as a single run is; a test that failed
+//! in an earlier run fails the result too (a flaky test is a failing test), said in a note.
 //!
 //! This module only reads UART text and the [`ParseContext`]: it must not symbolise, read files or
 //! look at the clock. It never trusts a single source: the case lines, the summary, the final
@@ -129,6 +132,30 @@ impl HarnessStream for UnityStream {
 }
 
 impl UnityStream {
+    /// A repeat's next run begins: the run before it is set aside with what failed in it, and
+    /// the new one is read afresh (its tests report again, its marks and summary are its own).
+    fn next_repeat(&mut self) {
+        let scan = &mut self.scan;
+        let Some(run) = scan.repeat else {
+            return;
+        };
+        let failed = std::mem::take(&mut scan.reported)
+            .into_iter()
+            .filter(|c| c.status == CaseStatus::Fail)
+            .collect();
+        scan.earlier.push(EarlierRun {
+            run,
+            failed,
+            summary: scan.summaries.pop(),
+        });
+        scan.summaries.clear();
+        scan.progress = Progress::default();
+        self.after_summary = None;
+        self.names.clear();
+        self.clean_files.clear();
+        self.noisy.clear();
+    }
+
     /// Reads one cleaned line, the `index`th: final when it is Unity's final word, kept when it
     /// is a result, a summary or a verdict word.
     fn read(&mut self, index: usize, line: &str) -> LineRead {
@@ -137,8 +164,16 @@ impl UnityStream {
             return LineRead::default();
         }
         scan.saw_output = true;
-        if is_fixture_start(line) {
+        if let Some(run) = fixture_start(line) {
             scan.fixture = true;
+            if run.0 > 1
+                && scan
+                    .repeat
+                    .is_some_and(|(k, m)| k + 1 == run.0 && m == run.1)
+            {
+                self.next_repeat();
+            }
+            self.scan.repeat = Some(run);
             return LineRead {
                 verdict: false,
                 keep: true,
@@ -156,8 +191,10 @@ impl UnityStream {
             if let (Some(ok), Some(summary)) = (word, scan.summaries.last_mut()) {
                 summary.ok = Some(ok);
                 scan.last_unity_line = Some(index);
+                // Only the last run of a repeat says the last word.
+                let last_run = scan.repeat.is_none_or(|(k, m)| k >= m);
                 return LineRead {
-                    verdict: true,
+                    verdict: last_run,
                     keep: true,
                 };
             }
@@ -250,11 +287,13 @@ fn classify(line: &str) -> UnityLine<'_> {
     }
 }
 
-/// Unity Fixture's `Unity test run N of M`.
-fn is_fixture_start(line: &str) -> bool {
+/// Unity Fixture's `Unity test run N of M`: (N, M).
+fn fixture_start(line: &str) -> Option<(u32, u32)> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    matches!(words.as_slice(), ["Unity", "test", "run", n, "of", m]
-        if n.parse::<u32>().is_ok() && m.parse::<u32>().is_ok())
+    match words.as_slice() {
+        ["Unity", "test", "run", n, "of", m] => Some((n.parse().ok()?, m.parse().ok()?)),
+        _ => None,
+    }
 }
 
 /// Unity Fixture's progress marks, `.` per test run and `!` per `IGNORE_TEST`.
@@ -453,10 +492,23 @@ struct Scan {
     saw_output: bool,
     /// Unity Fixture announced its run.
     fixture: bool,
+    /// Unity Fixture's `-r M` repeats: the run announced last (`Unity test run k of M`).
+    repeat: Option<(u32, u32)>,
+    /// The runs of a repeat before the current one: what failed in each, and its summary.
+    earlier: Vec<EarlierRun>,
     progress: Progress,
     /// Index (among the UART lines) of the last line Unity printed: a result, a summary or its
     /// final word.
     last_unity_line: Option<usize>,
+}
+
+/// One finished run of a Unity Fixture repeat (`-r M`), before the last.
+#[derive(Debug)]
+struct EarlierRun {
+    /// `k of M`.
+    run: (u32, u32),
+    failed: Vec<TestCase>,
+    summary: Option<Summary>,
 }
 
 /// A case for each test Unity Fixture showed only as a progress mark, numbered in run order
@@ -537,12 +589,102 @@ fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump
         summary,
         &mut notes,
     );
+    let verdict = with_earlier_runs(&scan.earlier, &mut cases, verdict, &mut notes);
     TestResults {
         harness: HARNESS.to_string(),
         cases,
         summary,
         verdict,
         notes,
+    }
+}
+
+/// Folds the earlier runs of a Unity Fixture repeat into the last run's result: a test that
+/// failed in any run fails, with the run named in its message, and a passing result becomes a
+/// failure. A test the last run passed is flaky, and the note says so.
+fn with_earlier_runs(
+    earlier: &[EarlierRun],
+    cases: &mut Vec<TestCase>,
+    verdict: Verdict,
+    notes: &mut Vec<String>,
+) -> Verdict {
+    let Some(first) = earlier.first() else {
+        return verdict;
+    };
+    let runs = first.run.1;
+    notes.push(format!(
+        "Unity Fixture repeated the run {runs} times (-r {runs}): the last run is checked as a \
+         single run, and a test that failed in any run fails"
+    ));
+    let mut failed_earlier = false;
+    for run in earlier {
+        let (k, m) = run.run;
+        let counted_failures = run
+            .summary
+            .is_some_and(|s| s.failures > 0 || s.ok == Some(false));
+        if run.failed.is_empty() && !counted_failures {
+            continue;
+        }
+        failed_earlier = true;
+        if run.failed.is_empty() {
+            notes.push(format!(
+                "run {k} of {m} counted failures its lines did not name (its -v option names them)"
+            ));
+        }
+        for failure in &run.failed {
+            let message = format!(
+                "run {k} of {m}: {}",
+                failure.message.as_deref().unwrap_or("failed")
+            );
+            match cases.iter_mut().find(|c| c.name == failure.name) {
+                Some(case) if case.status == CaseStatus::Fail => {}
+                Some(case) => {
+                    notes.push(format!(
+                        "{} failed in run {k} of {m} and passed in the last: flaky",
+                        failure.name
+                    ));
+                    case.status = CaseStatus::Fail;
+                    case.message = Some(message);
+                    case.file = failure.file.clone().or(case.file.take());
+                    case.line = failure.line.or(case.line);
+                }
+                None => {
+                    notes.push(format!(
+                        "{} failed in run {k} of {m}; the last run showed it only as a passing \
+                         mark: flaky",
+                        failure.name
+                    ));
+                    // It passed unnamed in the last run: it is this case now, not a mark.
+                    if let Some(at) = cases
+                        .iter()
+                        .rposition(|c| c.name.starts_with("(unnamed pass "))
+                    {
+                        cases.remove(at);
+                    }
+                    cases.push(TestCase {
+                        message: Some(message),
+                        ..failure.clone()
+                    });
+                }
+            }
+        }
+    }
+    if failed_earlier {
+        let failed: Vec<&str> = cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Fail)
+            .map(|c| c.name.as_str())
+            .collect();
+        notes.push(format!(
+            "over all {runs} runs, {} of {} tests failed: {}",
+            failed.len(),
+            cases.len(),
+            failed.join(", ")
+        ));
+    }
+    match verdict {
+        Verdict::Pass if failed_earlier => Verdict::Fail,
+        other => other,
     }
 }
 
@@ -1312,6 +1454,104 @@ TEST(fletcher, broken)tests/test_fixture.c:20::FAIL: Expected 1 Was 0
 3 Tests 1 Failures 0 Ignored 
 FAIL
 ";
+
+    /// Unity Fixture's `-r 3 -v`: each run announced and closed on its own; the second run's
+    /// `broken` failed where the others passed it.
+    const FIXTURE_REPEAT_FLAKY: &str = "\
+Unity test run 1 of 3
+TEST(fletcher, abcde) PASS
+TEST(fletcher, broken) PASS
+
+-----------------------
+2 Tests 0 Failures 0 Ignored 
+OK
+Unity test run 2 of 3
+TEST(fletcher, abcde) PASS
+TEST(fletcher, broken)tests/test_fixture.c:20::FAIL: Expected 1 Was 0
+
+-----------------------
+2 Tests 1 Failures 0 Ignored 
+FAIL
+Unity test run 3 of 3
+TEST(fletcher, abcde) PASS
+TEST(fletcher, broken) PASS
+
+-----------------------
+2 Tests 0 Failures 0 Ignored 
+OK
+";
+
+    #[test]
+    fn a_repeated_fixture_run_ends_at_its_last_word_and_counts_each_test_once() {
+        let fired = feed(&mut UnityStream::default(), FIXTURE_REPEAT_FLAKY);
+        assert_eq!(fired.iter().filter(|f| **f).count(), 1);
+        assert_eq!(fired.last(), Some(&true));
+
+        let passing = FIXTURE_REPEAT_FLAKY
+            .replace(
+                "TEST(fletcher, broken)tests/test_fixture.c:20::FAIL: Expected 1 Was 0",
+                "TEST(fletcher, broken) PASS",
+            )
+            .replace(
+                "2 Tests 1 Failures 0 Ignored \nFAIL",
+                "2 Tests 0 Failures 0 Ignored \nOK",
+            );
+        let r = parse(&passing, RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(fletcher, abcde)", CaseStatus::Pass),
+                ("TEST(fletcher, broken)", CaseStatus::Pass),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_test_that_failed_in_one_run_of_a_repeat_fails_and_is_called_flaky() {
+        // The exit code is the last run's failure count: 0.
+        let r = parse(FIXTURE_REPEAT_FLAKY, RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        let broken = r.cases.iter().find(|c| c.name == "TEST(fletcher, broken)");
+        let broken = broken
+            .cloned()
+            .map(|c| (c.status, c.message, c.file, c.line));
+        assert_eq!(
+            broken,
+            Some((
+                CaseStatus::Fail,
+                Some("run 2 of 3: Expected 1 Was 0".to_string()),
+                Some("tests/test_fixture.c".to_string()),
+                Some(20)
+            ))
+        );
+        assert_eq!(r.cases.len(), 2);
+        assert!(notes(&r).contains("failed in run 2 of 3 and passed in the last: flaky"));
+
+        // Default output: the last run shows the test only as a mark.
+        let dots =
+            "Unity test run 1 of 2\n.tests/t.c:9:TEST(ring, full):FAIL: Expected 4 Was 3\n\n\
+                    -----------------------\n2 Tests 1 Failures 0 Ignored \nFAIL\n\
+                    Unity test run 2 of 2\n..\n\n-----------------------\n\
+                    2 Tests 0 Failures 0 Ignored \nOK\n";
+        let r = parse(dots, RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("(unnamed pass 1)", CaseStatus::Pass),
+                ("TEST(ring, full)", CaseStatus::Fail),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_restarted_fixture_run_is_still_a_restart() {
+        let once = "Unity test run 1 of 1\nTEST(a, b) PASS\n\n-----------------------\n\
+                    1 Tests 0 Failures 0 Ignored \nOK\n";
+        let r = parse(&format!("{once}{once}"), RunEnd::Exited { code: 0 });
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{}", notes(&r));
+    }
 
     #[test]
     fn unity_fixture_marks_count_the_unnamed_passes() {

@@ -1,6 +1,8 @@
 //! The parsers against console and build logs recorded from the fwtests fixture on QEMU
 //! (`tests/data/`): what fwfix must conclude from real output of a pass, a failure, a crash, a
-//! hang and a broken build.
+//! hang and a broken build. The `unity_fixture_repeat*` consoles were recorded from upstream
+//! Unity Fixture (`UnityMain` with `-r 3`, and `-v`) in a FreeRTOS task on QEMU's mps2-an385,
+//! with one test that fails only in the second run.
 
 use fwfix::analysis::{parse_build_log, Severity};
 use fwfix::capture::{Capture, ConsoleLine, RunEnd, Stream};
@@ -12,6 +14,9 @@ const UNITY_FAIL: &str = include_str!("../data/console/unity_fail.log");
 const UNITY_CRASH: &str = include_str!("../data/console/unity_crash_truncated.log");
 const UNITY_HANG: &str = include_str!("../data/console/unity_hang_truncated.log");
 const QEMU_STDERR_CRASH: &str = include_str!("../data/console/qemu_stderr_crash.log");
+const FIXTURE_REPEAT: &str = include_str!("../data/console/unity_fixture_repeat.log");
+const FIXTURE_REPEAT_VERBOSE: &str =
+    include_str!("../data/console/unity_fixture_repeat_verbose.log");
 const GCC_ERROR: &str = include_str!("../data/build/gcc_error.log");
 
 /// The tests of test_sensor and test_event, in run order (as a baseline or the ELF gives them).
@@ -84,6 +89,35 @@ fn detector_fires(text: &str) -> Vec<usize> {
         .filter(|(_, line)| detector.read_line(line).verdict)
         .map(|(i, _)| i + 1)
         .collect()
+}
+
+/// Unity Fixture's `-r 3`: the run ends at the third run's word, each test is one case, and the
+/// test that failed only in run 2 fails the result.
+#[test]
+fn repeated_fixture_runs() {
+    for console in [FIXTURE_REPEAT, FIXTURE_REPEAT_VERBOSE] {
+        assert_eq!(detector_fires(console), vec![console.lines().count()]);
+        // The task loops after UnityMain returns: the detector's word ends the attempt.
+        let r = parse(&capture(console, RunEnd::Verdict), &[], &[]);
+        assert_eq!(r.verdict, Verdict::Fail, "{:?}", r.notes);
+        assert_eq!(
+            statuses(&r),
+            vec![
+                ("TEST(fletcher, abcde)", CaseStatus::Fail),
+                ("TEST(fletcher, flaky)", CaseStatus::Fail),
+            ],
+            "{:?}",
+            r.notes
+        );
+        let flaky = &r.cases[1];
+        assert_eq!(
+            flaky.message.as_deref(),
+            Some("run 2 of 3: Expected 2 to be not equal to 2")
+        );
+        assert_eq!(flaky.file.as_deref(), Some("tests/test_fixture.c"));
+        assert_eq!(flaky.line, Some(20));
+        assert!(r.notes.iter().any(|n| n.contains("flaky")), "{:?}", r.notes);
+    }
 }
 
 #[test]
