@@ -116,6 +116,31 @@ impl Scratch {
     fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+
+    /// A script `name` that the first time `guard` holds does `first` and then hangs as
+    /// [`slow_script`] does, and otherwise goes on: `prefix`, the guarded part, `suffix`.
+    /// Returns the pid list, the marker and the script.
+    fn slow_once(
+        &self,
+        name: &str,
+        prefix: &str,
+        guard: &str,
+        first: &str,
+        suffix: &str,
+    ) -> (PathBuf, PathBuf, PathBuf) {
+        let (pids, marker, once) = (self.path("pids"), self.path("marker"), self.path("once"));
+        let script = self.path(name);
+        std::fs::write(
+            &script,
+            format!(
+                "{prefix}if {guard}[ ! -f '{o}' ]; then\ntouch '{o}'\n{first}{}fi\n{suffix}",
+                slow_script(&pids, &marker),
+                o = once.display()
+            ),
+        )
+        .unwrap();
+        (pids, marker, script)
+    }
 }
 
 fn spawn_fwfix(args: &[&str], repo: &Path) -> Child {
@@ -218,23 +243,14 @@ fn sigkill_of_fwfix_run_mid_agent_takes_the_agent_and_its_children_along() {
 fn a_fresh_run_refuses_a_tree_a_killed_run_left_its_candidate_in() {
     let repo = FixtureRepo::new();
     let scratch = Scratch::new();
-    let (pids, marker, once) = (
-        scratch.path("pids"),
-        scratch.path("marker"),
-        scratch.path("once"),
-    );
-    let script = scratch.path("build.sh");
     // The first build of a patched tree (the candidate's, in BUILD_RUN) hangs; the rest are real.
-    std::fs::write(
-        &script,
-        format!(
-            "if ! git diff --quiet -- src && [ ! -f '{o}' ]; then\ntouch '{o}'\n{}fi\n\
-             exec make BOARD=$1 build/$1/test_crc.elf\n",
-            slow_script(&pids, &marker),
-            o = once.display()
-        ),
-    )
-    .unwrap();
+    let (pids, marker, script) = scratch.slow_once(
+        "build.sh",
+        "",
+        "! git diff --quiet -- src && ",
+        "",
+        "exec make BOARD=$1 build/$1/test_crc.elf\n",
+    );
     commit_script_profile(&repo, "crc-slow-candidate", &script);
     let queue = fixture_queue(&["04-fixes-crc16.diff"]);
     let args = [
@@ -384,22 +400,13 @@ fn a_tree_a_killed_agent_edited_is_refused_by_run_and_test_until_the_run_is_deal
 fn resume_sets_a_killed_agents_edits_and_a_torn_trace_line_aside() {
     let repo = FixtureRepo::new();
     let scratch = Scratch::new();
-    let (pids, marker, once) = (
-        scratch.path("pids"),
-        scratch.path("marker"),
-        scratch.path("once"),
+    let (pids, marker, script) = scratch.slow_once(
+        "agent.sh",
+        "cat > /dev/null\n",
+        "",
+        "echo '/* agent */' >> src/crc.c\necho junk > src/agent_tmp.c\n",
+        "",
     );
-    let script = scratch.path("agent.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "cat > /dev/null\nif [ ! -f '{o}' ]; then\ntouch '{o}'\n\
-             echo '/* agent */' >> src/crc.c\necho junk > src/agent_tmp.c\n{}fi\n",
-            slow_script(&pids, &marker),
-            o = once.display()
-        ),
-    )
-    .unwrap();
     commit_agent_profile(&repo, &script, 1);
     let run = [
         "run",
