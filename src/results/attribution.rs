@@ -168,7 +168,15 @@ pub(super) fn missing_cases(unreported: &[&str], stopped_in: Option<&str>) -> Ve
 /// The note for a fault dump the console showed.
 pub(super) fn dump_note(dump: &Dump) -> String {
     let first = dump.snapshot.raw.lines().next().unwrap_or_default();
-    match &dump.fatal_error {
+    let assertion = dump.assertion.as_ref();
+    if let Some(a) = assertion.filter(|_| dump.assertion_alone()) {
+        return format!(
+            "the console shows the firmware's own assertion failing at line {}: {}",
+            a.index + 1,
+            a.text
+        );
+    }
+    let note = match &dump.fatal_error {
         Some(reason) => format!(
             "the console shows a Zephyr fatal error from line {} ({reason})",
             dump.first + 1
@@ -177,7 +185,29 @@ pub(super) fn dump_note(dump: &Dump) -> String {
             "the console shows a fault dump from line {}: {first}",
             dump.first + 1
         ),
+    };
+    match assertion {
+        Some(a) => format!(
+            "{note}, after the firmware's own assertion failed at line {}: {}",
+            a.index + 1,
+            a.text
+        ),
+        None => note,
     }
+}
+
+/// A case the run stopped in at the firmware's failed assertion: the assertion's line heads its
+/// message, and the assertion's site is its location.
+pub(super) fn at_assertion(case: &mut TestCase, dump: Option<&Dump>) {
+    let Some(a) = dump.and_then(|d| d.assertion.as_ref()) else {
+        return;
+    };
+    case.message = Some(match case.message.take() {
+        Some(message) => format!("{} ({message})", a.text),
+        None => a.text.clone(),
+    });
+    case.file.clone_from(&a.file);
+    case.line = a.line;
 }
 
 /// The verdict of an attempt the environment ended (the runner died, the console port was lost,

@@ -13,6 +13,13 @@
 //! The fwtests fixture's fault handler prints nothing (it spins), so it has no format of its own
 //! here; a firmware that prints `PC: 0x... LR: 0x... CFSR: 0x...` in any layout is covered by the
 //! generic form.
+//!
+//! A firmware's own failed assertion stops it as surely as a fault (FreeRTOS's `configASSERT`
+//! handler spins, newlib's `assert` aborts, Zephyr and ESP-IDF panic after theirs): its line
+//! (FreeRTOS demos' `ASSERT! Line 97, file main.c`, newlib's `assertion "x" failed: file "a.c",
+//! line 12`, ESP-IDF's `assert failed: f a.c:12 (x)`, Zephyr's `ASSERTION FAIL [x] @ a.c:12`,
+//! glibc's `a.c:12: f: Assertion `x' failed.`) is a dump of its own, or names the cause of the
+//! fault dump that follows it.
 
 use super::lines::{clean, strip_log_prefix};
 use crate::capture::FaultSnapshot;
@@ -26,12 +33,66 @@ pub(super) struct Dump {
     /// What followed `ZEPHYR FATAL ERROR` (e.g. `0: CPU exception on CPU 0`), when Zephyr itself
     /// declared the error fatal.
     pub fatal_error: Option<String>,
+    /// The firmware's failed assertion that came before the dump, or is the dump.
+    pub assertion: Option<Assertion>,
     pub snapshot: FaultSnapshot,
 }
 
-/// The first fault dump in `lines` (console lines in order), as a fault snapshot.
+impl Dump {
+    /// The fault it shows; none for a failed assertion alone (see [`Finder::fault`]).
+    fn fault(self) -> Option<FaultSnapshot> {
+        (!self.assertion_alone()).then_some(self.snapshot)
+    }
+
+    /// The dump is a failed assertion's line and nothing more.
+    pub(super) fn assertion_alone(&self) -> bool {
+        self.assertion
+            .as_ref()
+            .is_some_and(|a| a.index == self.first && a.index == self.last)
+    }
+}
+
+/// A firmware's failed assertion, as its console printed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Assertion {
+    /// Index of its line in the lines searched.
+    pub index: usize,
+    /// The line, without a logger's prefix.
+    pub text: String,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+}
+
+/// The assertion shapes of the module docs; `file` and `line` name the assertion's site.
+static ASSERTION: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r#"(?x)
+        ASSERT!\ Line\ (?P<l1>\d+),\ file\ (?P<f1>\S+)
+        | assertion\ ".*"\ failed:\ file\ "(?P<f2>[^"]+)",\ line\ (?P<l2>\d+)
+        | assert\ failed:\ \S+\ (?P<f3>[^\s:]+):(?P<l3>\d+)\ \(
+        | ASSERTION\ FAIL\ \[.*\]\ @\ (?:WEST_TOPDIR/)?(?P<f4>[^\s:]+):(?P<l4>\d+)
+        | ^(?:\S+:\ )?(?P<f5>[^\s:]+):(?P<l5>\d+):\ \S+:\ Assertion\ `.*'\ failed\.
+        "#,
+    )
+    .ok()
+});
+
+/// The firmware assertion `body` (a console line without its logger prefix) reports, if any.
+fn assertion(index: usize, body: &str) -> Option<Assertion> {
+    let caps = ASSERTION.as_ref()?.captures(body)?;
+    let group = |names: [&str; 5]| names.iter().find_map(|n| caps.name(n)).map(|m| m.as_str());
+    Some(Assertion {
+        index,
+        text: body.trim().to_string(),
+        file: group(["f1", "f2", "f3", "f4", "f5"]).map(str::to_string),
+        line: group(["l1", "l2", "l3", "l4", "l5"]).and_then(|l| l.parse().ok()),
+    })
+}
+
+/// The first fault dump in `lines` (console lines in order), as a fault snapshot; none for a
+/// failed assertion alone, which shows no fault (see [`Finder::fault`]).
 pub fn parse(lines: &[&str]) -> Option<FaultSnapshot> {
-    find(lines).map(|dump| dump.snapshot)
+    find(lines).and_then(Dump::fault)
 }
 
 /// The first fault dump in `lines` (see [`Finder`]).
@@ -52,6 +113,8 @@ pub(super) struct Finder {
     index: usize,
     block: Option<Block>,
     found: Option<Dump>,
+    /// The first failed assertion before the dump was found.
+    assertion: Option<Assertion>,
 }
 
 impl Finder {
@@ -65,6 +128,9 @@ impl Finder {
         let body = strip_log_prefix(clean(raw));
         if body.is_empty() {
             return;
+        }
+        if self.assertion.is_none() {
+            self.assertion = assertion(index, body);
         }
         if let Some(open) = self.block.as_mut() {
             if open.take(index, raw, body) {
@@ -82,14 +148,40 @@ impl Finder {
         }
     }
 
-    /// The first dump among the lines fed so far (one still open counts when it qualifies).
+    /// The fault the first dump shows, for the crash report. A failed assertion alone shows none:
+    /// the case it stopped names the assertion, and the core's own state (where it spins) is
+    /// read at the end like a hang's.
+    pub(super) fn fault(&self) -> Option<FaultSnapshot> {
+        self.dump().and_then(Dump::fault)
+    }
+
+    /// The first dump among the lines fed so far (one still open counts when it qualifies),
+    /// with the assertion before it; else the first failed assertion alone.
     pub(super) fn dump(&self) -> Option<Dump> {
-        self.found.clone().or_else(|| {
+        let dump = self.found.clone().or_else(|| {
             self.block
                 .clone()
                 .filter(Block::qualifies)
                 .map(Block::into_dump)
-        })
+        });
+        match (dump, &self.assertion) {
+            (Some(mut dump), Some(assertion)) if assertion.index <= dump.last => {
+                dump.assertion = Some(assertion.clone());
+                Some(dump)
+            }
+            (Some(dump), _) => Some(dump),
+            (None, Some(assertion)) => Some(Dump {
+                first: assertion.index,
+                last: assertion.index,
+                fatal_error: None,
+                assertion: Some(assertion.clone()),
+                snapshot: FaultSnapshot {
+                    raw: assertion.text.clone(),
+                    ..FaultSnapshot::default()
+                },
+            }),
+            (None, None) => None,
+        }
     }
 }
 
@@ -218,6 +310,7 @@ impl Block {
             first: self.first,
             last: self.last,
             fatal_error: self.fatal_error,
+            assertion: None,
             snapshot: FaultSnapshot {
                 exception: self.exception,
                 pc: self.pc,
@@ -565,6 +658,71 @@ E: Faulting instruction address (r15/pc): 0x00000390
         assert_eq!(d.fatal_error.as_deref(), Some("3: Kernel oops on CPU 0"));
         assert_eq!(d.snapshot.pc, None);
         assert_eq!(d.snapshot.exception, None);
+    }
+
+    #[test]
+    fn a_firmware_assertion_names_its_site() {
+        for (line, file, at) in [
+            // FreeRTOS demos' vAssertCalled, after a logger's prefix.
+            (
+                "[00:00:01.100] ASSERT! Line 97, file tests/test_main.c",
+                "tests/test_main.c",
+                97,
+            ),
+            (
+                "assertion \"len <= sizeof buf\" failed: file \"src/ring.c\", line 42, function: rb_put",
+                "src/ring.c",
+                42,
+            ),
+            (
+                "assert failed: xQueueSemaphoreTake queue.c:1709 (( pxQueue ))",
+                "queue.c",
+                1709,
+            ),
+            (
+                "ASSERTION FAIL [buf != NULL] @ WEST_TOPDIR/app/src/main.c:31",
+                "app/src/main.c",
+                31,
+            ),
+            (
+                "fw.elf: src/mem.c:88: pool_take: Assertion `n > 0' failed.",
+                "src/mem.c",
+                88,
+            ),
+        ] {
+            let d = dump(&format!("boot\n{line}\n")).unwrap();
+            let a = d.assertion.clone().unwrap();
+            assert_eq!((a.file.as_deref(), a.line), (Some(file), Some(at)), "{line}");
+            assert_eq!((d.first, d.last, a.index), (1, 1, 1));
+            assert!(d.assertion_alone());
+            // An assertion alone shows no fault for the crash report.
+            assert_eq!(parse(&["boot", line]), None, "{line}");
+        }
+        // A test framework's own assertion is a test result, not the firmware's.
+        for line in [
+            "    Assertion failed at WEST_TOPDIR/tests/main.c:42: test_x: (a == b) is false",
+            "tests/test_crc.c:21:test_crc:FAIL: Expected 1 Was 2",
+            "assert.h included",
+        ] {
+            assert!(dump(line).is_none(), "{line}");
+        }
+    }
+
+    #[test]
+    fn an_assertion_names_the_cause_of_the_fatal_error_after_it() {
+        let text =
+            "ASSERTION FAIL [sem->count <= sem->limit] @ WEST_TOPDIR/zephyr/kernel/sem.c:135\n\
+                    E: r0/a1:  0x00000004  r1/a2:  0x00000087  r2/a3:  0x00000000\n\
+                    E: Faulting instruction address (r15/pc): 0x000022e4\n\
+                    E: >>> ZEPHYR FATAL ERROR 4: Kernel panic on CPU 0\n\
+                    E: Halting system\n";
+        let d = dump(text).unwrap();
+        assert_eq!(d.fatal_error.as_deref(), Some("4: Kernel panic on CPU 0"));
+        assert_eq!(d.snapshot.pc, Some(0x22e4));
+        let a = d.assertion.clone().unwrap();
+        assert_eq!((a.index, a.line), (0, Some(135)));
+        assert!(!d.assertion_alone());
+        assert!(parse(&text.lines().collect::<Vec<_>>()).is_some());
     }
 
     #[test]

@@ -100,7 +100,7 @@ impl EndDetector for RegexStream {
 
 impl HarnessStream for RegexStream {
     fn fault_dump(&self) -> Option<FaultSnapshot> {
-        self.dumps.dump().map(|dump| dump.snapshot)
+        self.dumps.fault()
     }
 
     fn finish(&mut self, capture: &Capture, _ctx: &ParseContext) -> TestResults {
@@ -293,9 +293,12 @@ fn quoted(pattern: &Pattern) -> String {
 fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>) -> TestResults {
     let mut notes = Vec::new();
     common::truncation_note(capture, &mut notes);
+    // A failed assertion the profile's own pattern decided on is what the pattern says it is.
     let dump = dump.filter(|dump| {
         m.last_required.is_none_or(|last| last < dump.first)
-            && m.decided_at.is_none_or(|decided| dump.first <= decided)
+            && m.decided_at.is_none_or(|decided| {
+                dump.first < decided || (dump.first == decided && !dump.assertion_alone())
+            })
     });
     if let Some(dump) = &dump {
         notes.push(attribution::dump_note(dump));
@@ -331,10 +334,14 @@ fn results(spec: &RegexSpec, m: &Matcher, capture: &Capture, dump: Option<Dump>)
                     "the core faulted".to_string(),
                 ),
             };
+            let assertion = dump.as_ref().and_then(|d| d.assertion.as_ref());
             Outcome::Crashed {
                 message,
                 why,
-                at: At::default(),
+                at: At {
+                    file: assertion.and_then(|a| a.file.clone()),
+                    line: assertion.and_then(|a| a.line),
+                },
             }
         }
         (_, None, Some((message, why, at))) => Outcome::Failed { message, why, at },

@@ -103,7 +103,7 @@ impl EndDetector for UnityStream {
 
 impl HarnessStream for UnityStream {
     fn fault_dump(&self) -> Option<FaultSnapshot> {
-        self.dumps.dump().map(|dump| dump.snapshot)
+        self.dumps.fault()
     }
 
     fn finish(&mut self, capture: &Capture, ctx: &ParseContext) -> TestResults {
@@ -570,7 +570,8 @@ fn results(capture: &Capture, ctx: &ParseContext, scan: &Scan, dump: Option<Dump
     let mut stopped_in = None;
     if let Some(stop) = stop {
         let blame = attribution::running_test(ctx, None, &reported_names, &unreported);
-        let (case, note) = attribution::stopped_case(&blame, stop, ORDER);
+        let (mut case, note) = attribution::stopped_case(&blame, stop, ORDER);
+        attribution::at_assertion(&mut case, dump.as_ref());
         notes.push(note);
         unreported.retain(|n| *n != blame.name);
         cases.push(case);
@@ -1454,6 +1455,37 @@ TEST(fletcher, broken)tests/test_fixture.c:20::FAIL: Expected 1 Was 0
 3 Tests 1 Failures 0 Ignored 
 FAIL
 ";
+
+    /// A FreeRTOS `configASSERT` in the running test: its handler prints the site and spins, so
+    /// the run times out; the test crashed at the assertion, not hung.
+    #[test]
+    fn a_firmware_assertion_stops_the_running_test_at_its_site() {
+        let text = "test/t.c:3:test_a:PASS\nheartbeat 1\nASSERT! Line 97, file tests/test_main.c\n";
+        let r = parse_with(text, RunEnd::Timeout, &["test_a", "test_b"], &[]);
+        assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
+        let b = r
+            .cases
+            .iter()
+            .find(|c| c.name == "test_b")
+            .cloned()
+            .unwrap();
+        assert_eq!(b.status, CaseStatus::Crash);
+        assert_eq!(
+            (b.file.as_deref(), b.line),
+            (Some("tests/test_main.c"), Some(97))
+        );
+        assert!(b
+            .message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("ASSERT! Line 97, file tests/test_main.c ("));
+        assert!(notes(&r).contains("the firmware's own assertion failing at line 3"));
+        // A test that reports its result after printing assertion-like text did not stop there.
+        let text = "ASSERT! Line 5, file t.c\ntest/t.c:3:test_a:PASS\n\n-----------------------\n\
+                    1 Tests 0 Failures 0 Ignored \nOK\n";
+        let r = parse(text, RunEnd::Verdict);
+        assert_eq!(r.verdict, Verdict::Pass, "{}", notes(&r));
+    }
 
     /// Unity Fixture's `-r 3 -v`: each run announced and closed on its own; the second run's
     /// `broken` failed where the others passed it.

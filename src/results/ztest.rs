@@ -112,7 +112,7 @@ impl EndDetector for ZtestStream {
 
 impl HarnessStream for ZtestStream {
     fn fault_dump(&self) -> Option<FaultSnapshot> {
-        self.dumps.dump().map(|dump| dump.snapshot)
+        self.dumps.fault()
     }
 
     fn finish(&mut self, capture: &Capture, ctx: &ParseContext) -> TestResults {
@@ -716,7 +716,8 @@ fn results(
                 let reported: HashSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
                 let announced = open.map(|s| s.full_name.as_str());
                 let blame = attribution::running_test(ctx, announced, &reported, &unreported);
-                let (case, note) = attribution::stopped_case(&blame, stop, ORDER);
+                let (mut case, note) = attribution::stopped_case(&blame, stop, ORDER);
+                attribution::at_assertion(&mut case, dump.as_ref());
                 notes.push(note);
                 unreported.retain(|n| *n != blame.name && !matches(n, &case));
                 cases.push(case);
