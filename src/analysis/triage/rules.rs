@@ -423,6 +423,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*(?:Failed|Exception)\b.*)$",
     )
     .weight(1),
+    // A results table in Markdown (`| board | PASS | **FAIL** |`), as test sweeps post them: a
+    // cell that failed is a failed test.
+    re(
+        "markdown.table_fail",
+        "table",
+        TestFailure,
+        r"^\|.*\|\s*(?P<msg>(?:\*\*|__)?(?:FAIL|FAILED|FAILURE)(?:\*\*|__)?)\s*\|",
+    )
+    .weight(2),
     // Renode's robot runner, one line per test as it ends.
     re(
         "robot.test_failed",
@@ -520,6 +529,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:-+ )?(?:\w*test\w* job results \(|Tests:\s+)(?P<msg>[1-9]\d* failed, \d+ passed, \d+ total)\b",
     )
     .verdict(),
+    // embedded-test's runner waiting on a target that never listed its tests: the firmware
+    // stopped before its harness ran, so the run hung (cargo's `test failed` after it is echo).
+    re(
+        "embedded_test.no_response",
+        "embedded-test",
+        Hang,
+        r"^(?:Error: )?(?P<msg>The target did not respond with test list until timeout\.?)$",
+    ),
     // cargo test's own closing error: one test target failed, or several with --no-fail-fast.
     re(
         "cargo.test_target_failed",
@@ -668,13 +685,14 @@ pub static RULES: &[Rule] = &[
     )
     .verdict(),
     // MicroPython's run-tests: `FAIL  basics/x.py` per test, then `12 tests performed (345
-    // individual testcases)`, `11 tests passed`, `1 tests failed: x`.
+    // individual testcases)` (on a board, just `4 tests performed`), `11 tests passed`, `1
+    // tests failed: x`.
     re("micropython.test_failed", "micropython", TestFailure, r"^(?P<msg>FAIL  \S+\.py)$").weight(2),
     re(
         "micropython.performed",
         "micropython",
         Pass,
-        r"^(?P<msg>\d+ tests performed \(\d+ individual testcases\))$",
+        r"^(?P<msg>\d+ tests performed(?: \(\d+ individual testcases\))?)$",
     )
     .weight(1),
     re("micropython.passed", "micropython", Pass, r"^(?P<msg>[1-9]\d* tests passed)$")
@@ -1102,6 +1120,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^Error: (?P<msg>unable to find (?:a matching )?CMSIS-DAP device|open failed|No J-Link device found\.?|Cannot find jlink Interface.*|unable to open (?:ftdi|CMSIS-DAP) device.*|libusb_open\(\) failed with LIBUSB_ERROR_\w+|The specified debug interface was not found.*)$",
     ),
+    // OpenOCD cannot find the interface or target script it was told to load: the debugger
+    // never started, so nothing reached the board.
+    re(
+        "openocd.missing_script",
+        "openocd",
+        FlashError,
+        r"^(?:embedded:startup\.tcl:\d+: )?Error: (?P<msg>Can't find \S+\.(?:cfg|tcl))$",
+    ),
     re(
         "openocd.init_mode",
         "openocd",
@@ -1499,7 +1525,7 @@ pub static RULES: &[Rule] = &[
         "python.flasher_frame",
         "python",
         FlashError,
-        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|nordicsemi|pylink|bossac|stm32loader|pyupdi|kflash|[\w-]*(?:_bootloader|flasher|uploader))\b"#,
+        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|nordicsemi|pylink|bossac|tockloader|stm32loader|pyupdi|kflash|[\w-]*(?:_bootloader|flasher|uploader))\b"#,
     )
     .context(),
     // A frame of a test harness's or lab tool's own code: a traceback through it is the
@@ -1664,13 +1690,22 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Process is terminated due to \w+Exception\.?)$",
     ),
     // A .NET exception in the host program's own frames (`   at System.Reflection...`).
-    re("dotnet.frame", "dotnet", InfraError, r"^\s*at (?P<msg>System\.[\w.`]+\(.*)$")
+    re("dotnet.frame", "dotnet", InfraError, r"^\s*at (?P<msg>System\.[\w.`\[\]+,]+ ?\(.*)$")
         .weight(1)
         .generic(),
     // Renode's monitor answering a command with a file it cannot find.
     re("renode.no_such_file", "renode", InfraError, r"^(?P<msg>No such file \S.*)$")
         .weight(1)
         .in_context(),
+    // Gradle's report of the program its task ran (Cooja, a Java tool) dying of a signal
+    // (134: SIGABRT, 137: SIGKILL, 139: SIGSEGV): the host program broke.
+    re(
+        "gradle.process_signal",
+        "gradle",
+        InfraError,
+        r"^>?\s*(?P<msg>Process '.*' finished with non-zero exit value (?:13[4-9]|14[0-3]))$",
+    )
+    .weight(2),
     // A frame of Renode's own code: the emulator threw, not the firmware.
     re("renode.exception", "renode", InfraError, r"^\s*at (?P<msg>Antmicro\.Renode\.\S+)")
         .weight(1)
@@ -1786,6 +1821,14 @@ pub static RULES: &[Rule] = &[
         "host",
         InfraError,
         r"(?P<msg>ConnectionRefusedError: .*|E connect\(.*\): Connection refused|Unable to connect to remote host: Connection refused|[Cc]ould not connect to \S+: Connection refused.*|failed to connect: Connection refused)",
+    ),
+    // An IDE's serial monitor (VS Code's Arduino and Serial Monitor extensions) that cannot
+    // open its port: a monitor, not an uploader, so the port is the lab's.
+    re(
+        "ide.monitor_open_failed",
+        "ide",
+        InfraError,
+        r"^\*{4} (?P<msg>Failed to open the serial port \S+) \*{4}$",
     ),
     re("serial.open", "pyserial", InfraError, r"(?P<msg>[Cc]ould not (?:open|exclusively lock) (?:serial )?port .*)$")
         .yields_to_context(),
@@ -1917,6 +1960,15 @@ pub static RULES: &[Rule] = &[
         "ld",
         LinkError,
         r"\b(?P<msg>[EF]0562\d{3}\s*:.+|error #10\d{3}(?:-D)?: .+)$",
+    )
+    .weight(2),
+    // A linker script that cannot be laid out: the location counter moved backwards, or two
+    // output sections overlap.
+    re(
+        "ld.script_layout",
+        "ld",
+        LinkError,
+        r"(?P<msg>cannot move location counter backwards\b.*|section \S+ (?:LMA|VMA) \[[^\]]+\] overlaps section .*)$",
     )
     .weight(2),
     re(
@@ -2053,6 +2105,16 @@ pub static RULES: &[Rule] = &[
     .weight(1)
     .generic(),
     re("ninja.error", "ninja", BuildError, r"^ninja: error: (?P<msg>.+)$"),
+    // ninja's failed step whose output is an executable image (`FAILED: zephyr/zephyr_pre0.elf
+    // zephyr/zephyr_pre0.map`): the link step, whatever the linker's own lines were.
+    re(
+        "ninja.link_failed",
+        "ninja",
+        LinkError,
+        r"^(?P<msg>FAILED: \S+\.(?:elf|axf|out)(?: \S+)*)$",
+    )
+    .weight(1)
+    .generic(),
     // gcc's own summary of `-Werror`: the diagnostic above it may have lost its `file:line:`.
     re(
         "gcc.werror",
@@ -2060,6 +2122,16 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^(?P<msg>cc1\S*: (?:all|some) warnings being treated as errors)$",
     ),
+    // A build's own progress lines (`  Building out/x.o`, `[ 42%] Building C object ...`,
+    // `Compiling src/main.c`): the log comes from a build, so its unexplained failures (a build
+    // script's Python traceback) are the build's.
+    re(
+        "build.progress",
+        "build",
+        BuildError,
+        r"^(?:\[\s*\d+%\]\s+|\[\d+/\d+\]\s+)?\s*(?:Building (?:C|CXX|ASM) object \S+|Building \S+\.o|Compiling \S+\.(?:c|cc|cpp|cxx|S|s)\b.*)$",
+    )
+    .context(),
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
         .echo(),
@@ -2078,6 +2150,15 @@ pub static RULES: &[Rule] = &[
     ),
     re("zephyr.assert", "zephyr", Assert, r"ASSERTION FAIL(?:ED)?\s*[\[@]"),
     re("esp_idf.assert", "esp-idf", Assert, r"(?P<msg>assert failed[:!].*)$"),
+    // The ESP32 radio controller's own asserts (`assert emi.c 164, param 00000000 00008800`,
+    // `ASSERT_PARAM(-218959118 0), in lld_pdu.c at line 1281`): the watchdog panic the stalled
+    // controller causes next is their consequence.
+    re(
+        "esp_bt.controller_assert",
+        "esp-idf",
+        Assert,
+        r"^(?P<msg>assert \S+\.c \d+, param .*|ASSERT_(?:PARAM|ERR|WARN)\(.*\),? in \S+\.c at line \d+.*)$",
+    ),
     re(
         "freertos.assert",
         "freertos",
@@ -2103,6 +2184,15 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"(?P<msg>\+\+ MbedOS (?:Fault Handler|Error Info) \+\+|FaultType: \w+|Error Message: .+)$",
     ),
+    // A core's crash report that names where it stopped (`Modem has crashed, reason 0x10, PC:
+    // 0x119f0a`).
+    re(
+        "firmware.crashed_at_pc",
+        "firmware",
+        Crash,
+        r"(?P<msg>\b\w+ (?:has )?crashed\b.*\bPC\s*[:=]\s*0x[0-9a-fA-F]+.*)$",
+    )
+    .weight(2),
     re(
         "renode.cpu_abort",
         "renode",
@@ -2114,7 +2204,7 @@ pub static RULES: &[Rule] = &[
         "cpu.abort",
         "firmware",
         Crash,
-        r"(?i)(?:^|\s)(?P<msg>(?:data|prefetch) abort(?:\s*$|[^\w\s].*|\s+(?:at|in|exception|handler)\b.*))$",
+        r"(?i)(?:^|[\s=])(?P<msg>(?:data|prefetch)[ _]abort(?:\s*$|[^\w\s].*|\s+(?:at|in|exception|handler)\b.*)|DFSR:\s*0x[0-9a-f]+.*|IFSR:\s*0x[0-9a-f]+.*)$",
     ),
     // The ESP8266's exception dump (`Exception (3):`, after a serial monitor's stamp), and the
     // SDK's `Fatal exception:29 flag:2` as firmware report it as the last restart's reason. A

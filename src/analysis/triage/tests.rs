@@ -929,7 +929,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "generic.error",
     ),
     ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
-    ("FAILED: zephyr/zephyr_pre0.elf", "generic.error"),
+    ("FAILED: build/app.o", "generic.error"),
     ("Check Timeout", "generic.timeout"),
     ("*** Error: No CMSIS-DAP device found", "probe.error"),
     (
@@ -944,7 +944,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "Error: Debug adapter does not support any transports? Check config file order.",
         "probe.error",
     ),
-    ("Error: Can't find interface/stlink-v2.cfg", "probe.error"),
+    ("Error: target voltage may be too low for reliable debugging", "probe.error"),
     (
         "  File \"/usr/lib/python3/dist-packages/labgrid/driver/serialdriver.py\", line 65, in on_activate",
         "python.harness_frame",
@@ -1683,6 +1683,60 @@ const SAMPLES: &[(&str, &str)] = &[
     (
         "FAILED test_app.py::test_boot[esp32c3] - pexpect.exceptions.TIMEOUT: Not found \"ready\"",
         "pytest.failed_timeout",
+    ),
+    (
+        "Error: The target did not respond with test list until timeout.",
+        "embedded_test.no_response",
+    ),
+    ("12 tests performed", "micropython.performed"),
+    (
+        "Error: Can't find target/nrf52.cfg",
+        "openocd.missing_script",
+    ),
+    (
+        "embedded:startup.tcl:60: Error: Can't find interface/cmsis-dap.cfg",
+        "openocd.missing_script",
+    ),
+    (
+        "  File \"/usr/lib/python3/site-packages/tockloader/tab.py\", line 40, in extract_app",
+        "python.flasher_frame",
+    ),
+    (
+        "**** Failed to open the serial port /dev/ttyUSB0 ****",
+        "ide.monitor_open_failed",
+    ),
+    (
+        "  at System.Linq.Enumerable.ToArray[TSource] (System.Collections.Generic.IEnumerable`1[T] source) [0x00021] in <13c0993ff>:0",
+        "dotnet.frame",
+    ),
+    ("| nrf52840dk | PASS | __FAILED__ | PASS |", "markdown.table_fail"),
+    ("assert rwble.c 300, param 00000000 00000000", "esp_bt.controller_assert"),
+    (
+        "ASSERT_PARAM(-218959118 0), in lld_pdu.c at line 1281",
+        "esp_bt.controller_assert",
+    ),
+    (
+        "build/app.elf section `.data' LMA [0000000000003e48,0000000000003f1f] overlaps section `.text' LMA [0000000000000000,0000000000003e5b]",
+        "ld.script_layout",
+    ),
+    (
+        "firmware.ld:52 cannot move location counter backwards (from 0000000020001000 to 0000000020000800)",
+        "ld.script_layout",
+    ),
+    ("FAILED: bin/blinky.elf", "ninja.link_failed"),
+    ("===DATA_ABORT===", "cpu.abort"),
+    ("  DFSR: 0x00000805", "cpu.abort"),
+    (
+        "[ 42%] Building C object CMakeFiles/app.dir/src/main.c.obj",
+        "build.progress",
+    ),
+    (
+        "<err> radio: Network core has crashed, PC: 0x00012abc",
+        "firmware.crashed_at_pc",
+    ),
+    (
+        "> Process 'command '/usr/lib/jvm/java-17/bin/java'' finished with non-zero exit value 139",
+        "gradle.process_signal",
     ),
 ];
 
@@ -2742,6 +2796,41 @@ PermissionError: [Errno 13] Permission denied: '/dev/ttyUSB0'
         classify_str("PermissionError: [Errno 13] Permission denied: '/dev/ttyUSB0'\n").class,
         TriageClass::InfraError
     );
+    // A build's progress lines: a build script's traceback is the build's, and make's
+    // `Error 1` after it only its echo.
+    let build = "\
+  Building out/compile_time_request.o
+Traceback (most recent call last):
+  File \"./scripts/gen_table.py\", line 12, in <module>
+KeyError: 'CONFIG_BOARD'
+make: *** [Makefile:40: out/autoconf.o] Error 1
+";
+    let triage = classify_str(build);
+    assert_eq!(triage.class, TriageClass::BuildError);
+    assert_eq!(triage.lines, vec![2, 4]);
+    // A flasher's frames outrank the build's lines around them: the upload step failed.
+    let upload = format!(
+        "[100%] Building C object CMakeFiles/app.dir/main.c.obj\n{}",
+        "Traceback (most recent call last):\n  File \"/usr/lib/python3/site-packages/tockloader/main.py\", line 593, in main\nKeyError: 'x'\n"
+    );
+    assert_eq!(classify_str(&upload).class, TriageClass::FlashError);
+}
+
+/// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
+/// the cause, the watchdog its consequence.
+#[test]
+fn a_controller_assert_beats_the_watchdog_it_trips() {
+    let log = "\
+E (337393) BLE_INIT: Malloc failed
+assert rwble.c 300, param 00000000 00008800
+Guru Meditation Error: Core  0 panic'ed (Interrupt wdt timeout on CPU0).
+";
+    let triage = classify_str(log);
+    assert_eq!(triage.class, TriageClass::Assert);
+    assert_eq!(triage.lines, vec![2]);
+    // Without the assert, the watchdog is a hang as before.
+    let watchdog = "Guru Meditation Error: Core  0 panic'ed (Interrupt wdt timeout on CPU0).\n";
+    assert_eq!(classify_str(watchdog).class, TriageClass::Hang);
 }
 
 /// ztest's error-hook tests raise an assert or a fault on purpose and pass when it comes.
