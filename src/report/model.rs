@@ -9,7 +9,7 @@ use crate::capture::RunEnd;
 use crate::dut::lease::LeaseInfo;
 use crate::machine::flaky::{self, Call, Interval};
 use crate::machine::{ErrorClass, State};
-use crate::results::{CaseStatus, TestCase, Verdict};
+use crate::results::{CaseStatus, TestCase, Verdict, RUN_CASE};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -600,12 +600,19 @@ pub struct CaseCounts {
     pub crashed: usize,
     pub hung: usize,
     pub missing: usize,
+    /// The run itself crashed or hung where no test could be blamed (the `(run)` case): said,
+    /// but no test, so not in [`CaseCounts::total`].
+    pub run: Option<CaseStatus>,
 }
 
 impl CaseCounts {
     pub fn of(cases: &[TestCase]) -> CaseCounts {
         let mut counts = CaseCounts::default();
         for case in cases {
+            if case.name == RUN_CASE {
+                counts.run = Some(case.status);
+                continue;
+            }
             match case.status {
                 CaseStatus::Pass => counts.passed += 1,
                 CaseStatus::Fail => counts.failed += 1,
@@ -635,6 +642,11 @@ impl CaseCounts {
             if count > 0 {
                 parts.push(format!("{count} {word}"));
             }
+        }
+        match self.run {
+            Some(CaseStatus::Crash) => parts.push("the run crashed outside any test".into()),
+            Some(CaseStatus::Hang) => parts.push("the run hung outside any test".into()),
+            Some(_) | None => {}
         }
         parts.join(", ")
     }
@@ -899,6 +911,22 @@ mod tests {
         assert_eq!(counts.total(), 4);
         assert_eq!(counts.describe(), "2 passed, 1 failed, 1 crashed");
         assert_eq!(CaseCounts::default().describe(), "0 passed");
+    }
+
+    /// The `(run)` case is the run's own stop, no test: said, not counted.
+    #[test]
+    fn the_run_case_is_said_but_not_counted_as_a_test() {
+        let cases = vec![
+            case("a", CaseStatus::Pass),
+            case(RUN_CASE, CaseStatus::Hang),
+            case("b", CaseStatus::Missing),
+        ];
+        let counts = CaseCounts::of(&cases);
+        assert_eq!(counts.total(), 2);
+        assert_eq!(
+            counts.describe(),
+            "1 passed, 1 missing, the run hung outside any test"
+        );
     }
 
     #[test]

@@ -9,11 +9,8 @@
 use std::collections::HashSet;
 
 use super::crash_dump::Dump;
-use super::{CaseStatus, ParseContext, TestCase, Verdict};
+use super::{CaseStatus, ParseContext, TestCase, Verdict, RUN_CASE};
 use crate::capture::RunEnd;
-
-/// The case that takes a crash or hang nobody else can be blamed for.
-pub(super) const RUN_CASE: &str = "(run)";
 
 /// How a run stopped short of its harness's final word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

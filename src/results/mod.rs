@@ -26,7 +26,7 @@ mod test_support;
 pub mod unity;
 pub mod ztest;
 
-pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict};
+pub use model::{CaseStatus, Summary, TestCase, TestResults, Verdict, RUN_CASE};
 pub use regex_harness::{RegexParser, RegexStream};
 pub use unity::{UnityParser, UnityStream};
 pub use ztest::{ZtestParser, ZtestStream};

@@ -18,6 +18,10 @@ pub enum CaseStatus {
     Missing,
 }
 
+/// The case that takes a crash or hang nobody can blame on a test: the run's own, not a test,
+/// so counts of tests leave it out.
+pub const RUN_CASE: &str = "(run)";
+
 /// One test case as the harness reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestCase {

@@ -38,12 +38,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::attribution::{self, Stop, RUN_CASE};
+use super::attribution::{self, Stop};
 use super::common::{self, names, Tally};
 use super::crash_dump::{self, Dump};
 use super::lines::{clean, is_nonce, strip_log_prefix};
 use super::{
-    CaseStatus, HarnessParser, HarnessStream, ParseContext, Summary, TestCase, TestResults, Verdict,
+    CaseStatus, HarnessParser, HarnessStream, ParseContext, Summary, TestCase, TestResults,
+    Verdict, RUN_CASE,
 };
 use crate::capture::{Capture, EndDetector, FaultSnapshot, LineRead, RunEnd};
 
