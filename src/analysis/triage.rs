@@ -1703,11 +1703,27 @@ fn without_stamp(text: &[u8]) -> &[u8] {
     NOISE.1.find(text).map_or(text, |m| &text[m.end()..])
 }
 
-/// Whether a cleaned line holds anything but blanks and control bytes.
+/// Whether a cleaned line holds anything but blanks, control bytes or a Markdown code fence.
 fn has_text(cleaned: &[u8]) -> bool {
     cleaned
         .iter()
         .any(|b| !(b.is_ascii_whitespace() || b.is_ascii_control()))
+        && !is_fence(cleaned.trim_ascii())
+}
+
+/// A Markdown code fence (```` ``` ````, `~~~`, with or without a language): a log pasted from
+/// an issue or a chat ends in one, and it is no line the log's tools printed.
+fn is_fence(text: &[u8]) -> bool {
+    let Some(rest) = text
+        .strip_prefix(b"```")
+        .or_else(|| text.strip_prefix(b"~~~"))
+    else {
+        return false;
+    };
+    let marks = rest.iter().take_while(|&&b| b == b'`' || b == b'~').count();
+    rest[marks..]
+        .iter()
+        .all(|b| b.is_ascii_alphanumeric() || b"+-_".contains(b))
 }
 
 /// A line without the carriage return of its `\r\n`.

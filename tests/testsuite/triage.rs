@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "hidden";
+const HELD_OUT_SET: &str = "unseen";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -412,9 +412,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (hidden/: 100/122, 82.0%, on round 12's rules; see hidden/README.md). The goal is
+/// one log (unseen/: 93/107, 86.9%, on round 13's rules; see unseen/README.md). The goal is
 /// 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 81.1;
+const HELD_OUT_FLOOR: f64 = 85.9;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -430,8 +430,9 @@ fn real_logs_held_out_accuracy() {
 /// What the tuning set gets must not fall: 1532/1605 (95.5%) after round 10's tuning (see
 /// real/README.md); 1584/1672 (94.7%) since round 10b's 67 logs joined untuned; 1706/1803
 /// (94.6%) after round 11 (blind/ joined, its misses tuned on); 1833/1930 (95.0%) after round
-/// 12 (sealed/ joined, its misses tuned on).
-const TUNING_FLOOR: f64 = 94.5;
+/// 12 (sealed/ joined, its misses tuned on); 1956/2052 (95.3%) after round 13 (hidden/ joined,
+/// its misses tuned on).
+const TUNING_FLOOR: f64 = 94.8;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

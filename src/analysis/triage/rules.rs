@@ -575,13 +575,14 @@ pub static RULES: &[Rule] = &[
     re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
         .weight(1),
     // A build that ends in its tool's own success (`pio run`'s closing line, ESP-IDF's `Project
-    // build complete.`, Eclipse CDT's `Build Finished`): nothing failed. Any failure a later
+    // build complete.`, Eclipse CDT's `Build Finished`, the Arduino IDE's size report after a
+    // compile, `Sketch uses 5432 bytes (2%) of program storage space.`): nothing failed. Any failure a later
     // line shows ranks above it.
     re(
         "build.succeeded",
         "platformio",
         Pass,
-        r"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\))$",
+        r"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*)$",
     )
     .weight(2),
     // `pio run`'s closing line and its table of environments: the step failed, not why.
@@ -688,6 +689,20 @@ pub static RULES: &[Rule] = &[
     // individual testcases)` (on a board, just `4 tests performed`), `11 tests passed`, `1
     // tests failed: x`.
     re("micropython.test_failed", "micropython", TestFailure, r"^(?P<msg>FAIL  \S+\.py)$").weight(2),
+    // MicroPython's run-multitests: `multi_net/tcp_data.py on instance0|instance1: FAIL`.
+    re(
+        "micropython.multitest_failed",
+        "micropython",
+        TestFailure,
+        r"^(?P<msg>\S+\.py on \S+: FAIL)$",
+    )
+    .weight(2),
+    // The Test Anything Protocol, as embedded test runners print it: `not ok 2 - spiTxRx`, the
+    // failure of one test (a `# TODO` or `# SKIP` one is none).
+    noise("tap.not_ok_directive", "tap", r"^not ok \d+\b.*#\s*(?i:TODO|SKIP)\b"),
+    re("tap.not_ok", "tap", TestFailure, r"^(?P<msg>not ok \d+\b.*)$").weight(2),
+    // A result printed as a keyword argument (`UCS7604 leds=1 passed=False bytes=12`).
+    re("result.passed_false", "test", TestFailure, r"(?P<msg>.*\bpassed=False\b.*)$").weight(2),
     re(
         "micropython.performed",
         "micropython",
@@ -1042,7 +1057,25 @@ pub static RULES: &[Rule] = &[
         "rustup.not_installed",
         "rustup",
         ToolMissing,
-        r"^error: (?P<msg>toolchain '[^']+' is not installed.*)$",
+        r"^error: (?P<msg>toolchain '[^']+' is not installed.*|no default toolchain configured.*|component '[^']+' for target '[^']+' is unavailable.*)$",
+    ),
+    // A build script or runner that could not start a program because it is not there: Rust's
+    // `Os { code: 2, kind: NotFound }` or `No such file or directory (os error 2)` after the
+    // program's name, Java's `Cannot run program "x": error=2` (`CreateProcess error=2` on
+    // Windows).
+    re(
+        "process.spawn_not_found",
+        "host",
+        ToolMissing,
+        r#"(?P<msg>(?:executing|failed to execute|failed to run|could not execute|error executing) `?[\w./+-]+`?:? .*(?:kind: NotFound|No such file or directory \(os error 2\)).*|Cannot run program "[^"]+"(?: \(in directory "[^"]*"\))?: (?:CreateProcess )?error=2\b.*)"#,
+    ),
+    // GCC told to read a specs file of a C library that is not installed (`nano.specs`, newlib's
+    // nano variant, is missing from a bare toolchain).
+    re(
+        "gcc.specs_missing",
+        "gcc",
+        ToolMissing,
+        r"(?P<msg>\S+: error: (?:nano|nosys|rdimon|pico|picolibc)\.specs: No such.*)$",
     ),
     re("west.not_installed", "west", ToolMissing, r"(?P<msg>\S+ is not installed or cannot be found)"),
     // Any tool's own words, as an error, that a program is not installed (a warning that an
@@ -1128,6 +1161,15 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?:embedded:startup\.tcl:\d+: )?Error: (?P<msg>Can't find \S+\.(?:cfg|tcl))$",
     ),
+    // OpenOCD's own error at its debug output level (`-d`): `Error: 160 32 xilinx_bit.c:81
+    // xilinx_read_bit_file(): couldn't stat() ...`.
+    re(
+        "openocd.debug_error",
+        "openocd",
+        FlashError,
+        r"^Error: \d+ \d+ \S+\.c:\d+ \w+\(\): (?P<msg>.+)$",
+    )
+    .weight(2),
     re(
         "openocd.init_mode",
         "openocd",
@@ -1222,7 +1264,7 @@ pub static RULES: &[Rule] = &[
         "jlink.no_target",
         "jlink",
         FlashError,
-        r"^(?:ERROR: )?(?P<msg>Cannot connect to target\.?|Could not connect to target\.?)$",
+        r"^(?:-\s+)?(?:ERROR: )?(?P<msg>Cannot connect to target\.?|Could not connect to target\.?|Could not establish a connection to target\.?)$",
     ),
     re(
         "jlink.program",
@@ -1417,6 +1459,13 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>FATAL ERROR: command exited with status \d+: git (?:clone|fetch|submodule|ls-remote)\b.*)$",
     )
     .generic(),
+    // west that cannot read its workspace's manifest: the workspace is broken, not the build.
+    re(
+        "west.manifest",
+        "west",
+        InfraError,
+        r"^(?:FATAL ERROR|ERROR): (?P<msg>can't load west manifest\b.*|Malformed manifest file\b.*)$",
+    ),
     re(
         "west.update_failed",
         "west",
@@ -1769,6 +1818,14 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
     ),
+    // Go's HTTP client (arduino-cli, Go-based package managers) giving up on a download.
+    re(
+        "net.client_timeout",
+        "host",
+        InfraError,
+        r"(?P<msg>.*context deadline exceeded \(Client\.Timeout.*)$",
+    )
+    .weight(2),
     re("esp.brownout", "esp-idf", InfraError, r"(?P<msg>Brownout detector was triggered)"),
     // Python's requests/urllib3 giving up on a host (`HTTPSConnectionPool(host='...', port=443):
     // Max retries exceeded`): the network or the server.
@@ -1797,6 +1854,14 @@ pub static RULES: &[Rule] = &[
         r"(?i)(?P<msg>(?:(?:failed|unable|could not) to download|download(?:ing)? (?:failure|failed|error)|error:? downloading)\b.*(?:https?://|ftp://|urlopen error|ssl|certificate|tls).*)$",
     )
     .weight(2),
+    // The shell reporting that a test program died of a signal: the code under test crashed
+    // (a host-run unit test, a simulator build), not the environment.
+    re(
+        "shell.test_crashed",
+        "sh",
+        Crash,
+        r"^(?:\S+: )?(?:line \d+: )?\d+ (?P<msg>(?:Abort trap: 6|Aborted|Segmentation fault|Bus error|Illegal instruction)(?:\s+\(core dumped\))?)\s+\S*test\S*.*$",
+    ),
     re(
         "shell.killed",
         "sh",
@@ -1864,6 +1929,16 @@ pub static RULES: &[Rule] = &[
     )
     .generic(),
     re("cmake.error", "cmake", BuildError, r"(?P<msg>CMake Error(?: at .+)?)$").weight(2),
+    // CMake's own `assert()` helper (Zephyr's `assert(... "msg")` in extensions.cmake) reports
+    // under a CMake error: a configure step's check, not the firmware's assert.
+    re(
+        "cmake.assertion",
+        "cmake",
+        BuildError,
+        r"^\s*(?P<msg>Assertion failed: .+)$",
+    )
+    .weight(2)
+    .follows(&["cmake.error"]),
     re(
         "cmake.unknown_command",
         "cmake",
@@ -1955,11 +2030,30 @@ pub static RULES: &[Rule] = &[
     .weight(2),
     // Renesas's optlnk (`E0562310:Undefined external symbol "_x" referenced in "y"`) and TI's
     // linker (`error #10234-D: unresolved symbols remain`).
+    // IAR's older linker, XLINK (`Error[e104]: Failed to fit all segments ...`), and IAR
+    // Embedded Workbench's closing line after a link that failed (ILINK's `Error[Li005]` is
+    // `iar.link_error`'s).
+    re(
+        "iar.xlink_error",
+        "iar",
+        LinkError,
+        r"(?P<msg>Error\[e\d+\]: .+|Error while running Linker)$",
+    )
+    .weight(2),
     re(
         "vendor.link_error",
         "ld",
         LinkError,
         r"\b(?P<msg>[EF]0562\d{3}\s*:.+|error #10\d{3}(?:-D)?: .+)$",
+    )
+    .weight(2),
+    // TI's and Green Hills' compilers: `"src/x.c", line 276: error #20: identifier "y" is
+    // undefined` (the linker's `#10xxx` errors are claimed above).
+    re(
+        "ti.compile_error",
+        "cc",
+        BuildError,
+        r#"^"[^"]+", line \d+: (?P<msg>(?:fatal )?error(?: #\d+(?:-D)?)?:.*)$"#,
     )
     .weight(2),
     // A linker script that cannot be laid out: the location counter moved backwards, or two
@@ -2247,7 +2341,8 @@ pub static RULES: &[Rule] = &[
     .weight(2),
     // Tock's kernel panic handler: `Kernel panic at kernel/src/process.rs:517:`, its message on
     // the next line.
-    re("tock.kernel_panic", "tock", Crash, prefixed!(r"(?P<msg>Kernel panic at \S+:\d+:.*)$")),
+    re("tock.kernel_panic", "tock", Crash, prefixed!(r"(?P<msg>Kernel panic at .+:\d+:.*)$")),
+    re("tock.fault_status", "tock", Crash, r"^(?P<msg>---\| Fault Status \|---)$").weight(2),
     // An ESP core dump's registers (espcoredump.py): the exception cause by name, the
     // interrupt watchdog's being a hang.
     re(
@@ -2338,6 +2433,15 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"(?P<msg>Guru Meditation Error: Core\s*\d*\s+panic'ed \(Interrupt wdt timeout on CPU\s*\d+\).*)$",
     ),
+    // A panic that names no cause (the ESP8266 RTOS SDK's `panic'ed (unknown)` after its task
+    // watchdog) reports how a failure was handled: the cause before it decides.
+    re(
+        "esp_idf.guru_unknown",
+        "esp-idf",
+        Crash,
+        r"(?P<msg>Guru Meditation Error: Core\s*\d*\s+panic'ed \(unknown\).*)$",
+    )
+    .consequence(),
     re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
     // A firmware's panic handler naming a fault or a safety check (Zig's `panic: reached
     // unreachable code`, `panic: Unhandled exception: HardFault`).

@@ -1738,6 +1738,68 @@ const SAMPLES: &[(&str, &str)] = &[
         "> Process 'command '/usr/lib/jvm/java-17/bin/java'' finished with non-zero exit value 139",
         "gradle.process_signal",
     ),
+    (
+        "  thread 'main' panicked at 'executing riscv64-unknown-elf-gcc: Os { code: 2, kind: NotFound, message: \"No such file or directory\" }', build.rs:12:5",
+        "process.spawn_not_found",
+    ),
+    (
+        "error: failed to execute `arm-none-eabi-objcopy`: No such file or directory (os error 2)",
+        "process.spawn_not_found",
+    ),
+    (
+        "java.io.IOException: Cannot run program \"/opt/tools/avrdude\": error=2, No such file or directory",
+        "process.spawn_not_found",
+    ),
+    (
+        "arm-none-eabi-gcc: error: nosys.specs: No such file or directory",
+        "gcc.specs_missing",
+    ),
+    (
+        "Error: 215 41 jtag.c:1089 jtag_examine_chain(): JTAG scan chain interrogation failed: all zeroes",
+        "openocd.debug_error",
+    ),
+    ("---| Fault Status |---", "tock.fault_status"),
+    (
+        "Kernel panic at /home/u/tock/kernel/src/process.rs:517:",
+        "tock.kernel_panic",
+    ),
+    (
+        "Guru Meditation Error: Core  0 panic'ed (unknown). Exception was unhandled.",
+        "esp_idf.guru_unknown",
+    ),
+    (
+        "/bin/sh: line 1: 4711 Segmentation fault      (core dumped) ./build/test_ring.out",
+        "shell.test_crashed",
+    ),
+    (
+        "Error[e46]: Undefined external \"uart_init\" referred in main ( main.r51 )",
+        "iar.xlink_error",
+    ),
+    ("Error while running Linker", "iar.xlink_error"),
+    (
+        "arduino:avr-gcc@7.3.0 context deadline exceeded (Client.Timeout or context cancellation while reading body)",
+        "net.client_timeout",
+    ),
+    (
+        "FATAL ERROR: can't load west manifest: Malformed manifest file: /ws/app/west.yml",
+        "west.manifest",
+    ),
+    (
+        "multi_bluetooth/ble_gap_connect.py on ttyACM0|ttyACM1: FAIL",
+        "micropython.multitest_failed",
+    ),
+    ("not ok 4 - i2c_read_register", "tap.not_ok"),
+    ("case=spi_loopback passed=False elapsed=0.42", "result.passed_false"),
+    (
+        "\"src/board.c\", line 88: error #20: identifier \"GPIO_PIN_7\" is undefined",
+        "ti.compile_error",
+    ),
+    (
+        "Sketch uses 924 bytes (2%) of program storage space. Maximum is 32256 bytes.",
+        "build.succeeded",
+    ),
+    ("error: no default toolchain configured", "rustup.not_installed"),
+    ("- ERROR: Could not establish a connection to target.", "jlink.no_target"),
 ];
 
 #[test]
@@ -1761,6 +1823,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "teensy.booting",
         "daplink.assert",
         "summary.failed_after_count",
+        "cmake.assertion",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -1773,6 +1836,8 @@ fn every_rule_with_a_class_has_a_sample() {
 fn harmless_lines_are_not_evidence() {
     for line in [
         "qemu-system-arm: warning: nic lan9118.0 has no peer",
+        "not ok 5 - flash_erase # SKIP no flash on this board",
+        "not ok 6 - dma_chain # TODO not written yet",
         "qemu-system-arm: terminating on signal 2",
         "Timer with period zero, disabling",
         "Taking exception 16 [Semihosting call] on CPU 0",
@@ -2816,7 +2881,35 @@ make: *** [Makefile:40: out/autoconf.o] Error 1
     assert_eq!(classify_str(&upload).class, TriageClass::FlashError);
 }
 
-/// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
+/// A configure step's own `assert()` under CMake's error is the build's, not the firmware's; a
+/// panic that names no cause is the consequence of the watchdog before it; a log pasted with its
+/// Markdown fence ends at its last real line.
+#[test]
+fn round_thirteen_readings() {
+    let cmake = "CMake Error at cmake/extensions.cmake:1111 (message):\n  Assertion failed: The detected gperf version is unsupported.\n";
+    assert_eq!(classify_str(cmake).class, TriageClass::BuildError);
+    assert_eq!(
+        classify_str("Assertion failed: (len > 0), function put, file ring.c, line 12.\n").class,
+        TriageClass::Assert
+    );
+    let watchdog = "Task watchdog got triggered.\n\nGuru Meditation Error: Core  0 panic'ed (unknown). Exception was unhandled.\n";
+    assert_eq!(classify_str(watchdog).class, TriageClass::Hang);
+    assert_eq!(
+        classify_str(
+            "Guru Meditation Error: Core  0 panic'ed (unknown). Exception was unhandled.\n"
+        )
+        .class,
+        TriageClass::Crash
+    );
+    let fenced = "```\n$ flasher --write app.bin\nWrite complete, image verified\n```\n";
+    let triage = classify_str(fenced);
+    assert_eq!(triage.class, TriageClass::Pass);
+    assert_eq!(triage.lines, vec![3]);
+    assert!(is_fence(b"```text") && is_fence(b"~~~") && is_fence(b"````"));
+    assert!(!is_fence(b"``` done") && !is_fence(b"`x`"));
+}
+
+/// A radio controller's assert stalls it, and the interrupt watchdog then panics/// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
 /// the cause, the watchdog its consequence.
 #[test]
 fn a_controller_assert_beats_the_watchdog_it_trips() {
