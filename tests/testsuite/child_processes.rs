@@ -465,11 +465,7 @@ fn resume_sets_a_killed_agents_edits_and_a_torn_trace_line_aside() {
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
     assert!(text(&audit).contains("torn trace line"), "{}", text(&audit));
     // Bringing the agent's tree back takes one command.
-    let back = std::process::Command::new("sh")
-        .args(["-c", &take_back])
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
+    let back = sh(&take_back, repo.path());
     assert!(back.status.success(), "{}", text(&back));
     assert_eq!(
         std::fs::read_to_string(repo.path().join("src/agent_tmp.c")).unwrap(),

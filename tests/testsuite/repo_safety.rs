@@ -15,6 +15,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::sh;
+
 // ---------------------------------------------------------------------------------------------
 // Fixture helper
 
@@ -604,19 +606,11 @@ fn a_tree_set_aside_holds_what_changed_since_the_snapshot_and_its_command_applie
     assert_eq!(changed, "notes/new.txt\nsrc/crc.c\n");
     repo.restore(&snap).unwrap();
     assert_eq!(f.state(), before);
-    let back = Command::new("sh")
-        .args(["-c", &fwfix::repo::set_aside_command(&left)])
-        .current_dir(&f.root)
-        .output()
-        .unwrap();
+    let back = sh(&fwfix::repo::set_aside_command(&left), &f.root);
     assert!(back.status.success(), "{back:?}");
     assert_eq!(f.state(), during);
     // Applied twice, it refuses and touches nothing.
-    let again = Command::new("sh")
-        .args(["-c", &fwfix::repo::set_aside_command(&left)])
-        .current_dir(&f.root)
-        .output()
-        .unwrap();
+    let again = sh(&fwfix::repo::set_aside_command(&left), &f.root);
     assert!(!again.status.success());
     assert_eq!(f.state(), during);
     // The run's rollback points go; the tree set aside stays.

@@ -323,11 +323,7 @@ fn resume_after_a_kill_sets_work_done_since_aside_and_carries_on() {
         ]),
         format!("{left}\n")
     );
-    let back = std::process::Command::new("sh")
-        .args(["-c", &take_back])
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
+    let back = sh(&take_back, repo.path());
     assert!(back.status.success(), "{}", text(&back));
     assert_eq!(
         std::fs::read_to_string(repo.path().join("src/crc.c")).unwrap(),

@@ -252,6 +252,15 @@ pub fn candidate(run_dir: &Path, iteration: u32, id: &str) -> Value {
         .clone()
 }
 
+/// `sh -c script` in `cwd`, as a user would paste a command fwfix printed.
+pub fn sh(script: &str, cwd: &Path) -> Output {
+    Command::new("sh")
+        .args(["-c", script])
+        .current_dir(cwd)
+        .output()
+        .unwrap()
+}
+
 pub fn fwfix(args: &[&str], cwd: &Path) -> Output {
     static STATE: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     let state = STATE.get_or_init(|| {
