@@ -52,6 +52,10 @@ impl Dump {
     }
 }
 
+/// How many lines before a fault dump an assertion may come and still be named its cause (an
+/// assert handler prints its line, then perhaps a backtrace, then faults or panics).
+const ASSERTION_REACH: usize = 20;
+
 /// A firmware's failed assertion, as its console printed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Assertion {
@@ -113,7 +117,7 @@ pub(super) struct Finder {
     index: usize,
     block: Option<Block>,
     found: Option<Dump>,
-    /// The first failed assertion before the dump was found.
+    /// The last failed assertion before the dump was found.
     assertion: Option<Assertion>,
 }
 
@@ -129,8 +133,10 @@ impl Finder {
         if body.is_empty() {
             return;
         }
-        if self.assertion.is_none() {
-            self.assertion = assertion(index, body);
+        // The last assertion before the dump: an earlier one a test expected and survived says
+        // nothing of how the run ended.
+        if let Some(found) = assertion(index, body) {
+            self.assertion = Some(found);
         }
         if let Some(open) = self.block.as_mut() {
             if open.take(index, raw, body) {
@@ -156,7 +162,7 @@ impl Finder {
     }
 
     /// The first dump among the lines fed so far (one still open counts when it qualifies),
-    /// with the assertion before it; else the first failed assertion alone.
+    /// with the assertion just before it; else the last failed assertion alone.
     pub(super) fn dump(&self) -> Option<Dump> {
         let dump = self.found.clone().or_else(|| {
             self.block
@@ -165,7 +171,10 @@ impl Finder {
                 .map(Block::into_dump)
         });
         match (dump, &self.assertion) {
-            (Some(mut dump), Some(assertion)) if assertion.index <= dump.last => {
+            (Some(mut dump), Some(assertion))
+                if assertion.index <= dump.last
+                    && assertion.index + ASSERTION_REACH >= dump.first =>
+            {
                 dump.assertion = Some(assertion.clone());
                 Some(dump)
             }
@@ -706,6 +715,27 @@ E: Faulting instruction address (r15/pc): 0x00000390
         ] {
             assert!(dump(line).is_none(), "{line}");
         }
+    }
+
+    /// An assertion a test expected, long before the run ended, is no cause of how it ended.
+    #[test]
+    fn only_the_last_assertion_near_a_dump_counts() {
+        let mut text = String::from("ASSERT! Line 5, file expected.c\n");
+        for k in 0..30 {
+            text.push_str(&format!("tick {k}\n"));
+        }
+        text.push_str("ASSERT! Line 9, file real.c\nspinning\n");
+        let d = dump(&text).unwrap();
+        assert_eq!(d.assertion.unwrap().file.as_deref(), Some("real.c"));
+
+        let mut text = String::from("ASSERT! Line 5, file expected.c\n");
+        for k in 0..30 {
+            text.push_str(&format!("tick {k}\n"));
+        }
+        text.push_str(ZEPHYR_MPU);
+        let d = dump(&text).unwrap();
+        assert_eq!(d.assertion, None);
+        assert!(d.fatal_error.is_some());
     }
 
     #[test]
