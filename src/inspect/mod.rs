@@ -23,7 +23,8 @@ pub use audit::{
 pub use boards::{find_board, list_boards, render_boards, BoardStatus, LeaseView};
 pub use resolve::resolve_run;
 pub use runs::{
-    killed_holding_tree, leftover_worktrees, list_runs, RunStatus, RunSummary, TreeHold,
+    killed_holding_tree, leftover_worktrees, list_runs, unfinished_runs, RunStatus, RunSummary,
+    TreeHold,
 };
 pub use show::{rerender, timeline, Timeline, TimelineEntry};
 

@@ -5,6 +5,7 @@
 use super::{load_report, read_trace, run_id_of, InspectError, CONTEXT_JSON, RUN_JSON};
 use crate::machine::State;
 use crate::report::Status;
+use crate::report::REPORT_JSON;
 use crate::rundir::RUNS_DIR;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::{Serialize, Serializer};
@@ -68,6 +69,21 @@ pub struct RunSummary {
 
 /// The runs under `<repo>/.fwfix/runs/`, newest first. A repository without runs has none.
 pub fn list_runs(repo: &Path) -> Result<Vec<RunSummary>, InspectError> {
+    runs_where(repo, |_| true)
+}
+
+/// The runs under `<repo>/.fwfix/runs/` that wrote no report (still going, or killed), newest
+/// first. A finished run is told by its report.json being there, without reading anything: a
+/// lab's repository collects thousands of runs, and every run's start asks this (reading each
+/// run's records took a one-test run from 77 to 155 ms after 540 runs).
+pub fn unfinished_runs(repo: &Path) -> Result<Vec<RunSummary>, InspectError> {
+    runs_where(repo, |dir| {
+        std::fs::symlink_metadata(dir.join(REPORT_JSON)).is_err()
+    })
+}
+
+/// The runs whose directory `keep` accepts, described and sorted newest first.
+fn runs_where(repo: &Path, keep: impl Fn(&Path) -> bool) -> Result<Vec<RunSummary>, InspectError> {
     if !repo.is_dir() {
         return Err(InspectError::NoRepo {
             path: repo.to_path_buf(),
@@ -87,7 +103,9 @@ pub fn list_runs(repo: &Path) -> Result<Vec<RunSummary>, InspectError> {
     let mut runs: Vec<RunSummary> = entries
         .flatten()
         .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|entry| summarise(&entry.path()))
+        .map(|entry| entry.path())
+        .filter(|dir| keep(dir))
+        .map(|dir| summarise(&dir))
         .collect();
     sort_newest_first(&mut runs);
     Ok(runs)
@@ -102,12 +120,13 @@ pub enum TreeHold {
     AgentEdits,
 }
 
-/// The newest `fwfix run` of `repo` that was killed while it held the repository's own checkout
-/// (not a worktree of its own) for patching: with one of its candidates applied, or while its
-/// agent edited the tree. Until that run is resumed, the checkout may hold the run's changes
-/// rather than only its owner's work, and nothing should build, test or snapshot it as such.
-pub fn killed_holding_tree(repo: &Path) -> Option<(RunSummary, TreeHold)> {
-    list_runs(repo).ok()?.into_iter().find_map(|run| {
+/// The newest `fwfix run` among `runs` (newest first, as [`unfinished_runs`] gives them) that was
+/// killed while it held the repository's own checkout (not a worktree of its own) for patching:
+/// with one of its candidates applied, or while its agent edited the tree. Until that run is
+/// resumed, the checkout may hold the run's changes rather than only its owner's work, and
+/// nothing should build, test or snapshot it as such.
+pub fn killed_holding_tree(runs: &[RunSummary]) -> Option<(&RunSummary, TreeHold)> {
+    runs.iter().find_map(|run| {
         if run.status != RunStatus::Killed || run.command.as_deref() != Some("run") {
             return None;
         }
@@ -452,6 +471,31 @@ mod tests {
             run.started_at(),
             Some("2024-05-01T12:00:00.250Z".parse().unwrap())
         );
+    }
+
+    #[test]
+    fn a_run_with_a_report_is_finished_without_reading_it() {
+        let repo = tempfile::tempdir().unwrap();
+        let runs = repo.path().join(RUNS_DIR);
+        let finished = runs.join("20240501-120000-aaaa");
+        let killed = runs.join("20240501-110000-bbbb");
+        std::fs::create_dir_all(&finished).unwrap();
+        std::fs::create_dir_all(&killed).unwrap();
+        // Unreadable: listing all runs says so; asking for unfinished ones never opens it.
+        std::fs::write(finished.join(REPORT_JSON), "{").unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let context = serde_json::json!({"command": "run", "pid": gone, "host": here()});
+        std::fs::write(killed.join(CONTEXT_JSON), context.to_string()).unwrap();
+
+        let unfinished = unfinished_runs(repo.path()).unwrap();
+        let ids: Vec<&str> = unfinished.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, vec!["20240501-110000-bbbb"]);
+        assert_eq!(unfinished[0].status, RunStatus::Killed);
+        let all = list_runs(repo.path()).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].status, RunStatus::Unreadable);
     }
 
     #[test]

@@ -262,7 +262,8 @@ pub(super) fn lock_owner_tree(
     let lock = crate::repo::lock_tree(&request.repo, &holder, usage)
         .map_err(|e| OrchestratorError::Usage(e.to_string()))?;
     // With the tree locked, no live run can be mid-way: a run that holds it was killed.
-    if let Some((killed, hold)) = crate::inspect::killed_holding_tree(&request.repo)
+    let unfinished = crate::inspect::unfinished_runs(&request.repo).unwrap_or_default();
+    if let Some((killed, hold)) = crate::inspect::killed_holding_tree(&unfinished)
         .filter(|(run, _)| Some(run.id.as_str()) != resuming)
     {
         return Err(OrchestratorError::Usage(killed_run_message(
@@ -272,7 +273,7 @@ pub(super) fn lock_owner_tree(
         )));
     }
     // Killed runs that held none of the checkout may still have left worktrees of their own.
-    for run in crate::inspect::list_runs(&request.repo).unwrap_or_default() {
+    for run in &unfinished {
         let left = crate::inspect::leftover_worktrees(&run.dir);
         if run.status != crate::inspect::RunStatus::Killed
             || Some(run.id.as_str()) == resuming
