@@ -1662,9 +1662,10 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
         // fwfix's console.log stamp, then the prefixes test runners put before the device's
         // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
-        // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `.
+        // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `, Python
+        // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log).
         compile(
-            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] )",
+            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });
@@ -1781,8 +1782,29 @@ fn segments(cleaned: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
         let at = start;
         start += part.len() + 1;
         let kept = trim_range(part);
-        (!kept.is_empty()).then(|| at + kept.start..at + kept.end)
+        let text = unquoted(&part[kept.clone()]);
+        (!text.is_empty()).then(|| at + kept.start + text.start..at + kept.start + text.end)
     })
+}
+
+/// Where `text` lies without the Markdown backtick a reporter put around it: a line quoted as
+/// inline code (`` `make: *** x.  Stop.` ``), or the first or last line of a quote that spans
+/// several. The backtick is taken off when it has no partner in the line, or when the pair
+/// wraps the whole line; code fences and a tool's own quoting (`` could not compile `app` ``)
+/// keep theirs.
+fn unquoted(text: &[u8]) -> Range<usize> {
+    let len = text.len();
+    let (starts, ends) = (text.first() == Some(&b'`'), text.last() == Some(&b'`'));
+    if !(starts || ends) || text.starts_with(b"``") || text.ends_with(b"``") {
+        return 0..len;
+    }
+    let ticks = memchr::memchr_iter(b'`', text).count();
+    match (starts, ends) {
+        (true, true) if ticks == 2 => 1..len - 1,
+        (true, _) if ticks % 2 == 1 => 1..len,
+        (_, true) if ticks % 2 == 1 => 0..len - 1,
+        _ => 0..len,
+    }
 }
 
 /// At most [`MAX_QUOTE_CHARS`] characters, with `…` when cut.

@@ -261,6 +261,24 @@ pub static RULES: &[Rule] = &[
         .weight(2),
     re("ztest.suite_pass", "ztest", Pass, r"^(?:SUITE PASS - |TESTSUITE \S+ succeeded)").weight(2),
     re("ztest.project_failed", "ztest", TestFailure, r"^PROJECT EXECUTION FAILED$").verdict(),
+    // OP-TEE's xtest: a failed case (`regression_1018.2 FAILED first error at
+    // host/xtest/regression_1000.c:1384`) and its test's closing `regression_1018 FAILED`.
+    re(
+        "xtest.failed",
+        "xtest",
+        TestFailure,
+        r"^(?:\* )?(?P<msg>[a-z]+_\d+(?:\.\d+)* FAILED(?: first error at \S+:\d+)?)$",
+    )
+    .weight(2),
+    // libc-test (musl's, and the RTOS ports of it): `fscanf.c:65: !!(f=writetemp("42")) failed
+    // (failed to make temp file)`, a checked expression that did not hold, with its reason.
+    re(
+        "libc_test.failed",
+        "libc-test",
+        TestFailure,
+        r"^(?P<msg>[\w.-]+\.c:\d+: .+ failed \(.*\))$",
+    )
+    .weight(2),
     re("ztest.project_ok", "ztest", Pass, r"^PROJECT EXECUTION SUCCESSFUL$").verdict(),
     re("unity.fixture_fail", "unity", TestFailure, r":\d+:(?P<msg>TEST\([^)]*\):FAIL\b.*)$"),
     // Test runners' summaries: what the runner concluded, whatever the board printed.
@@ -716,16 +734,17 @@ pub static RULES: &[Rule] = &[
     re("micropython.failed", "micropython", TestFailure, r"^(?P<msg>[1-9]\d* tests? failed: .+)$")
         .verdict(),
     // Mbed TLS's test suites and scripts: a name, a dot leader and the result
-    // (`test_suite_ssl ........ PASS`, a case's `...... FAILED` after its own debug output),
-    // and run-test-suites' closing line.
+    // (`test_suite_ssl ........ PASS`, a case's `...... FAILED` after its own debug output,
+    // OpenMV's `Unittest (12-find_line_segments.py).......FAILED` with no blank before the
+    // dots), and run-test-suites' closing line.
     re(
         "dot_leader.failed",
         "mbedtls",
         TestFailure,
-        r"^(?P<msg>\S.*?\s\.{3,}\s*[-\d]*(?:FAIL|FAILED))\s*$",
+        r"^(?P<msg>\S.*?(?:\s\.{3,}|[^.\s]\.{5,})\s*[-\d]*(?:FAIL|FAILED))\s*$",
     )
     .weight(2),
-    re("dot_leader.passed", "mbedtls", Pass, r"^\S.*?\s\.{3,}\s*[-\d]*(?P<msg>PASS(?:ED)?)\s*$")
+    re("dot_leader.passed", "mbedtls", Pass, r"^\S.*?(?:\s\.{3,}|[^.\s]\.{5,})\s*[-\d]*(?P<msg>PASS(?:ED)?)\s*$")
         .weight(1),
     re(
         "mbedtls.suites_failed",
@@ -1069,6 +1088,16 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r#"(?P<msg>(?:executing|failed to execute|failed to run|could not execute|error executing) `?[\w./+-]+`?:? .*(?:kind: NotFound|No such file or directory \(os error 2\)).*|Cannot run program "[^"]+"(?: \(in directory "[^"]*"\))?: (?:CreateProcess )?error=2\b.*)"#,
     ),
+    // Cargo's runner or build step whose program never started (`error: could not execute
+    // process `arm-none-eabi-gdb target/...` (never executed)`): it could not be spawned, which
+    // is a missing program.
+    re(
+        "cargo.never_executed",
+        "cargo",
+        ToolMissing,
+        r"^error: (?P<msg>could not execute process `[^`]+` \(never executed\))$",
+    )
+    .weight(2),
     // GCC told to read a specs file of a C library that is not installed (`nano.specs`, newlib's
     // nano variant, is missing from a bare toolchain).
     re(
@@ -1085,6 +1114,14 @@ pub static RULES: &[Rule] = &[
         "any",
         ToolMissing,
         r"^(?:(?:ERROR|Error|error|FATAL ERROR):\s*|(?:[Tt]ool|[Pp]rogram) )(?P<msg>(?:[Tt]ool |[Pp]rogram |[Tt]he (?:program |tool |command )?)?'?[\w./+-]+'? (?:is|was) not installed\b.*)$",
+    ),
+    // A vendor tool's words that the software it drives is missing (`It seems that JLink
+    // software is not installed please download ...`).
+    re(
+        "tool.software_not_installed",
+        "any",
+        ToolMissing,
+        r"(?P<msg>(?:It seems that )?[\w.+-]+ (?:software|toolchain|tools?) (?:is|are|was|were) not installed\b.*)$",
     ),
     re(
         "gcc.cannot_find_tool",
@@ -1272,6 +1309,22 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>Error while programming flash: .*)$",
     ),
+    // Segger's stand-alone Flasher: `ERROR: Failed to prepare for programming.`, `Failed to
+    // execute RAMCode for RAM check!`.
+    re(
+        "jlink.flasher_failed",
+        "jlink",
+        FlashError,
+        r"^(?:ERROR: )?(?P<msg>Failed to prepare for programming\.?|Failed to execute RAMCode\b.*)$",
+    ),
+    // An uploader waiting for its board to appear on a serial port (the Arduino 101's download
+    // script: `ERROR: Timed out waiting for Arduino 101 on COM7`).
+    re(
+        "upload.board_timeout",
+        "flasher",
+        FlashError,
+        r"(?P<msg>Timed out waiting for .+ on (?:COM\d+|/dev/\S+))\s*$",
+    ),
     // J-Link's own errors stand out with six asterisks.
     re("jlink.error", "jlink", FlashError, r"^\*{6} Error: (?P<msg>.+)$").weight(2),
     re(
@@ -1412,7 +1465,7 @@ pub static RULES: &[Rule] = &[
         "avrdude.error",
         "avrdude",
         FlashError,
-        r"^avrdude(?:\.exe)?: (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|[Ee]rror).*)$",
+        r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|[Ee]rror).*)$",
     ),
     re(
         "stm32cube.error",
@@ -1562,12 +1615,13 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>.*\b(?:ap-?protection|approtect|readback protection|read-?out protection)\b.*\b(?:enabled|unavailable|active|set)\b.*)$",
     ),
-    // Lines that say a log comes from a flasher: its generic failures are the flash's.
+    // Lines that say a log comes from a flasher (its banner, its progress, a shell prompt's
+    // command line that runs it): its generic failures are the flash's.
     re(
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip))$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|[$>%#] (?:sudo )?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program)\b.*)$",
     )
     .context(),
     re(
@@ -1628,13 +1682,13 @@ pub static RULES: &[Rule] = &[
     ),
     re("qemu.start_error", "qemu", InfraError, qemu!(r"(?P<msg>.+)$")),
     // An emulator's own assertion (QEMU's GLib `g_assert`: `ERROR:../hw/core/cpu.c:42:foo:
-    // assertion failed: (x)`, after `**` or as `Bail out!`): the emulator broke, not the
-    // firmware it ran.
+    // assertion failed: (x)`, after `**` or as `Bail out!`, or quoted in a report): the
+    // emulator broke, not the firmware it ran.
     re(
         "emulator.internal_assert",
         "qemu",
         InfraError,
-        r"^(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+: (?:assertion failed\b|code should not be reached\b).*)$",
+        r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+: (?:assertion failed\b|code should not be reached\b).*)$"#,
     ),
     re("host.no_space", "host", InfraError, r"No space left on device"),
     // A CI runner that was lost or cancelled, a package manager or container that could not
@@ -1818,6 +1872,15 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
     ),
+    // BitBake's fetcher that could not get a recipe's source: the network or the remote, not
+    // the build.
+    re(
+        "bitbake.fetch_failed",
+        "bitbake",
+        InfraError,
+        r"(?P<msg>\S+ do_fetch: (?:Fetcher failure|Bitbake Fetcher Error)\b.*)$",
+    )
+    .weight(2),
     // Go's HTTP client (arduino-cli, Go-based package managers) giving up on a download.
     re(
         "net.client_timeout",
@@ -1868,7 +1931,8 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^(?:\S+: )?(?:line \d+: )?(?:\d+ (?P<msg>(?:Killed|Segmentation fault|Bus error)(?: \(core dumped\))?)\s.*|(?:Killed|Segmentation fault|Bus error)(?: \(core dumped\))?)$",
     )
-    .timeout_explains(),
+    .timeout_explains()
+    .yields_to_context(),
     re(
         "gdb.connection",
         "gdb",
@@ -2229,6 +2293,23 @@ pub static RULES: &[Rule] = &[
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
         .echo(),
+    // make's own fatal error about its inputs (`make: *** /opt/klipper/.config: Is a directory.
+    // Stop.`): the build could not start.
+    re(
+        "make.stop",
+        "make",
+        BuildError,
+        r"^(?P<msg>make(?:\[\d+\])?: \*\*\* [^\[].*\.\s+Stop\.)$",
+    )
+    .weight(2),
+    // Go's compiler (and TinyGo's): `config.go:34:22: undefined: machine.UART0_TX_PIN`.
+    re(
+        "go.compile_error",
+        "go",
+        BuildError,
+        r"^(?:\.\.?[\\/])*[\w.\\/-]+\.go:\d+:\d+: (?P<msg>.+)$",
+    )
+    .weight(2),
     // What the firmware printed, or what the emulator saw it do.
     re(
         "nuttx.fault_panic",
@@ -2298,7 +2379,7 @@ pub static RULES: &[Rule] = &[
         "cpu.abort",
         "firmware",
         Crash,
-        r"(?i)(?:^|[\s=])(?P<msg>(?:data|prefetch)[ _]abort(?:\s*$|[^\w\s].*|\s+(?:at|in|exception|handler)\b.*)|DFSR:\s*0x[0-9a-f]+.*|IFSR:\s*0x[0-9a-f]+.*)$",
+        r"(?i)(?:^|[\s=])(?P<msg>(?:data|prefetch)[ _-]abort(?:\s*$|[^\w\s].*|\s+(?:at|in|exception|handler)\b.*)|DFSR:\s*0x[0-9a-f]+.*|IFSR:\s*0x[0-9a-f]+.*)$",
     ),
     // The ESP8266's exception dump (`Exception (3):`, after a serial monitor's stamp), and the
     // SDK's `Fatal exception:29 flag:2` as firmware report it as the last restart's reason. A

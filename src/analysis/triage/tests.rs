@@ -1551,7 +1551,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "flash.verify_failed",
     ),
     (
-        "`pyocd.core.exceptions.TargetError: Target is locked`",
+        "[ERROR] pyocd.core.exceptions.TargetError: Target is locked",
         "python.flasher_exception",
     ),
     (
@@ -1800,6 +1800,59 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("error: no default toolchain configured", "rustup.not_installed"),
     ("- ERROR: Could not establish a connection to target.", "jlink.no_target"),
+    (
+        "regression_1018.2 FAILED first error at host/xtest/regression_1000.c:1384",
+        "xtest.failed",
+    ),
+    ("regression_1018 FAILED", "xtest.failed"),
+    (
+        "fscanf.c:65: !!(f=writetemp(\"      42\")) failed (failed to make temp file)",
+        "libc_test.failed",
+    ),
+    (
+        "Unittest (12-find_line_segments.py).........................FAILED",
+        "dot_leader.failed",
+    ),
+    (
+        "avrdude stk500v2_getsync() error: timeout communicating with programmer",
+        "avrdude.error",
+    ),
+    (
+        "\"ERROR:/src/qemu/qom/object.c:363:object_initialize_with_type: assertion failed: (type != NULL)\"",
+        "emulator.internal_assert",
+    ),
+    (
+        "E/TC:? 0 User mode data-abort at address 0x0 (translation fault)",
+        "cpu.abort",
+    ),
+    (
+        "error: could not execute process `arm-none-eabi-gdb target/thumbv7m-none-eabi/debug/app` (never executed)",
+        "cargo.never_executed",
+    ),
+    (
+        "[Error] Infineon.DebuggerExceptions: It seems that JLink software is not installed please download from www.segger.com",
+        "tool.software_not_installed",
+    ),
+    ("ERROR: Failed to prepare for programming.", "jlink.flasher_failed"),
+    ("Failed to execute RAMCode for RAM check!", "jlink.flasher_failed"),
+    (
+        "ERROR: Timed out waiting for Arduino 101 on COM7",
+        "upload.board_timeout",
+    ),
+    ("> picotool load blink.uf2 -f", "flash.context"),
+    ("$ st-flash --reset write app.bin 0x8000000", "flash.context"),
+    (
+        "make: *** /opt/klipper/.config: Is a directory.  Stop.",
+        "make.stop",
+    ),
+    (
+        "..\\..\\internal\\config\\config.go:34:22: undefined: machine.UART0_TX_PIN",
+        "go.compile_error",
+    ),
+    (
+        "ERROR: cmsis-svd-0.4-r0 do_fetch: Fetcher failure: Unable to find revision f487b5ca in branch master even from upstream",
+        "bitbake.fetch_failed",
+    ),
 ];
 
 #[test]
@@ -2909,7 +2962,35 @@ fn round_thirteen_readings() {
     assert!(!is_fence(b"``` done") && !is_fence(b"`x`"));
 }
 
-/// A radio controller's assert stalls it, and the interrupt watchdog then panics/// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
+/// A line quoted as Markdown inline code reads as the tool printed it; a flashing GUI's Python
+/// logging prefix is a stamp; a flasher that crashes under its own command line failed the
+/// flash, where a bare segfault is the host's.
+#[test]
+fn round_fourteen_readings() {
+    let quoted = "`make: *** /opt/fw/.config: Is a directory.  Stop.`\n";
+    assert_eq!(classify_str(quoted).class, TriageClass::BuildError);
+    assert_eq!(unquoted(b"`make: x`"), 1..8);
+    assert_eq!(unquoted(b"`WARNING: fetch failed"), 1..22);
+    assert_eq!(unquoted(b"exit code '1'`"), 0..13);
+    assert_eq!(unquoted(b"error: could not compile `app`"), 0..30);
+    assert_eq!(unquoted(b"```text"), 0..7);
+    let gui = "2024-01-22 17:23:26,864:INFO:         Using Port : COM3\n2024-01-22 17:23:26,864:ERROR:avrdude stk500v2_getsync() error: timeout communicating with programmer\n";
+    let triage = classify_str(gui);
+    assert_eq!(
+        (triage.class, triage.lines),
+        (TriageClass::FlashError, vec![2])
+    );
+    let flasher = "> lsusb | grep Pico\nBus 009 Device 121: ID 2e8a:0009 Raspberry Pi Pico\n> picotool load blink.uf2 -f\nSegmentation fault (core dumped)\n";
+    assert_eq!(classify_str(flasher).class, TriageClass::FlashError);
+    assert_eq!(
+        classify_str("Segmentation fault (core dumped)\n").class,
+        TriageClass::InfraError
+    );
+    let tinygo = "FAIL    app/cmd/app     0.000s\n# app/internal/config\n..\\..\\internal\\config\\config.go:34:22: undefined: machine.UART0_TX_PIN\n";
+    assert_eq!(classify_str(tinygo).class, TriageClass::BuildError);
+}
+
+/// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
 /// the cause, the watchdog its consequence.
 #[test]
 fn a_controller_assert_beats_the_watchdog_it_trips() {
