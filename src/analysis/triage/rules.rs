@@ -270,6 +270,54 @@ pub static RULES: &[Rule] = &[
         r"^(?:\* )?(?P<msg>[a-z]+_\d+(?:\.\d+)* FAILED(?: first error at \S+:\d+)?)$",
     )
     .weight(2),
+    // xtest's closing tally (`29320 subtests of which 0 failed`, `687 test cases of which 0
+    // failed`): the run's verdict.
+    re(
+        "xtest.summary_failed",
+        "xtest",
+        TestFailure,
+        r"^(?P<msg>\d+ (?:subtests|test cases) of which [1-9]\d* failed)$",
+    )
+    .verdict(),
+    re(
+        "xtest.summary_passed",
+        "xtest",
+        Pass,
+        r"^(?P<msg>\d+ (?:subtests|test cases) of which 0 failed)$",
+    )
+    .weight(2)
+    .verdict(),
+    // TF-M's regression tests: `TESTSUITE PASSED!`/`TESTSUITE FAILED!` closing a suite, and the
+    // summary's `Test suite 'X' has PASSED`.
+    re("tfm.testsuite_failed", "tf-m", TestFailure, r"^(?P<msg>TESTSUITE FAILED!)$").verdict(),
+    re("tfm.testsuite_passed", "tf-m", Pass, r"^(?P<msg>TESTSUITE PASSED!)$")
+        .weight(2)
+        .verdict(),
+    re(
+        "tfm.suite_failed",
+        "tf-m",
+        TestFailure,
+        r"^(?P<msg>Test suite '.+' has FAILED)$",
+    )
+    .weight(2),
+    // A firmware's self-test report, an item a line (`* Test   Buttons: FAILED (Took 16584ms)
+    // ...`).
+    re(
+        "selftest.item_failed",
+        "test",
+        TestFailure,
+        r"^(?:\*\s*)?Test\s+[\w -]+: (?P<msg>FAILED\b.*)$",
+    )
+    .weight(2),
+    // A test script's numbered tests, after Python logging's `LEVEL:logger:` (`ERROR:root:Test 4
+    // failed, expected packet not received`).
+    re(
+        "script.test_failed",
+        "test",
+        TestFailure,
+        r"^(?:(?:ERROR|WARNING|INFO|CRITICAL):[\w.]+:)?(?P<msg>Test \d+ failed\b.*|Too many failures! Test failed!)$",
+    )
+    .weight(2),
     // libc-test (musl's, and the RTOS ports of it): `fscanf.c:65: !!(f=writetemp("42")) failed
     // (failed to make temp file)`, a checked expression that did not hold, with its reason.
     re(
@@ -600,7 +648,7 @@ pub static RULES: &[Rule] = &[
         "build.succeeded",
         "platformio",
         Pass,
-        r"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*)$",
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+)$"#,
     )
     .weight(2),
     // `pio run`'s closing line and its table of environments: the step failed, not why.
@@ -1088,6 +1136,15 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r#"(?P<msg>(?:executing|failed to execute|failed to run|could not execute|error executing) `?[\w./+-]+`?:? .*(?:kind: NotFound|No such file or directory \(os error 2\)).*|Cannot run program "[^"]+"(?: \(in directory "[^"]*"\))?: (?:CreateProcess )?error=2\b.*)"#,
     ),
+    // SCons that could not run a program its build needs (`Error in calling:` the command,
+    // then `Exception: [Error 2] : No such file or directory`).
+    re(
+        "scons.no_such_program",
+        "scons",
+        ToolMissing,
+        r"^(?P<msg>Exception: \[Error 2\] : No such file or directory)$",
+    )
+    .weight(2),
     // Cargo's runner or build step whose program never started (`error: could not execute
     // process `arm-none-eabi-gdb target/...` (never executed)`): it could not be spawned, which
     // is a missing program.
@@ -1309,13 +1366,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>Error while programming flash: .*)$",
     ),
-    // Segger's stand-alone Flasher: `ERROR: Failed to prepare for programming.`, `Failed to
-    // execute RAMCode for RAM check!`.
+    // Segger's stand-alone Flasher and J-Flash: `ERROR: Failed to prepare for programming.`,
+    // `Failed to execute RAMCode for RAM check!`, `- ERROR: Erase failed`, `- ERROR: Failed to
+    // auto program target`.
     re(
         "jlink.flasher_failed",
         "jlink",
         FlashError,
-        r"^(?:ERROR: )?(?P<msg>Failed to prepare for programming\.?|Failed to execute RAMCode\b.*)$",
+        r"^(?:-\s+)?(?:ERROR: )?(?P<msg>Failed to prepare for programming\.?|Failed to execute RAMCode\b.*|(?:Erase|Program(?:ming)?|Verif(?:y|ication)) failed\.?|Failed to (?:auto program|program|erase|verify) target\.?)$",
     ),
     // An uploader waiting for its board to appear on a serial port (the Arduino 101's download
     // script: `ERROR: Timed out waiting for Arduino 101 on COM7`).
@@ -1434,6 +1492,29 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>Validating\.\.\.\s+ERROR|Memory did not validate\..*)$",
     ),
+    // A flasher that finds no board in its bootloader: the Teensy IDE's `No Teensy boards were
+    // found on any USB ports`, dfu-programmer's `no device present`, QMK's `Bootloader not
+    // found`.
+    re(
+        "flash.no_bootloader",
+        "flasher",
+        FlashError,
+        r"(?P<msg>No Teensy boards were found on any USB ports.*|dfu-programmer: no device present\.?|Bootloader not found\b.*)$",
+    ),
+    // pystlink's starred errors about the flash (`*** Error unlocking FLASH ***`).
+    re(
+        "pystlink.error",
+        "pystlink",
+        FlashError,
+        r"^\*\*\* (?P<msg>Error (?:\w+ )*(?:FLASH|flash)\b.*) \*\*\*$",
+    ),
+    // gdb's `compare-sections` after a load: a section on the target differs from the image.
+    re(
+        "gdb.compare_mismatch",
+        "gdb",
+        FlashError,
+        r"(?P<msg>Section \S+, range 0x[0-9a-f]+ -- 0x[0-9a-f]+: MIS-MATCHED!|warning: One or more sections of the target image does not match)$",
+    ),
     // teensy_loader_cli's own errors.
     re(
         "teensy.error",
@@ -1465,7 +1546,7 @@ pub static RULES: &[Rule] = &[
         "avrdude.error",
         "avrdude",
         FlashError,
-        r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|[Ee]rror).*)$",
+        r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|[Ee]rror|timeout).*)$",
     ),
     re(
         "stm32cube.error",
@@ -1541,6 +1622,13 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>Timeout while attaching to target under reset\b.*|An error with the usage of the probe occu?rr?ed\b.*|Failed to get information for AP\b.*)$",
     ),
+    // U-Boot's steps of a boot (`Verifying Checksum ... OK`, `Loading Kernel Image ... OK`): no
+    // verdict of anything under test (ahead of the flashers' own `Verifying ... OK`).
+    noise(
+        "uboot.step_ok",
+        "u-boot",
+        r"^(?:Verifying Checksum|Loading (?:Kernel|Ramdisk|Device Tree) Image|Uncompressing \S+)(?: \.\.\.)? OK$",
+    ),
     // A flasher's own closing success line: the image is on the board. A log that ends there
     // is a pass (nothing failed); anything a later line shows failing ranks above it.
     re(
@@ -1548,7 +1636,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.)$"
         ),
     )
     .weight(2),
@@ -1615,15 +1703,17 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>.*\b(?:ap-?protection|approtect|readback protection|read-?out protection)\b.*\b(?:enabled|unavailable|active|set)\b.*)$",
     ),
-    // Lines that say a log comes from a flasher (its banner, its progress, a shell prompt's
-    // command line that runs it): its generic failures are the flash's.
+    // Lines that say a log comes from a flasher (its banner, its progress, a shell prompt's or
+    // an IDE task's command line that runs it): its generic failures are the flash's.
     re(
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|[$>%#] (?:sudo )?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program)\b.*)$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:[$>%#]|\*\s+Executing task:) (?:sudo )?(?:\S*/)?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program)\b.*)$",
     )
     .context(),
+    // TI's MSP430 Flasher's banner (`*    /_   /   MSP430 Flasher v1.3.7   *`).
+    re("msp430_flasher.banner", "msp430-flasher", FlashError, r"MSP430 Flasher v\d").context(),
     re(
         "python.flasher_frame",
         "python",
@@ -1633,6 +1723,14 @@ pub static RULES: &[Rule] = &[
     .context(),
     // A frame of a test harness's or lab tool's own code: a traceback through it is the
     // harness's failure, not the firmware's.
+    // A frame of an SCons build script: a traceback through it is the build's.
+    re(
+        "python.build_script_frame",
+        "python",
+        BuildError,
+        r#"^\s*File "(?:.*[/\\])?(?:SConscript|SConstruct)", line \d+"#,
+    )
+    .context(),
     re(
         "python.harness_frame",
         "python",
@@ -1878,7 +1976,7 @@ pub static RULES: &[Rule] = &[
         "bitbake.fetch_failed",
         "bitbake",
         InfraError,
-        r"(?P<msg>\S+ do_fetch: (?:Fetcher failure|Bitbake Fetcher Error)\b.*)$",
+        r"(?P<msg>(?:\S+ do_fetch: )?(?:Fetcher failure|Bitbake Fetcher Error)\b.*|Function failed: Fetcher failure\b.*)$",
     )
     .weight(2),
     // Go's HTTP client (arduino-cli, Go-based package managers) giving up on a download.
@@ -1933,6 +2031,14 @@ pub static RULES: &[Rule] = &[
     )
     .timeout_explains()
     .yields_to_context(),
+    // gdb stopping a program that received a fatal signal: the program under the debugger
+    // crashed (a simulator build, a host-run test).
+    re(
+        "gdb.fatal_signal",
+        "gdb",
+        Crash,
+        r"^(?P<msg>Program received signal SIG(?:SEGV|BUS|ILL|FPE|ABRT)\b.*)$",
+    ),
     re(
         "gdb.connection",
         "gdb",
@@ -2293,6 +2399,16 @@ pub static RULES: &[Rule] = &[
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
         .echo(),
+    // make reporting a command whose failure the makefile ignores (`make[1]: [makefile:139:
+    // post-build] Error 1 (ignored)`): a step failed, the build went on.
+    re(
+        "make.error_ignored",
+        "make",
+        BuildError,
+        r"^(?P<msg>make(?:\[\d+\])?: \[.*\] Error \d+ \(ignored\))$",
+    )
+    .weight(1)
+    .echo(),
     // make's own fatal error about its inputs (`make: *** /opt/klipper/.config: Is a directory.
     // Stop.`): the build could not start.
     re(
@@ -2344,7 +2460,7 @@ pub static RULES: &[Rule] = &[
         "libc.assert",
         "libc",
         Assert,
-        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*)$"#,
+        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*|assertion '[^']*' failed\b.*)$"#,
     ),
     // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
     re(
@@ -2374,6 +2490,16 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"(?P<msg>CPU abort \[PC=[^\]]+\]: .+|PC does not lay in memory.*)$",
     ),
+    // OP-TEE's core panic (`E/TC:0 0 Panic at core/arch/arm/mm/core_mmu.c:2114
+    // <check_pa_matches_va>`, `Panic 'msg' at file:line <func>`) and a trusted application's:
+    // how OP-TEE handles an assertion or an abort, so it yields to a line that names either.
+    re(
+        "optee.panic",
+        "optee",
+        Crash,
+        r"(?P<msg>Panic (?:'[^']*' )?at \S+:\d+ <\w+>.*|TA panicked with code 0x[0-9a-fA-F]+.*)$",
+    )
+    .consequence(),
     re("riot.kernel_panic", "riot", Crash, r"(?P<msg>\*\*\* RIOT kernel panic:?.*)$").weight(2),
     re(
         "cpu.abort",
@@ -2595,7 +2721,9 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Kernel panic - not syncing: .+|Unable to handle kernel (?:NULL pointer dereference|paging request) at virtual address .+|Unhandled fault: .+ at 0x[0-9a-fA-F]+|Internal error: Oops\b.*)$",
     ),
     re("qemu.lockup", "qemu", Crash, r"^qemu: fatal: (?P<msg>Lockup.*)$"),
-    re("qemu.fatal", "qemu", Crash, r"^qemu: fatal: (?P<msg>.+)$"),
+    // QEMU's fatal CPU error, also where the guest's shell prompt left no line break before it
+    // (`root@embox:/#qemu: fatal: Trying to execute code outside RAM or ROM at 0xe824834b`).
+    re("qemu.fatal", "qemu", Crash, r"(?:^|[#$>]\s*)qemu: fatal: (?P<msg>.+)$"),
     re(
         "qemu.fault_entry",
         "qemu",

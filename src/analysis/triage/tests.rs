@@ -1853,6 +1853,88 @@ const SAMPLES: &[(&str, &str)] = &[
         "ERROR: cmsis-svd-0.4-r0 do_fetch: Fetcher failure: Unable to find revision f487b5ca in branch master even from upstream",
         "bitbake.fetch_failed",
     ),
+    (
+        "ERROR: Fetcher failure: Fetch command failed with exit code 4, output:",
+        "bitbake.fetch_failed",
+    ),
+    ("29320 subtests of which 0 failed", "xtest.summary_passed"),
+    ("687 test cases of which 3 failed", "xtest.summary_failed"),
+    ("TESTSUITE PASSED!", "tfm.testsuite_passed"),
+    ("TESTSUITE FAILED!", "tfm.testsuite_failed"),
+    (
+        "Test suite 'PSA protected storage NS interface tests (TFM_NS_PS_TEST_1XXX)' has FAILED",
+        "tfm.suite_failed",
+    ),
+    (
+        "* Test      Buttons: FAILED (Took 16584ms) Time exceeded without input on Left Button.",
+        "selftest.item_failed",
+    ),
+    (
+        "ERROR:root:Test 4 failed, expected packet not received (1 failures so far)",
+        "script.test_failed",
+    ),
+    (
+        "Exception: [Error 2] : No such file or directory",
+        "scons.no_such_program",
+    ),
+    ("- ERROR: Erase failed", "jlink.flasher_failed"),
+    (
+        "- ERROR: Failed to auto program target",
+        "jlink.flasher_failed",
+    ),
+    (
+        "No Teensy boards were found on any USB ports of your computer.",
+        "flash.no_bootloader",
+    ),
+    ("dfu-programmer: no device present.", "flash.no_bootloader"),
+    (
+        "Error: Bootloader not found. Trying again in 5s.",
+        "flash.no_bootloader",
+    ),
+    ("*** Error unlocking FLASH ***", "pystlink.error"),
+    (
+        "Section .text, range 0x80001ac -- 0x800167c: MIS-MATCHED!",
+        "gdb.compare_mismatch",
+    ),
+    (
+        "avrdude: stk500v2_ReceiveMessage(): timeout",
+        "avrdude.error",
+    ),
+    (
+        "*    /_   /   MSP430 Flasher v1.3.7                          *",
+        "msp430_flasher.banner",
+    ),
+    (
+        " *  Executing task: /opt/pico-sdk/picotool/picotool load build/app.elf -fx",
+        "flash.context",
+    ),
+    ("INFO Successfully uploaded program.", "flash.verified"),
+    (
+        "root@embox:/#qemu: fatal: Trying to execute code outside RAM or ROM at 0xe824834b",
+        "qemu.fatal",
+    ),
+    (
+        "make[1]: [makefile:139: post-build] Error 1 (ignored)",
+        "make.error_ignored",
+    ),
+    (
+        "\"test\" - 0 Error(s), 0 Warning(s).",
+        "build.succeeded",
+    ),
+    ("[100%] Built target MICROBIT_hex", "build.succeeded"),
+    (
+        "Program received signal SIGSEGV, Segmentation fault.",
+        "gdb.fatal_signal",
+    ),
+    (
+        "E/TC:0 0 Panic at core/arch/arm/mm/core_mmu.c:2114 <check_pa_matches_va>",
+        "optee.panic",
+    ),
+    ("E/TC:0 0 TA panicked with code 0xffff0000", "optee.panic"),
+    (
+        "  File \"D:\\rt-thread\\components\\external\\cairo\\SConscript\", line 9",
+        "python.build_script_frame",
+    ),
 ];
 
 #[test]
@@ -1892,6 +1974,9 @@ fn harmless_lines_are_not_evidence() {
         "not ok 5 - flash_erase # SKIP no flash on this board",
         "not ok 6 - dma_chain # TODO not written yet",
         "qemu-system-arm: terminating on signal 2",
+        "   Verifying Checksum ... OK",
+        "   Loading Kernel Image ... OK",
+        "Reset: Core did not halt after reset, trying to disable WDT.",
         "Timer with period zero, disabling",
         "Taking exception 16 [Semihosting call] on CPU 0",
         "...taking pending nonsecure exception 15",
@@ -2988,6 +3073,24 @@ fn round_fourteen_readings() {
     );
     let tinygo = "FAIL    app/cmd/app     0.000s\n# app/internal/config\n..\\..\\internal\\config\\config.go:34:22: undefined: machine.UART0_TX_PIN\n";
     assert_eq!(classify_str(tinygo).class, TriageClass::BuildError);
+}
+
+/// OP-TEE's panic is how it handles an assertion; U-Boot's boot steps are no verdict; a Python
+/// error in an SCons script is the build's; a flasher's banner names the step of its errors.
+#[test]
+fn round_fifteen_readings() {
+    let optee = "E/TA:  assertion 'arg_type != ARG_NONE' failed at svc.c:196 in pre_invoke_syscall()\nE/TC:0 0 \nE/TC:0 0 TA panicked with code 0xffff0000\n";
+    assert_eq!(classify_str(optee).class, TriageClass::Assert);
+    let panic = "E/TC:0 0 Panic at core/arch/arm/mm/core_mmu.c:2114 <check_pa_matches_va>\n";
+    assert_eq!(classify_str(panic).class, TriageClass::Crash);
+    let boot = "## Booting kernel from Legacy Image at 10800000 ...\n   Verifying Checksum ... OK\n   Loading Kernel Image ... OK\n\nStarting kernel ...\n";
+    assert_eq!(classify_str(boot).class, TriageClass::Unknown);
+    let scons = "scons: Reading SConscript files ...\n  File \"bsp/components/SConscript\", line 9\n    print 'x'\nSyntaxError: invalid syntax\n";
+    assert_eq!(classify_str(scons).class, TriageClass::BuildError);
+    let msp430 = "*    /_   /   MSP430 Flasher v1.3.7       *\n* Initializing interface @ ttyACM2...\n# Exit: 19\n# ERROR: Interface Communication error\n";
+    assert_eq!(classify_str(msp430).class, TriageClass::FlashError);
+    let upload = "INFO Successfully uploaded program.\nINFO Starting log output from 192.168.1.84 using esphome API\n[20:44:50][C][wifi:391]:   Local MAC: 48:E7:29:C0:78:9C\n";
+    assert_eq!(classify_str(upload).class, TriageClass::Pass);
 }
 
 /// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
