@@ -3079,18 +3079,35 @@ fn round_fourteen_readings() {
 /// error in an SCons script is the build's; a flasher's banner names the step of its errors.
 #[test]
 fn round_fifteen_readings() {
-    let optee = "E/TA:  assertion 'arg_type != ARG_NONE' failed at svc.c:196 in pre_invoke_syscall()\nE/TC:0 0 \nE/TC:0 0 TA panicked with code 0xffff0000\n";
-    assert_eq!(classify_str(optee).class, TriageClass::Assert);
-    let panic = "E/TC:0 0 Panic at core/arch/arm/mm/core_mmu.c:2114 <check_pa_matches_va>\n";
-    assert_eq!(classify_str(panic).class, TriageClass::Crash);
-    let boot = "## Booting kernel from Legacy Image at 10800000 ...\n   Verifying Checksum ... OK\n   Loading Kernel Image ... OK\n\nStarting kernel ...\n";
-    assert_eq!(classify_str(boot).class, TriageClass::Unknown);
-    let scons = "scons: Reading SConscript files ...\n  File \"bsp/components/SConscript\", line 9\n    print 'x'\nSyntaxError: invalid syntax\n";
-    assert_eq!(classify_str(scons).class, TriageClass::BuildError);
-    let msp430 = "*    /_   /   MSP430 Flasher v1.3.7       *\n* Initializing interface @ ttyACM2...\n# Exit: 19\n# ERROR: Interface Communication error\n";
-    assert_eq!(classify_str(msp430).class, TriageClass::FlashError);
-    let upload = "INFO Successfully uploaded program.\nINFO Starting log output from 192.168.1.84 using esphome API\n[20:44:50][C][wifi:391]:   Local MAC: 48:E7:29:C0:78:9C\n";
-    assert_eq!(classify_str(upload).class, TriageClass::Pass);
+    let logs = [
+        (
+            "E/TA:  assertion 'arg_type != ARG_NONE' failed at svc.c:196 in pre_invoke_syscall()\nE/TC:0 0 \nE/TC:0 0 TA panicked with code 0xffff0000\n",
+            TriageClass::Assert,
+        ),
+        (
+            "E/TC:0 0 Panic at core/arch/arm/mm/core_mmu.c:2114 <check_pa_matches_va>\n",
+            TriageClass::Crash,
+        ),
+        (
+            "## Booting kernel from Legacy Image at 10800000 ...\n   Verifying Checksum ... OK\n   Loading Kernel Image ... OK\n\nStarting kernel ...\n",
+            TriageClass::Unknown,
+        ),
+        (
+            "scons: Reading SConscript files ...\n  File \"bsp/components/SConscript\", line 9\n    print 'x'\nSyntaxError: invalid syntax\n",
+            TriageClass::BuildError,
+        ),
+        (
+            "*    /_   /   MSP430 Flasher v1.3.7       *\n* Initializing interface @ ttyACM2...\n# Exit: 19\n# ERROR: Interface Communication error\n",
+            TriageClass::FlashError,
+        ),
+        (
+            "INFO Successfully uploaded program.\nINFO Starting log output from 192.168.1.84 using esphome API\n[20:44:50][C][wifi:391]:   Local MAC: 48:E7:29:C0:78:9C\n",
+            TriageClass::Pass,
+        ),
+    ];
+    for (log, class) in logs {
+        assert_eq!(classify_str(log).class, class, "{log}");
+    }
 }
 
 /// A radio controller's assert stalls it, and the interrupt watchdog then panics: the assert is
