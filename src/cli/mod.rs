@@ -234,24 +234,35 @@ pub(crate) fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 /// Cancels `cancel` on the first Ctrl+C or SIGTERM. Later signals are ignored on purpose: the run
 /// is already stopping its children and writing its report, and must not be cut off half-way.
 fn cancel_on_signals(cancel: tokio_util::sync::CancellationToken) {
+    let signalled = signal_received();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        signalled.await;
         cancel.cancel();
     });
 }
 
-/// Returns on the first Ctrl+C or SIGTERM.
-pub(crate) async fn wait_for_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// Registers for Ctrl+C and SIGTERM at once, and returns a future that ends on the first of
+/// them. Registering before the future is polled matters: on the command's own thread a spawned
+/// task first runs when the run first waits, and a signal before that would kill fwfix outright,
+/// mid-step, with no report and its worktree left behind.
+pub(crate) fn signal_received() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    async move {
+        match (interrupt, terminate) {
+            (Ok(mut interrupt), Ok(mut terminate)) => {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            (Ok(mut only), Err(_)) | (Err(_), Ok(mut only)) => {
+                only.recv().await;
+            }
+            // Nothing to wait for: the run goes on as if no signal ever came.
+            (Err(_), Err(_)) => std::future::pending().await,
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
     }
 }
 

@@ -32,6 +32,7 @@ pub enum McpError {
 /// every run still going, and returns only once each has restored its tree and written its
 /// report.
 pub async fn serve_stdio() -> Result<(), McpError> {
+    let signalled = crate::cli::signal_received();
     let engines = Engines::default();
     let server = tools::Server::new(engines.clone());
     let service = server
@@ -40,7 +41,7 @@ pub async fn serve_stdio() -> Result<(), McpError> {
         .map_err(|e| McpError::Start(e.to_string()))?;
     let cancel = service.cancellation_token();
     let stop = tokio::spawn(async move {
-        crate::cli::wait_for_signal().await;
+        signalled.await;
         cancel.cancel();
     });
     let ended = service.waiting().await;

@@ -624,6 +624,33 @@ fn ctrl_c_during_the_build_exits_3_and_kills_the_build() {
     }
 }
 
+/// Regression: a Ctrl+C in the first moments of a run killed fwfix outright, mid-step, with no
+/// report: the handler was only registered once the run first waited on something.
+#[test]
+fn ctrl_c_at_the_first_event_still_aborts_with_exit_3_and_a_report() {
+    use std::io::BufRead;
+    let repo = FixtureRepo::new();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(["test", "--json", "--board", MPS2, "--profile", "event"])
+        .current_dir(repo.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
+    assert_eq!(child.wait().unwrap().code(), Some(3), "{first}\n{rest:#?}");
+    let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    let report = report(Path::new(last["run_dir"].as_str().unwrap()));
+    assert_eq!(report["final_state"], "ABORTED");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
 #[test]
 fn ctrl_c_while_the_image_runs_exits_3_and_leaves_no_qemu() {
     use std::io::BufRead;
