@@ -1663,9 +1663,10 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // fwfix's console.log stamp, then the prefixes test runners put before the device's
         // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
         // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `, Python
-        // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log).
+        // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log), a GUI tool's or a
+        // CI's clock (`11:21:53:481 : `, `21:42:25: `, `09:23:14 `).
         compile(
-            r"^(?:\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });
@@ -1697,11 +1698,24 @@ fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
 
 /// `text` (without colour codes) without its stamp or prefix, if it has one.
 fn without_stamp(text: &[u8]) -> &[u8] {
+    // BitBake's task log quotes each line of a failed task after `| `, and so does QMK's error
+    // block; a Markdown table's row starts so too, but has more cells.
+    if let Some(rest) = quoted_by_bar(text) {
+        return rest;
+    }
     // Every stamp starts with one of these: most lines need no search.
     if !matches!(text.first(), Some(b'[' | b'0'..=b'9' | b'D' | b'I')) {
         return text;
     }
     NOISE.1.find(text).map_or(text, |m| &text[m.end()..])
+}
+
+/// The line BitBake or QMK quoted after `| `, if `text` is one: text right after the bar (a
+/// compiler's `      |     ^~~` gutter has blanks) and no other bar (a Markdown table's row).
+fn quoted_by_bar(text: &[u8]) -> Option<&[u8]> {
+    let rest = text.trim_ascii_start().strip_prefix(b"| ")?;
+    let starts_with_text = rest.first().is_some_and(|b| !b.is_ascii_whitespace());
+    (starts_with_text && memchr::memchr(b'|', rest).is_none()).then_some(rest)
 }
 
 /// Whether a cleaned line holds anything but blanks, control bytes or a Markdown code fence.

@@ -371,7 +371,24 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"(?P<msg>Timed out while monitoring serial output.*|\brun status: \S+ timeout\b.*|\b(?:FAILED|Skipped):? \(?Timeout\b.*)$",
     ),
-    re("twister.failed", "twister", TestFailure, r"\sFAILED\s*:\s*(?P<msg>\S.*)$").weight(1),
+    // sanitycheck's and twister's row for a test the board never finished: a hang.
+    re(
+        "twister.failed_timeout",
+        "twister",
+        Hang,
+        r"\sFAILED\s*:\s*(?P<msg>(?i:timeout)\b.*)$",
+    )
+    .weight(1),
+    re("twister.failed", "twister", TestFailure, r"\sFAILED\s*:\s*(?P<msg>[^\d\s].*)$").weight(1),
+    // Arm's PSA architecture tests' suite report.
+    re("psa.none_failed", "psa-arch-tests", Pass, r"^(?P<msg>TOTAL FAILED\s*:\s*0)$").verdict(),
+    re(
+        "psa.failed",
+        "psa-arch-tests",
+        TestFailure,
+        r"^(?P<msg>TOTAL FAILED\s*:\s*[1-9]\d*)$",
+    )
+    .verdict(),
     // Newer twister: the status, then its reason without a colon.
     re(
         "twister.failed_reason",
@@ -474,6 +491,22 @@ pub static RULES: &[Rule] = &[
     re("unittest.ok", "unittest", Pass, r"^(?P<msg>OK(?: \((?:skipped|expected failures)=\d+.*\))?)$")
         .verdict()
         .follows(&["unittest.ran"]),
+    // unittest's heading for each test that failed or raised (`FAIL: test_x (pkg.Class)`).
+    re(
+        "unittest.case_failed",
+        "unittest",
+        TestFailure,
+        r"^(?P<msg>(?:FAIL|ERROR): \w+ \([\w.]+\))$",
+    )
+    .weight(2),
+    // CppUnit's, CuTest's and JUnit 3's text runners: `There was 1 failure:`, then each one.
+    re(
+        "xunit.there_were_failures",
+        "xunit",
+        TestFailure,
+        r"^(?P<msg>There (?:was|were) \d+ (?:failures?|errors?):)$",
+    )
+    .verdict(),
     re(
         "unittest.failed",
         "unittest",
@@ -481,7 +514,21 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>FAILED \((?:failures|errors)=\d+.*\))$",
     )
     .verdict(),
+    // A script that gave up waiting for the emulator or the board to come up.
+    re(
+        "script.boot_wait_timeout",
+        "script",
+        Hang,
+        r"(?i)(?P<msg>timed out waiting for (?:qemu|the (?:board|target|device|dut) to (?:boot|come up|start))\b.*)$",
+    ),
     re("ctest.timeout", "ctest", Hang, r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*Timeout\b.*)$"),
+    re(
+        "ctest.passed",
+        "ctest",
+        Pass,
+        r"(?P<msg>Test +#\d+: \S+ \.*\s+Passed\s+[\d.]+ sec)$",
+    )
+    .weight(1),
     re(
         "ctest.failed",
         "ctest",
@@ -974,6 +1021,14 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:[\w./-]*\b(?:sh|bash|dash|ksh)|[\w./-]+\.sh): (?:line )?(?:\d+: )?(?:[\w./-]+\.sh: )?(?:exec: )?(?P<msg>[^\s:]+: (?:command )?not found)$",
     ),
+    // A shell's `command not found` in the user's language (German, French, Spanish, Italian,
+    // Portuguese, Russian), from the shell or from make.
+    re(
+        "shell.not_found_translated",
+        "sh",
+        ToolMissing,
+        r"^(?:\S*sh: (?:(?:line )?\d+: )?|make(?:\[\d+\])?: )(?P<msg>\S+ ?: (?:Kommando nicht gefunden|Befehl nicht gefunden|commande introuvable|orden no encontrada|comando non trovato|comando não encontrado|команда не найдена)\.?)$",
+    ),
     re("shell.bare_not_found", "sh", ToolMissing, r"^(?P<msg>[\w./+-]+: command not found)$"),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
     // A shell given a program's absolute path that is not there (a tool moved or uninstalled
@@ -999,6 +1054,13 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?i)^(?:\S+: error: |ERROR: )?(?:\w+: )?(?P<msg>could not find (?:the )?executable for \S+?|command '[^']+' (?:can't|cannot|could not) be found)\.?$",
     ),
+    // The compiler driver, linking, handed an object or archive that is not there.
+    re(
+        "gcc.missing_link_input",
+        "gcc",
+        LinkError,
+        r"^\S*(?:gcc|g\+\+|clang|cc)(?:-[\d.]+)?(?:\.exe)?: (?:fatal )?error: (?P<msg>\S+\.(?:o|obj|a|lib): No such file or directory)$",
+    ),
     re(
         "make.no_such_program",
         "make",
@@ -1007,6 +1069,15 @@ pub static RULES: &[Rule] = &[
     ),
     re("make.error_127", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Error 127$")
         .weight(1),
+    re("make.error_127_translated", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Fehler 127$")
+        .weight(1),
+    // OE-core's sanity checker naming the host programs it needs.
+    re(
+        "bitbake.missing_utilities",
+        "bitbake",
+        ToolMissing,
+        r"(?P<msg>Please install the following missing utilities: .*|\S+ can't be found in PATH\b.*)$",
+    ),
     re(
         "gcc.cannot_execute",
         "gcc",
@@ -1600,6 +1671,14 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^(?:FATAL ERROR|ERROR): (?P<msg>can't load west manifest\b.*|Malformed manifest file\b.*)$",
     ),
+    // west run outside a workspace, or whose extension commands cannot load: the workspace is
+    // not set up, whatever command was asked for.
+    re(
+        "west.no_workspace",
+        "west",
+        InfraError,
+        r#"^(?:FATAL ERROR|ERROR|west: error): (?P<msg>no west workspace found\b.*|extension command "\w+" could not be run\b.*|argument <command>: invalid choice: '(?:build|flash|debug|sign|twister|boards)'.*)$"#,
+    ),
     re(
         "west.update_failed",
         "west",
@@ -1636,7 +1715,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!)$"
         ),
     )
     .weight(2),
@@ -1697,6 +1776,36 @@ pub static RULES: &[Rule] = &[
     // Nordic's nrfjprog and nrfutil log lines, and a chip whose debug access is locked.
     re("nordic.log_error", "nrfjprog", FlashError, r"^\[error\] \[\s*\w+\s*\] - (?P<msg>.+)$")
         .weight(2),
+    // An Arm debug port that does not answer (Simplicity Commander, J-Link): the probe never got
+    // to the flash.
+    re(
+        "arm_debug.port_failed",
+        "debug-probe",
+        FlashError,
+        r"^(?P<msg>(?:DP|AP) (?:write|read) failed\b.*|Could not access Debug challenge interface\b.*)$",
+    ),
+    // Oxide's Humility flashing a Hubris image.
+    re(
+        "humility.flash_failed",
+        "humility",
+        FlashError,
+        r"^(?P<msg>humility (?:flash|erase|program) failed\b.*)$",
+    ),
+    // ESPHome's over-the-air upload that the device stopped answering.
+    re(
+        "esphome.ota_failed",
+        "esphome",
+        FlashError,
+        r"^(?:ERROR |WARNING )?(?P<msg>No response from the ESP\b.*|Error receiving acknowledge\b.*|OTA v2 method failed\b.*)$",
+    ),
+    // The Teensy Loader's own log (its clock stamp cut off): the board never rebooted into its
+    // bootloader.
+    re(
+        "teensy.loader_failed",
+        "teensy",
+        FlashError,
+        r"^(?P<msg>reboot error|offline failed, timeout after \d+)$",
+    ),
     re(
         "flash.protected",
         "flasher",
@@ -1718,19 +1827,20 @@ pub static RULES: &[Rule] = &[
         "python.flasher_frame",
         "python",
         FlashError,
-        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|nordicsemi|pylink|bossac|tockloader|stm32loader|pyupdi|kflash|[\w-]*(?:_bootloader|flasher|uploader))\b"#,
+        r#"^\s*File "(?:.*[/\\])?(?:esptool|pyocd|pyOCD|west_commands[/\\](?:flash|run_common|runners)|pynrfjprog|nrfjprog|nrfutil|nordicsemi|pylink|bossac|tockloader|stm32loader|pyupdi|kflash|flash_\w+\.py|[\w-]*(?:_bootloader|flasher|uploader))\b"#,
     )
     .context(),
-    // A frame of a test harness's or lab tool's own code: a traceback through it is the
-    // harness's failure, not the firmware's.
-    // A frame of an SCons build script: a traceback through it is the build's.
+    // A frame of an SCons build script or of SCons itself (PlatformIO's builder runs on it): a
+    // traceback through it is the build's.
     re(
         "python.build_script_frame",
         "python",
         BuildError,
-        r#"^\s*File "(?:.*[/\\])?(?:SConscript|SConstruct)", line \d+"#,
+        r#"^\s*File "(?:(?:.*[/\\])?(?:SConscript|SConstruct)(?:\.py)?"|.*[/\\](?:SCons|platformio[/\\]builder)[/\\]).*, line \d+"#,
     )
     .context(),
+    // A frame of a test harness's or lab tool's own code: a traceback through it is the
+    // harness's failure, not the firmware's.
     re(
         "python.harness_frame",
         "python",
@@ -1883,6 +1993,13 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^(?P<msg>Got a SIG\w+ while executing native code\..*)$",
     ),
+    // Mono's last word when an exception escapes every handler (Renode runs on it).
+    re(
+        "mono.unhandled",
+        "dotnet",
+        InfraError,
+        r"(?P<msg>Internal Error: Exception handling process abandoned\.?|\[ERROR\] FATAL UNHANDLED EXCEPTION: .*)$",
+    ),
     // The .NET runtime ending the host program (Renode) on an exception it cannot handle.
     re(
         "dotnet.terminated",
@@ -1970,6 +2087,13 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
     ),
+    // BitBake's closing summary when recipes' tasks failed (`Summary: 7 tasks failed:`).
+    re(
+        "bitbake.tasks_failed",
+        "bitbake",
+        BuildError,
+        r"^(?P<msg>Summary: \d+ tasks? failed:)$",
+    ),
     // BitBake's fetcher that could not get a recipe's source: the network or the remote, not
     // the build.
     re(
@@ -2023,6 +2147,26 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"^(?:\S+: )?(?:line \d+: )?\d+ (?P<msg>(?:Abort trap: 6|Aborted|Segmentation fault|Bus error|Illegal instruction)(?:\s+\(core dumped\))?)\s+\S*test\S*.*$",
     ),
+    // The same signal right after a test's own result line: the program running the tests
+    // crashed between them.
+    re(
+        "shell.crashed_between_tests",
+        "sh",
+        Crash,
+        r"^(?P<msg>(?:Segmentation fault|Bus error|Illegal instruction|Aborted)(?: \(core dumped\))?)$",
+    )
+    .follows(&[
+        "ztest.pass",
+        "ztest.fail",
+        "unity.pass",
+        "unity.fail",
+        "gtest.passed",
+        "gtest.failed",
+        "tests.passed",
+        "tests.failed",
+        "dot_leader.passed",
+        "dot_leader.failed",
+    ]),
     re(
         "shell.killed",
         "sh",
@@ -2031,6 +2175,13 @@ pub static RULES: &[Rule] = &[
     )
     .timeout_explains()
     .yields_to_context(),
+    // strace's last line for the program it traced that died of a signal: that program crashed.
+    re(
+        "strace.killed_by_signal",
+        "strace",
+        Crash,
+        r"^(?P<msg>\+\+\+ killed by SIG(?:SEGV|BUS|ILL|ABRT|FPE|SYS)\b.*\+\+\+)$",
+    ),
     // gdb stopping a program that received a fatal signal: the program under the debugger
     // crashed (a simulator build, a host-run test).
     re(
@@ -2649,6 +2800,20 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Guru Meditation Error: Core\s*\d*\s+panic'ed \(unknown\).*)$",
     )
     .consequence(),
+    // NodeMCU's Lua VM: an error no Lua code caught, and the board restarts.
+    re(
+        "nodemcu.lua_panic",
+        "nodemcu",
+        Crash,
+        r"(?P<msg>PANIC: unprotected error in call to Lua API\b.*)$",
+    ),
+    // Humility's task listing (`humility tasks`) showing a Hubris task in its fault state.
+    re(
+        "hubris.task_fault",
+        "hubris",
+        Crash,
+        r"^\s*\d+\s+\w+\s+\d+\s+\d+\s+(?P<msg>FAULT: .*)$",
+    ),
     re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
     // A firmware's panic handler naming a fault or a safety check (Zig's `panic: reached
     // unreachable code`, `panic: Unhandled exception: HardFault`).

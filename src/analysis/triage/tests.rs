@@ -1935,6 +1935,109 @@ const SAMPLES: &[(&str, &str)] = &[
         "  File \"D:\\rt-thread\\components\\external\\cairo\\SConscript\", line 9",
         "python.build_script_frame",
     ),
+    (
+        "frdm_k64f   tests/kernel/queue/kernel.queue.poll   FAILED: timeout",
+        "twister.failed_timeout",
+    ),
+    ("TOTAL FAILED    : 0", "psa.none_failed"),
+    ("TOTAL FAILED    : 3", "psa.failed"),
+    ("FAIL: test_chord (tests.test_combos.TestCombo)", "unittest.case_failed"),
+    ("ERROR: test_open (tests.test_port.TestPort)", "unittest.case_failed"),
+    ("There was 1 failure:", "xunit.there_were_failures"),
+    (
+        "44/71 Test #44: mbed-platform-error-handling ...................   Passed    6.97 sec",
+        "ctest.passed",
+    ),
+    (
+        "/bin/sh: arm-none-eabi-gcc: Kommando nicht gefunden.",
+        "shell.not_found_translated",
+    ),
+    (
+        "make[1]: arm-none-eabi-gcc: Befehl nicht gefunden",
+        "shell.not_found_translated",
+    ),
+    (
+        "bash: arm-none-eabi-gcc : commande introuvable",
+        "shell.not_found_translated",
+    ),
+    (
+        "make[1]: *** [../common/Makefile.common:90: obj/version.o] Fehler 127",
+        "make.error_127_translated",
+    ),
+    (
+        "    Please install the following missing utilities: makeinfo,chrpath",
+        "bitbake.missing_utilities",
+    ),
+    (
+        "libsdl-native is set to be ASSUME_PROVIDED but sdl-config can't be found in PATH. Please either install it.",
+        "bitbake.missing_utilities",
+    ),
+    (
+        r#"FATAL ERROR: no west workspace found from "/workdir"; "west update" requires one."#,
+        "west.no_workspace",
+    ),
+    (
+        r#"ERROR: extension command "build" could not be run: could not import /src/zephyr/scripts/west_commands/build.py."#,
+        "west.no_workspace",
+    ),
+    (
+        "west: error: argument <command>: invalid choice: 'build' (choose from 'init', 'update')",
+        "west.no_workspace",
+    ),
+    ("Summary: 7 tasks failed:", "bitbake.tasks_failed"),
+    (
+        "2020-04-30 08:25:26: Internal Error: Exception handling process abandoned.",
+        "mono.unhandled",
+    ),
+    (
+        "[ERROR] FATAL UNHANDLED EXCEPTION: System.Reflection.TargetInvocationException: Exception has been thrown",
+        "mono.unhandled",
+    ),
+    (
+        "arm-none-eabi-gcc.exe: error: .build/obj_pro/lib/printf/printf.o: No such file or directory",
+        "gcc.missing_link_input",
+    ),
+    ("DP write failed", "arm_debug.port_failed"),
+    (
+        "Could not access Debug challenge interface",
+        "arm_debug.port_failed",
+    ),
+    (
+        "humility flash failed: Flash loading failed Flash(NoSuitableNvm { start: 134250496 })",
+        "humility.flash_failed",
+    ),
+    ("ERROR No response from the ESP", "esphome.ota_failed"),
+    (
+        "ERROR Error receiving acknowledge receive OK: timed out",
+        "esphome.ota_failed",
+    ),
+    ("21:42:25: reboot error", "teensy.loader_failed"),
+    (
+        "21:42:25: offline failed, timeout after 50",
+        "teensy.loader_failed",
+    ),
+    (">> Micronucleus done. Thank you!", "flash.verified"),
+    ("+++ killed by SIGSEGV +++", "strace.killed_by_signal"),
+    (
+        "PANIC: unprotected error in call to Lua API (application.lua:122: bad argument #2 to 'write')",
+        "nodemcu.lua_panic",
+    ),
+    (
+        " 6 packrat     0   1 FAULT: reply fault: task id #0/gen0, reason UndefinedOperation",
+        "hubris.task_fault",
+    ),
+    (
+        "09:23:14 + echo 'Timed out waiting for QEMU, exiting'",
+        "script.boot_wait_timeout",
+    ),
+    (
+        "11:21:53:481 : Error: failed to download Segment[0]",
+        "stm32cube.error",
+    ),
+    (
+        "| aarch64-poky-linux-ld.bfd: cannot find libgcc.a: No such file or directory",
+        "ld.error",
+    ),
 ];
 
 #[test]
@@ -1942,6 +2045,27 @@ fn every_rule_claims_its_sample_line() {
     for (line, rule) in SAMPLES {
         assert_eq!(rule_of(line).as_deref(), Some(*rule), "{line}");
     }
+}
+
+/// A program running tests that dies of a signal between two of them crashed; the same bare
+/// signal with no test line before it stays the environment's (a tool the shell ran).
+#[test]
+fn a_signal_right_after_a_test_line_is_the_tested_program_crashing() {
+    let crashed = classify_str("PASS - setTimeout: set delay\nSegmentation fault (core dumped)\n");
+    assert_eq!(crashed.class, TriageClass::Crash, "{crashed:?}");
+    let bare = classify_str("Building\nSegmentation fault (core dumped)\n");
+    assert_eq!(bare.class, TriageClass::InfraError, "{bare:?}");
+}
+
+/// BitBake's and QMK's `| ` quoting is taken off before the rules read a line; a Markdown
+/// table's row, which starts so too, keeps its cells.
+#[test]
+fn a_quoting_bar_is_cut_but_a_table_row_is_not() {
+    let quoted =
+        classify_str(" | arm-none-eabi-gcc: error: build/x.o: No such file or directory\n");
+    assert_eq!(quoted.class, TriageClass::LinkError, "{quoted:?}");
+    let table = classify_str("| board | **FAIL** |\n");
+    assert_eq!(table.class, TriageClass::TestFailure, "{table:?}");
 }
 
 #[test]
@@ -1959,6 +2083,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "daplink.assert",
         "summary.failed_after_count",
         "cmake.assertion",
+        "shell.crashed_between_tests",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -2731,6 +2856,9 @@ fn reference_rules(segment: &[u8]) -> Vec<usize> {
 fn reference_clean(raw: &[u8]) -> Vec<u8> {
     let (ansi, stamp) = &*NOISE;
     let text = ansi.replace_all(raw, &b""[..]).into_owned();
+    if let Some(rest) = quoted_by_bar(&text) {
+        return rest.to_vec();
+    }
     let end = stamp.find(&text).map_or(0, |m| m.end());
     text[end..].to_vec()
 }
