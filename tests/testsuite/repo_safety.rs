@@ -1371,3 +1371,51 @@ fn an_lf_patch_that_does_not_fit_a_crlf_file_says_the_line_endings_differ() {
     );
     assert_eq!(f.git(&["status", "--porcelain"]), "");
 }
+
+/// A Windows-style checkout: `core.autocrlf=true`, so git keeps LF in its objects and CRLF in
+/// the tree. A person's work there is bytes git would rewrite if asked to write them back (a
+/// CRLF file it stored as LF, a line they saved with LF alone among CRLF ones, a staged version
+/// that differs from the tree's): the snapshot must give back those bytes, not git's checkout
+/// of them.
+#[test]
+fn restore_in_an_autocrlf_checkout_gives_back_the_bytes_not_a_checkout_of_them() {
+    let f = Fixture::new();
+    f.git(&["config", "core.autocrlf", "true"]);
+    f.git(&["config", "core.safecrlf", "false"]);
+    f.write(
+        "src/uart.c",
+        "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n",
+    );
+    f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 0;\r\n}\r\n");
+    f.commit_all("a Windows checkout's sources");
+    // The person's work: a staged change, then a line saved with LF alone on top of it; a
+    // modified file; a new file with CRLF endings.
+    f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 7;\r\n}\r\n");
+    f.git(&["add", "src/crc.c"]);
+    f.write("src/crc.c", "int crc(void)\r\n{\n    return 8;\r\n}\r\n");
+    f.write(
+        "src/uart.c",
+        "int uart_init(void)\r\n{\r\n    return 2;\r\n}\r\n",
+    );
+    f.write("src/new.c", "int added(void);\r\n");
+    let before = f.state();
+    let repo = f.open();
+    let snap = repo.snapshot("run-1", "base").unwrap();
+    assert_eq!(f.state(), before, "the snapshot touched the tree");
+
+    repo.apply_patch(
+        "--- a/src/uart.c\n+++ b/src/uart.c\n@@ -1,4 +1,4 @@\n int uart_init(void)\n {\n-    return 2;\n+    return 3;\n }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        f.read_text("src/uart.c"),
+        "int uart_init(void)\r\n{\r\n    return 3;\r\n}\r\n",
+        "the patched file keeps the tree's CRLF endings"
+    );
+    f.write("src/new.c", "clobbered\n");
+    f.git(&["add", "-A"]);
+
+    repo.restore(&snap).unwrap();
+    assert_eq!(f.state(), before);
+    assert!(repo.restore(&snap).unwrap().is_noop());
+}

@@ -1182,3 +1182,54 @@ fn a_rolled_back_iteration_says_why_in_plain_words() {
         "{notes}"
     );
 }
+
+/// A checkout where git writes the C sources with CRLF (`core.autocrlf=true` and `eol=crlf`,
+/// as a vendor's Windows-born tree has them): the model's LF patch applies in the run's tree,
+/// the fix converges, the fix branch holds only the fix's lines (not every line's ending), and
+/// the owner's tree keeps its bytes, an LF line saved among CRLF ones included.
+#[test]
+fn a_run_in_a_crlf_checkout_converges_with_an_lf_patch_and_leaves_the_owners_bytes() {
+    let repo = FixtureRepo::new();
+    repo.git(&["config", "core.autocrlf", "true"]);
+    repo.write(
+        ".gitattributes",
+        "* text=auto eol=lf\n*.c text eol=crlf\n*.h text eol=crlf\n",
+    );
+    repo.git(&["add", ".gitattributes"]);
+    repo.git(&["commit", "-q", "-m", "sources are checked out with CRLF"]);
+    repo.git(&["rm", "-q", "-r", "--cached", "."]);
+    repo.git(&["reset", "-q", "--hard"]);
+    let crc = std::fs::read(repo.path().join("src/crc.c")).unwrap();
+    assert!(
+        crc.windows(2).any(|w| w == b"\r\n"),
+        "checked out with CRLF"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    make_owner_work(&repo);
+    let before = owner_state(&repo);
+    let ringbuf_before = std::fs::read(repo.path().join("src/ringbuf.c")).unwrap();
+
+    let q = fixture_queue(&["04-fixes-crc16.diff"]);
+    let out = run_cmd(&repo, q.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["status"], "SUCCESS");
+    let branch = report["branch"].as_str().unwrap();
+    let stat = repo.git(&["diff", "--numstat", &format!("{branch}~1"), branch]);
+    let changed: Vec<&str> = stat.lines().collect();
+    assert_eq!(changed.len(), 1, "{stat}");
+    let counts: Vec<u32> = changed[0]
+        .split_whitespace()
+        .take(2)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    assert!(
+        counts.iter().sum::<u32>() < 20,
+        "the fix branch rewrote line endings: {stat}"
+    );
+    assert_eq!(owner_state(&repo), before);
+    assert_eq!(
+        std::fs::read(repo.path().join("src/ringbuf.c")).unwrap(),
+        ringbuf_before
+    );
+}
