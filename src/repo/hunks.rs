@@ -41,19 +41,22 @@ pub(crate) fn apply(
         }
         let taken = old.len() - found.lead - found.trail;
         let region = &lines[found.pos..found.pos + taken];
-        match found.eol {
-            Eol::Exact => {
-                for line in &new[found.lead..new.len() - found.trail] {
-                    out.extend_from_slice(line);
-                }
+        let added = &new[found.lead..new.len() - found.trail];
+        // A hunk with no context matches anywhere byte for byte: its added lines still take
+        // the file's endings, as they would beside a context line.
+        let adapted = if found.eol == Eol::Ignored || old.is_empty() {
+            let kept = &hunk.lines[found.lead..hunk.lines.len() - found.trail];
+            let before = found.pos.checked_sub(1).map(|i| lines[i]);
+            let after = lines.get(found.pos + taken).copied();
+            let start = out.len();
+            write_with_file_endings(&mut out, kept, region, [before, after], &lines);
+            found.eol == Eol::Ignored || out[start..] != added.concat()[..]
+        } else {
+            for line in added {
+                out.extend_from_slice(line);
             }
-            Eol::Ignored => {
-                let kept = &hunk.lines[found.lead..hunk.lines.len() - found.trail];
-                let before = found.pos.checked_sub(1).map(|i| lines[i]);
-                let after = lines.get(found.pos + taken).copied();
-                write_with_file_endings(&mut out, kept, region, [before, after], &lines);
-            }
-        }
+            false
+        };
         cursor = found.pos + taken;
         let stated = stated_index(hunk) as i64 + found.lead as i64;
         let offset = found.pos as i64 - stated;
@@ -61,7 +64,7 @@ pub(crate) fn apply(
         placements.push(Placement {
             offset,
             fuzz: found.fuzz,
-            line_endings: found.eol == Eol::Ignored,
+            line_endings: adapted,
         });
     }
     for line in &lines[cursor..] {
@@ -429,6 +432,34 @@ mod tests {
         let h = hunks("--- a/f\n+++ b/f\n@@ -3,2 +3,3 @@\n+new\n three\n four\n");
         let (out, _) = apply(mixed.as_bytes(), &h, 0).unwrap();
         assert_eq!(out, b"one\ntwo\nnew\nthree\r\nfour\r\nfive\n");
+    }
+
+    #[test]
+    fn lines_added_with_no_context_to_a_crlf_file_take_its_endings() {
+        // Inserted after line 2, at the top, and at the end: no context line to copy from.
+        for (patch, want) in [
+            (
+                "--- a/f\n+++ b/f\n@@ -2,0 +3 @@\n+new\n",
+                "one\r\ntwo\r\nnew\r\nthree\r\n",
+            ),
+            (
+                "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+new\n",
+                "new\r\none\r\ntwo\r\nthree\r\n",
+            ),
+            (
+                "--- a/f\n+++ b/f\n@@ -3,0 +4 @@\n+new\n",
+                "one\r\ntwo\r\nthree\r\nnew\r\n",
+            ),
+        ] {
+            let (out, placed) = apply(b"one\r\ntwo\r\nthree\r\n", &hunks(patch), 0).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{patch}");
+            assert!(placed[0].line_endings, "{patch}");
+        }
+        // In an LF file nothing is adapted.
+        let h = hunks("--- a/f\n+++ b/f\n@@ -2,0 +3 @@\n+new\n");
+        let (out, placed) = apply(b"one\ntwo\nthree\n", &h, 0).unwrap();
+        assert_eq!(out, b"one\ntwo\nnew\nthree\n");
+        assert!(!placed[0].line_endings);
     }
 
     #[test]

@@ -1419,3 +1419,19 @@ fn restore_in_an_autocrlf_checkout_gives_back_the_bytes_not_a_checkout_of_them()
     assert_eq!(f.state(), before);
     assert!(repo.restore(&snap).unwrap().is_noop());
 }
+
+/// Regression: a hunk with no context (`@@ -2,0 +3 @@`, as a model adding an include writes
+/// it) matched a CRLF file byte for byte and wrote its LF line among the CRLF ones.
+#[test]
+fn an_lf_line_added_with_no_context_to_a_crlf_file_gets_crlf() {
+    let f = crlf_fixture();
+    let repo = f.open();
+    let report = repo
+        .apply_patch("--- a/src/uart.c\n+++ b/src/uart.c\n@@ -1,0 +2 @@\n+#include <stdint.h>\n")
+        .unwrap();
+    assert_eq!(report.line_endings_adapted(), ["src/uart.c"]);
+    assert_eq!(
+        f.read_text("src/uart.c"),
+        "#include \"uart.h\"\r\n#include <stdint.h>\r\n\r\nint uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n"
+    );
+}
