@@ -6,7 +6,7 @@
 //! faulted" into "it did not fault". Pure: the caller hands in the attempt's UART lines, the
 //! timeout and where the core was; nothing here reads a clock or a file.
 
-use crate::capture::ConsoleLine;
+use crate::capture::{ConsoleLine, RunEnd};
 
 /// A line older than this before the timeout, and more than twice the longest gap between the
 /// lines before it, means the console went quiet rather than just had nothing decisive to say.
@@ -36,6 +36,9 @@ pub struct Facts<'a> {
     /// Where the core was when it was stopped at the timeout, already described
     /// (`idle_entry (src/kernel.c:100) at 0x00000356`), when it could be read.
     pub core_at: Option<&'a str>,
+    /// The emulator's or flasher's own lines of the attempt (QEMU's guest errors, its
+    /// warnings): all a console may hold when the firmware printed nothing.
+    pub host: &'a [&'a ConsoleLine],
 }
 
 /// Reads the console of an attempt that timed out. `uart` are its live UART lines in order.
@@ -49,7 +52,9 @@ pub fn console_silence<'a>(
         .core_at
         .map(|at| format!("at the timeout the core was running in {at}"));
     let Some(last) = uart.last() else {
-        return nothing_printed(&timeout, core, facts.faults_watched);
+        let mut silence = nothing_printed(&timeout, core, facts.faults_watched);
+        silence.statement.push_str(&host_note(facts.host));
+        return silence;
     };
     let since = facts.timeout_ms.saturating_sub(last.t_ms);
     let widest_gap = uart
@@ -96,6 +101,53 @@ pub fn console_silence<'a>(
             ),
             still_printing: true,
         }
+    }
+}
+
+/// What an attempt that exited without one line on its console says: it ran to its end, so its
+/// output went somewhere this board does not read. `host` are the emulator's or flasher's own
+/// lines of the attempt; `None` when the console had a line, or the attempt ended another way
+/// (a crash or a timeout explains itself, a runner that died or a lost port is not the image's).
+pub fn exited_without_output(
+    uart_lines: usize,
+    end: RunEnd,
+    host: &[&ConsoleLine],
+) -> Option<String> {
+    let RunEnd::Exited { code } = end else {
+        return None;
+    };
+    if uart_lines > 0 {
+        return None;
+    }
+    Some(format!(
+        "nothing came on the console at all, yet the image ran to its exit (code {code}): it \
+         prints where this board does not read (a UART at another address or another serial \
+         port, as an image built for another board does), or never brings its console up{}",
+        host_note(host)
+    ))
+}
+
+/// What the emulator's own lines add when the firmware printed nothing: an access to memory the
+/// machine does not map says the image was built for another one.
+fn host_note(host: &[&ConsoleLine]) -> String {
+    let Some(first) = host.first() else {
+        return String::new();
+    };
+    let unmapped = host.iter().find(|l| {
+        l.text.starts_with("Invalid read at addr") || l.text.starts_with("Invalid write at addr")
+    });
+    match unmapped {
+        Some(line) => format!(
+            "; the host side (emulator or flasher) logged {} of its own, among them {}: the image \
+             reads or writes memory this machine does not map, as one built for another board or machine does",
+            lines(host.len()),
+            quote(&line.text)
+        ),
+        None => format!(
+            "; the host side (emulator or flasher) logged {} of its own (the first: {})",
+            lines(host.len()),
+            quote(&first.text)
+        ),
     }
 }
 
@@ -178,6 +230,7 @@ mod tests {
                 timeout_ms: 15_000,
                 faults_watched: true,
                 core_at: Some(IDLE),
+                host: &[],
             },
         );
         assert_eq!(s.headline, "the firmware printed nothing on its console");
@@ -211,6 +264,7 @@ mod tests {
                 timeout_ms: 4_000,
                 faults_watched: true,
                 core_at: None,
+                host: &[],
             },
         );
         assert!(
@@ -225,6 +279,7 @@ mod tests {
                 timeout_ms: 4_000,
                 faults_watched: false,
                 core_at: None,
+                host: &[],
             },
         );
         assert!(!s.statement.contains("did not fault"), "{}", s.statement);
@@ -245,6 +300,7 @@ mod tests {
                 timeout_ms: 5_000,
                 faults_watched: true,
                 core_at: Some(IDLE),
+                host: &[],
             },
         );
         assert_eq!(
@@ -272,6 +328,7 @@ mod tests {
                 timeout_ms: 10_000,
                 faults_watched: false,
                 core_at: None,
+                host: &[],
             },
         );
         assert!(
@@ -295,9 +352,77 @@ mod tests {
                 timeout_ms: 10_000,
                 faults_watched: false,
                 core_at: None,
+                host: &[],
             },
         );
         assert!(s.headline.len() < 220, "{}", s.headline);
         assert!(s.headline.ends_with("…`"), "{}", s.headline);
+    }
+
+    fn host(lines: &[&str]) -> Vec<ConsoleLine> {
+        lines
+            .iter()
+            .map(|text| ConsoleLine {
+                t_ms: 5,
+                stream: Stream::Host,
+                text: (*text).to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_image_that_exited_without_a_line_printed_where_the_board_does_not_read() {
+        let s = exited_without_output(0, RunEnd::Exited { code: 0 }, &[]).unwrap();
+        assert!(
+            s.starts_with(
+                "nothing came on the console at all, yet the image ran to its exit (code 0)"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("built for another board"), "{s}");
+        // A line on the console, a crash or a timeout: said elsewhere.
+        assert_eq!(
+            exited_without_output(1, RunEnd::Exited { code: 0 }, &[]),
+            None
+        );
+        assert_eq!(exited_without_output(0, RunEnd::Crashed, &[]), None);
+        assert_eq!(exited_without_output(0, RunEnd::Timeout, &[]), None);
+    }
+
+    #[test]
+    fn a_console_of_host_lines_only_quotes_them_and_reads_an_unmapped_access() {
+        let noise = host(&[
+            "Timer with period zero, disabling",
+            "Invalid write at addr 0x203FFFF8, size 4, region '(null)', reason: rejected",
+        ]);
+        let noise: Vec<&ConsoleLine> = noise.iter().collect();
+        let s = exited_without_output(0, RunEnd::Exited { code: 1 }, &noise).unwrap();
+        assert!(
+            s.contains(
+                "the host side (emulator or flasher) logged 2 lines of its own, among them `Invalid write at addr \
+                 0x203FFFF8, size 4, region '(null)', reason: rejected`: the image reads or \
+                 writes memory this machine does not map"
+            ),
+            "{s}"
+        );
+        let warning = host(&["Timer with period zero, disabling"]);
+        let warning: Vec<&ConsoleLine> = warning.iter().collect();
+        let s = console_silence(
+            &[],
+            Facts {
+                timeout_ms: 3_000,
+                faults_watched: true,
+                core_at: None,
+                host: &warning,
+            },
+        );
+        assert!(
+            s.statement.ends_with(
+                "; the host side (emulator or flasher) logged 1 line of its own (the first: `Timer with period zero, \
+                 disabling`)"
+            ),
+            "{}",
+            s.statement
+        );
     }
 }

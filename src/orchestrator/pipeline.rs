@@ -8,7 +8,7 @@ use crate::analysis::symbols::Symbolizer;
 use crate::analysis::triage::{self, Stage, TriageContext};
 use crate::analysis::{fault, silence, HandlerSite, Severity};
 use crate::build::{self, BuildEnd, BuildRequest};
-use crate::capture::{Capture, RunEnd};
+use crate::capture::{Capture, ConsoleLine, RunEnd, Stream};
 use crate::dut::power::PowerAction;
 use crate::dut::{self, cortex_m, DutError, Image, RunSpec};
 use crate::events::{Event, Level};
@@ -630,6 +630,16 @@ impl Job<'_> {
         // Finished: the next attempt streams into a parse of its own.
         self.live = None;
         let timeout = self.profile.test.timeout;
+        let host: Vec<&ConsoleLine> = capture
+            .lines
+            .iter()
+            .filter(|l| l.stream == Stream::Host)
+            .collect();
+        if let Some(note) =
+            silence::exited_without_output(capture.uart().count(), capture.end, &host)
+        {
+            results.notes.push(note);
+        }
         // A timeout: what the console did until then says where to look.
         let silence = (capture.end == RunEnd::Timeout).then(|| {
             let core_at = hang_site
@@ -641,6 +651,7 @@ impl Job<'_> {
                     timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
                     faults_watched: capture.faults_watched,
                     core_at: core_at.as_deref(),
+                    host: &host,
                 },
             )
         });

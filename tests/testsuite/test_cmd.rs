@@ -1203,3 +1203,43 @@ timeout_s = 20
     assert_eq!(finished["interrupted"], true, "{finished}");
     assert_eq!(finished["success"], false, "{finished}");
 }
+
+/// An image built for the other board runs to its semihosting exit on this one with nothing on
+/// the console (its UART is at an address this machine does not read): the report says so and
+/// where to look, rather than only that no Unity output came.
+#[test]
+fn an_image_for_another_board_that_exits_without_output_is_named_as_such() {
+    let repo = FixtureRepo::new();
+    repo.write(
+        "profiles/other-board.toml",
+        "name = \"other-board\"\n[build]\n\
+         command = \"make BOARD=lm3s6965evb build/lm3s6965evb/test_math.elf\"\n\
+         artifact = \"build/lm3s6965evb/test_math.elf\"\n[test]\nharness = \"unity\"\ntimeout_s = 20\n",
+    );
+    let out = fwfix(
+        &[
+            "test",
+            "--json",
+            "--board",
+            MPS2,
+            "--profile",
+            "other-board",
+        ],
+        repo.path(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report = report(&run_dir(&out));
+    assert_eq!(report["verdict"], "INCONCLUSIVE");
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains(
+            "nothing came on the console at all, yet the image ran to its exit (code 0): it \
+             prints where this board does not read"
+        ),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("an image built for another board"),
+        "{notes}"
+    );
+}
