@@ -648,11 +648,7 @@ fn ctrl_c_mid_step_aborts_with_exit_3_and_leaves_no_worktree() {
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
     assert!(marker.is_file(), "the first step's build never started");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     let lines: Vec<String> = std::io::BufReader::new(child.stdout.take().unwrap())
         .lines()
         .map(|l| l.unwrap())

@@ -446,11 +446,7 @@ fn sigint_during_a_patched_build_exits_3_with_the_tree_restored() {
     make_owner_work(&repo);
     let before = owner_state(&repo);
     let (mut child, _, lines) = start_slow_patched_build(&repo, &q);
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:#?}");
     let last: Value = serde_json::from_str(rest.last().unwrap()).unwrap();

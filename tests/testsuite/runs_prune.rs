@@ -96,11 +96,7 @@ fn prune_removes_finished_runs_and_keeps_live_and_resumable_ones_unless_asked() 
     );
     assert!(!converged.exists() && !failed.exists() && live.is_dir());
     assert!(!fwfix_refs(&repo).contains("20240101-000000-dead"));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     drop(lines);
     assert_eq!(child.wait().unwrap().code(), Some(3));
 

@@ -488,6 +488,25 @@ fn repo_that_does_not_exist_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
 
+/// fwfix started in `cwd` with its JSON events piped, and a reader of them line by line.
+fn spawn_with_events(
+    args: &[&str],
+    cwd: &Path,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
+        .args(args)
+        .current_dir(cwd)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
+
 /// Waits for the first JSON event of the given kind on a running fwfix's stdout.
 fn wait_for_event(lines: &mut impl Iterator<Item = std::io::Result<String>>, kind: &str) {
     for line in lines.by_ref() {
@@ -592,26 +611,18 @@ timeout_s = 20
 
 #[test]
 fn ctrl_c_during_the_build_exits_3_and_kills_the_build() {
-    use std::io::BufRead;
     let repo = FixtureRepo::new();
     repo.write(
         "profiles/slow.toml",
         &SLOW_BUILD.replace("timeout_s = 1", "timeout_s = 60"),
     );
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
-        .args(["test", "--json", "--board", MPS2, "--profile", "slow"])
-        .current_dir(repo.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_with_events(
+        &["test", "--json", "--board", MPS2, "--profile", "slow"],
+        repo.path(),
+    );
     wait_for_event(&mut lines, "build_started");
     std::thread::sleep(std::time::Duration::from_millis(200));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(3), "{rest:?}");
@@ -628,21 +639,13 @@ fn ctrl_c_during_the_build_exits_3_and_kills_the_build() {
 /// report: the handler was only registered once the run first waited on something.
 #[test]
 fn ctrl_c_at_the_first_event_still_aborts_with_exit_3_and_a_report() {
-    use std::io::BufRead;
     let repo = FixtureRepo::new();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
-        .args(["test", "--json", "--board", MPS2, "--profile", "event"])
-        .current_dir(repo.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_with_events(
+        &["test", "--json", "--board", MPS2, "--profile", "event"],
+        repo.path(),
+    );
     let first = lines.next().unwrap().unwrap();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     assert_eq!(child.wait().unwrap().code(), Some(3), "{first}\n{rest:#?}");
     let last: serde_json::Value = serde_json::from_str(rest.last().unwrap()).unwrap();
@@ -653,22 +656,14 @@ fn ctrl_c_at_the_first_event_still_aborts_with_exit_3_and_a_report() {
 
 #[test]
 fn ctrl_c_while_the_image_runs_exits_3_and_leaves_no_qemu() {
-    use std::io::BufRead;
     let repo = FixtureRepo::new();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
-        .args(["test", "--json", "--board", MPS2, "--profile", "event"])
-        .current_dir(repo.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_with_events(
+        &["test", "--json", "--board", MPS2, "--profile", "event"],
+        repo.path(),
+    );
     wait_for_event(&mut lines, "boot_started");
     std::thread::sleep(std::time::Duration::from_millis(500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     let rest: Vec<String> = lines.map(|l| l.unwrap()).collect();
     assert_eq!(child.wait().unwrap().code(), Some(3), "{rest:?}");
     assert!(qemu_processes_mentioning(repo.path()).is_empty());
@@ -679,15 +674,11 @@ fn ctrl_c_while_the_image_runs_exits_3_and_leaves_no_qemu() {
 /// next fwfix that starts a QEMU stops it through its QMP socket.
 #[test]
 fn a_qemu_left_by_a_fwfix_killed_with_sigkill_is_stopped_by_the_next_run() {
-    use std::io::BufRead;
     let repo = FixtureRepo::new();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_fwfix"))
-        .args(["test", "--json", "--board", MPS2, "--profile", "event"])
-        .current_dir(repo.path())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_with_events(
+        &["test", "--json", "--board", MPS2, "--profile", "event"],
+        repo.path(),
+    );
     wait_for_event(&mut lines, "boot_started");
     let mut orphans = Vec::new();
     for _ in 0..100 {
@@ -844,11 +835,7 @@ timeout_s = 60
             break;
         }
     }
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     seen.extend(lines.map(|l| l.unwrap()));
     assert_eq!(child.wait().unwrap().code(), Some(3), "{seen:#?}");
     let last: serde_json::Value = serde_json::from_str(seen.last().unwrap()).unwrap();
@@ -1186,11 +1173,7 @@ timeout_s = 20
         std::thread::sleep(std::time::Duration::from_millis(25));
     }
     assert!(marker.is_file(), "the build never started");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    ctrl_c(&child);
     let lines: Vec<Value> = std::io::BufReader::new(child.stdout.take().unwrap())
         .lines()
         .map(|l| serde_json::from_str(&l.unwrap()).unwrap())

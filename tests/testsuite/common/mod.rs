@@ -283,6 +283,15 @@ pub fn fwfix_command(args: &[&str], cwd: &Path, state_dir: &Path) -> Command {
     command
 }
 
+/// Ctrl+C to `child`, as a terminal sends it.
+pub fn ctrl_c(child: &std::process::Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+}
+
 /// The process ids written one a line into `file` (by a build, hook or agent that left a
 /// process in the background).
 pub fn pids_in(file: &Path) -> Vec<i32> {
