@@ -1642,7 +1642,8 @@ pub const SUCCESS_TAIL_RULE: &str = "tail.success";
 /// negation (`Nothing to be done`), a CI job's trailer (`Job succeeded`, `Finished: SUCCESS`:
 /// the job's, not the firmware's), a test case's own line (passing cases without a summary are
 /// no verdict), a build step's counter (`[4/5] Completed 'bootloader'`), a step before the
-/// writing (`Finished erasing`), one segment's hash, a non-zero exit code.
+/// writing (`Finished erasing`), one segment's hash, a non-zero exit code, a boot step's
+/// (`MemoryInit Done`).
 static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     let compile = |p: &str| built_in(regex::bytes::RegexBuilder::new(p).case_insensitive(true));
     (
@@ -1650,7 +1651,7 @@ static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
             r"\b(?:success(?:ful(?:ly)?)?|succeeded|completed?|done|finished|verified|pass(?:ed)?)\b",
         ),
         compile(
-            r"\b(?:fail\w*|error\w*|not|unsuccessful\w*|abort\w*|timeout|timed out|nothing|erasing|test\w*|exit code [1-9]|job|pipeline|workflow|finished: success)\b|\b0 passed|\[\d+/\d+\]|hash of data verified",
+            r"\b(?:fail\w*|error\w*|not|unsuccessful\w*|abort\w*|timeout|timed out|nothing|erasing|test\w*|exit code [1-9]|job|pipeline|workflow|finished: success)\b|\b0 passed|\[\d+/\d+\]|hash of data verified|init(?:iali[sz](?:ation|ed))?\b",
         ),
     )
 });
@@ -1664,9 +1665,10 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
         // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `, Python
         // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log), a GUI tool's or a
-        // CI's clock (`11:21:53:481 : `, `21:42:25: `, `09:23:14 `).
+        // CI's clock (`11:21:53:481 : `, `21:42:25: `, `09:23:14 `), J-Link RTT Viewer's terminal
+        // number (`0> `).
         compile(
-            r"^(?:\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });

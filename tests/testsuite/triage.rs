@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "unopened";
+const HELD_OUT_SET: &str = "unvisited";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -412,9 +412,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (unopened/: 93/120, 77.5%, on round 16's rules; see unopened/README.md). The goal
+/// one log (unvisited/: 90/111, 81.1%, on round 17's rules; see unvisited/README.md). The goal
 /// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 76.6;
+const HELD_OUT_FLOOR: f64 = 80.1;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -433,7 +433,8 @@ fn real_logs_held_out_accuracy() {
 /// 12 (sealed/ joined, its misses tuned on); 1956/2052 (95.3%) after round 13 (hidden/ joined,
 /// its misses tuned on); 2063/2159 (95.6%) after round 14 (unseen/ joined, its misses tuned on); 2181/2278
 /// (95.7%) after round 15 (unread/ joined, its misses tuned on); 2299/2396 (96.0%) after round 16
-/// (untouched/ joined, its misses tuned on).
+/// (untouched/ joined, its misses tuned on); 2416/2516 (96.0%) after round 17 (unopened/ joined,
+/// its misses tuned on).
 const TUNING_FLOOR: f64 = 95.6;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.

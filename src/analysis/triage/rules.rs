@@ -243,6 +243,9 @@ macro_rules! prefixed {
 
 /// The table, in claiming order (see the module comment).
 pub static RULES: &[Rule] = &[
+    // A compiler's quote of the source under its diagnostic (`  178 |   configASSERT( x );`,
+    // `      |   ^~~~`): code, not anything that ran.
+    noise("compiler.source_excerpt", "gcc", r"^(?:\s*\d+ |\s+)\| "),
     // Harness results: a test's own line, whatever words its name or message holds.
     re("unity.pass", "unity", Pass, r"(?P<msg>\S*?:\d+:[A-Za-z_]\w*:PASS)(?::.*)?$").weight(1),
     re("unity.fail", "unity", TestFailure, r"(?P<msg>\S*?:\d+:[A-Za-z_]\w*:FAIL(?::.*)?)$"),
@@ -379,6 +382,9 @@ pub static RULES: &[Rule] = &[
         r"\sFAILED\s*:\s*(?P<msg>(?i:timeout)\b.*)$",
     )
     .weight(1),
+    // SerenityOS's and WebKit's kernel or library assertion (`ASSERTION FAILED: handler`), before
+    // the panic it leads to.
+    re("kernel.assertion_failed", "kernel", Assert, r"(?:^|\]: )(?P<msg>ASSERTION FAILED: .+)$"),
     re("twister.failed", "twister", TestFailure, r"\sFAILED\s*:\s*(?P<msg>[^\d\s].*)$").weight(1),
     // Arm's PSA architecture tests' suite report.
     re("psa.none_failed", "psa-arch-tests", Pass, r"^(?P<msg>TOTAL FAILED\s*:\s*0)$").verdict(),
@@ -459,6 +465,23 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    // mbedgt's line per test binary as it ends (`test 'mbed-drivers-test-rtc' .... FAIL in 1.39
+    // sec`).
+    re(
+        "greentea.test_failed",
+        "greentea",
+        TestFailure,
+        r"(?P<msg>test '[^']+' \.+ FAIL in [\d.]+ sec)$",
+    )
+    .weight(2),
+    // RIOT's compile-and-test report listing each failed application's `test.failed` file.
+    re(
+        "riot.test_failed_list",
+        "riot",
+        TestFailure,
+        r"^- \[(?P<msg>[^\]]+)\]\(\S+/test\.failed\)$",
+    )
+    .weight(1),
     re(
         "greentea.pass",
         "greentea",
@@ -536,13 +559,21 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*(?:Failed|Exception)\b.*)$",
     )
     .weight(1),
+    // A test script's list with a bracketed status per check (`nonce2key test   [ FAIL ]`).
+    re(
+        "status_list.failed",
+        "tests",
+        TestFailure,
+        r"^(?P<msg>\S.*?\s+\[ FAIL \]).*$",
+    )
+    .weight(2),
     // A results table in Markdown (`| board | PASS | **FAIL** |`), as test sweeps post them: a
     // cell that failed is a failed test.
     re(
         "markdown.table_fail",
         "table",
         TestFailure,
-        r"^\|.*\|\s*(?P<msg>(?:\*\*|__)?(?:FAIL|FAILED|FAILURE)(?:\*\*|__)?)\s*\|",
+        r"^\|.*\|\s*(?P<msg>(?:\*\*|__)?(?:FAIL|FAILED|FAILURE|ERROR)(?:\*\*|__)?)\s*\|",
     )
     .weight(2),
     // Renode's robot runner, one line per test as it ends.
@@ -1022,12 +1053,12 @@ pub static RULES: &[Rule] = &[
         r"^(?:[\w./-]*\b(?:sh|bash|dash|ksh)|[\w./-]+\.sh): (?:line )?(?:\d+: )?(?:[\w./-]+\.sh: )?(?:exec: )?(?P<msg>[^\s:]+: (?:command )?not found)$",
     ),
     // A shell's `command not found` in the user's language (German, French, Spanish, Italian,
-    // Portuguese, Russian), from the shell or from make.
+    // Portuguese, Russian, Chinese, Japanese), from the shell or from make.
     re(
         "shell.not_found_translated",
         "sh",
         ToolMissing,
-        r"^(?:\S*sh: (?:(?:line )?\d+: )?|make(?:\[\d+\])?: )(?P<msg>\S+ ?: (?:Kommando nicht gefunden|Befehl nicht gefunden|commande introuvable|orden no encontrada|comando non trovato|comando não encontrado|команда не найдена)\.?)$",
+        r"^(?:\S*sh: (?:(?:line |Zeile |ligne |línea |riga |linha |строка |行 ?)?\d+: )?|make(?:\[\d+\])?: )(?P<msg>\S+ ?: (?:Kommando nicht gefunden|Befehl nicht gefunden|commande introuvable|orden no encontrada|comando non trovato|comando não encontrado|команда не найдена|未找到命令|命令未找到|コマンドが見つかりません)\.?)$",
     ),
     re("shell.bare_not_found", "sh", ToolMissing, r"^(?P<msg>[\w./+-]+: command not found)$"),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
@@ -1072,6 +1103,13 @@ pub static RULES: &[Rule] = &[
     re("make.error_127_translated", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Fehler 127$")
         .weight(1),
     // OE-core's sanity checker naming the host programs it needs.
+    // PlatformIO asking for a program it needs to install a package (`Please install Git client`).
+    re(
+        "platformio.install_program",
+        "platformio",
+        ToolMissing,
+        r"UserSideException: (?P<msg>Please install \S+ client\b.*)$",
+    ),
     re(
         "bitbake.missing_utilities",
         "bitbake",
@@ -1617,7 +1655,7 @@ pub static RULES: &[Rule] = &[
         "avrdude.error",
         "avrdude",
         FlashError,
-        r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|[Ee]rror|timeout).*)$",
+        r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout).*)$",
     ),
     re(
         "stm32cube.error",
@@ -1784,6 +1822,24 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>(?:DP|AP) (?:write|read) failed\b.*|Could not access Debug challenge interface\b.*)$",
     ),
+    // NXP's Redlink server (MCUXpresso's probe driver) that cannot take the core.
+    re(
+        "redlink.cannot_halt",
+        "redlink",
+        FlashError,
+        r"^(?P<msg>Failed on chip setup\b.*|Cannot halt processor\.?)$",
+    ),
+    // The Proxmark3 flasher: a block the bootloader refused, or its closing word after the reset.
+    re(
+        "proxmark.flash_failed",
+        "proxmark3",
+        FlashError,
+        r"^(?P<msg>Error writing block \d+ of \d+\b.*)$",
+    ),
+    re("proxmark.resetting", "proxmark3", FlashError, r"^Resetting hardware\.\.\.$").context(),
+    re("proxmark.flash_done", "proxmark3", Pass, r"^(?P<msg>All done\.)$")
+        .weight(2)
+        .follows(&["proxmark.resetting"]),
     // Oxide's Humility flashing a Hubris image.
     re(
         "humility.flash_failed",
@@ -1821,6 +1877,23 @@ pub static RULES: &[Rule] = &[
         r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:[$>%#]|\*\s+Executing task:) (?:sudo )?(?:\S*/)?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program)\b.*)$",
     )
     .context(),
+    // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
+    // File loaded`, its DFU protocol's frames): what fails after is the flash.
+    re(
+        "js_flasher.context",
+        "flasher",
+        FlashError,
+        r"^(?:\S*(?:firmware_flasher|stm32usbdfu|stm32)\.js:\d+ |\s*at STM32DFU_protocol\.)",
+    )
+    .context(),
+    // A browser extension's API call that failed (`Error in response to usb.getDevices: ...`).
+    re(
+        "chrome.api_error",
+        "browser",
+        InfraError,
+        r"(?P<msg>Error in response to [\w.]+: .+)$",
+    )
+    .generic(),
     // TI's MSP430 Flasher's banner (`*    /_   /   MSP430 Flasher v1.3.7   *`).
     re("msp430_flasher.banner", "msp430-flasher", FlashError, r"MSP430 Flasher v\d").context(),
     re(
@@ -1898,7 +1971,14 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+: (?:assertion failed\b|code should not be reached\b).*)$"#,
     ),
-    re("host.no_space", "host", InfraError, r"No space left on device"),
+    re("host.no_space", "host", InfraError, r"(?i)no space left on device"),
+    // BitBake's disk space monitor stopping the build.
+    re(
+        "bitbake.disk_monitor",
+        "bitbake",
+        InfraError,
+        r#"(?P<msg>(?:No new tasks can be executed|Immediately (?:abort|halt)) since the disk space monitor action is "\w+"!?)"#,
+    ),
     // A CI runner that was lost or cancelled, a package manager or container that could not
     // get what the job needs.
     re(
@@ -2331,6 +2411,29 @@ pub static RULES: &[Rule] = &[
         "kconfig",
         BuildError,
         r"(?P<msg>\S*Kconfig\S*:\d+: (?:syntax error|invalid option).*|^error: Aborting\b.*)$",
+    ),
+    // OpenOCD's own configuration scripts failing (`target/efm32s2.cfg:8: Error: Can't find
+    // target/swj-dp.tcl`): the flasher could not start, nothing was compiled.
+    re(
+        "openocd.script_error",
+        "openocd",
+        FlashError,
+        r"^\S+\.(?:cfg|tcl):\d+: Error: (?P<msg>.+)$",
+    ),
+    // An assembler error in a link-time-optimisation temporary (`.lto-tmp/cc1.s:193: Error:`):
+    // code generated while linking.
+    re(
+        "lto.assembler_error",
+        "ld",
+        LinkError,
+        r"^\S*(?:\.lto-tmp/|\.ltrans\d*\.)\S*:\d+: Error: (?P<msg>.+)$",
+    ),
+    // PlatformIO's size check after linking: the image does not fit (a build setting).
+    re(
+        "platformio.program_too_big",
+        "platformio",
+        BuildError,
+        r"(?P<msg>Error: The program size \(\d+ bytes\) is greater than maximum allowed \(\d+ bytes\))",
     ),
     diag("gcc.error", "gcc", BuildError, "compiler", &[]),
     diag("as.error", "as", BuildError, "assembler", &[]),
@@ -2826,6 +2929,33 @@ pub static RULES: &[Rule] = &[
     // Other firmware borrow the name for their own fault dump (`M0 Guru Meditation`).
     re("firmware.guru_meditation", "firmware", Crash, r"^(?:\w+ )?(?P<msg>Guru Meditation)\b.*$")
         .weight(2),
+    // CircuitPython's safe mode after its watchdog fired.
+    re(
+        "circuitpython.watchdog",
+        "circuitpython",
+        Hang,
+        r"^(?P<msg>Internal watchdog timer expired\.?)$",
+    ),
+    // RT-Thread's fault handler naming the thread that faulted.
+    re(
+        "rt_thread.hard_fault",
+        "rt-thread",
+        Crash,
+        r"(?P<msg>hard fault on (?:thread|handler)\b.*)$",
+    ),
+    // RepRapFirmware's diagnostics (`M122`) reporting why the board last reset.
+    re(
+        "reprapfirmware.reset_assert",
+        "reprapfirmware",
+        Assert,
+        r"^Last software reset .*reason: (?P<msg>AssertionFailed\b.*)$",
+    ),
+    re(
+        "reprapfirmware.reset_fault",
+        "reprapfirmware",
+        Crash,
+        r"^Last software reset .*reason: (?P<msg>(?:Hard|Bus|Usage|Mem\w*)Fault\b.*|StackOverflow\b.*)$",
+    ),
     re("esp_idf.task_watchdog_abort", "esp-idf", Hang, r"task_wdt: (?P<msg>Aborting\.)"),
     re(
         "esp_idf.abort_after_watchdog",

@@ -2038,6 +2038,77 @@ const SAMPLES: &[(&str, &str)] = &[
         "| aarch64-poky-linux-ld.bfd: cannot find libgcc.a: No such file or directory",
         "ld.error",
     ),
+    (
+        "[IO WorkQueue(2:2)]: ASSERTION FAILED: handler",
+        "kernel.assertion_failed",
+    ),
+    (
+        "nonce2key test                          [ FAIL ] x",
+        "status_list.failed",
+    ),
+    (
+        "| NRF51_DK-GCC_ARM | NRF51_DK | tests-rtos-mutex | tests-rtos-mutex | 0 | 1 | ERROR  | 32.77 |",
+        "markdown.table_fail",
+    ),
+    (
+        "scripts/target/efm32s2.cfg:8: Error: Can't find target/swj-dp.tcl",
+        "openocd.script_error",
+    ),
+    (
+        ".lto-tmp/ccWj7t00.s:193: Error: invalid offset, value too big (0x000004CC)",
+        "lto.assembler_error",
+    ),
+    (
+        "Error: The program size (123796 bytes) is greater than maximum allowed (64512 bytes)",
+        "platformio.program_too_big",
+    ),
+    (
+        r#"ERROR: No new tasks can be executed since the disk space monitor action is "STOPTASKS"!"#,
+        "bitbake.disk_monitor",
+    ),
+    (
+        "#5 ERROR: failed to register layer: write /opt/x/libc.a: no space left on device",
+        "host.no_space",
+    ),
+    ("Internal watchdog timer expired.", "circuitpython.watchdog"),
+    ("0> hard fault on thread: moto_thr", "rt_thread.hard_fault"),
+    (
+        "Last software reset at 2021-06-17 21:14, reason: AssertionFailed, none spinning, available RAM 9264, slot 2",
+        "reprapfirmware.reset_assert",
+    ),
+    (
+        "Last software reset at 2023-10-29 11:07, reason: HardFault invState, Gcodes spinning, available RAM 4516",
+        "reprapfirmware.reset_fault",
+    ),
+    (
+        "Failed on chip setup: Ep(04). Cannot halt processor.",
+        "redlink.cannot_halt",
+    ),
+    ("Cannot halt processor", "redlink.cannot_halt"),
+    ("Error writing block 0 of 1", "proxmark.flash_failed"),
+    ("Resetting hardware...", "proxmark.resetting"),
+    ("firmware_flasher.js:382 File loaded", "js_flasher.context"),
+    (
+        "test 'mbed-drivers-test-cstring' ........................ FAIL in 1.39 sec",
+        "greentea.test_failed",
+    ),
+    (
+        "- [tests/malloc](tests/malloc/test.failed)",
+        "riot.test_failed_list",
+    ),
+    (
+        "avrdude: stk500_getsync(): not in sync: resp=0x00",
+        "avrdude.error",
+    ),
+    (
+        "UserSideException: Please install Git client from https://git-scm.com/downloads",
+        "platformio.install_program",
+    ),
+    ("bash: 行 3: dtc: 未找到命令", "shell.not_found_translated"),
+    (
+        "main.html#progressbar:1 Error in response to usb.getDevices: Error: Invocation of form usb.getDevices(undefined, function) doesn't match",
+        "chrome.api_error",
+    ),
 ];
 
 #[test]
@@ -2068,6 +2139,29 @@ fn a_quoting_bar_is_cut_but_a_table_row_is_not() {
     assert_eq!(table.class, TriageClass::TestFailure, "{table:?}");
 }
 
+/// A compiler's quote of the source under its error is code, not output: an assert macro in it
+/// is no firmware assert.
+#[test]
+fn a_compilers_source_excerpt_is_not_read_as_what_it_quotes() {
+    let t = classify_str(
+        "portmacro.h:178:9: error: 'configASSERT' was not declared in this scope\n  178 |         configASSERT( ulLockNum < portRTOS_SPINLOCK_COUNT );\n      |         ^~~~~~~~~~~~\n",
+    );
+    assert_eq!(t.class, TriageClass::BuildError, "{t:?}");
+}
+
+/// The Proxmark3 flasher's `All done.` is its success only right after its reset.
+#[test]
+fn the_proxmark_flashers_closing_word_follows_its_reset() {
+    let done = classify_str("Flashing...\nResetting hardware...\nAll done.\n");
+    assert_eq!(done.class, TriageClass::Pass, "{done:?}");
+    assert!(
+        done.matches
+            .iter()
+            .any(|m| m.rule_id == "proxmark.flash_done"),
+        "{done:?}"
+    );
+}
+
 #[test]
 fn every_rule_with_a_class_has_a_sample() {
     let sampled: HashSet<&str> = SAMPLES.iter().map(|s| s.1).collect();
@@ -2084,6 +2178,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "summary.failed_after_count",
         "cmake.assertion",
         "shell.crashed_between_tests",
+        "proxmark.flash_done",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
