@@ -3287,6 +3287,11 @@ pub(super) struct Compiled {
     /// What searches the set where the lazy DFA gives up (its cache cleared too often for the
     /// bytes it searched), as `RegexSet` falls back: slower, same answer.
     fallback: pikevm::PikeVM,
+    /// The set's patterns as searched, for [`Compiled::groups`].
+    hirs: Vec<regex_syntax::hir::Hir>,
+    /// The same patterns in groups, each a lazy DFA of its own: what a scratch searches once
+    /// the whole set's cache grew past [`GROUPS_AFTER_BYTES`] (see [`GROUP_PATTERNS`]).
+    groups: OnceLock<Vec<Group>>,
     /// For each pattern of `set` but the hint and the failure words, the rule it is the pattern of: ascending, so
     /// the patterns a line matches give their rules in table order.
     pub pattern_rule: Vec<usize>,
@@ -3304,10 +3309,26 @@ pub(super) struct Compiled {
 }
 
 /// The set's lazy DFA cache, an upper bound (it grows as states are needed). With the default
-/// (a few MiB) the union of every rule thrashes it and the search falls back to a PikeVM: a
-/// release build measured by hand read 0.6 MB/s of real failure logs, and with this bound
-/// 85 MB/s of them and 240 MB/s of ordinary build and boot output (one core, 30 MiB resident).
+/// (a few MiB) the union of every rule thrashes it and the search falls back to a PikeVM.
 const SET_CACHE_BYTES: usize = 64 << 20;
+
+/// The size of the whole set's cache past which a scratch searches the set in groups. One lazy
+/// DFA of every pattern needs a state for each mix of partial matches the text brings about:
+/// ordinary build and boot output brings few, and the whole set reads it fastest (one walk of
+/// each candidate line), but logs of varied evidence bring new mixes without end. The real
+/// corpus repeated (1.6 MB of distinct text) cleared the cache for every copy: 0.6 MB/s, and
+/// with a 1 GiB cache still 10 MB/s once warm at 420 MiB resident. Building the states is
+/// the cost, so the switch comes early: waiting for two clears of the cache took 4 s.
+const GROUPS_AFTER_BYTES: usize = 16 << 20;
+
+/// Patterns a group holds: a group's states mix only its own patterns' partial matches. On the
+/// real corpus repeated four times (6.6 MB, one release build, this machine) the whole set took
+/// 10 s; groups of 32 took 0.41 s, of 64 0.52 s, of 110 0.66 s, each group one more walk of
+/// every candidate line.
+const GROUP_PATTERNS: usize = 32;
+
+/// A group's lazy DFA cache, an upper bound.
+const GROUP_CACHE_BYTES: usize = 16 << 20;
 
 #[expect(
     clippy::expect_used,
@@ -3341,6 +3362,15 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         clippy::expect_used,
         reason = "the patterns are constants; the unit tests compile the set"
     )]
+    let hirs = patterns
+        .iter()
+        .map(|p| set_patterns::for_set(p))
+        .collect::<Result<Vec<_>, _>>()
+        .expect("built-in triage patterns parse");
+    #[expect(
+        clippy::expect_used,
+        reason = "the patterns are constants; the unit tests compile the set"
+    )]
     let nfa = thompson::Compiler::new()
         .configure(
             thompson::Config::new()
@@ -3348,13 +3378,7 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
                 .which_captures(WhichCaptures::None)
                 .nfa_size_limit(Some(10 << 20)),
         )
-        .build_many_from_hir(
-            &patterns
-                .iter()
-                .map(|p| set_patterns::for_set(p))
-                .collect::<Result<Vec<_>, _>>()
-                .expect("built-in triage patterns parse"),
-        )
+        .build_many_from_hir(&hirs)
         .expect("built-in triage patterns compile as a set");
     // As `RegexSet` configures its lazy DFA: it gives up, for the fallback, rather than
     // rebuild states without end.
@@ -3384,6 +3408,8 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         prefilter: Prefilter::new(&patterns[..failure]),
         set,
         fallback,
+        hirs,
+        groups: OnceLock::new(),
         pattern_rule,
         diagnostic_rules,
         regex: RULES.iter().map(|_| OnceLock::new()).collect(),
@@ -3392,7 +3418,54 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
+/// The lazy DFA and fallback of the patterns `hirs`, the first of them the set's `first`.
+#[expect(
+    clippy::expect_used,
+    reason = "the patterns are constants; the unit tests compile the set in groups"
+)]
+fn group(hirs: &[regex_syntax::hir::Hir], first: usize) -> Group {
+    let nfa = thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .utf8(false)
+                .which_captures(WhichCaptures::None)
+                .nfa_size_limit(Some(10 << 20)),
+        )
+        .build_many_from_hir(hirs)
+        .expect("built-in triage patterns compile as a group");
+    let dfa = hybrid::dfa::Builder::new()
+        .configure(
+            DFA::config()
+                .match_kind(MatchKind::All)
+                .cache_capacity(GROUP_CACHE_BYTES)
+                .minimum_cache_clear_count(Some(3))
+                .minimum_bytes_per_state(Some(10)),
+        )
+        .build_from_nfa(nfa.clone())
+        .expect("a triage group's lazy DFA builds");
+    let fallback = pikevm::Builder::new()
+        .configure(pikevm::Config::new().match_kind(MatchKind::All))
+        .build_from_nfa(nfa)
+        .expect("a triage group's fallback builds");
+    Group {
+        dfa,
+        fallback,
+        first,
+    }
+}
+
 impl Compiled {
+    /// The set in groups, built the first time a scratch needs them.
+    fn groups(&self) -> &[Group] {
+        self.groups.get_or_init(|| {
+            self.hirs
+                .chunks(GROUP_PATTERNS)
+                .enumerate()
+                .map(|(at, hirs)| group(hirs, at * GROUP_PATTERNS))
+                .collect()
+        })
+    }
+
     /// Rule `index`'s own regex (None for a diagnostic rule). Only the rules that keep a match
     /// need theirs (for its `msg` group), so each is compiled the first time it does: compiling
     /// all of them took a third of a short log's triage.
@@ -3406,6 +3479,15 @@ impl Compiled {
     }
 }
 
+/// One group of the set's patterns.
+struct Group {
+    dfa: DFA,
+    /// As [`Compiled::fallback`], for the group.
+    fallback: pikevm::PikeVM,
+    /// Index in the whole set of the group's first pattern.
+    first: usize,
+}
+
 /// What one thread needs to search [`Compiled::set`]: its own lazy DFA cache (shared, the
 /// threads would take turns or rebuild it), and room for the patterns a line matches.
 #[derive(Debug, Clone)]
@@ -3414,6 +3496,9 @@ pub(super) struct SetScratch {
     /// The fallback's cache, made the first time the lazy DFA gives up.
     fallback: Option<pikevm::Cache>,
     matched: Matched,
+    /// A cache and a fallback cache for each group, once the whole set's cache has cleared too
+    /// much (see [`GROUPS_AFTER_BYTES`]): from then on the groups are searched instead.
+    grouped: Option<Vec<(DfaCache, Option<pikevm::Cache>)>>,
     /// What [`SetScratch::matches_side_by_side`] found, a segment each.
     side: [Matched; SIDE_BY_SIDE],
 }
@@ -3502,10 +3587,26 @@ impl SetScratch {
             SetScratch {
                 cache: set.create_cache(),
                 fallback: None,
+                grouped: None,
                 matched: Matched::new(set.pattern_len()),
                 side: std::array::from_fn(|_| Matched::new(set.pattern_len())),
             }
         })
+    }
+
+    /// A scratch that searches the set in groups from the start, as one does after a log of
+    /// varied evidence.
+    #[cfg(test)]
+    pub fn in_groups() -> SetScratch {
+        let mut scratch = SetScratch::take();
+        scratch.grouped = Some(
+            COMPILED
+                .groups()
+                .iter()
+                .map(|group| (group.dfa.create_cache(), None))
+                .collect(),
+        );
+        scratch
     }
 
     /// Keeps the scratch for the next triager.
@@ -3526,22 +3627,118 @@ impl SetScratch {
         for matched in &mut self.side {
             matched.clear();
         }
-        if self.walk_side_by_side(segments).is_err() {
+        if let Some(grouped) = &mut self.grouped {
+            for (group, (cache, fallback)) in COMPILED.groups().iter().zip(grouped) {
+                let set = Walker {
+                    dfa: &group.dfa,
+                    first: group.first,
+                };
+                if set
+                    .walk_side_by_side(cache, &mut self.side, segments)
+                    .is_err()
+                {
+                    for (matched, segment) in self.side.iter_mut().zip(segments) {
+                        search(&set, &group.fallback, cache, fallback, matched, segment);
+                    }
+                }
+            }
+            return &self.side;
+        }
+        let set = Walker {
+            dfa: &COMPILED.set,
+            first: 0,
+        };
+        if set
+            .walk_side_by_side(&mut self.cache, &mut self.side, segments)
+            .is_err()
+        {
             for (matched, segment) in self.side.iter_mut().zip(segments) {
                 matched.clear();
-                Self::search(&mut self.cache, &mut self.fallback, matched, segment);
+                search(
+                    &set,
+                    &COMPILED.fallback,
+                    &mut self.cache,
+                    &mut self.fallback,
+                    matched,
+                    segment,
+                );
             }
         }
+        self.group_if_thrashing();
         &self.side
     }
 
+    /// The patterns of the set that match somewhere in `haystack`.
+    pub fn matches(&mut self, haystack: &[u8]) -> &Matched {
+        self.matched.clear();
+        if let Some(grouped) = &mut self.grouped {
+            for (group, (cache, fallback)) in COMPILED.groups().iter().zip(grouped) {
+                let set = Walker {
+                    dfa: &group.dfa,
+                    first: group.first,
+                };
+                search(
+                    &set,
+                    &group.fallback,
+                    cache,
+                    fallback,
+                    &mut self.matched,
+                    haystack,
+                );
+            }
+            return &self.matched;
+        }
+        let set = Walker {
+            dfa: &COMPILED.set,
+            first: 0,
+        };
+        search(
+            &set,
+            &COMPILED.fallback,
+            &mut self.cache,
+            &mut self.fallback,
+            &mut self.matched,
+            haystack,
+        );
+        self.group_if_thrashing();
+        &self.matched
+    }
+
+    /// Turns to the groups once the whole set's cache has grown too much, or cleared.
+    fn group_if_thrashing(&mut self) {
+        let thrashing =
+            self.cache.clear_count() > 0 || self.cache.memory_usage() > GROUPS_AFTER_BYTES;
+        if self.grouped.is_none() && thrashing {
+            self.grouped = Some(
+                COMPILED
+                    .groups()
+                    .iter()
+                    .map(|group| (group.dfa.create_cache(), None))
+                    .collect(),
+            );
+        }
+    }
+}
+
+/// A lazy DFA over some of the set's patterns, the first of them the set's `first`.
+struct Walker<'a> {
+    dfa: &'a DFA,
+    first: usize,
+}
+
+impl Walker<'_> {
     /// The walk of [`SetScratch::matches_side_by_side`], with the lazy DFA's own transitions,
     /// as its overlapping search takes them: a match state reports the patterns that matched
     /// just before it (matches are delayed by a byte), and the end of the segment has a
-    /// transition of its own.
-    fn walk_side_by_side(&mut self, segments: [&[u8]; SIDE_BY_SIDE]) -> Result<(), Walk> {
-        let set = &COMPILED.set;
-        let cache = &mut self.cache;
+    /// transition of its own. On an error the segments are searched again one by one (the
+    /// matches found before it are matches all the same).
+    fn walk_side_by_side(
+        &self,
+        cache: &mut DfaCache,
+        side: &mut [Matched; SIDE_BY_SIDE],
+        segments: [&[u8]; SIDE_BY_SIDE],
+    ) -> Result<(), Walk> {
+        let set = self.dfa;
         let clears = cache.clear_count();
         cache.search_start(0);
         let start = set
@@ -3558,65 +3755,52 @@ impl SetScratch {
                 if let Some(&byte) = segment.get(at) {
                     ids[k] = step(set, cache, ids[k], byte, clears, walked)?;
                     walked += 1;
-                    collect(set, cache, ids[k], &mut self.side[k]);
+                    collect(set, cache, ids[k], self.first, &mut side[k]);
                 }
             }
         }
         cache.search_update(walked);
-        for (id, matched) in ids.iter_mut().zip(&mut self.side) {
+        for (id, matched) in ids.iter_mut().zip(side.iter_mut()) {
             *id = set.next_eoi_state(cache, *id).map_err(|_| Walk::GaveUp)?;
             if cache.clear_count() != clears {
                 return Err(Walk::Cleared);
             }
-            collect(set, cache, *id, matched);
+            collect(set, cache, *id, self.first, matched);
         }
         cache.search_finish(walked);
         Ok(())
     }
+}
 
-    /// The patterns of the set that match somewhere in `haystack`.
-    pub fn matches(&mut self, haystack: &[u8]) -> &Matched {
-        Self::search(
-            &mut self.cache,
-            &mut self.fallback,
-            &mut self.matched,
-            haystack,
-        );
-        &self.matched
-    }
-
-    /// Puts into `matched` the patterns of the set that match somewhere in `haystack`.
-    fn search(
-        cache: &mut DfaCache,
-        fallback: &mut Option<pikevm::Cache>,
-        matched: &mut Matched,
-        haystack: &[u8],
-    ) {
-        matched.clear();
-        let compiled = &*COMPILED;
-        let input = Input::new(haystack);
-        let mut state = OverlappingState::start();
-        loop {
-            if compiled
-                .set
-                .try_search_overlapping_fwd(cache, &input, &mut state)
-                .is_err()
-            {
-                matched.clear();
-                let mut found = PatternSet::new(compiled.set.pattern_len());
-                let cache = fallback.get_or_insert_with(|| compiled.fallback.create_cache());
-                compiled
-                    .fallback
-                    .which_overlapping_matches(cache, &input, &mut found);
-                for pattern in found.iter() {
-                    matched.insert(pattern.as_usize());
-                }
-                break;
+/// Puts into `matched` the patterns of `set` that match somewhere in `haystack`; `fallback`
+/// searches where its lazy DFA gives up.
+fn search(
+    set: &Walker<'_>,
+    fallback: &pikevm::PikeVM,
+    cache: &mut DfaCache,
+    fallback_cache: &mut Option<pikevm::Cache>,
+    matched: &mut Matched,
+    haystack: &[u8],
+) {
+    let input = Input::new(haystack);
+    let mut state = OverlappingState::start();
+    loop {
+        if set
+            .dfa
+            .try_search_overlapping_fwd(cache, &input, &mut state)
+            .is_err()
+        {
+            let mut found = PatternSet::new(set.dfa.pattern_len());
+            let cache = fallback_cache.get_or_insert_with(|| fallback.create_cache());
+            fallback.which_overlapping_matches(cache, &input, &mut found);
+            for pattern in found.iter() {
+                matched.insert(set.first + pattern.as_usize());
             }
-            match state.get_match() {
-                Some(m) => matched.insert(m.pattern().as_usize()),
-                None => break,
-            }
+            break;
+        }
+        match state.get_match() {
+            Some(m) => matched.insert(set.first + m.pattern().as_usize()),
+            None => break,
         }
     }
 }
@@ -3650,12 +3834,13 @@ fn step(
     Ok(next)
 }
 
-/// Adds to `matched` the patterns that `id` says matched, if it is a match state.
+/// Adds to `matched` the patterns that `id` says matched, if it is a match state: `first` is
+/// the index in the whole set of the first pattern of the DFA's.
 #[inline(always)]
-fn collect(set: &DFA, cache: &DfaCache, id: LazyStateID, matched: &mut Matched) {
+fn collect(set: &DFA, cache: &DfaCache, id: LazyStateID, first: usize, matched: &mut Matched) {
     if id.is_match() {
         for index in 0..set.match_len(cache, id) {
-            matched.insert(set.match_pattern(cache, id, index).as_usize());
+            matched.insert(first + set.match_pattern(cache, id, index).as_usize());
         }
     }
 }

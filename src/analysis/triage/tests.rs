@@ -2814,6 +2814,54 @@ fn every_line_the_rule_set_matches_is_a_prefilter_candidate() {
     assert!(matched > 500, "{matched} lines matched");
 }
 
+/// The set searched in groups (what a scratch turns to on logs of varied evidence), segments
+/// side by side and one by one, matches each recorded line as each rule alone does.
+#[test]
+fn the_set_in_groups_matches_every_recorded_line_as_each_rule_alone() {
+    let mut grouped = SetScratch::in_groups();
+    let mut alone = SetScratch::in_groups();
+    let mut whole = SetScratch::take();
+    for (path, bytes) in every_recorded_log() {
+        let all: Vec<Vec<u8>> = bytes
+            .split(|&b| b == b'\n')
+            .flat_map(|raw| {
+                let cleaned = clean(without_cr(raw)).into_owned();
+                segments(&cleaned)
+                    .map(|range| cleaned[range].to_vec())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        for queued in all.chunks(SIDE_BY_SIDE) {
+            let together: [&[u8]; SIDE_BY_SIDE] =
+                std::array::from_fn(|k| queued.get(k).map_or(&b""[..], Vec::as_slice));
+            let found: Vec<Vec<usize>> = grouped
+                .matches_side_by_side(together)
+                .iter()
+                .map(|m| m.iter().collect())
+                .collect();
+            for (segment, found) in together.iter().zip(found) {
+                let mut own = Vec::new();
+                matching_rules(segment, &mut alone, &mut own);
+                assert_eq!(
+                    own,
+                    reference_rules(segment),
+                    "{}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(segment)
+                );
+                let whole: Vec<usize> = whole.matches(segment).iter().collect();
+                assert_eq!(
+                    found,
+                    whole,
+                    "{}: {}",
+                    path.display(),
+                    String::from_utf8_lossy(segment)
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn segments_walked_side_by_side_match_as_each_alone() {
     let mut scratch = SetScratch::take();
