@@ -3283,10 +3283,7 @@ pub(super) struct Compiled {
     /// ([`SetScratch`]). Driven directly rather than through `regex::bytes::RegexSet`: a line's
     /// matches land in a bitset, where reading a `PatternSet` back scanned all its slots for
     /// every candidate line (5% of triage's time).
-    pub set: DFA,
-    /// What searches the set where the lazy DFA gives up (its cache cleared too often for the
-    /// bytes it searched), as `RegexSet` falls back: slower, same answer.
-    fallback: pikevm::PikeVM,
+    whole: Group,
     /// The set's patterns as searched, for [`Compiled::groups`].
     hirs: Vec<regex_syntax::hir::Hir>,
     /// The same patterns in groups, each a lazy DFA of its own: what a scratch searches once
@@ -3367,47 +3364,10 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .map(|p| set_patterns::for_set(p))
         .collect::<Result<Vec<_>, _>>()
         .expect("built-in triage patterns parse");
-    #[expect(
-        clippy::expect_used,
-        reason = "the patterns are constants; the unit tests compile the set"
-    )]
-    let nfa = thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .utf8(false)
-                .which_captures(WhichCaptures::None)
-                .nfa_size_limit(Some(10 << 20)),
-        )
-        .build_many_from_hir(&hirs)
-        .expect("built-in triage patterns compile as a set");
-    // As `RegexSet` configures its lazy DFA: it gives up, for the fallback, rather than
-    // rebuild states without end.
-    #[expect(
-        clippy::expect_used,
-        reason = "the patterns are constants; the unit tests compile the set"
-    )]
-    let set = hybrid::dfa::Builder::new()
-        .configure(
-            DFA::config()
-                .match_kind(MatchKind::All)
-                .cache_capacity(SET_CACHE_BYTES)
-                .minimum_cache_clear_count(Some(3))
-                .minimum_bytes_per_state(Some(10)),
-        )
-        .build_from_nfa(nfa.clone())
-        .expect("the triage set's lazy DFA builds");
-    #[expect(
-        clippy::expect_used,
-        reason = "the patterns are constants; the unit tests compile the set"
-    )]
-    let fallback = pikevm::Builder::new()
-        .configure(pikevm::Config::new().match_kind(MatchKind::All))
-        .build_from_nfa(nfa)
-        .expect("the triage set's fallback builds");
+    let whole = group(&hirs, 0, SET_CACHE_BYTES);
     Compiled {
         prefilter: Prefilter::new(&patterns[..failure]),
-        set,
-        fallback,
+        whole,
         hirs,
         groups: OnceLock::new(),
         pattern_rule,
@@ -3418,12 +3378,13 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
-/// The lazy DFA and fallback of the patterns `hirs`, the first of them the set's `first`.
+/// The lazy DFA (its cache up to `cache_bytes`) and fallback of the patterns `hirs`, the first
+/// of them the set's `first`.
 #[expect(
     clippy::expect_used,
-    reason = "the patterns are constants; the unit tests compile the set in groups"
+    reason = "the patterns are constants; the unit tests compile the set, whole and in groups"
 )]
-fn group(hirs: &[regex_syntax::hir::Hir], first: usize) -> Group {
+fn group(hirs: &[regex_syntax::hir::Hir], first: usize, cache_bytes: usize) -> Group {
     let nfa = thompson::Compiler::new()
         .configure(
             thompson::Config::new()
@@ -3432,21 +3393,23 @@ fn group(hirs: &[regex_syntax::hir::Hir], first: usize) -> Group {
                 .nfa_size_limit(Some(10 << 20)),
         )
         .build_many_from_hir(hirs)
-        .expect("built-in triage patterns compile as a group");
+        .expect("built-in triage patterns compile as a set");
+    // As `RegexSet` configures its lazy DFA: it gives up, for the fallback, rather than
+    // rebuild states without end.
     let dfa = hybrid::dfa::Builder::new()
         .configure(
             DFA::config()
                 .match_kind(MatchKind::All)
-                .cache_capacity(GROUP_CACHE_BYTES)
+                .cache_capacity(cache_bytes)
                 .minimum_cache_clear_count(Some(3))
                 .minimum_bytes_per_state(Some(10)),
         )
         .build_from_nfa(nfa.clone())
-        .expect("a triage group's lazy DFA builds");
+        .expect("the triage set's lazy DFA builds");
     let fallback = pikevm::Builder::new()
         .configure(pikevm::Config::new().match_kind(MatchKind::All))
         .build_from_nfa(nfa)
-        .expect("a triage group's fallback builds");
+        .expect("the triage set's fallback builds");
     Group {
         dfa,
         fallback,
@@ -3461,7 +3424,7 @@ impl Compiled {
             self.hirs
                 .chunks(GROUP_PATTERNS)
                 .enumerate()
-                .map(|(at, hirs)| group(hirs, at * GROUP_PATTERNS))
+                .map(|(at, hirs)| group(hirs, at * GROUP_PATTERNS, GROUP_CACHE_BYTES))
                 .collect()
         })
     }
@@ -3479,16 +3442,17 @@ impl Compiled {
     }
 }
 
-/// One group of the set's patterns.
+/// Some of the set's patterns (or all of them), searched by a lazy DFA of their own.
 struct Group {
     dfa: DFA,
-    /// As [`Compiled::fallback`], for the group.
+    /// What searches them where the lazy DFA gives up (its cache cleared too often for the
+    /// bytes it searched), as `RegexSet` falls back: slower, same answer.
     fallback: pikevm::PikeVM,
     /// Index in the whole set of the group's first pattern.
     first: usize,
 }
 
-/// What one thread needs to search [`Compiled::set`]: its own lazy DFA cache (shared, the
+/// What one thread needs to search the set: its own lazy DFA cache (shared, the
 /// threads would take turns or rebuild it), and room for the patterns a line matches.
 #[derive(Debug, Clone)]
 pub(super) struct SetScratch {
@@ -3583,7 +3547,7 @@ impl SetScratch {
     pub fn take() -> SetScratch {
         let spare = SPARE.lock().ok().and_then(|mut spare| spare.pop());
         spare.unwrap_or_else(|| {
-            let set = &COMPILED.set;
+            let set = &COMPILED.whole.dfa;
             SetScratch {
                 cache: set.create_cache(),
                 fallback: None,
@@ -3645,7 +3609,7 @@ impl SetScratch {
             return &self.side;
         }
         let set = Walker {
-            dfa: &COMPILED.set,
+            dfa: &COMPILED.whole.dfa,
             first: 0,
         };
         if set
@@ -3656,7 +3620,7 @@ impl SetScratch {
                 matched.clear();
                 search(
                     &set,
-                    &COMPILED.fallback,
+                    &COMPILED.whole.fallback,
                     &mut self.cache,
                     &mut self.fallback,
                     matched,
@@ -3689,12 +3653,12 @@ impl SetScratch {
             return &self.matched;
         }
         let set = Walker {
-            dfa: &COMPILED.set,
+            dfa: &COMPILED.whole.dfa,
             first: 0,
         };
         search(
             &set,
-            &COMPILED.fallback,
+            &COMPILED.whole.fallback,
             &mut self.cache,
             &mut self.fallback,
             &mut self.matched,
@@ -3868,7 +3832,7 @@ mod tests {
         );
         assert_eq!(compiled.pattern_rule.len(), compiled.hint);
         assert_eq!(compiled.hint + 1, compiled.failure);
-        assert_eq!(compiled.set.pattern_len(), compiled.failure + 1);
+        assert_eq!(compiled.whole.dfa.pattern_len(), compiled.failure + 1);
     }
 
     #[test]
