@@ -3,10 +3,12 @@
 //! an image that never started, a fault or a wait before its console came up), one that printed
 //! and then went quiet (how long ago, and its last line), and one still printing when the time ran
 //! out (no line decided). Whether the backend watched the core for faults turns "it may have
-//! faulted" into "it did not fault". Pure: the caller hands in the attempt's UART lines, the
-//! timeout and where the core was; nothing here reads a clock or a file.
+//! faulted" into "it did not fault". An image that exited without one line on its console printed
+//! where the board does not read; the emulator's own lines (an access to memory the machine does
+//! not map) say why. Pure: the caller hands in the attempt's UART and host lines, the timeout and
+//! where the core was; nothing here reads a clock or a file.
 
-use crate::capture::{ConsoleLine, RunEnd};
+use crate::capture::{is_guest_error, ConsoleLine, RunEnd};
 
 /// A line older than this before the timeout, and more than twice the longest gap between the
 /// lines before it, means the console went quiet rather than just had nothing decisive to say.
@@ -133,9 +135,7 @@ fn host_note(host: &[&ConsoleLine]) -> String {
     let Some(first) = host.first() else {
         return String::new();
     };
-    let unmapped = host.iter().find(|l| {
-        l.text.starts_with("Invalid read at addr") || l.text.starts_with("Invalid write at addr")
-    });
+    let unmapped = host.iter().find(|l| is_guest_error(&l.text));
     match unmapped {
         Some(line) => format!(
             "; the host side (emulator or flasher) logged {} of its own, among them {}: the image \

@@ -27,6 +27,14 @@ pub enum Stream {
     Host,
 }
 
+/// A host line from QEMU's `-d guest_errors` log (an access to memory the machine does not map)
+/// rather than firmware text or a QEMU message.
+pub fn is_guest_error(line: &str) -> bool {
+    line.starts_with("Invalid read at addr")
+        || line.starts_with("Invalid write at addr")
+        || line.starts_with("Invalid access at addr")
+}
+
 /// One line of console output, with the time since the attempt started.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConsoleLine {

@@ -4,7 +4,7 @@
 //! being told to terminate. Faults themselves are stopped at their handler's entry through the
 //! gdbstub (`gdbstub`), not read from a log. Pure functions over text; the session does the I/O.
 
-use crate::capture::FaultSnapshot;
+use crate::capture::{is_guest_error, FaultSnapshot};
 use crate::dut::cortex_m::CoreRegs;
 use regex::Regex;
 use std::collections::VecDeque;
@@ -146,13 +146,6 @@ impl StderrWatcher {
         snap.raw = raw;
         snap
     }
-}
-
-/// A line of QEMU's `-d guest_errors` log rather than firmware text or a QEMU message.
-pub fn is_guest_error(line: &str) -> bool {
-    line.starts_with("Invalid read at addr")
-        || line.starts_with("Invalid write at addr")
-        || line.starts_with("Invalid access at addr")
 }
 
 #[cfg(test)]
