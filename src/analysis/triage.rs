@@ -587,6 +587,9 @@ pub struct Triager {
     verdict_line: Option<usize>,
     /// The last rule with a class that claimed a line: what `follows` looks at.
     last_evidence: Option<usize>,
+    /// The last line that started a later step (a serial monitor, an upload): a success
+    /// before it was an earlier step's (see [`Rule::starts_step`]).
+    step_started: Option<(usize, String)>,
     /// The last non-blank line: where a timed-out log stopped.
     last_line: Option<(usize, String)>,
     /// The first failure-bearing segments the rules saw: what the learned fallback reads.
@@ -857,6 +860,7 @@ impl Triager {
             per_rule: vec![0; RULES.len()],
             saw_verdict: false,
             verdict_line: None,
+            step_started: None,
             last_evidence: None,
             last_line: None,
             failing: Vec::new(),
@@ -1180,6 +1184,9 @@ impl Triager {
             if !self.follows_ok(rule) {
                 continue;
             }
+            if rule.starts_step {
+                self.step_started = Some((self.line, quote(&String::from_utf8_lossy(segment))));
+            }
             if self.claim(index, rule) {
                 // Only kept matches pay for their message (a capture is the costly part).
                 let message = match rule.matcher {
@@ -1389,6 +1396,25 @@ impl Triager {
                 "{} passing test line(s) but no final verdict, e.g. line {}: {reason}",
                 deciding.len(),
                 lines.first().copied().unwrap_or(0)
+            );
+            return Triage {
+                class: TriageClass::Unknown,
+                lines,
+                reason: self.with_cap_note(reason),
+                matches,
+            };
+        }
+        if let Some((step_line, step)) = self
+            .step_started
+            .as_ref()
+            .filter(|(step_line, _)| class == TriageClass::Pass && lines.last() < Some(step_line))
+        {
+            // The success was an earlier step's (the flash, the build); the log stops before the
+            // step it started next says anything.
+            let reason = format!(
+                "{reason} (line {}) ended an earlier step; line {step_line} started another, \
+                 `{step}`, and the log ends before its outcome",
+                lines.last().copied().unwrap_or(0)
             );
             return Triage {
                 class: TriageClass::Unknown,
@@ -1666,9 +1692,10 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `, Python
         // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log), a GUI tool's or a
         // CI's clock (`11:21:53:481 : `, `21:42:25: `, `09:23:14 `), J-Link RTT Viewer's terminal
-        // number (`0> `).
+        // number (`0> `), a CI runner's raw log (GitHub Actions', Azure Pipelines'
+        // `2024-01-19T11:58:23.5778720Z `, indented when pasted into an issue).
         compile(
-            r"^(?:\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });
@@ -1706,7 +1733,10 @@ fn without_stamp(text: &[u8]) -> &[u8] {
         return rest;
     }
     // Every stamp starts with one of these: most lines need no search.
-    if !matches!(text.first(), Some(b'[' | b'0'..=b'9' | b'D' | b'I')) {
+    if !matches!(
+        text.first(),
+        Some(b'[' | b'0'..=b'9' | b'D' | b'I' | b' ' | b'\t')
+    ) {
         return text;
     }
     NOISE.1.find(text).map_or(text, |m| &text[m.end()..])

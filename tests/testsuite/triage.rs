@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "unvisited";
+const HELD_OUT_SET: &str = "unexplored";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -412,9 +412,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (unvisited/: 90/111, 81.1%, on round 17's rules; see unvisited/README.md). The goal
-/// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 80.1;
+/// one log (unexplored/: 89/106, 84.0%, on round 18's rules; see unexplored/README.md). The
+/// goal is 95%: this floor only catches a fall, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 83.0;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -434,8 +434,9 @@ fn real_logs_held_out_accuracy() {
 /// its misses tuned on); 2063/2159 (95.6%) after round 14 (unseen/ joined, its misses tuned on); 2181/2278
 /// (95.7%) after round 15 (unread/ joined, its misses tuned on); 2299/2396 (96.0%) after round 16
 /// (untouched/ joined, its misses tuned on); 2416/2516 (96.0%) after round 17 (unopened/ joined,
-/// its misses tuned on).
-const TUNING_FLOOR: f64 = 95.6;
+/// its misses tuned on); 2528/2627 (96.2%) after round 18 (unvisited/ joined, its misses tuned
+/// on).
+const TUNING_FLOOR: f64 = 95.8;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

@@ -76,6 +76,9 @@ pub struct Rule {
     /// `ZEPHYR FATAL ERROR` after an assert, ESP-IDF's `abort()` a task watchdog called): it
     /// yields to any other line of the log that names the cause (an assert, a fault, a hang).
     pub consequence: bool,
+    /// The line starts a later step whose outcome the log must then show (a serial monitor
+    /// opening after a flash, an upload after a build): a pass before it is no pass of the log.
+    pub starts_step: bool,
 }
 
 /// How far a rule's line decides by itself.
@@ -120,6 +123,7 @@ impl Rule {
             yields_to_context: false,
             passes_test_case: false,
             consequence: false,
+            starts_step: false,
         }
     }
 
@@ -155,6 +159,11 @@ impl Rule {
 
     const fn consequence(mut self) -> Rule {
         self.consequence = true;
+        self
+    }
+
+    const fn starts_step(mut self) -> Rule {
+        self.starts_step = true;
         self
     }
 
@@ -698,6 +707,15 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("cargo.test_ok", "cargo", Pass, r"^(?P<msg>test result: ok\. \d+ passed; 0 failed.*)$")
         .verdict(),
+    // libtest's line per test when it fails (`test tests::x ... FAILED`; embedded-test prints
+    // `... ERROR` and then the panic that failed it).
+    re(
+        "libtest.case_failed",
+        "cargo",
+        TestFailure,
+        r"^test (?P<msg>\S+\s+\.\.\. (?:FAILED|ERROR)\b.*)$",
+    )
+    .weight(2),
     re(
         "platformio.test_fail",
         "platformio",
@@ -796,6 +814,15 @@ pub static RULES: &[Rule] = &[
     .weight(2),
     re("cmocka.failed_count", "cmocka", TestFailure, r"^\s*(?P<msg>[1-9]\d* FAILED TEST\(S\))$")
         .verdict(),
+    // CMock's failed expectation about calls to a mock (`Function foo.  Called more times than
+    // expected.`), as Unity's failure message or alone.
+    re(
+        "cmock.call_count",
+        "cmock",
+        TestFailure,
+        r"(?P<msg>(?:Function \w+\.\s+)?Called (?:more times|fewer times|less times|earlier|later) than expected\..*)$",
+    )
+    .weight(2),
     // Catch2's failed assertion: `file:line: FAILED:` (or `file(line): FAILED:`), the
     // expression on the lines below.
     re(
@@ -888,6 +915,13 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     // Cooja's test script, stopped by its own timeout before the test said whether it passed.
     re("cooja.timeout", "cooja", Hang, r"^(?P<msg>TEST TIMEOUT)$"),
+    // OP-TEE's expect scripts (`make check`) when a test does not finish in time.
+    re(
+        "optee.check_timeout",
+        "op-tee",
+        Hang,
+        r"^(?P<msg>!!! Timeout\b.*|TIMEOUT - test case too long or hung\?.*)$",
+    ),
     // ArduPilot's autotest catching the exception that ended a test step.
     re(
         "ardupilot.autotest_exception",
@@ -926,6 +960,15 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"^(?P<msg>FAILED \S+::\S+ - (?:pexpect\.\w+\.)?TIMEOUT\b.*)$",
     ),
+    // pytest's progress row of a test file with a failed test in it (`tests/test_x.py .F.  [ 7%]`):
+    // a run cut before its summary has failed all the same.
+    re(
+        "pytest.progress_failed",
+        "pytest",
+        TestFailure,
+        r"^(?P<msg>\S+\.py [.sxXE]*F[.sxXFE]*)\s+\[\s*\d+%\]$",
+    )
+    .weight(2),
     re("pytest.failed", "pytest", TestFailure, r"^(?P<msg>FAILED \S+::\S+.*)$").weight(1),
     // The exception pytest quotes under a failing test (`E       AssertionError: ...`); the
     // rules above see a pexpect timeout or a serial port's failure in it first.
@@ -1159,7 +1202,7 @@ pub static RULES: &[Rule] = &[
         "cmd.not_recognized",
         "cmd",
         ToolMissing,
-        r"(?P<msg>'[^']+' is not recognized as an internal or external command)",
+        r"(?P<msg>'[^']+' (?:is not recognized as an internal or external command|n(?:'|’)est pas reconnu en tant que commande interne|no se reconoce como un comando interno))",
     ),
     re(
         "powershell.not_recognized",
@@ -1210,6 +1253,22 @@ pub static RULES: &[Rule] = &[
         "python",
         ToolMissing,
         r"(?:(?:^|FileNotFoundError: |OSError: |fatal error: )\[?(?:Errno 2\]|WinError 2\]|2) |(?:^|[\s\x60'\x22])(?:[\w.]*Error: )?)(?:No such file or directory|The system cannot find the file specified):? '(?P<msg>[\w+-]+(?:\.exe|\.py)?)'(?:$|[\x60\x22.,;)\s])",
+    ),
+    // Python 2's subprocess on Windows when the program it starts is not found: CreateProcess's
+    // error names no file (an open of a missing file names it).
+    re(
+        "python.windows_program_not_found",
+        "python",
+        ToolMissing,
+        r"(?P<msg>WindowsError: \[Error 2\] The system cannot find the file specified):?$",
+    ),
+    // A tool's wrapper checking for a program it runs (ESP-IDF's `'cmake' must be available on
+    // the PATH to use idf.py`).
+    re(
+        "wrapper.program_not_on_path",
+        "any",
+        ToolMissing,
+        r"(?P<msg>'[\w.+-]+' must be available on the PATH\b.*)$",
     ),
     re(
         "rust.target_missing",
@@ -1580,7 +1639,7 @@ pub static RULES: &[Rule] = &[
         "nrfjprog.error",
         "nrfjprog",
         FlashError,
-        r"^(?:ERROR|FATAL ERROR): (?P<msg>No debuggers were discovered\.?|There is no debugger connected to the PC\.?|Unable to connect to a debugger\.?|Unable to find a board; is the board connected\?|\[\s*nRFJProg\] - .+|.*\bNO_EMULATOR_CONNECTED\b.*)$",
+        r"^(?:ERROR|FATAL ERROR): (?P<msg>No debuggers were discovered\.?|There is no debugger connected to the PC\.?|Unable to connect to a debugger\.?|Unable to find a board; is the board connected\?|\[\s*\w+\s*\] - .+|The file specified is not a valid hex file\b.*|.*\bNO_EMULATOR_CONNECTED\b.*)$",
     ),
     re(
         "dfu_util.error",
@@ -1629,7 +1688,14 @@ pub static RULES: &[Rule] = &[
         "teensy.error",
         "teensy",
         FlashError,
-        r"^(?P<msg>error reading intel hex file .*|Warning, HEX parse error line \d+|error writing to Teensy|Unable to open device\b.*|Unable to read \S+)$",
+        r"^(?P<msg>error reading intel hex file .*|Warning, HEX parse error line \d+|ihex: parse error line \d+|error writing to Teensy|Unable to open device\b.*|Unable to read \S+)$",
+    ),
+    // stm32flash's errors opening the port or the device it was given.
+    re(
+        "stm32flash.error",
+        "stm32flash",
+        FlashError,
+        r#"^(?P<msg>Failed to open port: .+|Cannot handle device ".*"|Error probing interface ".*")$"#,
     ),
     // Black Magic Probe, through gdb: its scan or its attach to the target failed.
     re(
@@ -1661,7 +1727,7 @@ pub static RULES: &[Rule] = &[
         "stm32cube.error",
         "stm32cubeprogrammer",
         FlashError,
-        r"^Error: (?P<msg>No STM32 target found!?|No debug probe detected\.?|Target device not found.*|ST-LINK error \(DEV_.*|failed to download (?:the )?(?:Segment|file).*)$",
+        r"^Error: (?P<msg>No STM32 target found!?|No debug probe detected\.?|Target device not found.*|ST-LINK error \(DEV_.*|failed to download (?:the )?(?:Segment|file).*|failed to erase memory)$",
     ),
     // STM32CubeProgrammer's own line when a write does not go through (`Downloading 8-bit data
     // failed...`), also after its progress bar.
@@ -1669,7 +1735,7 @@ pub static RULES: &[Rule] = &[
         "stm32cube.transfer_failed",
         "stm32cubeprogrammer",
         FlashError,
-        r"(?P<msg>(?:Downloading|Uploading) \d+-bit data failed\b.*)$",
+        r"(?P<msg>(?:Downloading|Uploading) \d+-bit data failed\b.*|Error in STM32CubeProgrammer\b.*)$",
     )
     .weight(2),
     // The last line of a flashing library's Python traceback names the library that raised.
@@ -1746,6 +1812,17 @@ pub static RULES: &[Rule] = &[
         "u-boot",
         r"^(?:Verifying Checksum|Loading (?:Kernel|Ramdisk|Device Tree) Image|Uncompressing \S+)(?: \.\.\.)? OK$",
     ),
+    // A serial monitor opening (ESP-IDF's `--- idf_monitor on COM3 74880 ---`, pyserial's
+    // `--- Miniterm on /dev/ttyUSB0  115200,8,N,1 ---`, PlatformIO's `--- Terminal on COM3 |
+    // 115200 8-N-1`) and ESPHome starting an upload: the log's outcome is what that step shows
+    // next, not the success of the step before. (ESPHome's `Starting log output` after its
+    // upload is no such step: the upload's success is the outcome asked for.)
+    noise(
+        "monitor.opened",
+        "monitor",
+        r"^(?:--- (?:idf_monitor|esp-idf-monitor(?: \S+)?|Miniterm|Terminal) on \S+.*|INFO Uploading \S+ \(\d+ bytes\))$",
+    )
+    .starts_step(),
     // A flasher's own closing success line: the image is on the board. A log that ends there
     // is a pass (nothing failed); anything a later line shows failing ranks above it.
     re(
@@ -1869,12 +1946,13 @@ pub static RULES: &[Rule] = &[
         r"(?i)(?P<msg>.*\b(?:ap-?protection|approtect|readback protection|read-?out protection)\b.*\b(?:enabled|unavailable|active|set)\b.*)$",
     ),
     // Lines that say a log comes from a flasher (its banner, its progress, a shell prompt's or
-    // an IDE task's command line that runs it): its generic failures are the flash's.
+    // an IDE task's command line that runs it, `C:\...>` prompts too): its generic failures are
+    // the flash's.
     re(
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:[$>%#]|\*\s+Executing task:) (?:sudo )?(?:\S*/)?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program)\b.*)$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:(?:[$>%#]|\*\s+Executing task:) |[A-Za-z]:\\[^>]*>)(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$",
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -2165,7 +2243,7 @@ pub static RULES: &[Rule] = &[
         "platformio.install",
         "platformio",
         InfraError,
-        r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*)$",
+        r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*|idf_tools\.py installation failed\b.*)$",
     ),
     // BitBake's closing summary when recipes' tasks failed (`Summary: 7 tasks failed:`).
     re(
@@ -2444,16 +2522,19 @@ pub static RULES: &[Rule] = &[
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
     diag("ld.missing_library", "ld", LinkError, "linker", &["missing_library"]),
     diag("ld.error", "ld", LinkError, "linker", &[]).weight(2),
-    // GNU ld given a file it cannot read as an object or archive.
+    // GNU ld given a file it cannot read as an object or archive (an archive built for another
+    // host or architecture: `libx.a: error adding symbols: File format not recognized`).
     re(
         "ld.bad_format",
         "ld",
         LinkError,
-        r"(?P<msg>\S+: file format not recognized; treating as linker script)",
+        r"(?P<msg>\S+: file format not recognized; treating as linker script|.+: error adding symbols: .+)$",
     )
     .weight(2),
     // Renesas's optlnk (`E0562310:Undefined external symbol "_x" referenced in "y"`) and TI's
-    // linker (`error #10234-D: unresolved symbols remain`).
+    // linker (`error #10234-D: unresolved symbols remain`, and the same errors as Code Composer
+    // Studio's Problems view lists them: `#10010 errors encountered during linking`,
+    // `unresolved symbol _x, first referenced in ./y.obj`).
     // IAR's older linker, XLINK (`Error[e104]: Failed to fit all segments ...`), and IAR
     // Embedded Workbench's closing line after a link that failed (ILINK's `Error[Li005]` is
     // `iar.link_error`'s).
@@ -2468,7 +2549,7 @@ pub static RULES: &[Rule] = &[
         "vendor.link_error",
         "ld",
         LinkError,
-        r"\b(?P<msg>[EF]0562\d{3}\s*:.+|error #10\d{3}(?:-D)?: .+)$",
+        r"(?P<msg>\b[EF]0562\d{3}\s*:.+|\berror #10\d{3}(?:-D)?: .+|#10010 errors encountered during linking.*|\bunresolved symbols remain\b.*|^unresolved symbol \S+, first referenced in .*)$",
     )
     .weight(2),
     // TI's and Green Hills' compilers: `"src/x.c", line 276: error #20: identifier "y" is
@@ -2956,6 +3037,14 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"^Last software reset .*reason: (?P<msg>(?:Hard|Bus|Usage|Mem\w*)Fault\b.*|StackOverflow\b.*)$",
     ),
+    // A firmware reporting on boot that the run before it ended in a fault (rusEFI's `Last boot
+    // had hard fault type: 3 addr: 0 CSFR: 10000`).
+    re(
+        "firmware.last_boot_fault",
+        "firmware",
+        Crash,
+        r"(?i)(?P<msg>\blast (?:boot|reset|run) (?:had|was|ended in|caused by) (?:a )?hard ?fault\b.*)$",
+    ),
     re("esp_idf.task_watchdog_abort", "esp-idf", Hang, r"task_wdt: (?P<msg>Aborting\.)"),
     re(
         "esp_idf.abort_after_watchdog",
@@ -2977,7 +3066,7 @@ pub static RULES: &[Rule] = &[
         "esp_idf.watchdog_frame",
         "esp-idf",
         Hang,
-        r"^0x[0-9a-fA-F]{8}: (?P<msg>(?:esp_)?task_wdt_isr\w*|int_wdt_isr\w*) at ",
+        r"^(?:0x[0-9a-fA-F]{8}:|\(inlined by\)) (?P<msg>(?:esp_)?task_wdt_isr\w*|task_wdt_timeout_handling|int_wdt_isr\w*) at ",
     )
     .weight(2),
     re("esp_idf.stack_overflow", "esp-idf", Crash, r"\*\*\*ERROR\*\*\* A stack overflow in task"),
@@ -3059,6 +3148,9 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"(?i)(?P<msg>stack check fail\w*\b.*|stack smashing detected.*|\bstack overflowed\b.*)$",
     ),
+    // A panic right after a test's failed line is how that test failed (Rust's asserts panic).
+    re("libtest.case_panic", "cargo", TestFailure, r"(?:^|\s)(?P<msg>panicked at .+)$")
+        .follows(&["libtest.case_failed"]),
     re("rust.panic", "firmware", Crash, r"(?:^|\s)(?P<msg>panicked at .+)$"),
     // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the
     // backtrace frames they print through the fault handler or the panic machinery.

@@ -2109,6 +2109,60 @@ const SAMPLES: &[(&str, &str)] = &[
         "main.html#progressbar:1 Error in response to usb.getDevices: Error: Invocation of form usb.getDevices(undefined, function) doesn't match",
         "chrome.api_error",
     ),
+    ("Error: failed to erase memory", "stm32cube.error"),
+    ("Error in STM32CubeProgrammer", "stm32cube.transfer_failed"),
+    (
+        "ERROR: [ Worker] - Address 0x00100000 does not map to a known memory.",
+        "nrfjprog.error",
+    ),
+    ("ihex: parse error line 8193", "teensy.error"),
+    (
+        "#10010 errors encountered during linking; \"app.out\" not built",
+        "vendor.link_error",
+    ),
+    (
+        "unresolved symbol _compare, first referenced in ./dssver.obj",
+        "vendor.link_error",
+    ),
+    (
+        "  (inlined by) task_wdt_isr at /COMPONENT_ESP_SYSTEM_DIR/task_wdt/task_wdt.c:509",
+        "esp_idf.watchdog_frame",
+    ),
+    ("idf_tools.py installation failed", "platformio.install"),
+    (
+        "EngineState: Last boot had hard fault type: 3 addr: 0 CSFR: 10000",
+        "firmware.last_boot_fault",
+    ),
+    (
+        "FAIL:Function func_using_foo_init.  Called more times than expected.",
+        "cmock.call_count",
+    ),
+    (
+        "tests/dashboard/test_web_server.py .F                                    [  7%]",
+        "pytest.progress_failed",
+    ),
+    ("TIMEOUT - test case too long or hung? (last test started: regression_1006)", "optee.check_timeout"),
+    (
+        "test tests::test_huge_buffer ... ERROR ====================== PANIC ======================",
+        "libtest.case_failed",
+    ),
+    (
+        "WindowsError: [Error 2] The system cannot find the file specified:",
+        "python.windows_program_not_found",
+    ),
+    (
+        "'cmake' must be available on the PATH to use /home/u/esp/esp-idf/tools/idf.py",
+        "wrapper.program_not_on_path",
+    ),
+    (
+        "'nmake' n’est pas reconnu en tant que commande interne",
+        "cmd.not_recognized",
+    ),
+    ("Failed to open port: 0483:df11", "stm32flash.error"),
+    (
+        "C:\\p\\LIBvpx\\libvpx.a: error adding symbols: File format not recognized",
+        "ld.bad_format",
+    ),
 ];
 
 #[test]
@@ -2126,6 +2180,47 @@ fn a_signal_right_after_a_test_line_is_the_tested_program_crashing() {
     assert_eq!(crashed.class, TriageClass::Crash, "{crashed:?}");
     let bare = classify_str("Building\nSegmentation fault (core dumped)\n");
     assert_eq!(bare.class, TriageClass::InfraError, "{bare:?}");
+}
+
+/// A CI runner's raw log stamps each line with its clock (GitHub Actions', Azure Pipelines'
+/// `2024-01-19T11:58:28.3431817Z `); the stamp is cut, pasted with an indent or not.
+#[test]
+fn a_ci_runners_clock_is_cut_like_any_stamp() {
+    for log in [
+        "2024-01-19T11:58:28.3431817Z !!! Timeout: Test failed\n",
+        " 2024-01-19T11:58:28.3431817Z !!! Timeout: Test failed\n",
+    ] {
+        let t = classify_str(log);
+        assert_eq!(t.class, TriageClass::Hang, "{t:?}");
+    }
+}
+
+/// A flash's success followed by a serial monitor that opens and shows nothing is no pass: the
+/// log stops before the step it was run for. What the monitor shows next decides as ever.
+#[test]
+fn a_success_before_a_monitor_opens_is_no_verdict_of_the_log() {
+    let flashed = "Leaving...\nHard resetting via RTS pin...\n$ make monitor\n--- idf_monitor on COM3 74880 ---\n";
+    let t = classify_str(flashed);
+    assert_eq!(t.class, TriageClass::Unknown, "{t:?}");
+    assert!(t.reason.contains("line 4 started another"), "{t:?}");
+    let tested = format!("{flashed}5 Tests 0 Failures 0 Ignored\nOK\n");
+    let t = classify_str(&tested);
+    assert_eq!(t.class, TriageClass::Pass, "{t:?}");
+    let failed = format!("{flashed}Guru Meditation Error: Core  0 panic'ed (LoadProhibited)\n");
+    let t = classify_str(&failed);
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
+}
+
+/// Rust's tests fail by panicking: a panic right after a test's failed line is that test's
+/// failure; a panic with no test line before it stays a crash.
+#[test]
+fn a_panic_right_after_a_failed_test_line_is_that_tests_failure() {
+    let t = classify_str(
+        "running 2 tests\ntest tests::a ... ok\ntest tests::b ... ERROR ====== PANIC ======\n└─ esp_backtrace::panic_handler @ src/lib.rs:25\nERROR panicked at src/lib.rs:367:5:\n",
+    );
+    assert_eq!(t.class, TriageClass::TestFailure, "{t:?}");
+    let t = classify_str("INFO booting\nERROR panicked at src/main.rs:12:5:\n");
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
 }
 
 /// BitBake's and QMK's `| ` quoting is taken off before the rules read a line; a Markdown
@@ -2179,6 +2274,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "cmake.assertion",
         "shell.crashed_between_tests",
         "proxmark.flash_done",
+        "libtest.case_panic",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
