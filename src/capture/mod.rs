@@ -4,7 +4,8 @@
 //! The pieces every backend shares live here too: [`framing`] turns bytes into lines, [`store`]
 //! keeps a bounded part of them in memory (host lines never pushing out UART lines), [`noise`]
 //! limits floods of host lines, [`log`] writes console.log, [`pump`] reads a byte stream into
-//! lines, [`nonce`] tells this attempt's lines from stale ones. None of them knows
+//! lines, [`nonce`] tells this attempt's lines from stale ones, [`settle`] says when a firmware that
+//! printed a failed assertion has gone quiet for good. None of them knows
 //! which backend the bytes came from or what they mean.
 
 pub mod framing;
@@ -12,6 +13,7 @@ pub mod log;
 pub mod noise;
 pub mod nonce;
 pub mod pump;
+pub mod settle;
 pub mod store;
 
 use serde::{Deserialize, Serialize};
@@ -55,6 +57,11 @@ pub enum RunEnd {
     Crashed,
     /// Nothing final arrived before the test timeout: a hang.
     Timeout,
+    /// The firmware printed a failed assertion it may not come back from, then the console went
+    /// quiet (see [`settle`]): it stopped there, a crash at the assertion's site rather than a
+    /// hang. `quiet_ms` is how long the console had been silent when the attempt ended (less than
+    /// the quiet period when the firmware printed on until the window's cap).
+    Stopped { quiet_ms: u64 },
     /// The runner itself died (e.g. QEMU killed by a signal): not a test result.
     RunnerDied {
         signal: Option<i32>,
@@ -195,6 +202,9 @@ pub struct LineRead {
     /// even from the middle of a console too long to keep whole (see [`store`]), as evidence for
     /// the report. The results never depend on it: the harness read every line as it came.
     pub keep: bool,
+    /// The line is a failed assertion the firmware may not come back from (see
+    /// `results::crash_dump`): the backend ends the attempt once the console settles after it.
+    pub settle: bool,
 }
 
 #[cfg(test)]
@@ -208,6 +218,7 @@ mod tests {
     fn run_ends_with_numbers_read_back_from_json() {
         for end in [
             RunEnd::Exited { code: 3 },
+            RunEnd::Stopped { quiet_ms: 500 },
             RunEnd::RunnerDied {
                 signal: Some(9),
                 code: None,

@@ -457,6 +457,7 @@ impl Job<'_> {
             RunEnd::Verdict
             | RunEnd::Exited { .. }
             | RunEnd::Crashed
+            | RunEnd::Stopped { .. }
             | RunEnd::RunnerDied { .. }
             | RunEnd::Cancelled => None,
         };
@@ -508,6 +509,13 @@ impl Job<'_> {
                 format!("the image exited with {code}"),
             ),
             RunEnd::Crashed => Step::ok(Outcome::RunFinished, "the image crashed"),
+            RunEnd::Stopped { quiet_ms } => Step::ok(
+                Outcome::RunFinished,
+                format!(
+                    "the image printed a failed assertion and then nothing for {quiet_ms} ms: it \
+                     stopped there"
+                ),
+            ),
             RunEnd::Timeout => Step::ok(
                 Outcome::RunFinished,
                 format!(

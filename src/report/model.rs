@@ -191,6 +191,9 @@ impl AttemptSummary {
             RunEnd::Exited { code } => format!("exit {code}"),
             RunEnd::Crashed => "crash".to_string(),
             RunEnd::Timeout => "timeout".to_string(),
+            RunEnd::Stopped { quiet_ms } => {
+                format!("stopped after an assertion ({quiet_ms} ms quiet)")
+            }
             RunEnd::RunnerDied {
                 signal: Some(signal),
                 ..
@@ -215,6 +218,7 @@ impl AttemptSummary {
             RunEnd::Verdict
             | RunEnd::Crashed
             | RunEnd::Timeout
+            | RunEnd::Stopped { .. }
             | RunEnd::RunnerDied { .. }
             | RunEnd::Cancelled
             | RunEnd::PortLost => None,
@@ -938,6 +942,10 @@ mod tests {
         );
         assert_eq!(AttemptSummary::end_text(&RunEnd::Crashed), "crash");
         assert_eq!(AttemptSummary::end_text(&RunEnd::Timeout), "timeout");
+        assert_eq!(
+            AttemptSummary::end_text(&RunEnd::Stopped { quiet_ms: 500 }),
+            "stopped after an assertion (500 ms quiet)"
+        );
         assert_eq!(
             AttemptSummary::end_text(&RunEnd::PortLost),
             "console port lost"

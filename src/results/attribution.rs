@@ -25,7 +25,9 @@ impl Stop {
     pub(super) fn of(end: RunEnd, console_crash: bool) -> Option<Stop> {
         match end {
             RunEnd::RunnerDied { .. } | RunEnd::PortLost | RunEnd::Cancelled => None,
-            RunEnd::Crashed => Some(Stop::Crashed),
+            // The backend ended it after a failed assertion the console then settled on: the
+            // firmware stopped at the assertion, whatever else the console shows.
+            RunEnd::Crashed | RunEnd::Stopped { .. } => Some(Stop::Crashed),
             _ if console_crash => Some(Stop::Crashed),
             RunEnd::Timeout => Some(Stop::Hung),
             RunEnd::Verdict | RunEnd::Exited { .. } => None,
@@ -234,7 +236,11 @@ pub(super) fn environment_end(end: RunEnd, notes: &mut Vec<String>) -> Option<Ve
             notes.push("the attempt was cancelled before the run finished".to_string());
             Some(Verdict::Inconclusive)
         }
-        RunEnd::Crashed | RunEnd::Timeout | RunEnd::Verdict | RunEnd::Exited { .. } => None,
+        RunEnd::Crashed
+        | RunEnd::Stopped { .. }
+        | RunEnd::Timeout
+        | RunEnd::Verdict
+        | RunEnd::Exited { .. } => None,
     }
 }
 
@@ -254,6 +260,10 @@ mod tests {
         assert_eq!(Stop::of(RunEnd::Crashed, false), Some(Stop::Crashed));
         assert_eq!(Stop::of(RunEnd::Timeout, false), Some(Stop::Hung));
         assert_eq!(Stop::of(RunEnd::Timeout, true), Some(Stop::Crashed));
+        assert_eq!(
+            Stop::of(RunEnd::Stopped { quiet_ms: 500 }, true),
+            Some(Stop::Crashed)
+        );
         assert_eq!(Stop::of(RunEnd::Verdict, true), Some(Stop::Crashed));
         assert_eq!(Stop::of(RunEnd::Exited { code: 0 }, false), None);
         assert_eq!(Stop::of(RunEnd::Cancelled, true), None);

@@ -102,7 +102,9 @@ pub fn parse(lines: &[&str]) -> Option<FaultSnapshot> {
 /// The first fault dump in `lines` (see [`Finder`]).
 pub(super) fn find(lines: &[&str]) -> Option<Dump> {
     let mut finder = Finder::default();
-    lines.iter().for_each(|line| finder.line(line));
+    for line in lines {
+        finder.line(line);
+    }
     finder.dump()
 }
 
@@ -122,29 +124,33 @@ pub(super) struct Finder {
 }
 
 impl Finder {
-    /// Reads the next console line.
-    pub(super) fn line(&mut self, raw: &str) {
+    /// Reads the next console line; true when it is a firmware's failed assertion (for the
+    /// backend's settle window, so also after the first dump was found: a test that survived an
+    /// expected fault may assert for good later).
+    pub(super) fn line(&mut self, raw: &str) -> bool {
         let index = self.index;
         self.index += 1;
-        if self.found.is_some() {
-            return;
-        }
         let body = strip_log_prefix(clean(raw));
         if body.is_empty() {
-            return;
+            return false;
+        }
+        let found = assertion(index, body);
+        let is_assertion = found.is_some();
+        if self.found.is_some() {
+            return is_assertion;
         }
         // The last assertion before the dump: an earlier one a test expected and survived says
         // nothing of how the run ended.
-        if let Some(found) = assertion(index, body) {
-            self.assertion = Some(found);
+        if found.is_some() {
+            self.assertion = found;
         }
         if let Some(open) = self.block.as_mut() {
             if open.take(index, raw, body) {
-                return;
+                return is_assertion;
             }
             if let Some(done) = self.block.take().filter(Block::qualifies) {
                 self.found = Some(done.into_dump());
-                return;
+                return is_assertion;
             }
         }
         // A line that ends one block may open the next.
@@ -152,6 +158,7 @@ impl Finder {
         if fresh.take(index, raw, body) {
             self.block = Some(fresh);
         }
+        is_assertion
     }
 
     /// The fault the first dump shows, for the crash report. A failed assertion alone shows none:

@@ -89,11 +89,12 @@ impl EndDetector for RegexStream {
     /// Kept: a line any pattern (pass, fail or crash) matches.
     fn read_line(&mut self, line: &str) -> LineRead {
         let keep = self.matcher.feed(self.lines, line);
-        self.dumps.line(line);
+        let settle = self.dumps.line(line);
         self.lines += 1;
         LineRead {
             verdict: self.matcher.decided(),
             keep,
+            settle,
         }
     }
 }

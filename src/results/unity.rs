@@ -96,8 +96,11 @@ impl EndDetector for UnityStream {
     fn read_line(&mut self, line: &str) -> LineRead {
         let index = self.index;
         self.index += 1;
-        self.dumps.line(line);
-        self.read(index, clean(line))
+        let settle = self.dumps.line(line);
+        LineRead {
+            settle,
+            ..self.read(index, clean(line))
+        }
     }
 }
 
@@ -177,6 +180,7 @@ impl UnityStream {
             return LineRead {
                 verdict: false,
                 keep: true,
+                settle: false,
             };
         }
         if scan.fixture && scan.summaries.is_empty() && scan.progress.read(line) {
@@ -184,6 +188,7 @@ impl UnityStream {
             return LineRead {
                 verdict: false,
                 keep: true,
+                settle: false,
             };
         }
         let word = verdict_word(line);
@@ -196,6 +201,7 @@ impl UnityStream {
                 return LineRead {
                     verdict: last_run,
                     keep: true,
+                    settle: false,
                 };
             }
             self.after_summary = left.checked_sub(1);
@@ -208,6 +214,7 @@ impl UnityStream {
         let read = LineRead {
             verdict: false,
             keep: word.is_some() || kind != UnityLine::Other,
+            settle: false,
         };
         match kind {
             UnityLine::Summary(summary) => {

@@ -91,7 +91,7 @@ impl EndDetector for ZtestStream {
     fn read_line(&mut self, line: &str) -> LineRead {
         let index = self.index;
         self.index += 1;
-        self.dumps.line(line);
+        let settle = self.dumps.line(line);
         let line = strip_log_prefix(clean(line));
         let classified = self.read(index, line);
         let fatal = line.contains(FATAL_ERROR);
@@ -107,6 +107,7 @@ impl EndDetector for ZtestStream {
         LineRead {
             verdict,
             keep: classified || fatal || halting,
+            settle,
         }
     }
 }

@@ -32,6 +32,7 @@ use crate::capture::log::ConsoleLog;
 use crate::capture::noise::HostFilter;
 use crate::capture::nonce::{self, NonceGate};
 use crate::capture::pump::pump_until;
+use crate::capture::settle::Settle;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{
     Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream, VectorStore,
@@ -350,6 +351,7 @@ pub(super) async fn run(
         fault: None,
         fault_seen: false,
         settled: false,
+        after_assertion: Settle::default(),
         verdict: false,
         lockup_alarm: false,
         uart_seen: false,
@@ -452,6 +454,11 @@ enum Ending {
     Exited,
     Crashed(FaultSnapshot),
     Timeout(Option<FaultSnapshot>),
+    /// The console settled after a failed assertion (with where the core then was).
+    Stopped {
+        quiet_ms: u64,
+        at: Option<FaultSnapshot>,
+    },
     Cancelled,
     /// The gdbstub could not be reached, so the paused core never ran.
     WatchFailed(String),
@@ -506,6 +513,8 @@ struct Session<'a> {
     fault_seen: bool,
     /// The fault handler only spins: nothing more will come.
     settled: bool,
+    /// The quiet window after a failed assertion on the console.
+    after_assertion: Settle,
     verdict: bool,
     lockup_alarm: bool,
     uart_seen: bool,
@@ -519,9 +528,23 @@ impl Session<'_> {
     async fn capture(&mut self, timeout_at: Instant) -> Ending {
         let mut timer = pin!(sleep_until(timeout_at));
         loop {
+            // Woken by the timeout or by the end of a settle window, whichever comes first.
+            let settle_at = self.after_assertion.deadline().map(|d| self.launch + d);
+            timer
+                .as_mut()
+                .reset(settle_at.map_or(timeout_at, |at| at.min(timeout_at)));
             match self.step(&mut timer).await {
                 Step::Cancelled => return Ending::Cancelled,
-                Step::Done(()) => return self.at_timeout().await,
+                Step::Done(()) => {
+                    if let Some(RunEnd::Stopped { quiet_ms }) =
+                        self.after_assertion.end(self.launch.elapsed())
+                    {
+                        return self.at_stop(quiet_ms).await;
+                    }
+                    if Instant::now() >= timeout_at {
+                        return self.at_timeout().await;
+                    }
+                }
                 Step::Exited => {
                     self.drain().await;
                     return Ending::Exited;
@@ -706,6 +729,9 @@ impl Session<'_> {
                     LineRead::default()
                 };
                 self.verdict |= read.verdict;
+                if live {
+                    self.after_assertion.line(read, self.launch.elapsed());
+                }
                 self.store.push_read(line, read.keep);
             }
             Stream::Host => {
@@ -820,6 +846,15 @@ impl Session<'_> {
         }
     }
 
+    /// The console settled after a failed assertion: read where the core is, as at the timeout
+    /// (a core found in a fault handler crashed there after all).
+    async fn at_stop(&mut self, quiet_ms: u64) -> Ending {
+        match self.at_timeout().await {
+            Ending::Timeout(at) => Ending::Stopped { quiet_ms, at },
+            other => other,
+        }
+    }
+
     fn stopped(&mut self, stop: &StopReading) -> Ending {
         match cortex_m::conclude(stop) {
             Some(Stop::Faulted(mut snap)) => {
@@ -873,6 +908,7 @@ impl Session<'_> {
             Ending::Cancelled => (RunEnd::Cancelled, None, None),
             Ending::WatchFailed(why) => return Err(NotRun::Unwatched(why)),
             Ending::Timeout(snapshot) => (RunEnd::Timeout, None, snapshot),
+            Ending::Stopped { quiet_ms, at } => (RunEnd::Stopped { quiet_ms }, None, at),
             Ending::Crashed(mut snapshot) => {
                 snapshot.vector_stores.clone_from(&self.vector_stores);
                 if self.stderr.lockup() && !snapshot.lockup {
