@@ -70,6 +70,15 @@ impl Settle {
     }
 }
 
+/// How an attempt whose window ran out ends, given what reading the core then gave (`read`, as
+/// at a timeout): its hang is the stop, anything more certain (a fault found, an exit) stands.
+pub fn stopped_unless(read: RunEnd, stopped: RunEnd) -> RunEnd {
+    match read {
+        RunEnd::Timeout => stopped,
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +182,17 @@ mod tests {
         assert_eq!(settle.deadline(), Some(ms(5500)));
         settle.line(OTHER, ms(6800));
         assert_eq!(settle.deadline(), Some(ms(7000)));
+    }
+
+    #[test]
+    fn a_stop_is_a_hang_read_at_the_window_s_end_and_nothing_else() {
+        let stopped = RunEnd::Stopped { quiet_ms: 500 };
+        assert_eq!(stopped_unless(RunEnd::Timeout, stopped), stopped);
+        assert_eq!(stopped_unless(RunEnd::Crashed, stopped), RunEnd::Crashed);
+        assert_eq!(
+            stopped_unless(RunEnd::Cancelled, stopped),
+            RunEnd::Cancelled
+        );
     }
 
     /// An assertion line the harness also reads (ztest records assertions) still arms it.

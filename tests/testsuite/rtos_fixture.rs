@@ -10,6 +10,7 @@
 use crate::common::*;
 use std::path::Path;
 use std::process::Output;
+use std::time::Duration;
 
 const MPS2: &str = "qemu-mps2-an385";
 const LM3S: &str = "qemu-lm3s6965evb";
@@ -816,4 +817,43 @@ fn a_failure_location_printed_relative_to_the_build_directory_is_named_as_the_tr
     );
     assert_eq!(self_check["file"], format!("fw/{file}"), "{self_check:#}");
     assert_eq!(self_check["line"], line, "{self_check:#}");
+}
+
+/// FreeRTOS's `configASSERT` failing in a task: the firmware prints `ASSERT! Line N, file F` and
+/// spins with interrupts masked. With a 60 s test timeout the attempt still ends a moment after
+/// the line, as stopped (not a hang, not a verdict), and the report names the assertion's site.
+#[test]
+fn a_firmware_assertion_then_silence_ends_the_attempt_long_before_the_timeout() {
+    let repo = FixtureRepo::rtos();
+    let scratch = tempfile::tempdir().unwrap();
+    let path = rtos_variant_profile(scratch.path(), "assert");
+    let profile = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("timeout_s = 15", "timeout_s = 60");
+    assert!(profile.contains("timeout_s = 60"), "{profile}");
+    std::fs::write(&path, profile).unwrap();
+
+    let started = std::time::Instant::now();
+    let out = test_cmd(repo.path(), MPS2, path.to_str().unwrap());
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    // A generous bound (the build is in it): it did not wait for the 60 s timeout.
+    assert!(
+        took < Duration::from_secs(20),
+        "took {took:?}: {}",
+        text(&out)
+    );
+
+    let report = report(&run_dir(&out));
+    let end = report["attempts"][0]["end"].as_str().unwrap();
+    assert!(
+        end.starts_with("stopped after an assertion ("),
+        "{report:#}"
+    );
+    assert_eq!(case(&report, "self_check")["status"], "CRASH", "{report:#}");
+    let (file, line) = marked_line("ASSERT-LINE", "assert");
+    let crash = &report["crash"];
+    assert_eq!(crash["file"].as_str(), Some(file.as_str()), "{crash:#}");
+    assert_eq!(crash["line"].as_u64(), Some(line), "{crash:#}");
+    assert!(qemu_processes_mentioning(repo.path()).is_empty());
 }

@@ -26,6 +26,7 @@ use super::{flash, image};
 use crate::capture::log::ConsoleLog;
 use crate::capture::nonce::{Nonce, NonceGate};
 use crate::capture::pump::pump;
+use crate::capture::settle::{self, Settle};
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::config::{FlashSpec, GdbSpec, GdbStart, HardwareSpec, SerialReset};
@@ -120,6 +121,7 @@ pub(super) async fn run(
         writer,
         gate: NonceGate::new(run.nonce.clone()),
         verdict: false,
+        after_assertion: Settle::default(),
         console_rx,
         console_open: true,
         port_rx,
@@ -213,6 +215,8 @@ struct Session<'a> {
     writer: Writer,
     gate: NonceGate,
     verdict: bool,
+    /// The quiet window after a failed assertion on the console.
+    after_assertion: Settle,
     console_rx: mpsc::Receiver<ConsoleLine>,
     console_open: bool,
     port_rx: mpsc::Receiver<PortEvent>,
@@ -489,9 +493,23 @@ impl Session<'_> {
                     (false, None) => (RunEnd::PortLost, None, None),
                 };
             }
+            // Woken by the timeout or by the end of a settle window, whichever comes first.
+            let settle_at = self.after_assertion.deadline().map(|d| self.launch + d);
+            timer
+                .as_mut()
+                .reset(settle_at.map_or(timeout_at, |at| at.min(timeout_at)));
             match self.step(&mut timer).await {
                 Step::Cancelled => return (RunEnd::Cancelled, None, None),
-                Step::Done(()) => return self.timed_out().await,
+                Step::Done(()) => {
+                    if let Some(stopped) = self.after_assertion.end(self.launch.elapsed()) {
+                        // Where the core spins, read as at a timeout.
+                        let (read, fault, at) = self.timed_out().await;
+                        return (settle::stopped_unless(read, stopped), fault, at);
+                    }
+                    if Instant::now() >= timeout_at {
+                        return self.timed_out().await;
+                    }
+                }
                 Step::Said(Said::Exited(code)) => {
                     self.image_exit = Some(code);
                     self.drain_console().await;
@@ -691,6 +709,9 @@ impl Session<'_> {
             LineRead::default()
         };
         self.verdict |= read.verdict;
+        if live && line.stream == Stream::Uart {
+            self.after_assertion.line(read, self.launch.elapsed());
+        }
         self.store.push_read(line, read.keep);
     }
 

@@ -15,6 +15,7 @@
 use super::client;
 use super::place::Acquired;
 use crate::capture::nonce::NonceGate;
+use crate::capture::settle::Settle;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, LineRead, RunEnd, Stream};
 use crate::config::{LabgridFlash, SerialLine, SerialPort, SerialReset};
@@ -332,7 +333,9 @@ async fn capture(
     let mut watch = tokio::time::interval(WATCH_EVERY);
     let coordinator = place.coordinator_address();
     let mut gone: Option<String> = None;
+    let mut after_assertion = Settle::default();
     let end = loop {
+        let settle_at = after_assertion.deadline().map(|d| launch + d);
         tokio::select! {
             line = lines.recv() => match line {
                 Some(line) => {
@@ -342,6 +345,9 @@ async fn capture(
                     } else {
                         LineRead::default()
                     };
+                    if live && line.stream == Stream::Uart {
+                        after_assertion.line(read, launch.elapsed());
+                    }
                     store.push_read(line, read.keep);
                     if read.verdict {
                         break RunEnd::Verdict;
@@ -361,6 +367,12 @@ async fn capture(
                 }
             }
             _ = &mut timer => break RunEnd::Timeout,
+            // The console settled after a failed assertion.
+            _ = tokio::time::sleep_until(settle_at.unwrap_or(launch)), if settle_at.is_some() => {
+                if let Some(stopped) = after_assertion.end(launch.elapsed()) {
+                    break stopped;
+                }
+            }
             _ = spec.cancel.cancelled() => break RunEnd::Cancelled,
             _ = watch.tick() => {
                 if let Err(why) = reachable(&coordinator).await {

@@ -25,6 +25,7 @@ use super::console::{self, RttDecoder};
 use super::{AttachRequest, CoreState, FlashEvent, Halt, ProbeDriver, ProbeError, ProbeSession};
 use crate::capture::log::ConsoleLog;
 use crate::capture::nonce::{command_line, Nonce, NonceGate};
+use crate::capture::settle::Settle;
 use crate::capture::store::{LineStore, StoreLimits};
 use crate::capture::{Capture, ConsoleLine, EndDetector, FaultSnapshot, LineRead, RunEnd, Stream};
 use crate::dut::board::serial::{self, PortEvent, PortSpec, Writer};
@@ -227,6 +228,8 @@ pub(crate) async fn run(
         attempt: run.attempt,
         detector: run.detector,
         verdict: false,
+        after_assertion: Settle::default(),
+        stopped: None,
         gate: NonceGate::new(run.nonce.clone()),
         decoders: BTreeMap::from([(0, decoder)]),
         stop: stop_tx,
@@ -249,6 +252,7 @@ pub(crate) async fn run(
         flash_lines,
         store,
         verdict,
+        stopped,
         port_lost,
         gate,
         failed,
@@ -268,7 +272,7 @@ pub(crate) async fn run(
             })
         }
         Err(WorkerError::Probe(e)) => return Err(DutError::Probe(e)),
-        Ok(ended) => conclude_attempt(ended, verdict, port_lost),
+        Ok(ended) => conclude_attempt(ended, verdict, port_lost, stopped),
     };
     flash_done?;
     log_done?;
@@ -285,13 +289,20 @@ type Concluded = (
     Option<i32>,
 );
 
-/// The attempt's end from how the probe thread ended and what the console showed.
-fn conclude_attempt(ended: Ended, verdict: bool, port_lost: bool) -> Concluded {
+/// The attempt's end from how the probe thread ended and what the console showed (`stopped`: a
+/// settle window ran out and asked for the stop).
+fn conclude_attempt(
+    ended: Ended,
+    verdict: bool,
+    port_lost: bool,
+    stopped: Option<RunEnd>,
+) -> Concluded {
     match ended {
         Ended::Exited(code) if verdict => (RunEnd::Verdict, None, None, Some(code)),
         Ended::Exited(code) => (RunEnd::Exited { code }, None, None, Some(code)),
         Ended::Faulted(snap) | Ended::Breakpoint(snap) => (RunEnd::Crashed, Some(snap), None, None),
-        Ended::TimedOut(at) => (RunEnd::Timeout, None, at, None),
+        // A running core read at the window's end: the firmware stopped at its assertion.
+        Ended::TimedOut(at) => (stopped.unwrap_or(RunEnd::Timeout), None, at, None),
         Ended::AfterVerdict { exit } => (RunEnd::Verdict, None, None, exit),
         Ended::Cancelled if port_lost => (RunEnd::PortLost, None, None, None),
         Ended::Cancelled => (RunEnd::Cancelled, None, None, None),
@@ -311,6 +322,11 @@ struct Attempt<'a> {
     attempt: u32,
     detector: Box<dyn EndDetector>,
     verdict: bool,
+    /// The quiet window after a failed assertion on the console.
+    after_assertion: Settle,
+    /// The window ran out and the core was asked to stop: how the attempt ends if the probe
+    /// thread then reads a running core (it would say timed out).
+    stopped: Option<RunEnd>,
     /// Sorts lines into this attempt's and those left from an earlier run.
     gate: NonceGate,
     /// Each RTT up channel's decoder, made as its first bytes come.
@@ -344,6 +360,7 @@ impl Attempt<'_> {
         let mut msgs_open = true;
         let ended = loop {
             let deadline = timeout_at.unwrap_or_else(|| Instant::now() + timeout);
+            let settle_at = self.after_assertion.deadline().map(|d| self.launch + d);
             tokio::select! {
                 biased;
                 _ = cancel.cancelled(), if asked != Some(Request::Cancel) => {
@@ -353,6 +370,15 @@ impl Attempt<'_> {
                 _ = sleep_until(deadline), if timeout_at.is_some() && asked.is_none() => {
                     asked = Some(Request::Timeout);
                     let _ = self.stop.send(Some(Request::Timeout));
+                }
+                // The console settled after a failed assertion: the core is stopped and read as
+                // at a timeout.
+                _ = sleep_until(settle_at.unwrap_or(deadline)), if settle_at.is_some() && asked.is_none() => {
+                    if let Some(end) = self.after_assertion.end(self.launch.elapsed()) {
+                        self.stopped = Some(end);
+                        asked = Some(Request::Timeout);
+                        let _ = self.stop.send(Some(Request::Timeout));
+                    }
                 }
                 msg = msgs.recv(), if msgs_open => match msg {
                     Some(Msg::Started) => {
@@ -560,6 +586,9 @@ impl Attempt<'_> {
             LineRead::default()
         };
         self.verdict |= read.verdict;
+        if live && line.stream == Stream::Uart {
+            self.after_assertion.line(read, self.launch.elapsed());
+        }
         self.store.push_read(line, read.keep);
     }
 
