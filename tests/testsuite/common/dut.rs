@@ -45,7 +45,7 @@ impl EndDetector for UnityEnd {
     fn read_line(&mut self, line: &str) -> LineRead {
         LineRead {
             verdict: line == "OK" || line == "FAIL",
-            keep: false,
+            ..LineRead::default()
         }
     }
 }
