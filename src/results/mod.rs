@@ -144,8 +144,10 @@ pub fn parser_for(harness: &Harness) -> Box<dyn HarnessParser> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::settle::Settle;
     use crate::capture::RunEnd;
     use crate::config::{Pattern, RegexMode};
+    use std::time::Duration;
 
     /// The parse a backend feeds through its end detector is the one the orchestrator finishes:
     /// it ends the run at Unity's final word, reads the lines after it, and gives what parsing
@@ -215,6 +217,104 @@ mod tests {
                 .any(|n| n.contains("matched line 2: ASSERT")),
             "{:?}",
             streamed.notes
+        );
+    }
+
+    /// Feeds `lines` (each with its arrival time in ms) through `parser`'s stream and a settle
+    /// window, as a backend does: the time the window ended the attempt, if it did before the
+    /// last line, and whether the harness gave its final word.
+    fn settle_over(parser: &dyn HarnessParser, lines: &[(u64, &str)]) -> (Option<u64>, bool) {
+        let mut stream = parser.stream();
+        let mut settle = Settle::default();
+        let mut verdict = false;
+        for &(t, line) in lines {
+            let at = Duration::from_millis(t);
+            if let Some(end) = settle.deadline().filter(|d| *d <= at) {
+                return (Some(end.as_millis() as u64), verdict);
+            }
+            let read = stream.read_line(line);
+            verdict |= read.verdict;
+            settle.line(read, at);
+        }
+        (settle.deadline().map(|d| d.as_millis() as u64), verdict)
+    }
+
+    /// ztest's expected assertion (the error hook catches it): the framework prints on, over a
+    /// pause shorter than the quiet period and for longer than the window's cap, and reaches its
+    /// final word.
+    #[test]
+    fn a_ztest_run_that_survives_an_assertion_is_not_cut_short() {
+        let lines = [
+            (0, "Running TESTSUITE error_hook"),
+            (10, "START - test_catch_assert_fail"),
+            (
+                20,
+                "ASSERTION FAIL [0] @ WEST_TOPDIR/zephyr/tests/ztest/error_hook/src/main.c:100",
+            ),
+            (21, "\tintended assert"),
+            (400, "Caught assert failed"),
+            (410, "Assert error expected as part of test case."),
+            (420, " PASS - test_catch_assert_fail in 0.400 seconds"),
+            (1500, "START - test_slow"),
+            (3900, " PASS - test_slow in 2.400 seconds"),
+            (3910, "TESTSUITE error_hook succeeded"),
+            (3920, "PROJECT EXECUTION SUCCESSFUL"),
+        ];
+        let (ended, verdict) = settle_over(&ZtestParser, &lines);
+        assert_eq!(ended, None);
+        assert!(verdict);
+    }
+
+    /// Unity reading a test that checks its firmware's assert hook: the hook prints newlib's
+    /// line and returns, and Unity goes on.
+    #[test]
+    fn a_unity_run_that_prints_an_assertion_and_goes_on_is_not_cut_short() {
+        let lines = [
+            (0, "test/t.c:3:test_a:PASS"),
+            (
+                100,
+                "assertion \"n > 0\" failed: file \"src/queue.c\", line 12",
+            ),
+            (450, "test/t.c:9:test_assert_hook:PASS"),
+            (3000, "test/t.c:14:test_slow:PASS"),
+            (3010, "-----------------------"),
+            (3020, "3 Tests 0 Failures 0 Ignored "),
+            (3030, "OK"),
+        ];
+        let (ended, verdict) = settle_over(&UnityParser, &lines);
+        assert_eq!(ended, None);
+        assert!(verdict);
+    }
+
+    /// The same assertion with nothing after it: the window ends the attempt half a second on.
+    #[test]
+    fn an_assertion_and_then_silence_settles() {
+        let lines = [
+            (0, "START - test_catch_assert_fail"),
+            (
+                20,
+                "ASSERTION FAIL [0] @ WEST_TOPDIR/zephyr/kernel/sem.c:100",
+            ),
+            (30, "\tintended assert"),
+            (60_000, "never read"),
+        ];
+        assert_eq!(settle_over(&ZtestParser, &lines), (Some(530), false));
+        let lines = [
+            (0, "rtos: booted"),
+            (1000, "ASSERT! Line 97, file src/main.c"),
+            (60_000, "never read"),
+        ];
+        let spec = RegexSpec {
+            mode: RegexMode::OneLine,
+            ordered: true,
+            patterns: vec![Pattern::new("^status: OK ").unwrap()],
+            fail_patterns: Vec::new(),
+            crash_patterns: Vec::new(),
+            case_name: "self_check".to_string(),
+        };
+        assert_eq!(
+            settle_over(&RegexParser::new(spec), &lines),
+            (Some(1500), false)
         );
     }
 

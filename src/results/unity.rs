@@ -1464,11 +1464,18 @@ FAIL
 ";
 
     /// A FreeRTOS `configASSERT` in the running test: its handler prints the site and spins, so
-    /// the run times out; the test crashed at the assertion, not hung.
+    /// the run times out, or ends once the console settles after it; either way the test crashed
+    /// at the assertion, not hung.
     #[test]
     fn a_firmware_assertion_stops_the_running_test_at_its_site() {
+        for end in [RunEnd::Timeout, RunEnd::Stopped { quiet_ms: 500 }] {
+            firmware_assertion_stops_the_running_test_at_its_site(end);
+        }
+    }
+
+    fn firmware_assertion_stops_the_running_test_at_its_site(end: RunEnd) {
         let text = "test/t.c:3:test_a:PASS\nheartbeat 1\nASSERT! Line 97, file tests/test_main.c\n";
-        let r = parse_with(text, RunEnd::Timeout, &["test_a", "test_b"], &[]);
+        let r = parse_with(text, end, &["test_a", "test_b"], &[]);
         assert_eq!(r.verdict, Verdict::Fail, "{}", notes(&r));
         let b = r
             .cases
