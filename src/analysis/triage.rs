@@ -1693,9 +1693,11 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log), a GUI tool's or a
         // CI's clock (`11:21:53:481 : `, `21:42:25: `, `09:23:14 `), J-Link RTT Viewer's terminal
         // number (`0> `), a CI runner's raw log (GitHub Actions', Azure Pipelines'
-        // `2024-01-19T11:58:23.5778720Z `, indented when pasted into an issue).
+        // `2024-01-19T11:58:23.5778720Z `, indented when pasted into an issue), the Arduino
+        // IDE's serial monitor's (`22:58:57.694 -> `), Meshtastic's level and clock (`DEBUG |
+        // ??:??:?? 0 `, the clock unset).
         compile(
-            r"^(?:\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });
@@ -1729,13 +1731,13 @@ fn clean(raw: &[u8]) -> Cow<'_, [u8]> {
 fn without_stamp(text: &[u8]) -> &[u8] {
     // BitBake's task log quotes each line of a failed task after `| `, and so does QMK's error
     // block; a Markdown table's row starts so too, but has more cells.
-    if let Some(rest) = quoted_by_bar(text) {
+    if let Some(rest) = quoted_by_bar(text).or_else(|| quoted_by_angle(text)) {
         return rest;
     }
     // Every stamp starts with one of these: most lines need no search.
     if !matches!(
         text.first(),
-        Some(b'[' | b'0'..=b'9' | b'D' | b'I' | b' ' | b'\t')
+        Some(b'[' | b'0'..=b'9' | b'D' | b'I' | b'W' | b'E' | b'T' | b'C' | b' ' | b'\t')
     ) {
         return text;
     }
@@ -1748,6 +1750,15 @@ fn quoted_by_bar(text: &[u8]) -> Option<&[u8]> {
     let rest = text.trim_ascii_start().strip_prefix(b"| ")?;
     let starts_with_text = rest.first().is_some_and(|b| !b.is_ascii_whitespace());
     (starts_with_text && memchr::memchr(b'|', rest).is_none()).then_some(rest)
+}
+
+/// The line a Markdown quote (`> `) or Nix's failed-build tail (`       > `) quoted, if `text`
+/// is one.
+fn quoted_by_angle(text: &[u8]) -> Option<&[u8]> {
+    let rest = text.trim_ascii_start().strip_prefix(b"> ")?;
+    rest.first()
+        .is_some_and(|b| !b.is_ascii_whitespace())
+        .then_some(rest)
 }
 
 /// Whether a cleaned line holds anything but blanks, control bytes or a Markdown code fence.
@@ -1827,10 +1838,22 @@ fn segments(cleaned: &[u8]) -> impl Iterator<Item = Range<usize>> + '_ {
     cleaned.split(|&b| b == b'\r').filter_map(move |part| {
         let at = start;
         start += part.len() + 1;
-        let kept = trim_range(part);
+        let mut kept = trim_range(part);
+        kept.end = kept.start + without_shown_breaks(&part[kept.clone()]).len();
         let text = unquoted(&part[kept.clone()]);
         (!text.is_empty()).then(|| at + kept.start + text.start..at + kept.start + text.end)
     })
+}
+
+/// `text` without the line breaks a serial terminal shows as text at its end (`<\r><\n>`).
+fn without_shown_breaks(mut text: &[u8]) -> &[u8] {
+    while let Some(rest) = text
+        .strip_suffix(b"<\\r>")
+        .or_else(|| text.strip_suffix(b"<\\n>"))
+    {
+        text = rest.trim_ascii_end();
+    }
+    text
 }
 
 /// Where `text` lies without the Markdown backtick a reporter put around it: a line quoted as

@@ -736,7 +736,8 @@ pub static RULES: &[Rule] = &[
         .weight(2),
     re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
         .weight(1),
-    // A build that ends in its tool's own success (`pio run`'s closing line, ESP-IDF's `Project
+    // A build that ends in its tool's own success (`pio run`'s closing line, with or without its
+    // rule of `=`, ESP-IDF's `Project
     // build complete.`, Eclipse CDT's `Build Finished`, the Arduino IDE's size report after a
     // compile, `Sketch uses 5432 bytes (2%) of program storage space.`): nothing failed. Any failure a later
     // line shows ranks above it.
@@ -744,15 +745,16 @@ pub static RULES: &[Rule] = &[
         "build.succeeded",
         "platformio",
         Pass,
-        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+)$"#,
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+)$"#,
     )
     .weight(2),
-    // `pio run`'s closing line and its table of environments: the step failed, not why.
+    // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
+    // environments: the step failed, not why.
     re(
         "platformio.env_failed",
         "platformio",
         BuildError,
-        r"^(?P<msg>=+ \[FAILED\] Took [\d.]+ seconds =+|\S+\s+FAILED\s+\d\d:\d\d:\d\d\.\d+)$",
+        r"^(?P<msg>=+ \[FAILED\] Took [\d.]+ seconds =+|\[(?:FAILED|ERROR)\] Took [\d.]+ seconds|\S+\s+FAILED\s+\d\d:\d\d:\d\d\.\d+)$",
     )
     .weight(1)
     .echo(),
@@ -833,29 +835,32 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     // ArduinoUnit's and AUnit's failed assertion (`Assertion failed: (a=1) == (b=2), file
-    // x.ino, line 12.`), a test framework's check rather than the firmware's assert, and their
-    // closing summary.
+    // x.ino, line 12.`, AUnit's `x.ino:12: Assertion failed: (3) == (2).`), a test framework's
+    // check rather than the firmware's assert, and their closing summaries (AUnit's `TestRunner
+    // summary: 1 passed, 1 failed, 0 skipped, 0 timed out, out of 2 test(s).`).
     re(
         "arduinounit.assertion",
         "arduinounit",
         TestFailure,
-        r"^(?P<msg>Assertion failed: \(.*\) \S+ \(.*\), file \S+, line \d+\.?)",
+        r"^(?:\S+:\d+: )?(?P<msg>Assertion failed: \(.*\) \S+ \(.*\)(?:, file \S+, line \d+)?\.?)$",
     )
     .weight(2),
     re(
         "arduinounit.summary_fail",
         "arduinounit",
         TestFailure,
-        r"^(?P<msg>Test summary: \d+ passed, [1-9]\d* failed, and \d+ skipped, out of \d+ test\(s\)\.?)",
+        r"^(?P<msg>Test summary: \d+ passed, [1-9]\d* failed, and \d+ skipped, out of \d+ test\(s\)\.?|TestRunner summary: \d+ passed, (?:[1-9]\d* failed, \d+ skipped, \d+|\d+ failed, \d+ skipped, [1-9]\d*) timed out, out of \d+ test\(s\)\.?)",
     )
     .verdict(),
     re(
         "arduinounit.summary_pass",
         "arduinounit",
         Pass,
-        r"^(?P<msg>Test summary: [1-9]\d* passed, 0 failed, and \d+ skipped, out of \d+ test\(s\)\.?)",
+        r"^(?P<msg>Test summary: [1-9]\d* passed, 0 failed, and \d+ skipped, out of \d+ test\(s\)\.?|TestRunner summary: [1-9]\d* passed, 0 failed, \d+ skipped, 0 timed out, out of \d+ test\(s\)\.?)",
     )
     .verdict(),
+    // AUnit's line per test as it ends (`Test exampleTest2 failed.`).
+    re("aunit.test_failed", "aunit", TestFailure, r"^(?P<msg>Test \S+ failed\.)$").weight(2),
     // MicroPython's run-tests: `FAIL  basics/x.py` per test, then `12 tests performed (345
     // individual testcases)` (on a board, just `4 tests performed`), `11 tests passed`, `1
     // tests failed: x`.
@@ -1146,12 +1151,13 @@ pub static RULES: &[Rule] = &[
     re("make.error_127_translated", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Fehler 127$")
         .weight(1),
     // OE-core's sanity checker naming the host programs it needs.
-    // PlatformIO asking for a program it needs to install a package (`Please install Git client`).
+    // PlatformIO asking for a program it needs to install a package (`Please install Git client`,
+    // older versions' ``VCS: `git` client is not installed in your system``).
     re(
         "platformio.install_program",
         "platformio",
         ToolMissing,
-        r"UserSideException: (?P<msg>Please install \S+ client\b.*)$",
+        r"(?:UserSideException|VCS): (?P<msg>Please install \S+ client\b.*|.?\w+.? client is not installed\b.*)$",
     ),
     re(
         "bitbake.missing_utilities",
@@ -1202,7 +1208,7 @@ pub static RULES: &[Rule] = &[
         "cmd.not_recognized",
         "cmd",
         ToolMissing,
-        r"(?P<msg>'[^']+' (?:is not recognized as an internal or external command|n(?:'|’)est pas reconnu en tant que commande interne|no se reconoce como un comando interno))",
+        r"(?P<msg>'[^']+' (?:is not recognized as an internal or external command|n(?:'|’)est pas reconnu en tant que commande interne|no se reconoce como un comando interno|não é reconhecido como um comando interno))",
     ),
     re(
         "powershell.not_recognized",
@@ -1269,6 +1275,13 @@ pub static RULES: &[Rule] = &[
         "any",
         ToolMissing,
         r"(?P<msg>'[\w.+-]+' must be available on the PATH\b.*)$",
+    ),
+    // waf's configure step (ArduPilot's build) when a program it looks for is not on the PATH.
+    re(
+        "waf.program_not_found",
+        "waf",
+        ToolMissing,
+        r"(?P<msg>Could not find the program \[.+\])$",
     ),
     re(
         "rust.target_missing",
@@ -1690,6 +1703,30 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>error reading intel hex file .*|Warning, HEX parse error line \d+|ihex: parse error line \d+|error writing to Teensy|Unable to open device\b.*|Unable to read \S+)$",
     ),
+    // NXP's uuu (mfgtools): its closing count of failed boards, and the failing step of a board
+    // in its status line (`2:7      1/ 0 [Failure open usb device               ]`).
+    re(
+        "uuu.failure",
+        "uuu",
+        FlashError,
+        r"(?P<msg>^Success \d+\s+Failure [1-9]\d*\s*$|\[Failure (?:[^\]]*\S)\s*\]$)",
+    ),
+    // The BK7231 flash tools' failed write (`Writing sector 65536 failed!`, `Writing file data
+    // to chip failed.`).
+    re(
+        "bk7231.write_failed",
+        "bk7231",
+        FlashError,
+        r"(?P<msg>Writing sector \S+ failed!|Writing file data to chip failed\.?)$",
+    ),
+    // espota, the ESP OTA uploader (and ESPHome's early copy of it): the device never answered
+    // after the upload (`No Result!`).
+    re(
+        "espota.error",
+        "espota",
+        FlashError,
+        r"(?P<msg>ERROR \[\S*espota\S*\] .+|No Result!)$",
+    ),
     // stm32flash's errors opening the port or the device it was given.
     re(
         "stm32flash.error",
@@ -1945,14 +1982,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>.*\b(?:ap-?protection|approtect|readback protection|read-?out protection)\b.*\b(?:enabled|unavailable|active|set)\b.*)$",
     ),
-    // Lines that say a log comes from a flasher (its banner, its progress, a shell prompt's or
-    // an IDE task's command line that runs it, `C:\...>` prompts too): its generic failures are
-    // the flash's.
+    // Lines that say a log comes from a flasher (its banner, its progress, a command line that
+    // runs it, after a shell's prompt, a `C:\...>` one or an IDE task's, or none: a Markdown
+    // quote's `> ` is cut before the rules read a line): its generic failures are the flash's.
     re(
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:(?:[$>%#]|\*\s+Executing task:) |[A-Za-z]:\\[^>]*>)(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|dfu-util|avrdude|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$",
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:(?:[$>%#]|\*\s+Executing task:) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$",
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -2407,7 +2444,7 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>CMake Error at .*\(execute_process\).*)$",
     )
     .generic(),
-    re("cmake.error", "cmake", BuildError, r"(?P<msg>CMake Error(?: at .+)?)$").weight(2),
+    re("cmake.error", "cmake", BuildError, r"(?P<msg>CMake Error(?: at .+|: .+)?)$").weight(2),
     // CMake's own `assert()` helper (Zephyr's `assert(... "msg")` in extensions.cmake) reports
     // under a CMake error: a configure step's check, not the firmware's assert.
     re(
@@ -3017,6 +3054,14 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"^(?P<msg>Internal watchdog timer expired\.?)$",
     ),
+    // littlefs's assert (`lfs.c:1234:assert: head >= 2`), and as Meshtastic reports it (`LFS
+    // assert: head >= 2 && ...`).
+    re(
+        "littlefs.assert",
+        "littlefs",
+        Assert,
+        r"(?P<msg>\blfs\w*\.c:\d+:assert: .+|\bLFS assert: .+)$",
+    ),
     // RT-Thread's fault handler naming the thread that faulted.
     re(
         "rt_thread.hard_fault",
@@ -3080,13 +3125,23 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     // An ESP chip's ROM names a watchdog's reset on the next boot: ESP32's timer-group
-    // watchdogs, ESP8266's hardware watchdog (`rst cause:4`, then `wdt reset`); and the ESP8266
-    // Arduino core's software watchdog, whose reset it reports before its stack dump.
+    // watchdogs (`TG1WDT_SYS_RESET`; the S3's and C3's ROM says `TG1WDT_SYS_RST`), ESP8266's
+    // hardware watchdog (`rst cause:4`, then `wdt reset`); the ESP8266 Arduino core's software
+    // watchdog, whose reset it reports before its stack dump; Marlin's ` Watchdog Reset` on boot.
     re(
         "esp.watchdog_reset",
         "esp",
         Hang,
-        r"(?P<msg>rst:0x[78] \(TG[01]WDT_SYS_RESET\).*|\brst cause:\s*4,.*|^wdt reset$|(?:^|\s)Soft WDT reset\s*$)",
+        r"(?P<msg>rst:0x[78] \(TG[01]WDT_SYS_(?:RESET|RST)\).*|\brst cause:\s*4,.*|^wdt reset$|(?:^|\s)Soft WDT reset\s*$|^Watchdog Reset$)",
+    )
+    .weight(2),
+    // Linux's own lockup detectors on an embedded Linux board or under an emulator: a CPU stuck
+    // in the kernel, a task blocked for minutes, an RCU stall.
+    re(
+        "linux.lockup",
+        "linux",
+        Hang,
+        r"(?P<msg>BUG: soft lockup - CPU#\d+ stuck for \d+s!.*|Watchdog detected hard LOCKUP on cpu \d+.*|INFO: task \S+ blocked for more than \d+ seconds\.|rcu: INFO: rcu_\w+ (?:self-)?detected stalls? on CPUs?.*|INFO: rcu_\w+ (?:self-)?detected stalls? on CPUs?.*)$",
     )
     .weight(2),
     // Zephyr's fault dump names the faulting instruction whatever the fault's banner was.

@@ -2163,6 +2163,44 @@ const SAMPLES: &[(&str, &str)] = &[
         "C:\\p\\LIBvpx\\libvpx.a: error adding symbols: File format not recognized",
         "ld.bad_format",
     ),
+    ("Success 0    Failure 1", "uuu.failure"),
+    ("2:7      1/ 0 [Failure open usb device               ]", "uuu.failure"),
+    ("Writing sector 65536 failed!", "bk7231.write_failed"),
+    ("ERROR [esphomeyaml.espota] No Result!", "espota.error"),
+    ("Could not find the program ['arm-none-eabi-ar']", "waf.program_not_found"),
+    (
+        "kernel: watchdog: BUG: soft lockup - CPU#1 stuck for 45s! [rtcwake:72543]",
+        "linux.lockup",
+    ),
+    ("INFO: task kworker/0:1:42 blocked for more than 120 seconds.", "linux.lockup"),
+    ("LFS assert: head >= 2 && head <= lfs->cfg->block_count", "littlefs.assert"),
+    ("Test exampleTest2 failed.", "aunit.test_failed"),
+    ("AUnitPlatformIO.ino:12: Assertion failed: (3) == (2).", "arduinounit.assertion"),
+    (
+        "TestRunner summary: 1 passed, 1 failed, 0 skipped, 0 timed out, out of 2 test(s).",
+        "arduinounit.summary_fail",
+    ),
+    (
+        "TestRunner summary: 2 passed, 0 failed, 0 skipped, 0 timed out, out of 2 test(s).",
+        "arduinounit.summary_pass",
+    ),
+    (
+        "CMake Error: Error required internal CMake variable not set, cmake may not be built correctly.",
+        "cmake.error",
+    ),
+    (
+        "Error: VCS: `git` client is not installed in your system",
+        "platformio.install_program",
+    ),
+    ("rst:0x8 (TG1WDT_SYS_RST),boot:0x2a (SPI_FAST_FLASH_BOOT)", "esp.watchdog_reset"),
+    (" Watchdog Reset", "esp.watchdog_reset"),
+    ("[SUCCESS] Took 57.97 seconds", "build.succeeded"),
+    ("[ERROR] Took 1.63 seconds", "platformio.env_failed"),
+    (
+        "'xtensa-lx106-elf-gcc' não é reconhecido como um comando interno",
+        "cmd.not_recognized",
+    ),
+    ("picotool load blink.uf2 -f", "flash.context"),
 ];
 
 #[test]
@@ -2180,6 +2218,43 @@ fn a_signal_right_after_a_test_line_is_the_tested_program_crashing() {
     assert_eq!(crashed.class, TriageClass::Crash, "{crashed:?}");
     let bare = classify_str("Building\nSegmentation fault (core dumped)\n");
     assert_eq!(bare.class, TriageClass::InfraError, "{bare:?}");
+}
+
+/// Stamps of a serial monitor and of a firmware's own log are cut like any other: the Arduino
+/// IDE's (`22:58:57.694 -> `) and Meshtastic's level and unset clock (`ERROR | ??:??:?? 0 `).
+#[test]
+fn a_serial_monitors_and_a_firmwares_stamps_are_cut() {
+    let t =
+        classify_str("22:58:57.694 -> Guru Meditation Error: Core  1 panic'ed (LoadProhibited)\n");
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
+    let t =
+        classify_str("INFO  | ??:??:?? 0 Init NodeDB\nERROR | ??:??:?? 0 LFS assert: head >= 2\n");
+    assert_eq!(t.class, TriageClass::Assert, "{t:?}");
+}
+
+/// A Markdown quote's `> ` and Nix's quoting of a failed build's last lines (`       > `) are
+/// cut before the rules read a line; a quoted command line still names its step.
+#[test]
+fn a_quoted_line_is_read_as_what_it_quotes() {
+    let t = classify_str(
+        "error: builder for '/nix/store/x-esphome.drv' failed with exit code 1;\n       last 25 log lines:\n       > =================================== FAILURES ===================================\n",
+    );
+    assert_eq!(t.class, TriageClass::TestFailure, "{t:?}");
+    let t = classify_str(
+        "> ./test.out\n> -----------------------\n> 1 Tests 0 Failures 0 Ignored\n> OK\n",
+    );
+    assert_eq!(t.class, TriageClass::Pass, "{t:?}");
+    let t = classify_str("> picotool load blink.uf2 -f\nSegmentation fault (core dumped)\n");
+    assert_eq!(t.class, TriageClass::FlashError, "{t:?}");
+}
+
+/// A serial terminal that shows line breaks as text (`<\r><\n>`) hides no line's end.
+#[test]
+fn line_breaks_shown_as_text_are_cut() {
+    let t = classify_str(
+        "++ MbedOS Fault Handler ++<\\r><\\n>\n<\\r><\\n>\nFaultType: HardFault<\\r><\\n>\n",
+    );
+    assert_eq!(t.class, TriageClass::Crash, "{t:?}");
 }
 
 /// A CI runner's raw log stamps each line with its clock (GitHub Actions', Azure Pipelines'
@@ -3095,7 +3170,7 @@ fn reference_rules(segment: &[u8]) -> Vec<usize> {
 fn reference_clean(raw: &[u8]) -> Vec<u8> {
     let (ansi, stamp) = &*NOISE;
     let text = ansi.replace_all(raw, &b""[..]).into_owned();
-    if let Some(rest) = quoted_by_bar(&text) {
+    if let Some(rest) = quoted_by_bar(&text).or_else(|| quoted_by_angle(&text)) {
         return rest.to_vec();
     }
     let end = stamp.find(&text).map_or(0, |m| m.end());
