@@ -805,6 +805,12 @@ impl Session<'_> {
     /// The timeout: stop the core and read where it is, so a hang can be located. A core found
     /// in a fault handler crashed where the breakpoints could not see it.
     async fn at_timeout(&mut self) -> Ending {
+        self.halt_and_read("hung").await
+    }
+
+    /// Stops the core and reads where it is; `what` says, in the warning when that cannot be
+    /// read, what the firmware did there (`hung`, `stopped after its assertion`).
+    async fn halt_and_read(&mut self, what: &str) -> Ending {
         if !self.armed {
             // The core was never let run: no hang of the firmware's.
             return Ending::WatchFailed(format!(
@@ -813,12 +819,16 @@ impl Session<'_> {
             ));
         }
         if !self.reports_open {
-            self.warn("could not read where the firmware hung: the gdbstub is gone".into());
+            self.warn(format!(
+                "could not read where the firmware {what}: the gdbstub is gone"
+            ));
             return Ending::Timeout(None);
         }
         let (tx, rx) = oneshot::channel();
         if self.watch.commands.send(Command::Halt(tx)).await.is_err() {
-            self.warn("could not read where the firmware hung: the gdbstub is gone".into());
+            self.warn(format!(
+                "could not read where the firmware {what}: the gdbstub is gone"
+            ));
             return Ending::Timeout(None);
         }
         let mut reading = pin!(timeout(HANG_READ_BUDGET, rx));
@@ -827,16 +837,18 @@ impl Session<'_> {
                 Step::Line => {}
                 Step::Done(Ok(Ok(Ok(stop)))) => return self.stopped(&stop),
                 Step::Done(Ok(Ok(Err(why)))) => {
-                    self.warn(format!("could not read where the firmware hung: {why}"));
+                    self.warn(format!("could not read where the firmware {what}: {why}"));
                     return Ending::Timeout(None);
                 }
                 Step::Done(Ok(Err(_))) => {
-                    self.warn("could not read where the firmware hung: the gdbstub is gone".into());
+                    self.warn(format!(
+                        "could not read where the firmware {what}: the gdbstub is gone"
+                    ));
                     return Ending::Timeout(None);
                 }
                 Step::Done(Err(_)) => {
                     self.warn(format!(
-                        "could not read where the firmware hung: no gdbstub answer within {} ms",
+                        "could not read where the firmware {what}: no gdbstub answer within {} ms",
                         HANG_READ_BUDGET.as_millis()
                     ));
                     return Ending::Timeout(None);
@@ -849,7 +861,7 @@ impl Session<'_> {
     /// The console settled after a failed assertion: read where the core is, as at the timeout
     /// (a core found in a fault handler crashed there after all).
     async fn at_stop(&mut self, quiet_ms: u64) -> Ending {
-        match self.at_timeout().await {
+        match self.halt_and_read("stopped after its assertion").await {
             Ending::Timeout(at) => Ending::Stopped { quiet_ms, at },
             other => other,
         }
