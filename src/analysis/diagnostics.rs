@@ -81,7 +81,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| Patterns {
         r"^(?P<prog>\S*?(?:gcc|g\+\+|cc1|cc1plus|clang|clang\+\+|c\+\+|cpp|lto1|as)(?:-\d+(?:\.\d+)*)?(?:\.exe)?): (?P<sev>fatal error|error|warning): (?P<msg>.*)$",
     ),
     linker_prefix: regex(
-        r"^(?:\S*[/\\])?(?:[\w.-]+-)?ld(?:\.bfd|\.gold|\.lld)?(?:\.exe)?: (?P<rest>.*)$",
+        r"^(?:[A-Za-z]:\\[^:]*\\|\S*[/\\])?(?:[\w.-]+-)?ld(?:\.bfd|\.gold|\.lld)?(?:\.exe)?: (?P<rest>.*)$",
     ),
     in_function: regex(r"^(?P<obj>.*): [Ii]n function [`'‘](?P<func>.+)['’]:$"),
     undefined_reference: regex(r"^(?:(?P<loc>.+?): )?(?P<msg>undefined reference to .+)$"),
@@ -709,6 +709,11 @@ collect2: error: ld returned 1 exit status
         assert_eq!(
             one("arm-none-eabi-ld: cannot find -lm").message,
             "cannot find -lm"
+        );
+        // Windows installs the toolchain under a directory with spaces in its name.
+        assert_eq!(
+            one(r"C:\Program Files (x86)\GNU Tools ARM Embedded\9 2019-q4-major\bin\arm-none-eabi-ld.exe: cannot find -lgcc").message,
+            "cannot find -lgcc"
         );
     }
 

@@ -340,6 +340,9 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     re("ztest.project_ok", "ztest", Pass, r"^PROJECT EXECUTION SUCCESSFUL$").verdict(),
+    // Zephyr's older kernel benchmarks close each case with `TEST RESULT: FAILED` (or
+    // `SUCCESSFUL`) and its `DETAILS:` line.
+    re("zephyr.bench_case_failed", "zephyr", TestFailure, r"^(?P<msg>TEST RESULT: FAILED)\b"),
     re("unity.fixture_fail", "unity", TestFailure, r":\d+:(?P<msg>TEST\([^)]*\):FAIL\b.*)$"),
     // Test runners' summaries: what the runner concluded, whatever the board printed.
     re(
@@ -739,13 +742,14 @@ pub static RULES: &[Rule] = &[
     // A build that ends in its tool's own success (`pio run`'s closing line, with or without its
     // rule of `=`, ESP-IDF's `Project
     // build complete.`, Eclipse CDT's `Build Finished`, the Arduino IDE's size report after a
-    // compile, `Sketch uses 5432 bytes (2%) of program storage space.`): nothing failed. Any failure a later
+    // compile, `Sketch uses 5432 bytes (2%) of program storage space.`, Mbed CLI's `Image:
+    // BUILD/K64F/GCC_ARM/app.bin` under its memory map): nothing failed. Any failure a later
     // line shows ranks above it.
     re(
         "build.succeeded",
         "platformio",
         Pass,
-        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+)$"#,
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex))$"#,
     )
     .weight(2),
     // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
@@ -984,6 +988,16 @@ pub static RULES: &[Rule] = &[
         r"^E {3,}(?P<msg>(?:\w+\.)*\w*(?:Error|Exception)\b.*)$",
     )
     .weight(1),
+    // pytest's location line under a traceback whose last frame is a lab tool's or harness's
+    // own code (`.../labgrid/target.py:35: OSError`): the exception came from the harness, not
+    // from a test's check.
+    re(
+        "pytest.harness_raised",
+        "pytest",
+        InfraError,
+        r"^(?P<msg>\S*[/\\](?:labgrid|twisterlib|pytest_embedded\w*)[/\\]\S+\.py:\d+: (?:\w+\.)*\w*(?:Error|Exception))$",
+    )
+    .weight(2),
     re("pytest.timeout", "pytest-timeout", Hang, r"^\++ (?P<msg>Timeout) \++$"),
     re(
         "pexpect.timeout",
@@ -1925,6 +1939,15 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>The transfer timed out\.|File sent out of order by PC\..*|The interface firmware FAILED to .*|Target might not be programmed correctly\.?)$",
     ),
+    // DAPLink's own test runner (test/test_all.py): a failed step of a board's test (`Test:
+    // daplink_test: Failure`), a configuration that failed (`APP=... Board=...: Fail`), and its
+    // closing `One or more tests have failed`.
+    re(
+        "daplink.test_failed",
+        "daplink",
+        TestFailure,
+        r"^\s*(?P<msg>Test: [\w .-]+: Failure|APP=\S+ BL=\S+ Board=\S+ Target=\S+: Fail|One or more tests have failed)$",
+    ),
     // Nordic's nrfjprog and nrfutil log lines, and a chip whose debug access is locked.
     re("nordic.log_error", "nrfjprog", FlashError, r"^\[error\] \[\s*\w+\s*\] - (?P<msg>.+)$")
         .weight(2),
@@ -1935,6 +1958,15 @@ pub static RULES: &[Rule] = &[
         "debug-probe",
         FlashError,
         r"^(?P<msg>(?:DP|AP) (?:write|read) failed\b.*|Could not access Debug challenge interface\b.*)$",
+    ),
+    // TI's debug server (Code Composer Studio, UniFlash), its lines led by the core's name
+    // (`CORTEX_M4_0: Error connecting to the target: (Error -1063 @ 0x0) ...`, `Cortex_M4_0: File
+    // Loader: Memory write failed: ...`): the probe could not reach or program the part.
+    re(
+        "ti_debug.error",
+        "ti-debug",
+        FlashError,
+        r"(?P<msg>Error connecting to the target:.*|File Loader: (?:Memory write|Verification|Data verification) failed\b.*|Flash Programmer: Error\b.*|\(Error -\d+ @ 0x[0-9A-Fa-f]+\).*)$",
     ),
     // NXP's Redlink server (MCUXpresso's probe driver) that cannot take the core.
     re(
@@ -3004,6 +3036,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\*{5} (?:MPU|MEMORY MANAGEMENT|BUS|USAGE|HARD|SECURE) FAULT \*{5})",
     ),
     re("zephyr.fatal", "zephyr", Crash, r">>> (?P<msg>ZEPHYR FATAL ERROR \d+: .+)$").consequence(),
+    // Zephyr's x86 fault dump: a page fault (`Page fault at address 0xd25ff8 (error code 0x3)`
+    // on x86_64, `***** CPU Page Fault (error code 0x00000002)` on ia32) and the access the MMU
+    // refused (`Access violation: supervisor thread not allowed to write`).
+    re(
+        "zephyr.x86_page_fault",
+        "zephyr",
+        Crash,
+        r"(?P<msg>Page fault at address 0x[0-9a-fA-F]+ \(error code 0x[0-9a-fA-F]+\)|\*{5} CPU Page Fault \(error code 0x[0-9a-fA-F]+\)|Access violation: (?:user|supervisor) thread not allowed to (?:read|write|execute)\b)",
+    ),
     // An interrupt watchdog is a watchdog like the task watchdog: the code stopped yielding, so
     // the run hung, though ESP-IDF reports it as a panic.
     re(
@@ -3381,6 +3422,16 @@ pub static RULES: &[Rule] = &[
         "flasher",
         FlashError,
         r"(?i)(?:^|[^\w\s]\s*|\b(?:flash|write|program|programming|page|memory|data)\s+)(?P<msg>verif(?:y|ication) (?:error|failed)\b.*)$",
+    )
+    .weight(1)
+    .generic(),
+    // A test's own result line in a shape no runner above claims (`TEST RESULT: FAILED`, `Test:
+    // daplink_test: Failure`, `TC 12 - FAILED`): a test failed, at low confidence.
+    re(
+        "generic.test_failed",
+        "any",
+        TestFailure,
+        r"(?i)^\W*(?P<msg>(?:test(?:\s*case|\s*result)?|tc)[\s:#][^\r\n]{0,80}?[\s:=-](?:fail|failed|failure)\b)\W*$",
     )
     .weight(1)
     .generic(),

@@ -327,6 +327,48 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("arm-none-eabi-ld: cannot find -lfoo", "ld.missing_library"),
     (
+        r"    C:\Program Files (x86)\GNU Tools ARM Embedded\9 2019-q4-major\bin\arm-none-eabi-ld.exe: cannot find -lgcc",
+        "ld.missing_library",
+    ),
+    (
+        "E: Page fault at address 0xd25ff8 (error code 0x3)",
+        "zephyr.x86_page_fault",
+    ),
+    (
+        "***** CPU Page Fault (error code 0x00000002)",
+        "zephyr.x86_page_fault",
+    ),
+    (
+        "E: Access violation: user thread not allowed to read",
+        "zephyr.x86_page_fault",
+    ),
+    ("TEST RESULT: FAILED", "zephyr.bench_case_failed"),
+    ("TC 12 - FAILED", "generic.test_failed"),
+    ("Test case spi_loopback: FAIL", "generic.test_failed"),
+    ("  Test: daplink_test: Failure", "daplink.test_failed"),
+    (
+        "  APP=lpc11u35_blueninja_if BL=<None> Board=BlueNinja Target=BlueNinja: Fail",
+        "daplink.test_failed",
+    ),
+    ("One or more tests have failed", "daplink.test_failed"),
+    (
+        "../lib/python3.5/site-packages/labgrid/target.py:35: OSError",
+        "pytest.harness_raised",
+    ),
+    (
+        "/usr/lib/python3/dist-packages/twisterlib/handlers.py:412: serial.serialutil.SerialException",
+        "pytest.harness_raised",
+    ),
+    (
+        "CORTEX_M4_0: Error connecting to the target: (Error -1063 @ 0x0) Device ID is not recognized or is not supported by driver.",
+        "ti_debug.error",
+    ),
+    (
+        "Cortex_M4_0: File Loader: Memory write failed: Timed out waiting for target flashloader to execute command.",
+        "ti_debug.error",
+    ),
+    ("Image: BUILD/K64F/GCC_ARM/blinky.bin", "build.succeeded"),
+    (
         "arm-none-eabi-ld: cannot open linker script file bad.ld: No such file or directory",
         "ld.error",
     ),
