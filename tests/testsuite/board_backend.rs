@@ -208,6 +208,27 @@ impl Bench {
         dut::open(&board).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// Runs `elf` on a QEMU board reached through its gdbstub and a UART socket (the `gdb`
+    /// flash method), with `gdb_keys` added to the board's `[gdb]` table.
+    fn capture_on_gdb_board(
+        &self,
+        elf: &Path,
+        gdb_keys: &str,
+        timeout: Duration,
+        detector: Box<dyn EndDetector>,
+    ) -> Capture {
+        let (gdb, uart_port) = (free_port(), free_port());
+        let _qemu = Qemu::board(gdb, uart_port);
+        let mut dut = self.dut(&gdb_board_with(gdb, uart_port, gdb_keys));
+        run(
+            dut.as_mut(),
+            elf,
+            self.spec(timeout, detector),
+            &Recorder::default(),
+        )
+        .unwrap()
+    }
+
     fn spec(&self, timeout: Duration, detector: Box<dyn EndDetector>) -> RunSpec {
         RunSpec {
             timeout,
@@ -408,16 +429,7 @@ fn gdb_method_passing_image_reaches_the_verdict_with_its_exit_code() {
 fn gdb_method_failing_image_reports_the_failing_case() {
     let elf = fixture_image("mps2-an385", "crc");
     let bench = Bench::new();
-    let (gdb, uart_port) = (free_port(), free_port());
-    let _qemu = Qemu::board(gdb, uart_port);
-    let mut dut = bench.dut(&gdb_board(gdb, uart_port));
-    let capture = run(
-        dut.as_mut(),
-        &elf,
-        bench.spec(Duration::from_secs(20), Box::new(UnityEnd)),
-        &Recorder::default(),
-    )
-    .unwrap();
+    let capture = bench.capture_on_gdb_board(&elf, "", Duration::from_secs(20), Box::new(UnityEnd));
     assert_eq!(capture.end, RunEnd::Verdict);
     assert_eq!(capture.exit_code, Some(1), "one failure: {capture:#?}");
     let lines = uart(&capture);
@@ -435,16 +447,8 @@ fn gdb_method_failing_image_reports_the_failing_case() {
 fn gdb_method_keeps_an_exit_code_that_is_not_a_failure_count() {
     let bench = Bench::new();
     let elf = exit42_image(bench.path());
-    let (gdb, uart_port) = (free_port(), free_port());
-    let _qemu = Qemu::board(gdb, uart_port);
-    let mut dut = bench.dut(&gdb_board(gdb, uart_port));
-    let capture = run(
-        dut.as_mut(),
-        &elf,
-        bench.spec(Duration::from_secs(20), Box::new(NeverFinal)),
-        &Recorder::default(),
-    )
-    .unwrap();
+    let capture =
+        bench.capture_on_gdb_board(&elf, "", Duration::from_secs(20), Box::new(NeverFinal));
     assert_eq!(capture.end, RunEnd::Exited { code: 42 }, "{capture:#?}");
     assert_eq!(capture.exit_code, Some(42));
     assert_eq!(uart(&capture), vec!["about to exit with 42"]);
@@ -459,20 +463,12 @@ fn gdb_method_keeps_an_exit_code_that_is_not_a_failure_count() {
 fn gdb_method_starts_the_image_by_a_monitor_reset() {
     let bench = Bench::new();
     let elf = exit42_image(bench.path());
-    let (gdb, uart_port) = (free_port(), free_port());
-    let _qemu = Qemu::board(gdb, uart_port);
-    let mut dut = bench.dut(&gdb_board_with(
-        gdb,
-        uart_port,
-        "start = \"monitor-reset\"\nreset = \"monitor system_reset\"",
-    ));
-    let capture = run(
-        dut.as_mut(),
+    let capture = bench.capture_on_gdb_board(
         &elf,
-        bench.spec(Duration::from_secs(20), Box::new(NeverFinal)),
-        &Recorder::default(),
-    )
-    .unwrap();
+        "start = \"monitor-reset\"\nreset = \"monitor system_reset\"",
+        Duration::from_secs(20),
+        Box::new(NeverFinal),
+    );
     // QEMU starts with nothing loaded, so its PC and SP are 0: only the reset after `load`
     // brings the core to the image's reset handler.
     assert_eq!(capture.end, RunEnd::Exited { code: 42 }, "{capture:#?}");
@@ -494,16 +490,7 @@ fn gdb_method_starts_the_image_by_a_monitor_reset() {
 fn gdb_method_reads_a_spinning_hardfault_at_the_timeout() {
     let elf = fixture_image("mps2-an385", "sensor");
     let bench = Bench::new();
-    let (gdb, uart_port) = (free_port(), free_port());
-    let _qemu = Qemu::board(gdb, uart_port);
-    let mut dut = bench.dut(&gdb_board(gdb, uart_port));
-    let capture = run(
-        dut.as_mut(),
-        &elf,
-        bench.spec(Duration::from_secs(2), Box::new(UnityEnd)),
-        &Recorder::default(),
-    )
-    .unwrap();
+    let capture = bench.capture_on_gdb_board(&elf, "", Duration::from_secs(2), Box::new(UnityEnd));
     assert_eq!(capture.end, RunEnd::Crashed, "{capture:#?}");
     let fault = capture.fault.as_ref().expect("a fault snapshot");
     assert_eq!(fault.exception, Some(3), "{}", fault.raw);
