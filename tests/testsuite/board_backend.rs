@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-use crate::common::dut::{fixture_image, uart, NeverFinal, Recorder, UnityEnd};
+use crate::common::dut::{compile_cortex_m3, fixture_image, uart, NeverFinal, Recorder, UnityEnd};
 use crate::common::require_tools;
 
 /// A tiny mps2-an385 image: sets up UART0, prints `text`, then exits with `exit` through
@@ -79,34 +79,7 @@ SECTIONS { .isr_vector : { KEEP(*(.isr_vector)) } > FLASH
            .text : { *(.text*) *(.rodata*) } > FLASH
            .bss : { *(.bss*) *(COMMON) } > RAM }
 ";
-    let (c, ld, elf) = (
-        dir.join(format!("{name}.c")),
-        dir.join(format!("{name}.ld")),
-        dir.join(format!("{name}.elf")),
-    );
-    std::fs::write(&c, source).unwrap();
-    std::fs::write(&ld, link).unwrap();
-    let out = Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m3",
-            "-mthumb",
-            "-O1",
-            "-nostdlib",
-            "-ffreestanding",
-            "-T",
-        ])
-        .arg(&ld)
-        .arg(&c)
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .expect("arm-none-eabi-gcc runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    elf
+    compile_cortex_m3(dir, name, &source, link)
 }
 
 fn exit42_image(dir: &Path) -> PathBuf {

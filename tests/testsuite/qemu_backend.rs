@@ -25,7 +25,7 @@ const LM3S: &str = "lm3s6965evb";
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-use crate::common::dut::{fixture_image, uart, NeverFinal, Recorder, UnityEnd};
+use crate::common::dut::{compile_cortex_m3, fixture_image, uart, NeverFinal, Recorder, UnityEnd};
 use crate::common::require_tools;
 
 /// A tiny mps2-an385 image for what the fixture does not cover; `body` runs after the UART is
@@ -76,32 +76,7 @@ _estack = ORIGIN(RAM) + LENGTH(RAM);
 SECTIONS { .text : { KEEP(*(.vectors)) *(.text*) *(.rodata*) } > FLASH
            .bss : { *(.bss*) *(COMMON) } > RAM }
 ";
-    let c = dir.join(format!("{name}.c"));
-    let ld = dir.join(format!("{name}.ld"));
-    let elf = dir.join(format!("{name}.elf"));
-    std::fs::write(&c, source).unwrap();
-    std::fs::write(&ld, link).unwrap();
-    let out = Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m3",
-            "-mthumb",
-            "-O1",
-            "-nostdlib",
-            "-ffreestanding",
-            "-T",
-        ])
-        .arg(&ld)
-        .arg(&c)
-        .arg("-o")
-        .arg(&elf)
-        .output()
-        .expect("arm-none-eabi-gcc runs");
-    assert!(
-        out.status.success(),
-        "compiling {name} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    elf
+    compile_cortex_m3(dir, name, &source, link)
 }
 
 fn qemu(machine: &str) -> QemuDut {

@@ -82,3 +82,37 @@ impl Recorder {
 pub fn uart(capture: &Capture) -> Vec<&str> {
     capture.uart_lines().collect()
 }
+
+/// Compiles one C file and its linker script, written to `dir` as `<name>.c` and `<name>.ld`,
+/// into `<name>.elf` for a Cortex-M3 with no C library: the tests' own tiny images.
+pub fn compile_cortex_m3(dir: &std::path::Path, name: &str, source: &str, link: &str) -> PathBuf {
+    require_tools();
+    let (c, ld, elf) = (
+        dir.join(format!("{name}.c")),
+        dir.join(format!("{name}.ld")),
+        dir.join(format!("{name}.elf")),
+    );
+    std::fs::write(&c, source).unwrap();
+    std::fs::write(&ld, link).unwrap();
+    let out = Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m3",
+            "-mthumb",
+            "-O1",
+            "-nostdlib",
+            "-ffreestanding",
+            "-T",
+        ])
+        .arg(&ld)
+        .arg(&c)
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .expect("arm-none-eabi-gcc runs");
+    assert!(
+        out.status.success(),
+        "compiling {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    elf
+}
