@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "untrodden";
+const HELD_OUT_SET: &str = "unmarked";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -413,9 +413,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (untrodden/: 78/86, 90.7%, on round 20's rules; see untrodden/README.md). The goal
+/// one log (unmarked/: 91/107, 85.0%, on round 21's rules; see unmarked/README.md). The goal
 /// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 89.5;
+const HELD_OUT_FLOOR: f64 = 84.1;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -437,8 +437,9 @@ fn real_logs_held_out_accuracy() {
 /// (untouched/ joined, its misses tuned on); 2416/2516 (96.0%) after round 17 (unopened/ joined,
 /// its misses tuned on); 2528/2627 (96.2%) after round 18 (unvisited/ joined, its misses tuned
 /// on); 2633/2733 (96.3%) after round 19 (unexplored/ joined, its misses tuned on); 2674/2774
-/// (96.4%) after round 20 (uncharted/ joined, its misses tuned on).
-const TUNING_FLOOR: f64 = 96.0;
+/// (96.4%) after round 20 (uncharted/ joined, its misses tuned on); 2760/2860 (96.5%) after
+/// round 21 (untrodden/ joined, its misses tuned on).
+const TUNING_FLOOR: f64 = 96.1;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

@@ -407,12 +407,13 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>TOTAL FAILED\s*:\s*[1-9]\d*)$",
     )
     .verdict(),
-    // Newer twister: the status, then its reason without a colon.
+    // Newer twister: the status, then its reason without a colon (`FAILED Console Failed`, the
+    // harness named), and its debug log's `run status: <test> failed`.
     re(
         "twister.failed_reason",
         "twister",
         TestFailure,
-        r"\sFAILED (?P<msg>(?:Failed|Exception|Testsuite mismatch|Test suite mismatch)\b.*)$",
+        r"(?:\sFAILED |\brun status: \S+ )(?P<msg>(?:(?:\w+ )?Failed|Exception|Testsuite mismatch|Test suite mismatch)\b.*|failed$)",
     )
     .weight(1),
     re(
@@ -1122,7 +1123,14 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:\S*sh: (?:(?:line |Zeile |ligne |línea |riga |linha |строка |行 ?)?\d+: )?|make(?:\[\d+\])?: )(?P<msg>\S+ ?: (?:Kommando nicht gefunden|Befehl nicht gefunden|commande introuvable|orden no encontrada|comando non trovato|comando não encontrado|команда не найдена|未找到命令|命令未找到|コマンドが見つかりません)\.?)$",
     ),
-    re("shell.bare_not_found", "sh", ToolMissing, r"^(?P<msg>[\w./+-]+: command not found)$"),
+    // Bare, or bash's `line 129: ` left alone when the script's name before it wrapped onto the
+    // line above.
+    re(
+        "shell.bare_not_found",
+        "sh",
+        ToolMissing,
+        r"^(?:line \d+: )?(?P<msg>[\w./+-]+: command not found)$",
+    ),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
     // A shell given a program's absolute path that is not there (a tool moved or uninstalled
     // since a build directory recorded it).
@@ -1674,11 +1682,13 @@ pub static RULES: &[Rule] = &[
         FlashError,
         prefixed!(r"(?:(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes)?dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
     ),
-    // dfu-util's report of a state it then clears on its own: no failure.
+    // dfu-util's report of the device's state: at the start it finds a `dfuERROR` the last
+    // session left and clears it on its own (`DFU state(10) = dfuERROR, status(10) = Device's
+    // firmware is corrupt...`, then `Clearing status`). A failure is dfu-util's own line.
     noise(
         "dfu_util.status",
         "dfu-util",
-        r"^(?:DFU state\(\d+\) = \w+(?:-\w+)*, status\(0\) = No error condition is present|Determining device status: state = \w+, status = \d+|dfuERROR, clearing status)$",
+        r"^(?:DFU state\(\d+\) = \w+(?:-\w+)*, status\(\d+\) = .+|Determining device status: state = \w+, status = \d+|dfuERROR, clearing status)$",
     ),
     // dfu-programmer reading back what it wrote.
     re(
@@ -2117,6 +2127,16 @@ pub static RULES: &[Rule] = &[
         "qemu",
         InfraError,
         r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+: (?:assertion failed\b|code should not be reached\b).*)$"#,
+    ),
+    // The same from an emulator or simulator built on glibc, named in its assert line
+    // (`rv32emu: malloc.c:2617: sysmalloc: Assertion `...' failed.`,
+    // `emulator-rocketchip-DefaultConfig: ../fesvr/dtm.cc:69: ...: Assertion `n <= ram_words()'
+    // failed.`).
+    re(
+        "emulator.host_assert",
+        "emulator",
+        InfraError,
+        r"^(?P<msg>(?:[\w.+-]*(?i:qemu|emulator|simulator)[\w.+-]*|[\w.+-]*(?i:emu)|spike|verilator[\w.+-]*|gem5[\w.+-]*): \S+:\d+: .*Assertion [`'].*' failed\.?)$",
     ),
     re("host.no_space", "host", InfraError, r"(?i)no space left on device"),
     // BitBake's disk space monitor stopping the build.
@@ -2710,6 +2730,14 @@ pub static RULES: &[Rule] = &[
         LinkError,
         r"Error: (?P<msg>L6\d{3}E: .+|Symbol \S+ multiply defined.*)$",
     ),
+    // The other Arm Compiler 5/6 tools' numbered errors, the letter naming the tool: `A` armasm,
+    // `C` armcc, `Q` fromelf (`Error: Q0147E: Failed to create Directory ...`).
+    re(
+        "arm_tools.error",
+        "armcc",
+        BuildError,
+        r"(?:^|\s)Error: (?P<msg>[ACQ]\d{4}[EU]: .+)$",
+    ),
     re(
         "gcc.fatal_error",
         "gcc",
@@ -3015,6 +3043,22 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>CircuitPython core code crashed hard\..*|Crash into the HardFault_Handler\.?)$",
     )
     .weight(2),
+    // CircuitPython's safe-mode reason after the core crashed: the Nordic SoftDevice's own
+    // assertion is the cause.
+    re(
+        "circuitpython.nordic_assert",
+        "circuitpython",
+        Assert,
+        r"^(?P<msg>Nordic (?:system firmware|soft device) (?:failure )?assertion\.?)$",
+    ),
+    // Espruino's own assert (`ASSERT(!foundPrototype) FAILED AT src/jsparse.c:2690`), before
+    // its dump of the interpreter's variables.
+    re(
+        "espruino.assert",
+        "espruino",
+        Assert,
+        r"(?:^|\s)(?P<msg>ASSERT\(.*\) FAILED AT \S+:\d+)\s*$",
+    ),
     re(
         "firmware.assert_macro",
         "firmware",
@@ -3379,6 +3423,14 @@ pub static RULES: &[Rule] = &[
         "pytest",
         InfraError,
         r"^ERROR: (?P<msg>(?:file or directory )?not found: .+)$",
+    )
+    .weight(2),
+    // KernelCI's test report mail: a run's results by count.
+    re(
+        "kernelci.results_failed",
+        "kernelci",
+        TestFailure,
+        r"^\s*Results:\s+(?P<msg>\d+ PASS, [1-9]\d* FAIL, \d+ SKIP)\s*$",
     )
     .weight(2),
     re(

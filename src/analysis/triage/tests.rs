@@ -344,6 +344,34 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("TEST RESULT: FAILED", "zephyr.bench_case_failed"),
     ("TC 12 - FAILED", "generic.test_failed"),
+    (
+        "INFO    - 2/2 qemu_x86                  tests/subsys/logging/log_syst/logging.log_syst.mipi_syst FAILED Console Failed (qemu 2.096s)",
+        "twister.failed_reason",
+    ),
+    (
+        "DEBUG   - run status: qemu_x86/tests/subsys/logging/log_syst/logging.log_syst.mipi_syst failed",
+        "twister.failed_reason",
+    ),
+    (
+        "rv32emu: malloc.c:2617: sysmalloc: Assertion `(old_top == initial_top (av) && old_size == 0)' failed.",
+        "emulator.host_assert",
+    ),
+    (
+        "emulator-rocketchip-DefaultConfig: ../fesvr/dtm.cc:69: uint32_t dtm_t::run_program(const uint32_t*, size_t, size_t): Assertion `n <= ram_words()' failed.",
+        "emulator.host_assert",
+    ),
+    ("Nordic system firmware failure assertion.", "circuitpython.nordic_assert"),
+    ("line 129: kconfig-tweak: command not found", "shell.bare_not_found"),
+    (
+        r"Error: Q0147E: Failed to create Directory .\BUILD\REALTEK_RTL8195AM\ARM\app.bin\IMAGE2_TABLE: File exists",
+        "arm_tools.error",
+    ),
+    ("Error: A1167E: Invalid line start", "arm_tools.error"),
+    (
+        "ASSERT(!foundPrototype) FAILED AT src/jsparse.c:2690",
+        "espruino.assert",
+    ),
+    ("  Results:     0 PASS, 1 FAIL, 0 SKIP", "kernelci.results_failed"),
     ("Test case spi_loopback: FAIL", "generic.test_failed"),
     ("  Test: daplink_test: Failure", "daplink.test_failed"),
     (
@@ -2244,6 +2272,25 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("picotool load blink.uf2 -f", "flash.context"),
 ];
+
+/// dfu-util finds the `dfuERROR` a last session left and clears it itself: no failure, so a
+/// log cut while it erases says nothing yet.
+#[test]
+fn a_dfu_error_state_dfu_util_clears_is_no_failure() {
+    let log = "Opening DFU capable USB device...\n\
+               Device ID 0483:df11\n\
+               Determining device status...\n\
+               DFU state(10) = dfuERROR, status(10) = Device's firmware is corrupt. It cannot return to run-time (non-DFU) operations\n\
+               Clearing status\n\
+               Determining device status...\n\
+               DFU state(2) = dfuIDLE, status(0) = No error condition is present\n\
+               Downloading element to address = 0x08000000, size = 24854\n\
+               Erase   \t[                         ]   0%\n";
+    let triage = classify_str(log);
+    assert_eq!(triage.class, TriageClass::Unknown, "{triage:#?}");
+    let failed = format!("{log}dfu-util: Error during download get_status\n");
+    assert_eq!(classify_str(&failed).class, TriageClass::FlashError);
+}
 
 #[test]
 fn every_rule_claims_its_sample_line() {
