@@ -144,7 +144,7 @@ pub struct AttemptSummary {
     /// 1-based.
     pub attempt: u32,
     pub verdict: Verdict,
-    /// How the attempt ended, short: `verdict`, `exit 1`, `crash`, `timeout`, ...
+    /// How the attempt ended, short: `verdict`, `exit 1`, `crash`, `timeout`, `stopped after an assertion (N ms quiet)`, ...
     pub end: String,
     /// The target's own exit code when it exited through semihosting.
     pub exit_code: Option<i32>,
