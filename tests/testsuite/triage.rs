@@ -350,14 +350,59 @@ fn report(set: &str, (correct, total, misses): &(usize, usize, Vec<String>)) -> 
     accuracy
 }
 
-/// `owner/repo#number` of a GitHub issue or pull request address: one thread, whichever.
+/// The thread an address belongs to: `owner/repo#number` of a GitHub issue or pull request
+/// (one thread, whichever); for a forum its site and topic number (a phpBB `t=`, else the
+/// longest number in the path), so a thread found under two addresses is still one.
 fn thread(source: &str) -> String {
-    let path = source.trim_start_matches("https://github.com/");
-    let parts: Vec<&str> = path.split('/').collect();
-    match parts.as_slice() {
-        [owner, repo, "issues" | "pull", number, ..] => format!("{owner}/{repo}#{number}"),
-        _ => source.to_string(),
+    let rest = source
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_start_matches("www.");
+    let parts: Vec<&str> = rest.split('/').collect();
+    if let ["github.com", owner, repo, "issues" | "pull", number, ..] = parts.as_slice() {
+        return format!("{}/{}#{number}", owner.to_lowercase(), repo.to_lowercase());
     }
+    let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let path = path.split('#').next().unwrap_or_default();
+    let topic = regex::Regex::new(r"[?&]t=(\d+)")
+        .unwrap()
+        .captures(path)
+        .map(|c| c[1].to_string())
+        .or_else(|| {
+            regex::Regex::new(r"\d{3,}")
+                .unwrap()
+                .find_iter(path)
+                .map(|m| m.as_str())
+                .fold(None, |longest: Option<&str>, n| match longest {
+                    Some(l) if l.len() >= n.len() => Some(l),
+                    _ => Some(n),
+                })
+                .map(str::to_string)
+        });
+    match topic {
+        Some(topic) => format!("{host}#{topic}"),
+        None => source.to_string(),
+    }
+}
+
+#[test]
+fn a_thread_is_one_thread_under_any_of_its_addresses() {
+    assert_eq!(
+        thread("https://github.com/zephyrproject-rtos/zephyr/issues/41982"),
+        thread("https://github.com/ZephyrProject-RTOS/zephyr/pull/41982/files")
+    );
+    assert_eq!(
+        thread("https://forum.micropython.org/viewtopic.php?f=2&t=9781"),
+        thread("https://forum.micropython.org/viewtopic.php?f=2&p=54746&t=9781")
+    );
+    assert_eq!(
+        thread("https://e2e.ti.com/support/microcontrollers/msp430/f/166/t/460430"),
+        "e2e.ti.com#460430"
+    );
+    assert_ne!(
+        thread("https://forum.arduino.cc/t/guru-meditation-error/1242132"),
+        thread("https://forum.arduino.cc/t/guru-meditation-error/1242133")
+    );
 }
 
 #[test]
