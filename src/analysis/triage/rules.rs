@@ -3477,8 +3477,8 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
-    // A test's own result line in a shape no runner above claims (`TEST RESULT: FAILED`, `Test:
-    // daplink_test: Failure`, `TC 12 - FAILED`): a test failed, at low confidence.
+    // A test's own result line in a shape no runner above claims (`Test case spi_loopback: FAIL`,
+    // `TC 12 - FAILED`, Zephyr's older `Test suite x failed.`): a test failed, at low confidence.
     re(
         "generic.test_failed",
         "any",
