@@ -6,6 +6,7 @@
 use crate::common::*;
 use crate::run_cmd::{make_owner_work, owner_state, MPS2};
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -92,6 +93,23 @@ fn line_into<'a>(lines: &'a [Value], from: &str, to: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {from} -> {to} in {lines:#?}"))
 }
 
+/// The run refused its commit: exit 1 and a COMMIT_FAILURE report. Gives the run directory,
+/// the report and its message.
+fn refused_commit(repo: &FixtureRepo, out: &Output) -> (PathBuf, Value, String) {
+    assert_eq!(out.status.code(), Some(1), "{}", text(out));
+    let dir = only_run_dir(repo);
+    let report = report(&dir);
+    assert_eq!(report["error_class"], "COMMIT_FAILURE");
+    let message = report["message"].as_str().unwrap().to_string();
+    (dir, report, message)
+}
+
+/// No branch of fwfix's, and the owner's tree, index, HEAD and branch as they were.
+fn nothing_committed(repo: &FixtureRepo, before: &BTreeMap<String, String>) {
+    assert_eq!(repo.git(&["branch", "--list", "fwfix/*"]), "");
+    assert_eq!(owner_state(repo), *before);
+}
+
 fn audit_passes(repo: &FixtureRepo, dir: &Path) {
     let audit = fwfix(&["audit", dir.to_str().unwrap()], repo.path());
     assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
@@ -129,7 +147,7 @@ fn a_pre_commit_hook_that_rejects_trailing_whitespace_ends_the_run_in_commit_fai
     let scratch = tempfile::tempdir().unwrap();
     let profile = crc_profile(scratch.path(), "");
     let out = run(&repo, q.path(), &profile, scratch.path());
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (dir, report, message) = refused_commit(&repo, &out);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("pre-commit hook exited with status 1")
@@ -139,12 +157,8 @@ fn a_pre_commit_hook_that_rejects_trailing_whitespace_ends_the_run_in_commit_fai
         text(&out)
     );
 
-    let dir = only_run_dir(&repo);
-    let report = report(&dir);
     assert_eq!(report["status"], "FAILURE");
-    assert_eq!(report["error_class"], "COMMIT_FAILURE");
     assert_eq!(report["branch"], Value::Null);
-    let message = report["message"].as_str().unwrap();
     assert!(
         message.contains("the pre-commit hook refused the fix")
             && message.contains("trailing whitespace."),
@@ -176,9 +190,8 @@ fn a_pre_commit_hook_that_rejects_trailing_whitespace_ends_the_run_in_commit_fai
     ]));
     audit_passes(&repo, &dir);
 
-    // No half-made commit: no branch, and the owner's tree, index, HEAD and branch as they were.
-    assert_eq!(repo.git(&["branch", "--list", "fwfix/*"]), "");
-    assert_eq!(owner_state(&repo), before);
+    // No half-made commit.
+    nothing_committed(&repo, &before);
 }
 
 #[test]
@@ -308,20 +321,15 @@ fn a_pre_commit_hook_that_reformats_the_fix_refuses_it_with_the_files_it_changed
     let scratch = tempfile::tempdir().unwrap();
     let profile = crc_profile(scratch.path(), "");
     let out = run(&repo, q.path(), &profile, scratch.path());
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let dir = only_run_dir(&repo);
-    let report = report(&dir);
-    assert_eq!(report["error_class"], "COMMIT_FAILURE");
-    let message = report["message"].as_str().unwrap();
+    let (_, _, message) = refused_commit(&repo, &out);
     assert!(
         message.contains(
             "it changed src/crc.c (modified), the index (fwfix commits only the fix it tested)"
         ) && message.contains("formatted src/crc.c"),
         "{message}"
     );
-    assert_eq!(repo.git(&["branch", "--list", "fwfix/*"]), "");
-    // The hook's rewrite went with the rollback: the owner's tree is as it was.
-    assert_eq!(owner_state(&repo), before);
+    // The hook's rewrite went with the rollback.
+    nothing_committed(&repo, &before);
 }
 
 #[test]
@@ -340,11 +348,7 @@ fn a_hook_that_hangs_is_killed_with_its_children_at_its_timeout() {
     let scratch = tempfile::tempdir().unwrap();
     let profile = crc_profile(scratch.path(), "[commit]\ntimeout_s = 2\n");
     let out = run(&repo, q.path(), &profile, scratch.path());
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    let dir = only_run_dir(&repo);
-    let report = report(&dir);
-    assert_eq!(report["error_class"], "COMMIT_FAILURE");
-    let message = report["message"].as_str().unwrap();
+    let (dir, _, message) = refused_commit(&repo, &out);
     assert!(
         message.contains("did not finish within 2 s ([commit] timeout_s) and was killed")
             && message.contains("checking the whole history..."),
@@ -361,8 +365,7 @@ fn a_hook_that_hangs_is_killed_with_its_children_at_its_timeout() {
         !alive
     });
     assert!(gone, "the hook's child {} outlived it", child.trim());
-    assert_eq!(repo.git(&["branch", "--list", "fwfix/*"]), "");
-    assert_eq!(owner_state(&repo), before);
+    nothing_committed(&repo, &before);
     assert!(dir.join("fix.patch").is_file());
 }
 
