@@ -1482,6 +1482,20 @@ struct Candidate<'a> {
 /// lines never count by themselves. A line that yields to the context takes its class too.
 fn settle_scopes(candidates: &mut Vec<Candidate<'_>>) {
     settle_consequences(candidates);
+    // A flash's generic failure line (`Error: Failed to download data!`) and, after it, a
+    // closing success: the flasher retried and got there.
+    if let Some(success) = candidates
+        .iter()
+        .filter(|c| c.class == TriageClass::Pass && c.scope == Scope::Specific && c.weight >= 2)
+        .map(|c| c.line)
+        .max()
+    {
+        candidates.retain(|c| {
+            c.class != TriageClass::FlashError
+                || matches!(c.scope, Scope::Specific | Scope::Context)
+                || c.line > success
+        });
+    }
     let specific_failure = candidates
         .iter()
         .any(|c| c.scope == Scope::Specific && c.class != TriageClass::Pass);

@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "unmarked";
+const HELD_OUT_SET: &str = "unheard";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -369,6 +369,9 @@ fn thread(source: &str) -> String {
         .captures(path)
         .map(|c| c[1].to_string())
         .or_else(|| {
+            // Outside phpBB's `t=`, a query says how the page was reached (`?action=lastPost&s=`
+            // and a session hash), not which thread it is.
+            let path = path.split('?').next().unwrap_or_default();
             regex::Regex::new(r"\d{3,}")
                 .unwrap()
                 .find_iter(path)
@@ -398,6 +401,12 @@ fn a_thread_is_one_thread_under_any_of_its_addresses() {
     assert_eq!(
         thread("https://e2e.ti.com/support/microcontrollers/msp430/f/166/t/460430"),
         "e2e.ti.com#460430"
+    );
+    assert_eq!(
+        thread("https://forum.segger.com/index.php/Thread/6552-failed-to-connect/"),
+        thread(
+            "https://forum.segger.com/index.php/Thread/6552-failed-to-connect/?action=lastPost&s=e28f0df9c896a693ae7e63d58d5be49ebda46539"
+        )
     );
     assert_ne!(
         thread("https://forum.arduino.cc/t/guru-meditation-error/1242132"),
@@ -458,9 +467,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (unmarked/: 91/107, 85.0%, on round 21's rules; see unmarked/README.md). The goal
+/// one log (unheard/: 118/135, 87.4%, on round 22's rules; see unheard/README.md). The goal
 /// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 84.1;
+const HELD_OUT_FLOOR: f64 = 86.6;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -483,8 +492,9 @@ fn real_logs_held_out_accuracy() {
 /// its misses tuned on); 2528/2627 (96.2%) after round 18 (unvisited/ joined, its misses tuned
 /// on); 2633/2733 (96.3%) after round 19 (unexplored/ joined, its misses tuned on); 2674/2774
 /// (96.4%) after round 20 (uncharted/ joined, its misses tuned on); 2760/2860 (96.5%) after
-/// round 21 (untrodden/ joined, its misses tuned on).
-const TUNING_FLOOR: f64 = 96.1;
+/// round 21 (untrodden/ joined, its misses tuned on); 2870/2967 (96.7%) after round 22
+/// (unmarked/ joined, its misses tuned on).
+const TUNING_FLOOR: f64 = 96.3;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

@@ -416,6 +416,9 @@ pub static RULES: &[Rule] = &[
         r"(?:\sFAILED |\brun status: \S+ )(?P<msg>(?:(?:\w+ )?Failed|Exception|Testsuite mismatch|Test suite mismatch)\b.*|failed$)",
     )
     .weight(1),
+    // twister starting the next test instance: what the log shows after it is that test's
+    // outcome, not the one before.
+    noise("twister.run_test", "twister", r"^(?:DEBUG\s+- )?run test: \S+$").starts_step(),
     re(
         "twister.passed",
         "twister",
@@ -750,7 +753,7 @@ pub static RULES: &[Rule] = &[
         "build.succeeded",
         "platformio",
         Pass,
-        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex))$"#,
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:)$"#,
     )
     .weight(2),
     // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
@@ -1674,7 +1677,7 @@ pub static RULES: &[Rule] = &[
         "nrfjprog.error",
         "nrfjprog",
         FlashError,
-        r"^(?:ERROR|FATAL ERROR): (?P<msg>No debuggers were discovered\.?|There is no debugger connected to the PC\.?|Unable to connect to a debugger\.?|Unable to find a board; is the board connected\?|\[\s*\w+\s*\] - .+|The file specified is not a valid hex file\b.*|.*\bNO_EMULATOR_CONNECTED\b.*)$",
+        r"^(?:ERROR|FATAL ERROR): (?P<msg>No debuggers were discovered\.?|There is no debugger connected to the PC\.?|Unable to connect to a debugger\.?|Unable to find a board; is the board connected\?|\[\s*\w+\s*\] - .+|The file specified is not a valid hex file\b.*|invalid family argument\b.*|.*\bNO_EMULATOR_CONNECTED\b.*)$",
     ),
     re(
         "dfu_util.error",
@@ -1868,6 +1871,12 @@ pub static RULES: &[Rule] = &[
     ),
     // U-Boot's steps of a boot (`Verifying Checksum ... OK`, `Loading Kernel Image ... OK`): no
     // verdict of anything under test (ahead of the flashers' own `Verifying ... OK`).
+    // U-Boot trying its boot sources in turn says what each one lacks; the boot goes on.
+    noise(
+        "uboot.source_missing",
+        "u-boot",
+        r"^(?:\*\* (?:Unable to read file \S+|Unrecognized filesystem type|No partition table - \w+ \d+|Invalid partition \d+|Can't read partition table|Bad device \w+ \d+) \*\*|Failed to mount ext2 filesystem\.\.\.)$",
+    ),
     noise(
         "uboot.step_ok",
         "u-boot",
@@ -1891,7 +1900,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.)$"
         ),
     )
     .weight(2),
@@ -1976,15 +1985,38 @@ pub static RULES: &[Rule] = &[
         "ti_debug.error",
         "ti-debug",
         FlashError,
-        r"(?P<msg>Error connecting to the target:.*|File Loader: (?:Memory write|Verification|Data verification) failed\b.*|Flash Programmer: Error\b.*|\(Error -\d+ @ 0x[0-9A-Fa-f]+\).*)$",
+        r"(?P<msg>Error connecting to the target:.*|\w+: Trouble (?:Writing|Reading) Memory Block at 0x[0-9A-Fa-f]+\b.*|Cannot write to target\.?|File Loader: (?:Memory write|Verification|Data verification) failed\b.*|Flash Programmer: Error\b.*|\(Error -\d+ @ 0x[0-9A-Fa-f]+\).*)$",
     ),
     // NXP's Redlink server (MCUXpresso's probe driver) that cannot take the core.
     re(
         "redlink.cannot_halt",
         "redlink",
         FlashError,
-        r"^(?P<msg>Failed on chip setup\b.*|Cannot halt processor\.?)$",
+        r"^(?:Error: )?(?P<msg>Failed on chip setup\b.*|Cannot halt processor\.?|Failed on connect: .*|No connection to chip's debug port|Error reported by server \((?:redlinkserv|crt_emu_\w+)(?:\.exe)?\):?|LinkServer has been terminated\b.*)$",
     ),
+    // STMicroelectronics' ST-LINK GDB server that finds no probe or no target behind it.
+    re(
+        "stlink_gdb.init_failed",
+        "st-link-gdb-server",
+        FlashError,
+        r"^(?:Reason: )?(?P<msg>Error in initializing ST-LINK device\.|Target no device found|No device found on target\.)$",
+    ),
+    // Nordic's nRF Connect Programmer reporting its probe library's error code.
+    re(
+        "nrf_programmer.error",
+        "nrf-connect",
+        FlashError,
+        r"(?P<msg>Could not fetch memory size of target\b.*|.*\bErrorcode: \w+ \(0x[0-9A-Fa-f]+\).*)$",
+    ),
+    // An Eclipse-based IDE (STM32CubeIDE, MCUXpresso) whose debug launch failed: what its gdb
+    // then says of the connection is the probe's failure.
+    re(
+        "eclipse.launch_failed",
+        "eclipse",
+        FlashError,
+        r"^Error in final launch sequence:?$",
+    )
+    .context(),
     // The Proxmark3 flasher: a block the bootloader refused, or its closing word after the reset.
     re(
         "proxmark.flash_failed",
@@ -2031,7 +2063,7 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|(?:(?:[$>%#]|\*\s+Executing task:) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$",
+        r#"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -2138,6 +2170,16 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^(?P<msg>(?:[\w.+-]*(?i:qemu|emulator|simulator)[\w.+-]*|[\w.+-]*(?i:emu)|spike|verilator[\w.+-]*|gem5[\w.+-]*): \S+:\d+: .*Assertion [`'].*' failed\.?)$",
     ),
+    // The Windows C runtime's assertion report (`Assertion failed!`, then `Program:` and the
+    // program's path, on its line or the next): an emulator's path makes the assertion the
+    // emulator's own.
+    re(
+        "emulator.crt_program",
+        "emulator",
+        InfraError,
+        r"^(?:Program:\s*)?\S*(?i:qemu|renode|emulator|simulator)\S*\.exe$",
+    )
+    .context(),
     re("host.no_space", "host", InfraError, r"(?i)no space left on device"),
     // BitBake's disk space monitor stopping the build.
     re(
@@ -2212,12 +2254,13 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Killed signal terminated program \S+|\S+ terminated with signal \d+ \[Killed\]|Cannot allocate memory|out of memory allocating \d+ bytes|virtual memory exhausted.*)",
     ),
     re("host.tool_panicked", "host", InfraError, r"^thread '[^']*' panicked at (?P<msg>.+)$")
-        .weight(2),
+        .weight(2)
+        .yields_to_context(),
     re(
         "python.traceback",
         "python",
         InfraError,
-        r"^(?P<msg>Traceback \(most recent call last\):)$",
+        r"^(?:.*\.{3} \(\d+ ?%\))?(?P<msg>Traceback \(most recent call last\):)$",
     )
     .weight(1)
     .generic(),
@@ -2374,7 +2417,7 @@ pub static RULES: &[Rule] = &[
         "host.tls_failed",
         "host",
         InfraError,
-        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout|There was a problem confirming the ssl certificate).*)$",
+        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout|There was a problem confirming the ssl certificate|unable to get local issuer certificate|self[- ]signed certificate in certificate chain).*)$",
     )
     .weight(2),
     // A package, toolchain or source archive that cannot be fetched (PlatformIO's installers,
@@ -2442,13 +2485,15 @@ pub static RULES: &[Rule] = &[
         "gdb",
         InfraError,
         r"^\S*:\d+: Connection (?:refused|timed out)\.$",
-    ),
+    )
+    .yields_to_context(),
     re(
         "gdb.remote_lost",
         "gdb",
         InfraError,
         r"^(?P<msg>Remote connection closed|Remote communication error\..*)$",
-    ),
+    )
+    .yields_to_context(),
     re(
         "net.refused",
         "host",
@@ -2859,6 +2904,13 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     // What the firmware printed, or what the emulator saw it do.
+    // Tasmota's file system and settings log at boot (`TFS: File '.drvset003' not found`): a
+    // file it has not written yet, not a failure.
+    noise(
+        "tasmota.fs_log",
+        "tasmota",
+        r"^\d\d:\d\d:\d\d\.\d{3} (?:TFS|UFS|CFG): ",
+    ),
     re(
         "nuttx.fault_panic",
         "nuttx",
@@ -2888,11 +2940,12 @@ pub static RULES: &[Rule] = &[
         Assert,
         r"(?P<msg>ASSERT! Line \d+, file \S+.*|configASSERT.*)$",
     ),
+    re("crt.assert", "libc", Assert, r"^(?P<msg>Assertion failed!)$").yields_to_context(),
     re(
         "libc.assert",
         "libc",
         Assert,
-        r#"(?P<msg>assertion "[^"]*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*|assertion '[^']*' failed\b.*)$"#,
+        r#"(?P<msg>assertion ".*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*|assertion '[^']*' failed\b.*)$"#,
     ),
     // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
     re(

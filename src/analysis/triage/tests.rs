@@ -2155,6 +2155,67 @@ const SAMPLES: &[(&str, &str)] = &[
         "redlink.cannot_halt",
     ),
     ("Cannot halt processor", "redlink.cannot_halt"),
+    (
+        "Failed on connect: Ee(42). Could not connect to core.",
+        "redlink.cannot_halt",
+    ),
+    ("No connection to chip's debug port", "redlink.cannot_halt"),
+    (
+        "Error: Error reported by server (redlinkserv.exe):",
+        "redlink.cannot_halt",
+    ),
+    (
+        "LinkServer has been terminated and will be restarted.",
+        "redlink.cannot_halt",
+    ),
+    (
+        "MSP430: Trouble Writing Memory Block at 0xfffe on Page 0 of Length 0x2: Could not write device memory",
+        "ti_debug.error",
+    ),
+    ("Cannot write to target", "ti_debug.error"),
+    (
+        "ERROR: invalid family argument, a problem with your device, or nrfjprog may",
+        "nrfjprog.error",
+    ),
+    ("Error in initializing ST-LINK device.", "stlink_gdb.init_failed"),
+    ("Reason: No device found on target.", "stlink_gdb.init_failed"),
+    (
+        "Could not fetch memory size of target devkit: Error: Error occured when get library info. Errorcode: CouldNotOpenDevice (0x4) Lowlevel error: Unknown value (fffffffa)",
+        "nrf_programmer.error",
+    ),
+    ("Error in final launch sequence:", "eclipse.launch_failed"),
+    ("Download verified successfully", "flash.verified"),
+    ("Device programming completed.", "flash.verified"),
+    (
+        "[INFO   ] CRC check passed. Binaries successfully loaded.",
+        "flash.verified",
+    ),
+    ("Memory Usage on Teensy 4.1:", "build.succeeded"),
+    (
+        r#"assertion "heap != NULL && "free() target pointer is outside heap areas"" failed: file "heap_caps.c", line 268, function: heap_caps_free"#,
+        "libc.assert",
+    ),
+    (
+        "Writing at 0x0000b400... (9 %)Traceback (most recent call last):",
+        "python.traceback",
+    ),
+    ("Assertion failed!", "crt.assert"),
+    (
+        "user@host:~/nrf52-hal$ cargo flash --release --chip nrf52840 --example blinky",
+        "flash.context",
+    ),
+    (
+        "    Flashing /home/user/app/target/thumbv7em-none-eabihf/release/examples/blinky",
+        "flash.context",
+    ),
+    (
+        "  [cause]: Error: unable to get local issuer certificate",
+        "host.tls_failed",
+    ),
+    (
+        r"Program: C:\qemu\qemu-system-arm.exe",
+        "emulator.crt_program",
+    ),
     ("Error writing block 0 of 1", "proxmark.flash_failed"),
     ("Resetting hardware...", "proxmark.resetting"),
     ("firmware_flasher.js:382 File loaded", "js_flasher.context"),
@@ -2290,6 +2351,74 @@ fn a_dfu_error_state_dfu_util_clears_is_no_failure() {
     assert_eq!(triage.class, TriageClass::Unknown, "{triage:#?}");
     let failed = format!("{log}dfu-util: Error during download get_status\n");
     assert_eq!(classify_str(&failed).class, TriageClass::FlashError);
+}
+
+/// U-Boot says what each boot source lacks while it tries the next; Tasmota logs the files it
+/// has not written yet. Neither is a failure, and a log of nothing else has no verdict.
+#[test]
+fn a_boot_loaders_missing_sources_and_tasmotas_missing_files_are_no_failure() {
+    let uboot = "Hit any key to stop autoboot:  0 \n\
+                 reading uEnv.txt\n\
+                 ** Unable to read file uEnv.txt **\n\
+                 Failed to mount ext2 filesystem...\n\
+                 ** Unrecognized filesystem type **\n\
+                 reading boot.scr\n";
+    let triage = classify_str(uboot);
+    assert_eq!(triage.class, TriageClass::Unknown, "{triage:#?}");
+    let tasmota = "00:00:00.271 TFS: File '.drvset003' not found\n\
+                   00:00:00.271 CFG: Energy use defaults as file system not ready or file not found\n";
+    let triage = classify_str(tasmota);
+    assert_eq!(triage.class, TriageClass::Unknown, "{triage:#?}");
+}
+
+/// twister's `run test:` starts the next instance: an earlier instance's pass is no verdict
+/// on a log that stops before the next one's.
+#[test]
+fn a_pass_before_twisters_next_test_is_no_verdict_of_the_log() {
+    let passed = "DEBUG   - run status: qemu_x86/zephyr/sample.basic passed\n";
+    assert_eq!(classify_str(passed).class, TriageClass::Pass);
+    let next = format!("{passed}DEBUG   - run test: qemu_x86/zephyr/sample.other\n");
+    let triage = classify_str(&next);
+    assert_eq!(triage.class, TriageClass::Unknown, "{triage:#?}");
+}
+
+/// A flasher that reports a failure no rule names and then verifies the image it wrote
+/// retried and got there; a failure after the success still counts.
+#[test]
+fn a_flash_failure_the_flasher_recovered_from_is_no_failure() {
+    let retried = "Error: Failed to download data! If it's a Flash memory, it may be not erased or protected\n\
+                   Downloading 8-bit data done successfully\n\
+                   Download verified successfully\n";
+    let triage = classify_str(retried);
+    assert_eq!(triage.class, TriageClass::Pass, "{triage:#?}");
+    let after = "Download verified successfully\n\
+                 Error: Failed to download data! If it's a Flash memory, it may be not erased or protected\n";
+    assert_eq!(classify_str(after).class, TriageClass::FlashError);
+}
+
+/// A host tool that panics, or a debugger that loses its server, is the lab's, unless the log
+/// shows a flash or a debug launch: then it is that step's failure.
+#[test]
+fn a_host_panic_or_lost_debug_server_in_a_flash_is_the_flashs() {
+    let bare = "thread 'main' panicked at 'assertion failed: `(left == right)`\n";
+    assert_eq!(classify_str(bare).class, TriageClass::InfraError);
+    let flashing = format!("(HOST) INFO  flashing program (6 pages / 24.00 KiB)\n{bare}");
+    assert_eq!(classify_str(&flashing).class, TriageClass::FlashError);
+    let lost = "Remote communication error. Target disconnected.: Success.\n";
+    assert_eq!(classify_str(lost).class, TriageClass::InfraError);
+    let launch = format!("Error in final launch sequence:\nFailed to execute MI command:\n{lost}");
+    assert_eq!(classify_str(&launch).class, TriageClass::FlashError);
+}
+
+/// The Windows C runtime's `Assertion failed!` is the firmware's or a tool's assertion, and
+/// the emulator's own when the `Program:` it names is an emulator.
+#[test]
+fn a_crt_assertion_in_an_emulator_is_the_emulators() {
+    let bare = "Assertion failed!\n\nFile: main.c, Line 12\n";
+    assert_eq!(classify_str(bare).class, TriageClass::Assert);
+    let emulator = "Assertion failed!\n\nProgram:\n.......qemu-system-arm.exe\n\
+                    File: translate-all.c, Line 685\n";
+    assert_eq!(classify_str(emulator).class, TriageClass::InfraError);
 }
 
 #[test]
