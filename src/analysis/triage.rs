@@ -1404,11 +1404,13 @@ impl Triager {
                 matches,
             };
         }
-        if let Some((step_line, step)) = self
-            .step_started
-            .as_ref()
-            .filter(|(step_line, _)| class == TriageClass::Pass && lines.last() < Some(step_line))
-        {
+        if let Some((step_line, step)) = self.step_started.as_ref().filter(|(step_line, _)| {
+            class == TriageClass::Pass
+                && lines.last() < Some(step_line)
+                && !candidates
+                    .iter()
+                    .any(|c| c.class == TriageClass::Pass && c.line > *step_line)
+        }) {
             // The success was an earlier step's (the flash, the build); the log stops before the
             // step it started next says anything.
             let reason = format!(
@@ -1637,7 +1639,7 @@ fn rules_of_hits(segment: &[u8], hits: &Matched, out: &mut Vec<usize>) -> bool {
             return failing;
         };
         let hit = match RULES[index].matcher {
-            Matcher::Regex(_) => true,
+            Matcher::Regex(_) => RULES[index].check.holds(segment),
             Matcher::Diagnostic { .. } => diagnostic
                 .get_or_insert_with(|| first_error(&String::from_utf8_lossy(segment)))
                 .as_ref()

@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "unheard";
+const HELD_OUT_SET: &str = "unsung";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -371,10 +371,21 @@ fn thread(source: &str) -> String {
         .or_else(|| {
             // Outside phpBB's `t=`, a query says how the page was reached (`?action=lastPost&s=`
             // and a session hash), not which thread it is.
-            let path = path.split('?').next().unwrap_or_default();
+            let path = format!("/{}", path.split('?').next().unwrap_or_default());
+            // Discourse's and TI's `/t/slug/1242132`, Nordic's and TI's `/f/forum/67364`: the
+            // topic, whatever reply number follows it.
+            let topic =
+                regex::Regex::new(r"/t/(?:[^/]*/)?(\d{3,})(?:/|$)|/f/[^/]+/(\d{3,})(?:/|$)")
+                    .unwrap()
+                    .captures(&path)
+                    .and_then(|c| c.get(1).or_else(|| c.get(2)))
+                    .map(|m| m.as_str().to_string());
+            if topic.is_some() {
+                return topic;
+            }
             regex::Regex::new(r"\d{3,}")
                 .unwrap()
-                .find_iter(path)
+                .find_iter(&path)
                 .map(|m| m.as_str())
                 .fold(None, |longest: Option<&str>, n| match longest {
                     Some(l) if l.len() >= n.len() => Some(l),
@@ -401,6 +412,14 @@ fn a_thread_is_one_thread_under_any_of_its_addresses() {
     assert_eq!(
         thread("https://e2e.ti.com/support/microcontrollers/msp430/f/166/t/460430"),
         "e2e.ti.com#460430"
+    );
+    assert_eq!(
+        thread("https://devzone.nordicsemi.com/f/nordic-q-a/67364/resetting-system/277401"),
+        "devzone.nordicsemi.com#67364"
+    );
+    assert_eq!(
+        thread("https://forum.arduino.cc/t/guru-meditation-error/1242132/5"),
+        thread("https://forum.arduino.cc/t/guru-meditation-error/1242132")
     );
     assert_eq!(
         thread("https://forum.segger.com/index.php/Thread/6552-failed-to-connect/"),
@@ -430,6 +449,10 @@ fn real_corpora_are_complete_labelled_and_apart() {
         "UNKNOWN",
     ];
     let mut threads = std::collections::BTreeMap::new();
+    // The long lines of each tuning log, to find a held-out log copied from a mirror of a
+    // thread (a Reddit or Stack Overflow mirror, under an address no key ties to it).
+    let mut tuning_lines: std::collections::HashMap<String, Vec<String>> =
+        std::collections::HashMap::new();
     // The bound guards against a set lost or cut short, not its size.
     for (set, at_least) in [("real", 380), (HELD_OUT_SET, 80)] {
         let rows = corpus(set);
@@ -445,11 +468,36 @@ fn real_corpora_are_complete_labelled_and_apart() {
                 listed.insert(format!("{name}.log")),
                 "{set}/{name} listed twice"
             );
-            let lines = std::fs::read_to_string(data_dir().join(set).join(format!("{name}.log")))
-                .unwrap()
-                .lines()
-                .count();
+            let text =
+                std::fs::read_to_string(data_dir().join(set).join(format!("{name}.log"))).unwrap();
+            let lines = text.lines().count();
             assert!((1..=60).contains(&lines), "{set}/{name}: {lines} lines");
+            let long: std::collections::BTreeSet<String> = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| l.len() >= 40)
+                .map(str::to_string)
+                .collect();
+            if set == "real" {
+                for line in &long {
+                    tuning_lines
+                        .entry(line.clone())
+                        .or_default()
+                        .push(name.clone());
+                }
+            } else if long.len() >= 3 {
+                let mut shared: std::collections::HashMap<&str, usize> =
+                    std::collections::HashMap::new();
+                for name in long.iter().filter_map(|l| tuning_lines.get(l)).flatten() {
+                    *shared.entry(name).or_default() += 1;
+                }
+                let most = shared.into_iter().max_by_key(|(_, n)| *n);
+                assert!(
+                    most.is_none_or(|(_, n)| n * 5 < long.len() * 4),
+                    "{set}/{name}: most of its lines are in real/{}.log: one thread twice?",
+                    most.map_or("", |(other, _)| other)
+                );
+            }
             // A thread's logs all sit on one side, or the held-out set is not held out.
             let side = threads.entry(thread(source)).or_insert(set);
             assert_eq!(
@@ -467,9 +515,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (unheard/: 118/135, 87.4%, on round 22's rules; see unheard/README.md). The goal
+/// one log (unsung/: 107/135, 79.3%, on round 23's rules; see unsung/README.md). The goal
 /// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 86.6;
+const HELD_OUT_FLOOR: f64 = 78.5;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -493,8 +541,9 @@ fn real_logs_held_out_accuracy() {
 /// on); 2633/2733 (96.3%) after round 19 (unexplored/ joined, its misses tuned on); 2674/2774
 /// (96.4%) after round 20 (uncharted/ joined, its misses tuned on); 2760/2860 (96.5%) after
 /// round 21 (untrodden/ joined, its misses tuned on); 2870/2967 (96.7%) after round 22
-/// (unmarked/ joined, its misses tuned on).
-const TUNING_FLOOR: f64 = 96.3;
+/// (unmarked/ joined, its misses tuned on); 3003/3102 (96.8%) after round 23 (unheard/
+/// joined, its misses tuned on).
+const TUNING_FLOOR: f64 = 96.4;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.
 #[test]

@@ -29,6 +29,47 @@ use super::set_patterns;
 use super::TriageClass;
 use crate::analysis::{Diagnostic, Severity};
 
+/// A condition on a line that a regular expression cannot state, checked after the rule's
+/// pattern matched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// The pattern decides.
+    Pattern,
+    /// The line starts with a build tool's progress counter at its last step, `[N/N]`
+    /// (ninja's `[160/160] Linking C executable zephyr/zephyr.elf`).
+    LastStep,
+}
+
+impl Check {
+    /// Whether a line the rule's pattern matched holds the condition too.
+    pub fn holds(self, segment: &[u8]) -> bool {
+        match self {
+            Check::Pattern => true,
+            Check::LastStep => last_step(segment),
+        }
+    }
+}
+
+/// `[N/M]` at the start of `segment` with N = M > 0.
+fn last_step(segment: &[u8]) -> bool {
+    let Some(rest) = segment.strip_prefix(b"[") else {
+        return false;
+    };
+    let Some(close) = rest.iter().position(|&b| b == b']') else {
+        return false;
+    };
+    let Some((done, total)) = std::str::from_utf8(&rest[..close])
+        .ok()
+        .and_then(|counter| counter.split_once('/'))
+    else {
+        return false;
+    };
+    matches!(
+        (done.parse::<u64>(), total.parse::<u64>()),
+        (Ok(done), Ok(total)) if done == total && total > 0
+    )
+}
+
 /// How a rule recognises its lines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Matcher {
@@ -79,6 +120,8 @@ pub struct Rule {
     /// The line starts a later step whose outcome the log must then show (a serial monitor
     /// opening after a flash, an upload after a build): a pass before it is no pass of the log.
     pub starts_step: bool,
+    /// A condition on the line that the pattern cannot state.
+    pub check: Check,
 }
 
 /// How far a rule's line decides by itself.
@@ -124,6 +167,7 @@ impl Rule {
             passes_test_case: false,
             consequence: false,
             starts_step: false,
+            check: Check::Pattern,
         }
     }
 
@@ -184,6 +228,11 @@ impl Rule {
 
     const fn timeout_explains(mut self) -> Rule {
         self.timeout_explains = true;
+        self
+    }
+
+    const fn check(mut self, check: Check) -> Rule {
+        self.check = check;
         self
     }
 
@@ -418,7 +467,12 @@ pub static RULES: &[Rule] = &[
     .weight(1),
     // twister starting the next test instance: what the log shows after it is that test's
     // outcome, not the one before.
-    noise("twister.run_test", "twister", r"^(?:DEBUG\s+- )?run test: \S+$").starts_step(),
+    noise(
+        "twister.next_step",
+        "twister",
+        r"^(?:.*\btwister - DEBUG - |DEBUG\s+- )?(?:run test: \S+|Flash command: \[.*)$",
+    )
+    .starts_step(),
     re(
         "twister.passed",
         "twister",
@@ -753,7 +807,7 @@ pub static RULES: &[Rule] = &[
         "build.succeeded",
         "platformio",
         Pass,
-        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:)$"#,
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+)$"#,
     )
     .weight(2),
     // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
@@ -1242,6 +1296,31 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>The term '[^']+' is not recognized as the name of a cmdlet.*|.* is not recognized as an internal or external command.*|.*\bCommandNotFoundException\b.*)$",
     ),
     re("which.no_program", "which", ToolMissing, r"^(?P<msg>which: no \S+ in \(.*)$"),
+    // A build script's own message that a program it runs is missing (the Matter SDK's CMake:
+    // `The 'gn' command was not found.  Make sure you have GN installed.`).
+    re(
+        "script.command_not_found",
+        "build",
+        ToolMissing,
+        r#"^\W*(?P<msg>The ['"`]?[\w.+-]+['"`]? (?:command|program|executable|tool) (?:was not|could not be) found\b.*)$"#,
+    ),
+    // Python given a script that is not there: the tool a build or upload runs is missing
+    // (`python3: can't open file '.../tools/prog.py': [Errno 2] No such file or directory`).
+    re(
+        "python.script_missing",
+        "python",
+        ToolMissing,
+        r"^(?:\S*[/\\])?python[\d.]*(?:\.exe)?: (?P<msg>can't open file .*\[Errno 2\] No such file or directory)$",
+    ),
+    // CMake's check of the compiler failed: the configure step stopped, whatever the test
+    // compile's own errors say (often undefined references from a toolchain with no libc
+    // stubs).
+    re(
+        "cmake.compiler_check_failed",
+        "cmake",
+        BuildError,
+        r#"^(?P<msg>Compiling the \w+ compiler identification source file \S+ failed\.|.*\bis not able to compile a simple test program\.)$"#,
+    ),
     // CMake and meson say which program or package they looked for and did not find.
     re(
         "cmake.program_not_found",
@@ -1893,6 +1972,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:--- (?:idf_monitor|esp-idf-monitor(?: \S+)?|Miniterm|Terminal) on \S+.*|INFO Uploading \S+ \(\d+ bytes\))$",
     )
     .starts_step(),
+    // esptool starting to write an image: the erase before it was one step of the flash, and
+    // the write's own `Hash of data verified.` says how it went.
+    noise(
+        "esptool.write_started",
+        "esptool",
+        r"^Compressed \d+ bytes to \d+\.\.\.$",
+    )
+    .starts_step(),
     // A flasher's own closing success line: the image is on the board. A log that ends there
     // is a pass (nothing failed); anything a later line shows failing ranks above it.
     re(
@@ -1900,7 +1987,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+)$"
         ),
     )
     .weight(2),
@@ -2056,6 +2143,16 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>.*\b(?:ap-?protection|approtect|readback protection|read-?out protection)\b.*\b(?:enabled|unavailable|active|set)\b.*)$",
     ),
+    // west flash handing over to its runner after the build: the flash is a later step, whose
+    // outcome the build's success is not.
+    re(
+        "west.runner_started",
+        "west",
+        FlashError,
+        r"^(?:-- )?(?:west flash: using runner \S+|runners\.\w+: Flashing file: .*)$",
+    )
+    .context()
+    .starts_step(),
     // Lines that say a log comes from a flasher (its banner, its progress, a command line that
     // runs it, after a shell's prompt, a `C:\...>` one or an IDE task's, or none: a Markdown
     // quote's `> ` is cut before the rules read a line): its generic failures are the flash's.
@@ -2181,6 +2278,14 @@ pub static RULES: &[Rule] = &[
     )
     .context(),
     re("host.no_space", "host", InfraError, r"(?i)no space left on device"),
+    // arduino-cli that cannot read its own packages directory: the installation's, not the
+    // sketch's.
+    re(
+        "arduino_cli.package_manager",
+        "arduino-cli",
+        InfraError,
+        r"^(?P<msg>Error initializing package manager: .*)$",
+    ),
     // BitBake's disk space monitor stopping the build.
     re(
         "bitbake.disk_monitor",
@@ -2417,7 +2522,7 @@ pub static RULES: &[Rule] = &[
         "host.tls_failed",
         "host",
         InfraError,
-        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout|There was a problem confirming the ssl certificate|unable to get local issuer certificate|self[- ]signed certificate in certificate chain).*)$",
+        r"(?P<msg>.*(?:\[SSL: CERTIFICATE_VERIFY_FAILED\]|TLS handshake timeout|There was a problem confirming the ssl certificate|unable to get local issuer certificate|self[- ]signed certificate in certificate chain|cannot verify \S+ certificate, issued by\b).*)$",
     )
     .weight(2),
     // A package, toolchain or source archive that cannot be fetched (PlatformIO's installers,
@@ -2820,6 +2925,32 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^Error: (?P<msg>Unknown (?:board ID|environment names?) .*|BoardConfig: .*)$",
     ),
+    // ninja's progress line when its last step is a link (`[160/160] Linking C executable
+    // zephyr/zephyr.elf`): every step ran, so the build succeeded unless a later line says
+    // otherwise. A last step of another kind (`[650/650] Generating tfm_s_ns_signed.bin`) is
+    // often a nested build's (TF-M's inside Zephyr's), with the outer one still to come.
+    re(
+        "build.last_step",
+        "ninja",
+        Pass,
+        r"^(?P<msg>\[\d+/\d+\] Linking\b.*)$",
+    )
+    .weight(2)
+    .check(Check::LastStep),
+    // crosstool-NG stopping in a step: fetching the components' tarballs is the network's,
+    // any other step the toolchain build's.
+    re(
+        "crosstool_ng.fetch_failed",
+        "crosstool-ng",
+        InfraError,
+        r"^(?:\[ERROR\]\s+)?>>\s+(?P<msg>Build failed in step '(?:Retrieving|Downloading|Fetching|Extracting)\b.*)$",
+    ),
+    re(
+        "crosstool_ng.build_failed",
+        "crosstool-ng",
+        BuildError,
+        r"^(?:\[ERROR\]\s+)?>>\s+(?P<msg>Build failed in step .*)$",
+    ),
     // Steps that say only that a build step failed, like make's `Error 1`.
     re(
         "ninja.stopped",
@@ -2845,7 +2976,7 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
-    re("ninja.error", "ninja", BuildError, r"^ninja: error: (?P<msg>.+)$"),
+    re("ninja.error", "ninja", BuildError, r"^(?i:ninja): error: (?P<msg>.+)$"),
     // ninja's failed step whose output is an executable image (`FAILED: zephyr/zephyr_pre0.elf
     // zephyr/zephyr_pre0.map`): the link step, whatever the linker's own lines were.
     re(
@@ -2941,6 +3072,39 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>ASSERT! Line \d+, file \S+.*|configASSERT.*)$",
     ),
     re("crt.assert", "libc", Assert, r"^(?P<msg>Assertion failed!)$").yields_to_context(),
+    // CppUnit's report of a failed test: its `Test name: Suite::test` line, then the
+    // `assertion failed` of CPPUNIT_ASSERT (a test's check, not the firmware's assert), and its
+    // closing tally.
+    re(
+        "cppunit.test_name",
+        "cppunit",
+        TestFailure,
+        r"^(?P<msg>Test name: \w+::\w+)$",
+    )
+    .weight(1),
+    re(
+        "cppunit.assertion",
+        "cppunit",
+        TestFailure,
+        r"^(?P<msg>(?:assertion|equality assertion) failed)$",
+    )
+    .follows(&["cppunit.test_name"]),
+    re(
+        "cppunit.failures",
+        "cppunit",
+        TestFailure,
+        r"^(?P<msg>Run: \d+\s+Failure total: [1-9]\d*\s+Failures: \d+\s+Errors: \d+)$",
+    )
+    .verdict(),
+    // A runner's tally of failed tests (modm's `Failed 18 of 2645 tests`, also as the summary
+    // of a collapsed block in a GitHub comment).
+    re(
+        "tests.failed_of",
+        "tests",
+        TestFailure,
+        r"^(?:<summary>)?(?P<msg>Failed [1-9]\d* of \d+ tests?)(?:</summary>)?$",
+    )
+    .verdict(),
     re(
         "libc.assert",
         "libc",

@@ -2,6 +2,7 @@
 //! naive log scanners: error words in passing test names, colour codes, CRLF, carriage-return
 //! progress bars, huge logs and binary junk.
 
+use super::rules::Check;
 use super::*;
 use proptest::prelude::*;
 use std::collections::{BTreeSet, HashSet};
@@ -650,7 +651,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "FATAL ERROR: command exited with status 1: /usr/bin/cmake -B build -GNinja",
         "west.command_failed",
     ),
-    ("-- west flash: using runner jlink", "flash.context"),
+    ("-- west flash: rebuilding", "flash.context"),
     (
         "  File \"/usr/lib/python3/site-packages/pyocd/board/board.py\", line 96, in uninit",
         "python.flasher_frame",
@@ -2201,6 +2202,55 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Assertion failed!", "crt.assert"),
     (
+        "[160/160] Linking C executable zephyr/zephyr.elf",
+        "build.last_step",
+    ),
+    (
+        "[193/193] Linking C static library libthreadx.a",
+        "build.last_step",
+    ),
+    ("-- west flash: using runner nrfutil", "west.runner_started"),
+    ("MD5 verified: 54fc0d58ac78dde34e974051cd70e03b", "flash.verified"),
+    ("Finished building target: Project.elf", "build.succeeded"),
+    (
+        "ERROR: cannot verify developer.arm.com's certificate, issued by 'CN=GlobalSign RSA OV SSL CA 2018':",
+        "host.tls_failed",
+    ),
+    (
+        "The 'gn' command was not found.  Make sure you have GN installed.Or have",
+        "script.command_not_found",
+    ),
+    (
+        "python3: can't open file '/opt/megaavr/tools/prog.py': [Errno 2] No such file or directory",
+        "python.script_missing",
+    ),
+    (
+        "Compiling the C compiler identification source file \"CMakeCCompilerId.c\" failed.",
+        "cmake.compiler_check_failed",
+    ),
+    (
+        "[ERROR]  >>  Build failed in step 'Retrieving needed toolchain components' tarballs'",
+        "crosstool_ng.fetch_failed",
+    ),
+    (
+        "[ERROR]  >>  Build failed in step 'Installing pass-2 core C gcc compiler'",
+        "crosstool_ng.build_failed",
+    ),
+    (
+        "Error initializing package manager: cannot initialize package manager: loading hardware packages",
+        "arduino_cli.package_manager",
+    ),
+    ("Test name: LoggerApiTest::testGetVersion", "cppunit.test_name"),
+    (
+        "Run: 130   Failure total: 2   Failures: 2   Errors: 0",
+        "cppunit.failures",
+    ),
+    ("<summary>Failed 18 of 2645 tests</summary>", "tests.failed_of"),
+    (
+        "`Ninja: error: 'src/complete.c', needed by 'obj/complete.o', missing and no known rule to make it",
+        "ninja.error",
+    ),
+    (
         "user@host:~/nrf52-hal$ cargo flash --release --chip nrf52840 --example blinky",
         "flash.context",
     ),
@@ -2351,6 +2401,54 @@ fn a_dfu_error_state_dfu_util_clears_is_no_failure() {
     assert_eq!(triage.class, TriageClass::Unknown, "{triage:#?}");
     let failed = format!("{log}dfu-util: Error during download get_status\n");
     assert_eq!(classify_str(&failed).class, TriageClass::FlashError);
+}
+
+/// ninja's counter at its last step is a build that ran every step; at any other step, or
+/// followed by a failure, it is not.
+#[test]
+fn a_build_counter_at_its_last_step_is_a_finished_build() {
+    let done = "[159/160] Building C object zephyr/main.c.obj\n\
+                [160/160] Linking C executable zephyr/zephyr.elf\n";
+    assert_eq!(classify_str(done).class, TriageClass::Pass);
+    let cut = "[158/160] Building C object zephyr/main.c.obj\n\
+               [159/160] Linking C executable zephyr/zephyr_pre.elf\n";
+    assert_eq!(classify_str(cut).class, TriageClass::Unknown);
+    let nested = "[650/650] Generating tfm_s_ns_signed.bin\n";
+    assert_eq!(classify_str(nested).class, TriageClass::Unknown);
+    let flashing = format!("{done}-- west flash: using runner nrfutil\n");
+    assert_eq!(classify_str(&flashing).class, TriageClass::Unknown);
+    let failed =
+        format!("{done}FAILED: zephyr/zephyr.elf\nninja: build stopped: subcommand failed.\n");
+    assert_ne!(classify_str(&failed).class, TriageClass::Pass);
+    assert!(!Check::LastStep.holds(b"[0/0] Linking"));
+    assert!(!Check::LastStep.holds(b"[x/1] Linking"));
+}
+
+/// esptool's erase is one step of a flash: a log cut after `Compressed ...` has not shown
+/// the write's outcome; the hash verified after it has.
+#[test]
+fn an_erase_before_esptools_write_is_no_pass_of_the_flash() {
+    let erased = "Chip erase completed successfully in 7.1s\n";
+    assert_eq!(classify_str(erased).class, TriageClass::Pass);
+    let writing = format!("{erased}Compressed 1076672 bytes to 618512...\n");
+    assert_eq!(classify_str(&writing).class, TriageClass::Unknown);
+    let written = format!("{writing}Hash of data verified.\n");
+    assert_eq!(classify_str(&written).class, TriageClass::Pass);
+}
+
+/// CppUnit's `assertion failed` under a `Test name:` is a test's check failing, not the
+/// firmware's assert.
+#[test]
+fn a_cppunit_assertion_is_a_test_failure() {
+    let log = "loggerApi_test.cpp:1315:Assertion\n\
+               Test name: LoggerApiTest::testGetVersion\n\
+               assertion failed\n\
+               - Expression: json.size()\n";
+    assert_eq!(classify_str(log).class, TriageClass::TestFailure);
+    assert_eq!(
+        classify_str("assertion failed\n").class,
+        TriageClass::Assert
+    );
 }
 
 /// U-Boot says what each boot source lacks while it tries the next; Tasmota logs the files it
@@ -2555,6 +2653,7 @@ fn every_rule_with_a_class_has_a_sample() {
     let sampled: HashSet<&str> = SAMPLES.iter().map(|s| s.1).collect();
     // Rules that apply only right after another rule's line.
     let in_context = [
+        "cppunit.assertion",
         "unity.ok",
         "unity.verdict_fail",
         "unittest.ok",
@@ -3369,7 +3468,10 @@ fn reference_rules(segment: &[u8]) -> Vec<usize> {
     let mut out = Vec::new();
     for (index, rule) in RULES.iter().enumerate() {
         let hit = match rule.matcher {
-            Matcher::Regex(_) => COMPILED.regex(index).is_some_and(|r| r.is_match(segment)),
+            Matcher::Regex(_) => {
+                COMPILED.regex(index).is_some_and(|r| r.is_match(segment))
+                    && rule.check.holds(segment)
+            }
             Matcher::Diagnostic { .. } => {
                 HINT.is_match(segment) && diagnostic.as_ref().is_some_and(|d| rule.accepts(d))
             }
