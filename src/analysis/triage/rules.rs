@@ -306,7 +306,7 @@ pub static RULES: &[Rule] = &[
     noise("compiler.source_excerpt", "gcc", r"^(?:\s*\d+ |\s+)\| "),
     // Harness results: a test's own line, whatever words its name or message holds.
     re("unity.pass", "unity", Pass, r"(?P<msg>\S*?:\d+:[A-Za-z_]\w*:PASS)(?::.*)?$").weight(1),
-    re("unity.fail", "unity", TestFailure, r"(?P<msg>\S*?:\d+:[A-Za-z_]\w*:FAIL(?::.*)?)$"),
+    re("unity.fail", "unity", TestFailure, r"(?P<msg>\S*?:\d+[: ][A-Za-z_]\w*:FAIL(?::.*)?)$"),
     re("unity.ignore", "unity", Pass, r"\S*?:\d+:[A-Za-z_]\w*:IGNORE(?::.*)?$").weight(1),
     re("unity.summary_ok", "unity", Pass, r"^\d+ Tests 0 Failures \d+ Ignored$"),
     re("unity.summary_fail", "unity", TestFailure, r"^\d+ Tests [1-9]\d* Failures \d+ Ignored$"),
@@ -807,7 +807,7 @@ pub static RULES: &[Rule] = &[
         "build.succeeded",
         "platformio",
         Pass,
-        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+)$"#,
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+|scons: done building targets\.|Finished: \d+ information, \d+ warnings? and 0 error messages\.)$"#,
     )
     .weight(2),
     // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
@@ -1037,6 +1037,24 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     re("pytest.failed", "pytest", TestFailure, r"^(?P<msg>FAILED \S+::\S+.*)$").weight(1),
+    // A serial device that is not there, opened by a harness or a script (pytest-embedded's
+    // `E  FileNotFoundError: [Errno 2] No such file or directory: '/dev/ttyUSB100'`): the lab's
+    // port, or the flasher's upload port in a flash's log.
+    re(
+        "serial.missing_device",
+        "serial",
+        InfraError,
+        r#"(?P<msg>\w*Error: \[Errno 2\] No such file or directory: ['"](?:/dev/(?:tty|cu\.|serial/)\S*|COM\d+)['"])$"#,
+    )
+    .yields_to_context(),
+    // GoogleTest's failed check (`controller/test/SensorTests.cpp:147: Failure`).
+    re(
+        "gtest.failure",
+        "gtest",
+        TestFailure,
+        r"^(?P<msg>\S+\.(?:cpp|cc|cxx|c|hpp|h):\d+: Failure)$",
+    )
+    .weight(2),
     // The exception pytest quotes under a failing test (`E       AssertionError: ...`); the
     // rules above see a pexpect timeout or a serial port's failure in it first.
     re(
@@ -1311,6 +1329,22 @@ pub static RULES: &[Rule] = &[
         "python",
         ToolMissing,
         r"^(?:\S*[/\\])?python[\d.]*(?:\.exe)?: (?P<msg>can't open file .*\[Errno 2\] No such file or directory)$",
+    ),
+    // A compiler driver that cannot start the program it runs (Windows: `arm-none-eabi-gcc:
+    // error: CreateProcess: No such file or directory`).
+    re(
+        "gcc.createprocess",
+        "gcc",
+        ToolMissing,
+        r"^\S+: error: (?P<msg>CreateProcess: No such file or directory)$",
+    ),
+    // A build script saying a library or program it needs is not there (`ERROR: libclang not
+    // found!`).
+    re(
+        "script.library_not_found",
+        "build",
+        ToolMissing,
+        r"^(?:ERROR|Error|error|FATAL):\s*(?P<msg>(?:lib[\w.+-]+|[\w.+-]+ (?:executable|program|binary)) (?:was )?not found\b.*)$",
     ),
     // CMake's check of the compiler failed: the configure step stopped, whatever the test
     // compile's own errors say (often undefined references from a toolchain with no libc
@@ -1670,6 +1704,14 @@ pub static RULES: &[Rule] = &[
     ),
     // J-Link's own errors stand out with six asterisks.
     re("jlink.error", "jlink", FlashError, r"^\*{6} Error: (?P<msg>.+)$").weight(2),
+    // The J-Link DLL's error as nrfjprog's log quotes it (`JLinkARM.dll OpenEx returned error
+    // 'Communication timed out - Can not execute firmware update'.`).
+    re(
+        "jlink.dll_error",
+        "jlink",
+        FlashError,
+        r"(?P<msg>JLinkARM\.dll \w+ returned error .*)$",
+    ),
     re(
         "stflash.no_stlink",
         "st-flash",
@@ -1720,7 +1762,7 @@ pub static RULES: &[Rule] = &[
         "arduino.upload_failed",
         "arduino",
         FlashError,
-        r"^(?P<msg>An error occurred while uploading the sketch|Failed uploading: .+|Error during Upload: .+)$",
+        r"^(?P<msg>An error occurred while uploading the sketch|Failed (?:uploading|programming): .+|Error during Upload: .+)$",
     ),
     re(
         "picotool.no_device",
@@ -2104,6 +2146,50 @@ pub static RULES: &[Rule] = &[
         r"^Error in final launch sequence:?$",
     )
     .context(),
+    // OpenOCD's Tcl trace under a script that failed (`in procedure 'sflash_init' called at
+    // file "sflash_write.tcl", line 262`).
+    re(
+        "openocd.tcl_trace",
+        "openocd",
+        FlashError,
+        r#"^(?P<msg>in procedure '[\w:.-]+'(?: called at file "[^"]+", line \d+)?)\s*$"#,
+    )
+    .weight(1)
+    .generic(),
+    // J-Link Commander's `loadfile` that could not write (`Writing target memory failed.`);
+    // wch-isp's verify; BK7231's uartprogram that cannot take the bus.
+    re(
+        "flasher.write_failed",
+        "flasher",
+        FlashError,
+        r"^(?P<msg>Writing target memory failed\.|Fail(?:ed)? to verify chunk @ .*|Cannot get bus\.(?:\s*:.*)?)$",
+    ),
+    // espota's answer from a device that refused the upload (`15:19:54 [ERROR]: Bad Answer:
+    // ERR: ERROR[4]: Not Enough Space`).
+    re("espota.bad_answer", "espota", FlashError, r"(?P<msg>Bad Answer: .*)$"),
+    // dfu-util's progress bar ending in failure.
+    re(
+        "dfu_util.download_failed",
+        "dfu-util",
+        FlashError,
+        r"^(?P<msg>(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes failed!?)$",
+    ),
+    // STM32CubeProgrammer's GUI log (`14:48:45 : Memory Programming ...`): its errors are the
+    // flash's.
+    re(
+        "stm32cube.gui_context",
+        "stm32cubeprogrammer",
+        FlashError,
+        r"^(?:\d\d:\d\d:\d\d\s*)?:?\s*(?:Memory Programming \.\.\.|Opening and parsing file: \S+)$",
+    )
+    .context(),
+    re(
+        "stm32cube.gui_error",
+        "stm32cubeprogrammer",
+        FlashError,
+        r"^(?:\d\d:\d\d:\d\d\s*)?:\s*Error: (?P<msg>.+)$",
+    )
+    .in_context(),
     // The Proxmark3 flasher: a block the bootloader refused, or its closing word after the reset.
     re(
         "proxmark.flash_failed",
@@ -2160,7 +2246,7 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r#"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
+        r#"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -2278,6 +2364,47 @@ pub static RULES: &[Rule] = &[
     )
     .context(),
     re("host.no_space", "host", InfraError, r"(?i)no space left on device"),
+    // Arm Trusted Firmware's EL3 exception report (`ERROR:   Unhandled External Abort received
+    // on 0x81000000 from EL3`, its `Excepton received on ...`): the firmware faulted.
+    re(
+        "tf_a.exception",
+        "tf-a",
+        Crash,
+        r"^(?:ERROR:\s+)?(?P<msg>Unhandled (?:External Abort|Exception|Asynchronous Abort) (?:received on 0x[0-9A-Fa-f]+ from|in|at) EL\d.*|Excepti?on received on 0x[0-9A-Fa-f]+, spsr_el3:.*)$",
+    ),
+    // A frame of a backtrace (gdb's `#0  0x100002c4 in isr_hardfault ()`, probe-run's `0:
+    // HardFaultTrampoline`) in a fault handler: the firmware faulted.
+    re(
+        "backtrace.fault_handler",
+        "gdb",
+        Crash,
+        r"^(?:#\d+\s+(?:0x[0-9A-Fa-f]+ in )?|\d+: )(?P<msg>(?:isr_hardfault|HardFault_Handler|HardFaultTrampoline|MemManage_Handler|BusFault_Handler|UsageFault_Handler|hard_fault_handler\w*)\b.*)$",
+    )
+    .weight(2),
+    // ser2net (the lab's serial server, labgrid's) refusing its configuration
+    // (`<cmdline>:5(column 0): Invalid accepter port name/number ...`).
+    re(
+        "ser2net.config_error",
+        "ser2net",
+        InfraError,
+        r"^(?P<msg>(?:<cmdline>|\S*ser2net\S*\.ya?ml):\d+\(column \d+\): .*)$",
+    ),
+    // arduino-cli's download that arrived corrupt or cut: the network's or the mirror's.
+    re(
+        "arduino_cli.archive_corrupt",
+        "arduino-cli",
+        InfraError,
+        r"(?P<msg>.*\btesting (?:local )?archive (?:integrity|size|checksum)\b.*)$",
+    ),
+    // A Ruby tool that raised (`...cpp_library.rb:185:in `build': wrong number of arguments
+    // (given 3, expected 4) (ArgumentError)`): the tool broke.
+    re(
+        "ruby.exception",
+        "ruby",
+        InfraError,
+        r"^(?:\S+\.rb:\d+:in )?(?P<msg>`?[\w?!]+': .+ \((?:[A-Z]\w*::)*[A-Z]\w*(?:Error|Exception)\))$",
+    )
+    .generic(),
     // arduino-cli that cannot read its own packages directory: the installation's, not the
     // sketch's.
     re(
@@ -2692,6 +2819,16 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .echo(),
+    // SCons' closing list of the targets it failed to build (`Failed building
+    // build/f7-firmware-D/toolbox/version.inc.h: Error 1`): a build step failed, whatever tool
+    // the step ran.
+    re(
+        "scons.failed_building",
+        "scons",
+        BuildError,
+        r"^(?P<msg>Failed building \S+: .+)$",
+    )
+    .weight(1),
     re("scons.error", "scons", BuildError, r"^scons: \*\*\* (?P<msg>.+)$").weight(2),
     // nmake: `U1077` is the echo of a command that failed; the others are its own.
     re(
@@ -2735,7 +2872,7 @@ pub static RULES: &[Rule] = &[
         "openocd.script_error",
         "openocd",
         FlashError,
-        r"^\S+\.(?:cfg|tcl):\d+: Error: (?P<msg>.+)$",
+        r"^\S+\.(?:cfg|tcl|ocd):\d+: Error: (?P<msg>.+)$",
     ),
     // An assembler error in a link-time-optimisation temporary (`.lto-tmp/cc1.s:193: Error:`):
     // code generated while linking.
@@ -3558,6 +3695,20 @@ pub static RULES: &[Rule] = &[
         r"(?i)(?:^|[^\w.])(?P<msg>(?:\w+ )?assert(?:ion|ation)? fail(?:ed|ure)?\b.*)$",
     )
     .weight(2),
+    // gputils' linker (gplink, under SDCC for PICs) with no room for a section.
+    re(
+        "gplink.no_memory",
+        "gplink",
+        LinkError,
+        r"^error: (?P<msg>No target memory available for section .*)$",
+    ),
+    // Contiki-NG's compile test summary.
+    re(
+        "contiki.examples_failed",
+        "contiki-ng",
+        BuildError,
+        r"^(?P<msg>Number of examples that failed to build: [1-9]\d*)$",
+    ),
     // A source-like file's `path:line[:col]` (or `path:line (column N)`) with an error: a
     // devicetree, overlay, Kconfig, linker script, CMake or YAML file the build reads.
     re(
@@ -3720,6 +3871,14 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    // A failure the tool says it went on from (`Signature verification failed, continuing
+    // with unsigned image`, `..., falling back to full calibration`): no evidence, to the
+    // rules below or to the learned fallback. (`retrying` is no such line: the retry may fail.)
+    noise(
+        "any.recovered",
+        "any",
+        r"(?i)(?:,|\.|\s-)\s*(?:continuing(?: with| anyway)?|falling back to|ignoring|skipping)\b[^.]*\.{0,3}$",
+    ),
     // Last, so that every rule above sees its lines first: a bare `Error: ...` is OpenOCD's only
     // in an OpenOCD log.
     re("openocd.error", "openocd", FlashError, r"^Error: (?P<msg>.+)$")

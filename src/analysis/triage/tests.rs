@@ -2210,6 +2210,95 @@ const SAMPLES: &[(&str, &str)] = &[
         "build.last_step",
     ),
     ("-- west flash: using runner nrfutil", "west.runner_started"),
+    (
+        "E           FileNotFoundError: [Errno 2] No such file or directory: '/dev/ttyUSB100'",
+        "serial.missing_device",
+    ),
+    (
+        "controller/test/sensor_tests/SensorTests.cpp:147: Failure",
+        "gtest.failure",
+    ),
+    (
+        "test_foo.c:75 test_that_fails:FAIL:Function some_mock. Called fewer times than expected",
+        "unity.fail",
+    ),
+    (
+        "ERROR:   Unhandled External Abort received on 0x81000000 from EL3",
+        "tf_a.exception",
+    ),
+    (
+        "ERROR:   Excepton received on 0x81000000, spsr_el3:620002cd,reason:0 esr_el3:0xbe000411",
+        "tf_a.exception",
+    ),
+    ("#0  0x100002c4 in isr_hardfault ()", "backtrace.fault_handler"),
+    ("0: HardFaultTrampoline", "backtrace.fault_handler"),
+    (
+        "Error during install: Cannot install tool esp32:esp32-arduino-libs@3.0: testing local archive integrity: testing archive size: fetched archive size differs",
+        "arduino_cli.archive_corrupt",
+    ),
+    (
+        "`build_for_test_with_configuration': wrong number of arguments (given 3, expected 4) (ArgumentError)",
+        "ruby.exception",
+    ),
+    (
+        "arm-none-eabi-gcc: error: CreateProcess: No such file or directory",
+        "gcc.createprocess",
+    ),
+    ("ERROR: libclang not found!", "script.library_not_found"),
+    (
+        "error: No target memory available for section \".code\".",
+        "gplink.no_memory",
+    ),
+    (
+        "Number of examples that failed to build: 52",
+        "contiki.examples_failed",
+    ),
+    (
+        "scripts/nrf52-pi/swd-pi.ocd:13: Error: Can't find target/nrf52.cfg",
+        "openocd.script_error",
+    ),
+    (
+        "in procedure 'sflash_init' called at file \"sflash_write.tcl\", line 262",
+        "openocd.tcl_trace",
+    ),
+    ("Writing target memory failed.", "flasher.write_failed"),
+    (
+        "JLinkARM.dll OpenEx returned error 'Communication timed out - Can not execute firmware update'.",
+        "jlink.dll_error",
+    ),
+    ("Fail to verify chunk @ 0 error: f5 00", "flasher.write_failed"),
+    ("Cannot get bus. : |", "flasher.write_failed"),
+    (
+        "15:19:54 [ERROR]: Bad Answer: ERR: ERROR[4]: Not Enough Space",
+        "espota.bad_answer",
+    ),
+    (
+        "Download\t[                         ]   0%            0 bytes failed!",
+        "dfu_util.download_failed",
+    ),
+    (
+        "Failed programming: uploading error: exit status 1",
+        "arduino.upload_failed",
+    ),
+    ("14:48:45 : Memory Programming ...", "stm32cube.gui_context"),
+    ("  14:48:45 : Error: Parsing fail", "stm32cube.gui_error"),
+    (
+        "python uartprogram OpenBK7231N_QIO_1.7.1.bin --unprotect -d com5 -w --startaddr 0x0",
+        "flash.context",
+    ),
+    ("scons: done building targets.", "build.succeeded"),
+    (
+        "Finished: 0 information, 1 warning and 0 error messages.",
+        "build.succeeded",
+    ),
+    (
+        "Failed building build/f7-firmware-D/toolbox/version.inc.h: Error 1",
+        "scons.failed_building",
+    ),
+    (
+        "<cmdline>:5(column 0): Invalid accepter port name/number 'telnet(rfc2217,mode=server),36099': Invalid data to parameter",
+        "ser2net.config_error",
+    ),
     ("MD5 verified: 54fc0d58ac78dde34e974051cd70e03b", "flash.verified"),
     ("Finished building target: Project.elf", "build.succeeded"),
     (
