@@ -443,6 +443,15 @@ pub static RULES: &[Rule] = &[
         r"\sFAILED\s*:\s*(?P<msg>(?i:timeout)\b.*)$",
     )
     .weight(1),
+    // ArduPilot's autotest giving up on a line it expected from the vehicle (`Timed out
+    // looking for Received [0-9]+ parameters`): the firmware under test never answered.
+    re(
+        "autotest.timed_out",
+        "autotest",
+        Hang,
+        r"^(?P<msg>Timed out looking for .+)$",
+    )
+    .weight(2),
     // SerenityOS's and WebKit's kernel or library assertion (`ASSERTION FAILED: handler`), before
     // the panic it leads to.
     re("kernel.assertion_failed", "kernel", Assert, r"(?:^|\]: )(?P<msg>ASSERTION FAILED: .+)$"),
@@ -685,6 +694,29 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>[1-9]\d* (?:critical )?tests?(?: total)?, \d+ passed, 0 failed\b.*)$",
     )
     .verdict(),
+    // Robot's SSH and Telnet libraries with no connection to the device: the lab lost the
+    // board, so the FAILs around it are its echo.
+    re(
+        "robot.no_connection",
+        "robot",
+        InfraError,
+        r"^(?:\d+\) )?(?P<msg>No connection open\.?)$",
+    ),
+    // sof-test's closing verdict (`2022-02-10 00:33:03 UTC [INFO] Test Result: PASS!`).
+    re(
+        "sof_test.result_fail",
+        "sof-test",
+        TestFailure,
+        r"\[(?:REMOTE_)?INFO\] (?P<msg>Test Result: FAIL!?)$",
+    )
+    .verdict(),
+    re(
+        "sof_test.result_pass",
+        "sof-test",
+        Pass,
+        r"\[(?:REMOTE_)?INFO\] (?P<msg>Test Result: PASS!?)$",
+    )
+    .verdict(),
     re(
         "lava.testcase_fail",
         "lava",
@@ -797,6 +829,14 @@ pub static RULES: &[Rule] = &[
         .weight(2),
     re("platformio.case_passed", "platformio", Pass, r"^(?P<msg>\S+:\d+:.*?)\s+\[PASSED\]$")
         .weight(1),
+    // avrdude's read-back mismatch inside a pasted log a forum flattened into one line: it
+    // comes before the build's size report, which such a line starts with.
+    re(
+        "avrdude.mismatch_mid_line",
+        "avrdude",
+        FlashError,
+        r"\bavrdude(?:\.exe)?: (?P<msg>verification error, first mismatch at byte 0x[0-9A-Fa-f]+.*)$",
+    ),
     // A build that ends in its tool's own success (`pio run`'s closing line, with or without its
     // rule of `=`, ESP-IDF's `Project
     // build complete.`, Eclipse CDT's `Build Finished`, the Arduino IDE's size report after a
@@ -1207,6 +1247,22 @@ pub static RULES: &[Rule] = &[
         r"^(?:line \d+: )?(?P<msg>[\w./+-]+: command not found)$",
     ),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
+    // The dynamic loader cannot start a program whose shared library is not installed
+    // (`st-flash: error while loading shared libraries: libstlink.so.1: ...`).
+    re(
+        "loader.missing_library",
+        "ld.so",
+        ToolMissing,
+        r"(?P<msg>error while loading shared libraries: \S+: cannot open shared object file.*)$",
+    ),
+    // Keil µVision's build cannot start its compiler (`--- Error: failed to execute
+    // 'BIN40\ARMcc'`): the toolchain named in the project is not installed there.
+    re(
+        "keil.tool_missing",
+        "keil",
+        ToolMissing,
+        r"--- (?P<msg>Error: failed to execute '[^']+')",
+    ),
     // A shell given a program's absolute path that is not there (a tool moved or uninstalled
     // since a build directory recorded it).
     re(
@@ -1908,6 +1964,28 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout).*)$",
     ),
+    // mspdebug's read-back after a write (`ERROR: mismatch at b692 (read bf, expected 00)`).
+    re(
+        "mspdebug.verify_mismatch",
+        "mspdebug",
+        FlashError,
+        r"^(?:ERROR: )?(?P<msg>mismatch at [0-9a-fA-F]+ \(read [0-9a-fA-F]+, expected [0-9a-fA-F]+\))$",
+    ),
+    // arduinoOTA's upload over the network, refused by the board's updater.
+    re(
+        "arduino_ota.flash_failed",
+        "arduinoOTA",
+        FlashError,
+        r"^(?P<msg>Error flashing the sketch:.*)$",
+    ),
+    // A radio's or a small board's serial bootloader refusing the flasher's write command
+    // (`Flash command rejected. Aborting.`).
+    re(
+        "bootloader.command_rejected",
+        "flasher",
+        FlashError,
+        r"^(?P<msg>Flash(?:ing)? command rejected\b.*)$",
+    ),
     re(
         "stm32cube.error",
         "stm32cubeprogrammer",
@@ -2041,6 +2119,15 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         r"(?P<msg>Erased \d+ bytes \(\d+ sectors?\), programmed \d+ bytes \(\d+ pages?\), skipped \d+ bytes.*|^\s*Finished (?:(?:programming|erasing|flashing) )?in [\d.]+(?:m?s| seconds)|^Validating\.\.\.\s+Success|^0x[0-9A-Fa-f]+ bytes written into 0x[0-9A-Fa-f]+ bytes memory \([\d.]+%\)\.|^(?:Writing|Programming|Verifying|Flashing) [^.]*\.{3}\s*OK|^\[=+\] 100% \(\d+/\d+ pages\)|\bVERIFY OK)$",
+    )
+    .weight(2),
+    // OpenOCD's closing success inside a pasted log a forum flattened into one line, and
+    // dfu-util's full progress bar, and gdb's summary of a `load` that wrote every section.
+    re(
+        "flash.done_mid_line",
+        "flasher",
+        Pass,
+        r"(?P<msg>\*\* Verified OK \*\*|\[#{10,}\] finished!$|^Transfer rate: \d+ (?:KB|bytes)/sec, \d+ bytes/write\.)",
     )
     .weight(2),
     // More flashers' closing success lines: nrfjprog's progress line `Verify file - Done
@@ -2373,12 +2460,13 @@ pub static RULES: &[Rule] = &[
         r"^(?:ERROR:\s+)?(?P<msg>Unhandled (?:External Abort|Exception|Asynchronous Abort) (?:received on 0x[0-9A-Fa-f]+ from|in|at) EL\d.*|Excepti?on received on 0x[0-9A-Fa-f]+, spsr_el3:.*)$",
     ),
     // A frame of a backtrace (gdb's `#0  0x100002c4 in isr_hardfault ()`, probe-run's `0:
-    // HardFaultTrampoline`) in a fault handler: the firmware faulted.
+    // HardFaultTrampoline` or `0: 0x000015b0 @ HardFaultTrampoline`) in a fault handler: the
+    // firmware faulted.
     re(
         "backtrace.fault_handler",
         "gdb",
         Crash,
-        r"^(?:#\d+\s+(?:0x[0-9A-Fa-f]+ in )?|\d+: )(?P<msg>(?:isr_hardfault|HardFault_Handler|HardFaultTrampoline|MemManage_Handler|BusFault_Handler|UsageFault_Handler|hard_fault_handler\w*)\b.*)$",
+        r"^(?:#\d+\s+(?:0x[0-9A-Fa-f]+ in )?|\d+: (?:0x[0-9A-Fa-f]+ @ )?)(?P<msg>(?:isr_hardfault|HardFault_Handler|HardFaultTrampoline|MemManage_Handler|BusFault_Handler|UsageFault_Handler|hard_fault_handler\w*)\b.*)$",
     )
     .weight(2),
     // ser2net (the lab's serial server, labgrid's) refusing its configuration
@@ -2488,6 +2576,15 @@ pub static RULES: &[Rule] = &[
     re("host.tool_panicked", "host", InfraError, r"^thread '[^']*' panicked at (?P<msg>.+)$")
         .weight(2)
         .yields_to_context(),
+    // The terminal's echo of Ctrl-C right before a Python script's traceback: the user stopped
+    // a script that was waiting and never got its answer.
+    re(
+        "user.interrupted_script",
+        "python",
+        Hang,
+        r"^\^C(?P<msg>Traceback \(most recent call last\):)$",
+    )
+    .weight(1),
     re(
         "python.traceback",
         "python",
@@ -2506,6 +2603,15 @@ pub static RULES: &[Rule] = &[
         "renode",
         InfraError,
         r"^(?:\d\d:\d\d:\d\d\.\d{4} \[INFO\] |\(monitor\) )",
+    )
+    .context(),
+    // CircuitPython's `code.py output:`: what follows is the firmware's own program, so a
+    // Python traceback under it is the firmware crashing on the board.
+    re(
+        "circuitpython.code_output",
+        "circuitpython",
+        Crash,
+        r"^code\.py output:$",
     )
     .context(),
     // The Mono runtime's own crash report (Renode runs on it): the host program broke.
@@ -2659,6 +2765,15 @@ pub static RULES: &[Rule] = &[
         "host",
         InfraError,
         r"(?i)(?P<msg>(?:(?:failed|unable|could not) to download|download(?:ing)? (?:failure|failed|error)|error:? downloading)\b.*(?:https?://|ftp://|urlopen error|ssl|certificate|tls).*)$",
+    )
+    .weight(2),
+    // wget's refused or failed request (`2021-10-01 17:47:03 ERROR 403: Forbidden.`): the
+    // server, not the code.
+    re(
+        "wget.http_error",
+        "wget",
+        InfraError,
+        r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d )?(?P<msg>ERROR [45]\d\d: .+)$",
     )
     .weight(2),
     // The shell reporting that a test program died of a signal: the code under test crashed
@@ -2851,12 +2966,13 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .echo(),
-    // waf (ArduPilot's build): the task that failed, then its closing line.
+    // waf (ArduPilot's build): the task that failed, then its closing line, which IDE builds
+    // (Flowcode's) end with too.
     re(
         "waf.task_failed",
         "waf",
         BuildError,
-        r"^(?P<msg>-> task in '[^']+' failed with exit status \d+.*|Build failed)$",
+        r"^(?P<msg>-> task in '[^']+' failed with exit status \d+.*|Build [Ff]ailed\.?)$",
     )
     .weight(1)
     .echo(),
@@ -3246,7 +3362,14 @@ pub static RULES: &[Rule] = &[
         "libc.assert",
         "libc",
         Assert,
-        r#"(?P<msg>assertion ".*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*|assertion '[^']*' failed\b.*)$"#,
+        r#"(?P<msg>assertion ".*" failed.*|.*Assertion `.*' failed\b.*|(?i:assertion failed).*|assertion `[^`]*` failed.*|[Aa]ssertion '[^']*' failed\b.*)$"#,
+    ),
+    // cocoOS's assert (`Assert: nTasks < N_TASKS src\os_task.c Line 139`).
+    re(
+        "cocoos.assert",
+        "cocoos",
+        Assert,
+        r"^Assert: (?P<msg>.+ Line \d+)",
     ),
     // Mbed's error handler reports MBED_ASSERT as an error whose message is the assertion.
     re(
@@ -3555,6 +3678,22 @@ pub static RULES: &[Rule] = &[
     .weight(2),
     re("esp_idf.stack_overflow", "esp-idf", Crash, r"\*\*\*ERROR\*\*\* A stack overflow in task"),
     re("esp_idf.task_watchdog", "esp-idf", Hang, r"(?P<msg>Task watchdog got triggered.*)$"),
+    // ESPHome's report of the crash the last boot ended in: its reason decides (a watchdog's is
+    // a hang), the banner alone is a crash.
+    re(
+        "esphome.crash_reason_watchdog",
+        "esphome",
+        Hang,
+        r"\[esp32\.crash:\d+\]:\s+(?P<msg>Reason: (?:Task|Interrupt) wdt.*)$",
+    ),
+    re(
+        "esphome.crash_detected",
+        "esphome",
+        Crash,
+        r"(?P<msg>\*\*\* CRASH DETECTED ON PREVIOUS BOOT \*\*\*)",
+    )
+    .weight(2)
+    .consequence(),
     // Other RTOSes' task watchdogs (Zephyr's task_wdt: `Task watchdog channel 1 callback`).
     re(
         "rtos.task_watchdog",

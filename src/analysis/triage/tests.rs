@@ -2232,6 +2232,55 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("#0  0x100002c4 in isr_hardfault ()", "backtrace.fault_handler"),
     ("0: HardFaultTrampoline", "backtrace.fault_handler"),
+    ("0: 0x000015b0 @ HardFaultTrampoline", "backtrace.fault_handler"),
+    ("2) No connection open", "robot.no_connection"),
+    (
+        "2023-05-02 10:11:12 UTC [REMOTE_INFO] Test Result: FAIL!",
+        "sof_test.result_fail",
+    ),
+    ("2023-05-02 10:11:12 UTC [INFO] Test Result: PASS!", "sof_test.result_pass"),
+    (
+        "make flash Info : flash size = 512 KiB ** Programming Finished ** ** Verified OK ** ** Resetting Target **",
+        "flash.done_mid_line",
+    ),
+    ("Starting download: [#########################] finished!", "flash.done_mid_line"),
+    ("Transfer rate: 32 KB/sec, 1024 bytes/write.", "flash.done_mid_line"),
+    (
+        "Sketch uses 924 bytes (2%) of program storage space. avrdude: verification error, first mismatch at byte 0x0000 0x0c != 0xff",
+        "avrdude.mismatch_mid_line",
+    ),
+    (
+        "openocd: error while loading shared libraries: libhidapi-hidraw.so.0: cannot open shared object file: No such file or directory",
+        "loader.missing_library",
+    ),
+    (
+        "--- Error: failed to execute 'C:\\Keil\\ARM\\ARMCC\\bin\\ArmCC'",
+        "keil.tool_missing",
+    ),
+    ("^CTraceback (most recent call last):", "user.interrupted_script"),
+    (
+        "[10:02:03][E][esp32.crash:437]:   Reason: Interrupt wdt",
+        "esphome.crash_reason_watchdog",
+    ),
+    (
+        "[10:02:03][E][esp32.crash:432]: *** CRASH DETECTED ON PREVIOUS BOOT ***",
+        "esphome.crash_detected",
+    ),
+    ("Timed out looking for Arming checks disabled", "autotest.timed_out"),
+    ("ERROR: mismatch at 4400 (read 3f, expected ff)", "mspdebug.verify_mismatch"),
+    (
+        "Error flashing the sketch:Internal Server Error",
+        "arduino_ota.flash_failed",
+    ),
+    ("Flash command rejected. Aborting.", "bootloader.command_rejected"),
+    ("code.py output:", "circuitpython.code_output"),
+    ("2024-02-11 09:00:01 ERROR 404: Not Found.", "wget.http_error"),
+    (
+        "Panic core_esp8266_main.cpp:137 void setup(): Assertion 'ready' failed.",
+        "libc.assert",
+    ),
+    ("Build Failed", "waf.task_failed"),
+    ("Assert: len <= MAX_LEN src/queue.c Line 42", "cocoos.assert"),
     (
         "Error during install: Cannot install tool esp32:esp32-arduino-libs@3.0: testing local archive integrity: testing archive size: fetched archive size differs",
         "arduino_cli.archive_corrupt",
