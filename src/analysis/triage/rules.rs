@@ -312,6 +312,21 @@ pub static RULES: &[Rule] = &[
     re("unity.summary_fail", "unity", TestFailure, r"^\d+ Tests [1-9]\d* Failures \d+ Ignored$"),
     re("unity.ok", "unity", Pass, r"^OK$").verdict().follows(UNITY_SUMMARIES),
     re("unity.verdict_fail", "unity", TestFailure, r"^FAIL$").verdict().follows(UNITY_SUMMARIES),
+    // NuttX's fault handlers' panic (`Assertion failed at file:armv7-m/up_hardfault.c`) and its
+    // assert (`Assertion failed at file:sched/foo.c line: 12 task: init`): before ztest's
+    // line, which starts the same way.
+    re(
+        "nuttx.fault_panic",
+        "nuttx",
+        Crash,
+        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort|unexpected)\S*\.c.*)|PANIC!!! .*)$",
+    ),
+    re(
+        "nuttx.assert",
+        "nuttx",
+        Assert,
+        r"^(?:\w+: )?(?P<msg>Assertion failed at file:\s*\S+ line: \d+.*)$",
+    ),
     re("ztest.assert", "ztest", TestFailure, r"^Assertion failed at (?P<msg>.+)$"),
     re("ztest.summary_fail", "ztest", TestFailure, r"^- FAIL - \[").weight(2),
     re("ztest.fail", "ztest", TestFailure, r"^FAIL - \S+"),
@@ -505,6 +520,16 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>\{\{result;sync_failed\}\}|stopped and returned 'SYNC_FAILED')",
     ),
+    // Robot Framework's console row for a test that failed, its message on the lines under it
+    // (a timeout there is why it failed): before greentea's table rows, whose `| FAIL |` it
+    // also ends in.
+    re(
+        "robot.case_fail",
+        "robot",
+        TestFailure,
+        r"^(?P<msg>\S.*?)\s+\| FAIL \|$",
+    )
+    .weight(2),
     re(
         "greentea.fail",
         "greentea",
@@ -701,6 +726,69 @@ pub static RULES: &[Rule] = &[
         "robot",
         InfraError,
         r"^(?:\d+\) )?(?P<msg>No connection open\.?)$",
+    ),
+    // Robot's serial and Telnet libraries giving up on the output a test waited for (`No
+    // match found for '.cpio.gz' in 5 minutes.`): the device never printed it, a hang.
+    re(
+        "robot.read_timeout",
+        "robot",
+        Hang,
+        r"^(?P<msg>No match found for '.*' in \d+ (?:minutes?|seconds?)\..*)$",
+    ),
+    // Mbed's singletest rows (`TargetTest::LPC1768::GCC_ARM::MBED_A1::Basic [TIMEOUT] in 20.02
+    // of 10 sec`).
+    re(
+        "mbed.singletest_timeout",
+        "mbed",
+        Hang,
+        r"^TargetTest::.+? (?P<msg>\[TIMEOUT\] in [\d.]+ of [\d.]+ sec)",
+    ),
+    re(
+        "mbed.singletest_failed",
+        "mbed",
+        TestFailure,
+        r"^TargetTest::.+? (?P<msg>\[(?:FAIL|ERROR)\] in [\d.]+ of [\d.]+ sec)",
+    )
+    .weight(2),
+    re(
+        "mbed.singletest_ok",
+        "mbed",
+        Pass,
+        r"^TargetTest::.+? (?P<msg>\[OK\] in [\d.]+ of [\d.]+ sec)",
+    )
+    .weight(1),
+    // A pytest plugin's closing summary of test cases (Pelion's client tests: `INFO
+    // [passed] - dev-client-tests.py::test_01_get_device_id - (0.938s)`): the run's verdict.
+    re(
+        "pytest.summary_case_failed",
+        "pytest",
+        TestFailure,
+        r"(?P<msg>\[failed\] - \S+\.py::\S+) - \([\d.]+s\)$",
+    )
+    .weight(2),
+    re(
+        "pytest.summary_case_passed",
+        "pytest",
+        Pass,
+        r"(?P<msg>\[passed\] - \S+\.py::\S+) - \([\d.]+s\)$",
+    )
+    .weight(1)
+    .verdict(),
+    // CmdMessenger's test summary (`Test sets failed: 4`).
+    re(
+        "test_sets.failed",
+        "tests",
+        TestFailure,
+        r"^(?P<msg>Test sets failed: [1-9]\d*|Some test sets failed!*)$",
+    )
+    .verdict(),
+    // teleprobe (Embassy's hardware test runner) ending a test that ran out of time on the
+    // board, whatever its client then reports.
+    re(
+        "teleprobe.deadline",
+        "teleprobe",
+        Hang,
+        r"^(?:WARN - )?(?P<msg>Deadline exceeded!?)$",
     ),
     // sof-test's closing verdict (`2022-02-10 00:33:03 UTC [INFO] Test Result: PASS!`).
     re(
@@ -1247,6 +1335,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:line \d+: )?(?P<msg>[\w./+-]+: command not found)$",
     ),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
+    // A build script that looked for a tool on the PATH and did not find it (`Could not find
+    // arm-none-eabi-g++ in PATH, looked in [...] (RuntimeError)`).
+    re(
+        "script.tool_not_in_path",
+        "host",
+        ToolMissing,
+        r"(?P<msg>Could not find \S+ in (?:the )?PATH\b.*)$",
+    ),
     // The dynamic loader cannot start a program whose shared library is not installed
     // (`st-flash: error while loading shared libraries: libstlink.so.1: ...`).
     re(
@@ -1733,7 +1829,7 @@ pub static RULES: &[Rule] = &[
         "jlink.no_target",
         "jlink",
         FlashError,
-        r"^(?:-\s+)?(?:ERROR: )?(?P<msg>Cannot connect to target\.?|Could not connect to target\.?|Could not establish a connection to target\.?)$",
+        r"^(?:-\s+)?(?:ERROR: |Error occurred: )?(?P<msg>Cannot connect to target\.?|Could not connect to (?:the )?target(?: device)?\.?|Could not establish a connection to target\.?|Target voltage too low\..*)$",
     ),
     re(
         "jlink.program",
@@ -1986,6 +2082,23 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>Flash(?:ing)? command rejected\b.*)$",
     ),
+    // A flasher's step that reports its own failure (`Writing firmware to Multimodule ...
+    // failed!`), the failing twin of `flash.finished`'s `Writing ... OK`.
+    re(
+        "flash.step_failed",
+        "flasher",
+        FlashError,
+        r"^(?P<msg>(?:Writing|Programming|Verifying|Flashing|Erasing) [^.]*\.{3}\s*(?:failed|error)!?)$",
+    ),
+    // uisp's lost programmer, dfu-util's DfuSe write past the flash's last writeable page,
+    // Black Magic Probe's scan that found no target, the Artemis SVL bootloader that never
+    // answered, ExpressLRS's passthrough that could not reach the receiver.
+    re(
+        "flasher.no_target",
+        "flasher",
+        FlashError,
+        r"^(?:__main__\.)?(?P<msg>Programmer is not responding\.?|Last page at 0x[0-9A-Fa-f]+ is not writeable.*|(?:SWD|JTAG) scan failed!?|Target failed to enter bootload mode\..*|Failed to enter bootload phase|PassthroughFailed:.*)$",
+    ),
     re(
         "stm32cube.error",
         "stm32cubeprogrammer",
@@ -2107,7 +2220,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+|Erase/write done\.)$"
         ),
     )
     .weight(2),
@@ -2121,13 +2234,14 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>Erased \d+ bytes \(\d+ sectors?\), programmed \d+ bytes \(\d+ pages?\), skipped \d+ bytes.*|^\s*Finished (?:(?:programming|erasing|flashing) )?in [\d.]+(?:m?s| seconds)|^Validating\.\.\.\s+Success|^0x[0-9A-Fa-f]+ bytes written into 0x[0-9A-Fa-f]+ bytes memory \([\d.]+%\)\.|^(?:Writing|Programming|Verifying|Flashing) [^.]*\.{3}\s*OK|^\[=+\] 100% \(\d+/\d+ pages\)|\bVERIFY OK)$",
     )
     .weight(2),
-    // OpenOCD's closing success inside a pasted log a forum flattened into one line, and
+    // OpenOCD's and DfuSe dfu-util's closing success inside a pasted log a forum flattened into
+    // one line, and
     // dfu-util's full progress bar, and gdb's summary of a `load` that wrote every section.
     re(
         "flash.done_mid_line",
         "flasher",
         Pass,
-        r"(?P<msg>\*\* Verified OK \*\*|\[#{10,}\] finished!$|^Transfer rate: \d+ (?:KB|bytes)/sec, \d+ bytes/write\.)",
+        r"(?P<msg>\*\* Verified OK \*\*|Download done\. File downloaded successfully|\[#{10,}\] finished!$|^Transfer rate: \d+ (?:KB|bytes)/sec, \d+ bytes/write\.)",
     )
     .weight(2),
     // More flashers' closing success lines: nrfjprog's progress line `Verify file - Done
@@ -2326,6 +2440,16 @@ pub static RULES: &[Rule] = &[
     )
     .context()
     .starts_step(),
+    // esptool's banner and its `Connecting....`, the same context, and the start of its run:
+    // a build's success before them is no pass of the log.
+    re(
+        "flash.context_esptool",
+        "esptool",
+        FlashError,
+        r"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*)$",
+    )
+    .context()
+    .starts_step(),
     // Lines that say a log comes from a flasher (its banner, its progress, a command line that
     // runs it, after a shell's prompt, a `C:\...>` one or an IDE task's, or none: a Markdown
     // quote's `> ` is cut before the rules read a line): its generic failures are the flash's.
@@ -2333,7 +2457,7 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r#"^(?:(?:DEBUG|INFO)\s+- )?(?:esptool(?:\.py)? v\d.*|Connecting\.{2,}.*|Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
+        r#"^(?:(?:DEBUG|INFO)\s+- |Info:\s*\S+\.c:\d+ \w+\(\): )?(?:Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -2585,6 +2709,16 @@ pub static RULES: &[Rule] = &[
         r"^\^C(?P<msg>Traceback \(most recent call last\):)$",
     )
     .weight(1),
+    // An interactive shell reporting that the program it ran died of a signal (`zsh: abort
+    // tasmotizer.py`): some step failed, the log's context says which.
+    re(
+        "shell.program_died",
+        "sh",
+        InfraError,
+        r"^(?:zsh|bash|sh): (?P<msg>(?:abort|segmentation fault|bus error|illegal hardware instruction)\s+.*)$",
+    )
+    .weight(1)
+    .generic(),
     re(
         "python.traceback",
         "python",
@@ -2695,6 +2829,15 @@ pub static RULES: &[Rule] = &[
         "git",
         InfraError,
         r"^(?:fatal|error): (?P<msg>the remote end hung up unexpectedly|early EOF|RPC failed; .*|index-pack failed|Could not read from remote repository\.?|unable to connect to .*)$",
+    )
+    .weight(2),
+    // A git server refusing a fetch (`fatal: remote error: upload-pack: not our ref ...`, as
+    // `west update` shows it): the remote's state, not the code.
+    re(
+        "git.remote_error",
+        "git",
+        InfraError,
+        r"\bfatal: (?P<msg>remote error: .+)$",
     )
     .weight(2),
     re(
@@ -2874,6 +3017,32 @@ pub static RULES: &[Rule] = &[
     .yields_to_context(),
     // Compiler, assembler, make and linker diagnostics.
     re("gcc.internal_error", "gcc", BuildError, r"(?P<msg>internal compiler error: .+)$"),
+    // TI's linker refusing objects built for another floating-point ABI (`... has a
+    // Tag_ABI_VFP_args attribute value of "0" that is different than one previously seen
+    // ("1"); combining incompatible files`).
+    re(
+        "ti.abi_mismatch",
+        "ti-linker",
+        LinkError,
+        r"^(?P<msg>.*; combining incompatible files)$",
+    ),
+    // objcopy failing to write the image (`arm-none-eabi-objcopy: _build/app.hex 64-bit
+    // address 0x4b4fa300026000 out of range for Intel Hex file`), also inside a pasted log a
+    // forum flattened into one line.
+    re(
+        "objcopy.error",
+        "objcopy",
+        BuildError,
+        r"\bobjcopy(?:\.exe)?: ?(?P<msg>\S+(?::| \S+ address 0x[0-9A-Fa-f]+) (?:bad value|out of range for Intel Hex file).*)$",
+    ),
+    // Go's (and TinyGo's) build refusing a package (`build command-line-arguments: import "":
+    // invalid import path`).
+    re(
+        "go.build_failed",
+        "go",
+        BuildError,
+        r"^build \S+: (?P<msg>(?:import |cannot |invalid |could not ).+)$",
+    ),
     re(
         "ld.collect2",
         "ld",
@@ -3158,7 +3327,7 @@ pub static RULES: &[Rule] = &[
         "iar.link_error",
         "iar",
         LinkError,
-        r"(?:^|\s)(?:Fatal )?Error\[(?P<msg>L[a-z]\d+\]: .+)$",
+        r#"(?:^|\s|")(?:Fatal )?Error\[(?P<msg>L[a-z]\d+\]: .+)$"#,
     ),
     re(
         "iar.error",
@@ -3294,12 +3463,6 @@ pub static RULES: &[Rule] = &[
         "tasmota.fs_log",
         "tasmota",
         r"^\d\d:\d\d:\d\d\.\d{3} (?:TFS|UFS|CFG): ",
-    ),
-    re(
-        "nuttx.fault_panic",
-        "nuttx",
-        Crash,
-        r"(?P<msg>Assertion failed (?:panic\b.*|.*\bat file:\s*\S*(?:fatal|fault|exception|abort|unexpected)\S*\.c.*)|PANIC!!! .*)$",
     ),
     re(
         "freertos.assert_hook",
@@ -3684,7 +3847,7 @@ pub static RULES: &[Rule] = &[
         "esphome.crash_reason_watchdog",
         "esphome",
         Hang,
-        r"\[esp32\.crash:\d+\]:\s+(?P<msg>Reason: (?:Task|Interrupt) wdt.*)$",
+        r"\[(?:esp32\.crash|esp8266):\d+\]:\s+(?P<msg>Reason: (?:Task wdt|Interrupt wdt|Soft WDT|Hardware WDT)\b.*)$",
     ),
     re(
         "esphome.crash_detected",
@@ -3785,6 +3948,14 @@ pub static RULES: &[Rule] = &[
     re("libtest.case_panic", "cargo", TestFailure, r"(?:^|\s)(?P<msg>panicked at .+)$")
         .follows(&["libtest.case_failed"]),
     re("rust.panic", "firmware", Crash, r"(?:^|\s)(?P<msg>panicked at .+)$"),
+    // esp-backtrace's panic report on Espressif chips (`!! A panic occured in 'src/main.rs', at
+    // line 35, column 5`; its own spelling, and the corrected one).
+    re(
+        "esp_backtrace.panic",
+        "firmware",
+        Crash,
+        r"^!! (?P<msg>A panic occurr?ed in .+)$",
+    ),
     // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the
     // backtrace frames they print through the fault handler or the panic machinery.
     re(

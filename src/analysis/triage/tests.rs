@@ -2282,6 +2282,89 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Build Failed", "waf.task_failed"),
     ("Assert: len <= MAX_LEN src/queue.c Line 42", "cocoos.assert"),
     (
+        "up_assert: Assertion failed at file:sched/sem_wait.c line: 97 task: work",
+        "nuttx.assert",
+    ),
+    (
+        "No match found for 'login:' in 30 seconds. Output:",
+        "robot.read_timeout",
+    ),
+    (
+        "TargetTest::K64F::GCC_ARM::MBED_A21::Call function before main [TIMEOUT] in 15.03 of 15 sec",
+        "mbed.singletest_timeout",
+    ),
+    (
+        "TargetTest::K64F::GCC_ARM::MBED_A9::Serial Echo TX RX [FAIL] in 3.21 of 20 sec",
+        "mbed.singletest_failed",
+    ),
+    (
+        "TargetTest::K64F::GCC_ARM::MBED_A1::Basic [OK] in 1.34 of 20 sec",
+        "mbed.singletest_ok",
+    ),
+    (
+        "2021-03-02 10:00:01.000      INFO   [failed] - tests.py::test_07_reboot - (12.000s)",
+        "pytest.summary_case_failed",
+    ),
+    (
+        "2021-03-02 10:00:01.000      INFO   [passed] - tests.py::test_01_boot - (0.500s)",
+        "pytest.summary_case_passed",
+    ),
+    ("Test sets failed: 1", "test_sets.failed"),
+    ("WARN - Deadline exceeded!", "teleprobe.deadline"),
+    (
+        "Writing firmware to the receiver ... failed!",
+        "flash.step_failed",
+    ),
+    ("SWD scan failed!", "flasher.no_target"),
+    (
+        "Last page at 0x0803ffff is not writeable",
+        "flasher.no_target",
+    ),
+    ("Error occurred: Could not connect to the target device.", "jlink.no_target"),
+    ("Erase/write done.", "flash.verified"),
+    (
+        "Info: openocd.c:84 main(): Open On-Chip Debugger (2007-01-31 12:00 CET)",
+        "flash.context",
+    ),
+    ("esptool.py v4.5.1", "flash.context_esptool"),
+    (
+        "!! A panic occurred in 'src/bin/main.rs', at line 42, column 5",
+        "esp_backtrace.panic",
+    ),
+    (
+        r#""Error[Li006]: duplicate definitions for "init"; in "a.o", and "b.o""#,
+        "iar.link_error",
+    ),
+    (
+        r#""lib/driver.lib<uart.o>" has a Tag_ABI_VFP_args attribute value of "2" that is different than one previously seen ("0"); combining incompatible files"#,
+        "ti.abi_mismatch",
+    ),
+    (
+        "arm-none-eabi-objcopy: build/app.hex 64-bit address 0x2000000008000000 out of range for Intel Hex file",
+        "objcopy.error",
+    ),
+    (
+        "build github.com/user/blinky: cannot find package \"machine\"",
+        "go.build_failed",
+    ),
+    (
+        "fatal: remote error: upload-pack: not our ref 1111111111111111111111111111111111111111",
+        "git.remote_error",
+    ),
+    (
+        "tools/build.rb:12:in `check': Could not find avr-gcc in PATH (RuntimeError)",
+        "script.tool_not_in_path",
+    ),
+    ("zsh: segmentation fault  ./flash.sh", "shell.program_died"),
+    (
+        "[07:00:01.000][E][esp8266:186]:   Reason: Hardware WDT",
+        "esphome.crash_reason_watchdog",
+    ),
+    (
+        "Regression-Suite.Boot Menu Works                                  | FAIL |",
+        "robot.case_fail",
+    ),
+    (
         "Error during install: Cannot install tool esp32:esp32-arduino-libs@3.0: testing local archive integrity: testing archive size: fetched archive size differs",
         "arduino_cli.archive_corrupt",
     ),
