@@ -782,6 +782,23 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Test sets failed: [1-9]\d*|Some test sets failed!*)$",
     )
     .verdict(),
+    // A self-test's report as JSON (`"fail_count": 14,`).
+    re(
+        "json.fail_count",
+        "tests",
+        TestFailure,
+        r#"^"(?P<msg>fail(?:ed|ure)?_count": [1-9]\d*),?$"#,
+    )
+    .weight(2),
+    // pyOCD's functional test table (`rp2040   Cortex Test   Fail   4.056`): a failed row; a
+    // `Fail [ignored]` one is a known failure the run does not count.
+    re(
+        "pyocd.test_table_fail",
+        "pyocd",
+        TestFailure,
+        r"^(?P<msg>\S+\s{2,}\S.*?\s{2,}Fail)\s{2,}[\d.]+\s*$",
+    )
+    .weight(2),
     // teleprobe (Embassy's hardware test runner) ending a test that ran out of time on the
     // board, whatever its client then reports.
     re(
@@ -935,7 +952,7 @@ pub static RULES: &[Rule] = &[
         "build.succeeded",
         "platformio",
         Pass,
-        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+|scons: done building targets\.|Finished: \d+ information, \d+ warnings? and 0 error messages\.)$"#,
+        r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+|scons: done building targets\.|Finished: \d+ information, \d+ warnings? and 0 error messages\.|Creating load file for Flash: \S+\s+\[OK\])$"#,
     )
     .weight(2),
     // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
@@ -1890,6 +1907,14 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Load failed|Error erasing flash with vFlashErase packet|Error writing data to flash)$",
     ),
     re("esptool.exception", "esptool", FlashError, r"esptool\.FatalError: (?P<msg>.+)$"),
+    // esptool refusing its arguments (`esptool write_flash: error: argument <address>
+    // <filename>: [Errno 2] No such file or directory: ...`): the upload's command is wrong.
+    re(
+        "esptool.usage_error",
+        "esptool",
+        FlashError,
+        r"^esptool(?:\.py)?(?: \w+)?: error: (?P<msg>.+)$",
+    ),
     // A frozen esptool (Arduino's, PlatformIO's) that died of an exception says so last.
     re(
         "esptool.script_failed",
@@ -1956,7 +1981,7 @@ pub static RULES: &[Rule] = &[
         "dfu_util.error",
         "dfu-util",
         FlashError,
-        prefixed!(r"(?:(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes)?dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
+        prefixed!(r"(?:(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes)?dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|unable to read DFU status after completion.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
     ),
     // dfu-util's report of the device's state: at the start it finds a `dfuERROR` the last
     // session left and clears it on its own (`DFU state(10) = dfuERROR, status(10) = Device's
@@ -2058,7 +2083,7 @@ pub static RULES: &[Rule] = &[
         "avrdude.error",
         "avrdude",
         FlashError,
-        r"^avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout).*)$",
+        r"^>?avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout).*)$",
     ),
     // mspdebug's read-back after a write (`ERROR: mismatch at b692 (read bf, expected 00)`).
     re(
@@ -2081,6 +2106,16 @@ pub static RULES: &[Rule] = &[
         "flasher",
         FlashError,
         r"^(?P<msg>Flash(?:ing)? command rejected\b.*)$",
+    ),
+    // MPLAB IPE's and the PICkit's probe reading no device (`Target Device ID (0x0) is an
+    // Invalid Device ID. Please check your connections to the Target Device.`), Particle's
+    // CLI failing its serial or DFU write (`Error writing firmware...TimeoutError: ...`), and
+    // dfu-programmer's debug trace of its failed step (`atmel.c:899: dfu_download failed.`).
+    re(
+        "flasher.step_reported_failed",
+        "flasher",
+        FlashError,
+        r"^(?P<msg>Target Device ID \(0x[0-9A-Fa-f]+\) is an Invalid Device ID\..*|Error writing firmware\b.*|(?:atmel|dfu|arguments|intel_hex)\.c:\d+: \w+ failed\.?)$",
     ),
     // A flasher's step that reports its own failure (`Writing firmware to Multimodule ...
     // failed!`), the failing twin of `flash.finished`'s `Writing ... OK`.
@@ -2584,13 +2619,15 @@ pub static RULES: &[Rule] = &[
         r"^(?:ERROR:\s+)?(?P<msg>Unhandled (?:External Abort|Exception|Asynchronous Abort) (?:received on 0x[0-9A-Fa-f]+ from|in|at) EL\d.*|Excepti?on received on 0x[0-9A-Fa-f]+, spsr_el3:.*)$",
     ),
     // A frame of a backtrace (gdb's `#0  0x100002c4 in isr_hardfault ()`, probe-run's `0:
-    // HardFaultTrampoline` or `0: 0x000015b0 @ HardFaultTrampoline`) in a fault handler: the
-    // firmware faulted.
+    // HardFaultTrampoline` or `0: 0x000015b0 @ HardFaultTrampoline`) in a fault handler, in
+    // the default handler an unexpected exception lands in (STM32's startup code aliases it,
+    // so gdb names it `WWDG_IRQHandler`), or in ChibiOS's halt (`chSysHalt`, `chDbgPanic3`):
+    // the firmware faulted or panicked.
     re(
         "backtrace.fault_handler",
         "gdb",
         Crash,
-        r"^(?:#\d+\s+(?:0x[0-9A-Fa-f]+ in )?|\d+: (?:0x[0-9A-Fa-f]+ @ )?)(?P<msg>(?:isr_hardfault|HardFault_Handler|HardFaultTrampoline|MemManage_Handler|BusFault_Handler|UsageFault_Handler|hard_fault_handler\w*)\b.*)$",
+        r"^(?:#\d+\s+(?:0x[0-9A-Fa-f]+ in )?|\d+: (?:0x[0-9A-Fa-f]+ @ )?)(?P<msg>(?:isr_hardfault|HardFault_Handler|HardFaultTrampoline|MemManage_Handler|BusFault_Handler|UsageFault_Handler|hard_fault_handler\w*|Default_Handler|WWDG_IRQHandler|chSysHalt|chDbgPanic\d*)\b.*)$",
     )
     .weight(2),
     // ser2net (the lab's serial server, labgrid's) refusing its configuration
@@ -2719,6 +2756,15 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    // A Java host tool's fatal log line (log4j's layout: Cooja's `FATAL [main] (Cooja.java:1788)
+    // - Error when starting plugin`): the tool broke, not the firmware it ran.
+    re(
+        "java.fatal_log",
+        "java",
+        InfraError,
+        r"^FATAL \[[^\]]+\] \(\w+\.java:\d+\) - (?P<msg>.+)$",
+    )
+    .weight(2),
     re(
         "python.traceback",
         "python",
@@ -3017,6 +3063,14 @@ pub static RULES: &[Rule] = &[
     .yields_to_context(),
     // Compiler, assembler, make and linker diagnostics.
     re("gcc.internal_error", "gcc", BuildError, r"(?P<msg>internal compiler error: .+)$"),
+    // ESP-IDF's build cannot find a component another one requires (`Failed to resolve
+    // component 'logic_analyzer' required by component 'main':`).
+    re(
+        "esp_idf.component_unresolved",
+        "esp-idf",
+        BuildError,
+        r"^(?P<msg>Failed to resolve component '[^']+' required by component '[^']+'.*)$",
+    ),
     // TI's linker refusing objects built for another floating-point ABI (`... has a
     // Tag_ABI_VFP_args attribute value of "0" that is different than one previously seen
     // ("1"); combining incompatible files`).

@@ -2282,6 +2282,42 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Build Failed", "waf.task_failed"),
     ("Assert: len <= MAX_LEN src/queue.c Line 42", "cocoos.assert"),
     (
+        "esptool.py write_flash: error: argument <address> <filename>: [Errno 2] No such file or directory: 'app.bin'",
+        "esptool.usage_error",
+    ),
+    (
+        "Failed to resolve component 'sensor_drv' required by component 'main':",
+        "esp_idf.component_unresolved",
+    ),
+    (r#""fail_count": 2,"#, "json.fail_count"),
+    (
+        "k64f           Flash Test           Fail           12.300",
+        "pyocd.test_table_fail",
+    ),
+    (
+        "FATAL [main] (Simulator.java:210) - Could not load simulation",
+        "java.fatal_log",
+    ),
+    (
+        "Target Device ID (0x0) is an Invalid Device ID. Please check your connections to the Target Device.",
+        "flasher.step_reported_failed",
+    ),
+    ("Error writing firmware...Timeout", "flasher.step_reported_failed"),
+    ("atmel.c:512: atmel_flash failed.", "flasher.step_reported_failed"),
+    (
+        "dfu-util: unable to read DFU status after completion",
+        "dfu_util.error",
+    ),
+    ("#0  0x08000a3c in Default_Handler ()", "backtrace.fault_handler"),
+    (
+        ">avrdude: stk500_getsync() attempt 3 of 10: not in sync: resp=0x00",
+        "avrdude.error",
+    ),
+    (
+        "Creating load file for Flash: .build/crkbd_rev1_default.hex                [OK]",
+        "build.succeeded",
+    ),
+    (
         "up_assert: Assertion failed at file:sched/sem_wait.c line: 97 task: work",
         "nuttx.assert",
     ),
