@@ -782,6 +782,14 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Test sets failed: [1-9]\d*|Some test sets failed!*)$",
     )
     .verdict(),
+    // Zephyr's flash shell test finishing (`Erase-Write-Verify test done.`).
+    re(
+        "zephyr.flash_test_done",
+        "zephyr",
+        Pass,
+        r"^(?P<msg>Erase-Write-Verify test done\.)$",
+    )
+    .weight(2),
     // A self-test's report as JSON (`"fail_count": 14,`).
     re(
         "json.fail_count",
@@ -1044,7 +1052,8 @@ pub static RULES: &[Rule] = &[
     // ArduinoUnit's and AUnit's failed assertion (`Assertion failed: (a=1) == (b=2), file
     // x.ino, line 12.`, AUnit's `x.ino:12: Assertion failed: (3) == (2).`), a test framework's
     // check rather than the firmware's assert, and their closing summaries (AUnit's `TestRunner
-    // summary: 1 passed, 1 failed, 0 skipped, 0 timed out, out of 2 test(s).`).
+    // summary: 1 passed, 1 failed, 0 skipped, 0 timed out, out of 2 test(s).`, ArduinoUnit's
+    // oldest `Tests run: 1 Successful: 1 Failed: 0`).
     re(
         "arduinounit.assertion",
         "arduinounit",
@@ -1056,14 +1065,14 @@ pub static RULES: &[Rule] = &[
         "arduinounit.summary_fail",
         "arduinounit",
         TestFailure,
-        r"^(?P<msg>Test summary: \d+ passed, [1-9]\d* failed, and \d+ skipped, out of \d+ test\(s\)\.?|TestRunner summary: \d+ passed, (?:[1-9]\d* failed, \d+ skipped, \d+|\d+ failed, \d+ skipped, [1-9]\d*) timed out, out of \d+ test\(s\)\.?)",
+        r"^(?P<msg>Test summary: \d+ passed, [1-9]\d* failed, and \d+ skipped, out of \d+ test\(s\)\.?|Tests run: \d+ Successful: \d+ Failed: [1-9]\d*|TestRunner summary: \d+ passed, (?:[1-9]\d* failed, \d+ skipped, \d+|\d+ failed, \d+ skipped, [1-9]\d*) timed out, out of \d+ test\(s\)\.?)",
     )
     .verdict(),
     re(
         "arduinounit.summary_pass",
         "arduinounit",
         Pass,
-        r"^(?P<msg>Test summary: [1-9]\d* passed, 0 failed, and \d+ skipped, out of \d+ test\(s\)\.?|TestRunner summary: [1-9]\d* passed, 0 failed, \d+ skipped, 0 timed out, out of \d+ test\(s\)\.?)",
+        r"^(?P<msg>Test summary: [1-9]\d* passed, 0 failed, and \d+ skipped, out of \d+ test\(s\)\.?|Tests run: [1-9]\d* Successful: [1-9]\d* Failed: 0|TestRunner summary: [1-9]\d* passed, 0 failed, \d+ skipped, 0 timed out, out of \d+ test\(s\)\.?)",
     )
     .verdict(),
     // AUnit's line per test as it ends (`Test exampleTest2 failed.`).
@@ -1352,6 +1361,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:line \d+: )?(?P<msg>[\w./+-]+: command not found)$",
     ),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
+    // Nordic's tools without SEGGER's J-Link software (`CouldNotOpenDLL (0x7) Lowlevel error:
+    // JLINKARM_DLL_NOT_FOUND`).
+    re(
+        "nordic.jlink_dll_missing",
+        "nrf-tools",
+        ToolMissing,
+        r"(?P<msg>\bJLINKARM_DLL_NOT_FOUND\b.*)$",
+    ),
     // A build script that looked for a tool on the PATH and did not find it (`Could not find
     // arm-none-eabi-g++ in PATH, looked in [...] (RuntimeError)`).
     re(
@@ -2107,6 +2124,36 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>Flash(?:ing)? command rejected\b.*)$",
     ),
+    // gdb and the probe's gdb server disagreeing on the target's registers (`Truncated register 0
+    // in remote 'g' packet`): the debug session never started.
+    re(
+        "gdb.truncated_register",
+        "gdb",
+        FlashError,
+        r"(?P<msg>Truncated register \d+ in remote 'g' packet)",
+    )
+    .weight(2),
+    // More flashers failing: the Arduino IDE's upload port gone (`Board at COM1 is not
+    // available`), wch-isp's handshake (`failed set isp key, wrong reply, got 9a (exp 0)`), old
+    // dfu-util's download (`dfu_download error -32`, `Error during download`), an FT2232 probe
+    // OpenOCD cannot drive, rnodeconf's `An error occurred while writing EEPROM.`,
+    // teensy_loader_cli's `Device is in use by "dummy" driver`.
+    re(
+        "flasher.failed",
+        "flasher",
+        FlashError,
+        r#"(?P<msg>^Board at \S+ is not available\b.*|^failed [\w ]+, wrong reply, got [0-9a-fA-F]+ \(exp [0-9a-fA-F]+\)|\bdfu_download error -?\d+|^Error during download$|couldn\S{1,3}t write MPSSE commands to FT2232.*|\bFT_Write returned: \d+|An error occurred while writing (?:EEPROM|firmware|flash)\b.*|^Device is in use by "[^"]*" driver)$"#,
+    ),
+    // pystlink's other starred errors (`*** Operation timeout ***`): what failed is the step
+    // its command line names.
+    re(
+        "pystlink.starred_error",
+        "pystlink",
+        FlashError,
+        r"^\*\*\* (?P<msg>[A-Z][\w ]*(?:timeout|error|failed|not found)[\w ]*) \*\*\*$",
+    )
+    .weight(1)
+    .in_context(),
     // MPLAB IPE's and the PICkit's probe reading no device (`Target Device ID (0x0) is an
     // Invalid Device ID. Please check your connections to the Target Device.`), Particle's
     // CLI failing its serial or DFU write (`Error writing firmware...TimeoutError: ...`), and
@@ -2169,7 +2216,7 @@ pub static RULES: &[Rule] = &[
         "west.flash_failed",
         "west",
         FlashError,
-        r"(?i)(?P<msg>FATAL ERROR: command exited with status \d+: \S*(?:jlink\w*|nrfjprog|openocd|pyocd|st-flash|esptool\S*|dfu-util|STM32_Programmer_CLI|LinkServer|probe-rs|bossac)\b.*|fatal error: command flash\b.*)$",
+        r"(?i)(?P<msg>FATAL ERROR: command exited with status \d+: \S*(?:jlink\w*|nrfjprog|openocd|pyocd|st-flash|esptool\S*|dfu-util|STM32_Programmer_CLI|LinkServer|probe-rs|bossac|nrfutil)\b.*|fatal error: command flash\b.*)$",
     ),
     // west's own clone or fetch that failed: the network or the remote, not the build.
     re(
@@ -2492,7 +2539,7 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r#"^(?:(?:DEBUG|INFO)\s+- |Info:\s*\S+\.c:\d+ \w+\(\): )?(?:Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |[A-Za-z]:\\[^>]*>)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
+        r#"^(?:(?:DEBUG|INFO)\s+- |Info:\s*\S+\.c:\d+ \w+\(\): )?(?:Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:(?:[\w.~/-]+ )?[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |(?:PS )?[A-Za-z]:\\[^>]*> ?)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|python\S* (?:\S*[/\\])?\w*(?:[Ff]lash|stlink)\w*\.py\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -2587,7 +2634,7 @@ pub static RULES: &[Rule] = &[
         "emulator.internal_assert",
         "qemu",
         InfraError,
-        r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+: (?:assertion failed\b|code should not be reached\b).*)$"#,
+        r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+:\s+(?:assertion failed\b|code should not be reached\b).*)$"#,
     ),
     // The same from an emulator or simulator built on glibc, named in its assert line
     // (`rv32emu: malloc.c:2617: sysmalloc: Assertion `...' failed.`,
@@ -2763,6 +2810,15 @@ pub static RULES: &[Rule] = &[
         "java",
         InfraError,
         r"^FATAL \[[^\]]+\] \(\w+\.java:\d+\) - (?P<msg>.+)$",
+    )
+    .weight(2),
+    // A build daemon whose connection broke (`error: daemon error: stream error: error decoding
+    // response body`): the tool, not the code.
+    re(
+        "build_daemon.stream_error",
+        "host",
+        InfraError,
+        r"\bdaemon error: (?P<msg>(?:stream error|connection (?:refused|reset|closed)|broken pipe)\b.*)$",
     )
     .weight(2),
     re(
@@ -3097,11 +3153,29 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^build \S+: (?P<msg>(?:import |cannot |invalid |could not ).+)$",
     ),
+    // GNU make finding nothing to build where a makefile should be: the build directory was
+    // never configured.
+    re(
+        "make.no_makefile",
+        "make",
+        BuildError,
+        r"\*\*\* (?P<msg>No targets (?:were )?specified and no (?:makefile|make control file) (?:was )?found\..*)$",
+    ),
+    // Flipper's build tool closing on the targets that failed (`********** FBT ERRORS
+    // **********`): the echo of whatever failed under it, like scons' own line.
+    re(
+        "fbt.errors",
+        "fbt",
+        BuildError,
+        r"^(?P<msg>\*+ FBT ERRORS \*+)$",
+    )
+    .weight(1)
+    .echo(),
     re(
         "ld.collect2",
         "ld",
         LinkError,
-        r"^(?:collect2(?:\.exe)?: error: ld returned \d+ exit status|\S*clang\S*: error: linker command failed.*)$",
+        r"^(?:collect2(?:\.exe)?: error: ld returned \d+ exit status|\S*clang\S*: error: (?:linker|ld\.lld|lld) command failed.*)$",
     )
     .weight(1),
     re(
@@ -3575,6 +3649,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:<summary>)?(?P<msg>Failed [1-9]\d* of \d+ tests?)(?:</summary>)?$",
     )
     .verdict(),
+    // Nanos' assert (`assertion gsi >= 0 failed in src/x86_64/hpet.c: timer_config() on line
+    // 147; halt`).
+    re(
+        "nanos.assert",
+        "nanos",
+        Assert,
+        r"^(?P<msg>assertion .+ failed in \S+: \S+ on line \d+.*)$",
+    ),
     re(
         "libc.assert",
         "libc",
@@ -4009,6 +4091,13 @@ pub static RULES: &[Rule] = &[
         "firmware",
         Crash,
         r"^!! (?P<msg>A panic occurr?ed in .+)$",
+    ),
+    // VESC's report of the last crash (`System crashed, registers:`).
+    re(
+        "vesc.crash",
+        "firmware",
+        Crash,
+        r"^(?P<msg>System crashed, registers:)$",
     ),
     // probe-run's and probe-rs's own report of a firmware that faulted or panicked, and the
     // backtrace frames they print through the fault handler or the panic machinery.

@@ -2281,6 +2281,57 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Build Failed", "waf.task_failed"),
     ("Assert: len <= MAX_LEN src/queue.c Line 42", "cocoos.assert"),
+    ("Tests run: 4 Successful: 4 Failed: 0", "arduinounit.summary_pass"),
+    ("Tests run: 4 Successful: 3 Failed: 1", "arduinounit.summary_fail"),
+    (
+        "FATAL ERROR: command exited with status 27: nrfutil device program --firmware app.hex",
+        "west.flash_failed",
+    ),
+    (
+        "clang: error: ld.lld command failed with exit code 1 (use -v to see invocation)",
+        "ld.collect2",
+    ),
+    (
+        "make: *** No targets specified and no makefile found.  Stop.",
+        "make.no_makefile",
+    ),
+    ("********** FBT ERRORS **********", "fbt.errors"),
+    ("Truncated register 37 in remote 'g' packet", "gdb.truncated_register"),
+    (
+        "Error: CouldNotOpenDLL (0x7) Lowlevel error: JLINKARM_DLL_NOT_FOUND (ffffff9c)",
+        "nordic.jlink_dll_missing",
+    ),
+    ("Board at /dev/ttyUSB0 is not available", "flasher.failed"),
+    ("failed set isp key, wrong reply, got 9a (exp 0)", "flasher.failed"),
+    ("Starting download: [dfu_download error -32", "flasher.failed"),
+    ("Error during download", "flasher.failed"),
+    ("Error:  couldn't write MPSSE commands to FT2232", "flasher.failed"),
+    (
+        "[10:00:00] An error occurred while writing EEPROM. The contained exception was:",
+        "flasher.failed",
+    ),
+    (r#"Device is in use by "usbhid" driver"#, "flasher.failed"),
+    ("*** Operation timeout ***", "pystlink.starred_error"),
+    ("python3 tools/flash_board.py --port /dev/ttyACM0", "flash.context"),
+    ("board-tools $ python flashSTM32.py", "flash.context"),
+    (
+        r"PS C:\fw\tools> python pystlink.py flash:erase:verify:app.bin",
+        "flash.context",
+    ),
+    (
+        "ERROR:../qemu-7.2/softmmu/cpus.c:500:qemu_mutex_lock_iothread_impl:  assertion failed: (!qemu_mutex_iothread_locked())",
+        "emulator.internal_assert",
+    ),
+    (
+        "assertion irq < 16 failed in src/x86_64/apic.c: apic_init() on line 80; halt",
+        "nanos.assert",
+    ),
+    ("System crashed, registers:", "vesc.crash"),
+    ("Erase-Write-Verify test done.", "zephyr.flash_test_done"),
+    (
+        "error: daemon error: connection reset by peer",
+        "build_daemon.stream_error",
+    ),
     (
         "esptool.py write_flash: error: argument <address> <filename>: [Errno 2] No such file or directory: 'app.bin'",
         "esptool.usage_error",
