@@ -359,8 +359,18 @@ fn thread(source: &str) -> String {
         .trim_start_matches("http://")
         .trim_start_matches("www.");
     let parts: Vec<&str> = rest.split('/').collect();
-    if let ["github.com", owner, repo, "issues" | "pull", number, ..] = parts.as_slice() {
-        return format!("{}/{}#{number}", owner.to_lowercase(), repo.to_lowercase());
+    // GitHub's own addresses, a proxy's that keeps its path (`github.<mirror>/owner/repo/
+    // issues/N`) and githubissues.com's `owner/repo/N`: one issue.
+    match parts.as_slice() {
+        [host, owner, repo, "issues" | "pull", number, ..] if host.contains("github") => {
+            return format!("{}/{}#{number}", owner.to_lowercase(), repo.to_lowercase());
+        }
+        ["githubissues.com", owner, repo, number, ..]
+            if number.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            return format!("{}/{}#{number}", owner.to_lowercase(), repo.to_lowercase());
+        }
+        _ => {}
     }
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let path = path.split('#').next().unwrap_or_default();
@@ -430,6 +440,14 @@ fn a_thread_is_one_thread_under_any_of_its_addresses() {
     assert_ne!(
         thread("https://forum.arduino.cc/t/guru-meditation-error/1242132"),
         thread("https://forum.arduino.cc/t/guru-meditation-error/1242133")
+    );
+    assert_eq!(
+        thread("https://githubissues.com/technyon/nuki_hub/454"),
+        thread("https://github.com/technyon/nuki_hub/issues/454")
+    );
+    assert_eq!(
+        thread("https://github.tiyicn.workers.dev/zephyrproject-rtos/zephyr/issues/71397"),
+        thread("https://github.com/zephyrproject-rtos/zephyr/issues/71397")
     );
 }
 
