@@ -1143,6 +1143,12 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"^(?P<msg>!!! Timeout\b.*|TIMEOUT - test case too long or hung\?.*)$",
     ),
+    // ArduPilot's autotest closing a step (`>>>> PASSED STEP: test.Helicopter at Mon May 29
+    // 14:51:13 2023`).
+    re("ardupilot.step_passed", "ardupilot", Pass, r"^>>>> (?P<msg>PASSED STEP: \S+).*$").weight(2),
+    re("ardupilot.step_failed", "ardupilot", TestFailure, r"^>>>> (?P<msg>FAILED STEP: \S+.*)$"),
+    // Mongoose's unit tests (`FAILURE test/unit_test.c:677: ok == 200`).
+    re("mongoose.test_failure", "mongoose", TestFailure, r"^FAILURE (?P<msg>\S+\.c:\d+: .+)$"),
     // ArduPilot's autotest catching the exception that ended a test step.
     re(
         "ardupilot.autotest_exception",
@@ -1962,7 +1968,14 @@ pub static RULES: &[Rule] = &[
         "picotool.no_device",
         "picotool",
         FlashError,
-        r"(?P<msg>No accessible RP[\w/-]*(?: series)? devices? in BOOTSEL mode (?:was|were) found.*|.*appears to be (?:a |in )?.*BOOTSEL mode, but picotool was unable to connect.*|The RP\w+ device returned an error.*)$",
+        r"(?P<msg>[Nn]o accessible RP[\w/-]*(?: series)? devices? in BOOTSEL mode (?:was|were) found.*|.*appears to be (?:a |in )?.*BOOTSEL mode, but picotool was unable to connect.*|The RP\w+ device returned an error.*)$",
+    ),
+    // TinyGo's flash not knowing which port to use.
+    re(
+        "tinygo.port",
+        "tinygo",
+        FlashError,
+        r"^error: (?P<msg>multiple serial ports available\b.*|unable to locate a serial port\b.*)$",
     ),
     re(
         "platformio.upload",
@@ -1993,6 +2006,21 @@ pub static RULES: &[Rule] = &[
         "nrfjprog",
         FlashError,
         r"^(?:ERROR|FATAL ERROR): (?P<msg>No debuggers were discovered\.?|There is no debugger connected to the PC\.?|Unable to connect to a debugger\.?|Unable to find a board; is the board connected\?|\[\s*\w+\s*\] - .+|The file specified is not a valid hex file\b.*|invalid family argument\b.*|.*\bNO_EMULATOR_CONNECTED\b.*)$",
+    ),
+    // nrfjprog's DLL reporting on its own (`An error was reported by NRFJPROG DLL: -13
+    // NO_EMULATOR_CONNECTED.`).
+    re(
+        "nrfjprog.dll_error",
+        "nrfjprog",
+        FlashError,
+        r"^(?P<msg>An error was reported by NRFJPROG DLL: .+)$",
+    ),
+    // dfu-util before 0.8 printed its errors without its name.
+    re(
+        "dfu_util.old_error",
+        "dfu-util",
+        FlashError,
+        r"^(?P<msg>Cannot set alt interface \S+|Cannot claim interface\b.*|Cannot open DFU device \S+.*)$",
     ),
     re(
         "dfu_util.error",
@@ -2074,7 +2102,7 @@ pub static RULES: &[Rule] = &[
         "stm32flash.error",
         "stm32flash",
         FlashError,
-        r#"^(?P<msg>Failed to open port: .+|Cannot handle device ".*"|Error probing interface ".*")$"#,
+        r#"^(?P<msg>Failed to open port: .+|Cannot handle device ".*"|Error probing interface ".*"|Failed to init device\.?)$"#,
     ),
     // Black Magic Probe, through gdb: its scan or its attach to the target failed.
     re(
@@ -2082,6 +2110,16 @@ pub static RULES: &[Rule] = &[
         "blackmagic",
         FlashError,
         r"^(?P<msg>Attaching to Remote target failed|(?:SW-DP|JTAG(?: device)?) scan failed!?.*)$",
+    ),
+    // Black Magic Probe's scan that found targets: it lists them under this header (a scan
+    // that found none says `SW-DP scan failed!` instead).
+    re("bmp.scan_found", "blackmagic", Pass, r"^Available Targets:$").weight(2),
+    // MPLAB's programmers (PICkit, ICD) and ST-LINK Utility not reaching the chip.
+    re(
+        "programmer.no_target",
+        "flasher",
+        FlashError,
+        r"^(?P<msg>Failed to get Device ID\b.*|Target device was not found\b.*|Can ?not connect to target!?)$",
     ),
     // nrfutil's DFU over serial and its `device` subcommand.
     re(
@@ -2540,6 +2578,15 @@ pub static RULES: &[Rule] = &[
         "flasher",
         FlashError,
         r#"^(?:(?:DEBUG|INFO)\s+- |Info:\s*\S+\.c:\d+ \w+\(\): )?(?:Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:(?:[\w.~/-]+ )?[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |(?:PS )?[A-Za-z]:\\[^>]*> ?)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|python\S* (?:\S*[/\\])?\w*(?:[Ff]lash|stlink)\w*\.py\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
+    )
+    .context(),
+    // OpenOCD's banner in a vendor's build of it (`GNU MCU Eclipse (Microsemi SoftConsole build)
+    // 64-bits Open On-Chip Debugger 0.10.0+dev-...`).
+    re(
+        "openocd.vendor_banner",
+        "openocd",
+        FlashError,
+        r"^\S.* Open On-Chip Debugger \d\S*.*$",
     )
     .context(),
     // A web flasher's own scripts logging (the Betaflight configurator's `firmware_flasher.js:382
@@ -3287,6 +3334,13 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^\S+\.(?:cfg|tcl|ocd):\d+: Error: (?P<msg>.+)$",
     ),
+    // The same with nothing after `Error:` (a `verify_bank` in a board's script that failed).
+    re(
+        "openocd.script_error_bare",
+        "openocd",
+        FlashError,
+        r"^(?P<msg>\S+\.(?:cfg|tcl|ocd):\d+: Error:)$",
+    ),
     // An assembler error in a link-time-optimisation temporary (`.lto-tmp/cc1.s:193: Error:`):
     // code generated while linking.
     re(
@@ -3305,6 +3359,13 @@ pub static RULES: &[Rule] = &[
     diag("gcc.error", "gcc", BuildError, "compiler", &[]),
     diag("as.error", "as", BuildError, "assembler", &[]),
     diag("make.no_rule", "make", BuildError, "make", &["no_rule"]),
+    // The same from a make that speaks German, French, Spanish or Italian.
+    re(
+        "make.no_rule_translated",
+        "make",
+        BuildError,
+        r"^g?make(?:\[\d+\])?: \*\*\* (?P<msg>Keine Regel, um .+ zu erstellen\b.*|Pas de r\S+gle pour fabriquer la cible .*|No hay ninguna regla para construir el objetivo .*|Nessuna regola per generare l'obiettivo .*)$",
+    ),
     diag("make.makefile", "make", BuildError, "make", &["makefile"]),
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
@@ -3327,6 +3388,14 @@ pub static RULES: &[Rule] = &[
     // IAR's older linker, XLINK (`Error[e104]: Failed to fit all segments ...`), and IAR
     // Embedded Workbench's closing line after a link that failed (ILINK's `Error[Li005]` is
     // `iar.link_error`'s).
+    // Microchip's MPLINK (`Error - section '.udata' can not fit the absolute section.`).
+    re(
+        "mplink.error",
+        "mplink",
+        LinkError,
+        r"^(?P<msg>Error - (?:section '[^']*' .*can not fit\b.*|could not find definition of symbol\b.*|symbol '[^']*' has multiple definitions\b.*))$",
+    )
+    .weight(2),
     re(
         "iar.xlink_error",
         "iar",
@@ -3529,6 +3598,16 @@ pub static RULES: &[Rule] = &[
     re("ninja.error", "ninja", BuildError, r"^(?i:ninja): error: (?P<msg>.+)$"),
     // ninja's failed step whose output is an executable image (`FAILED: zephyr/zephyr_pre0.elf
     // zephyr/zephyr_pre0.map`): the link step, whatever the linker's own lines were.
+    // ninja's failed step right after its progress line said the step was a link (`[2/2]
+    // Linking C executable nuttx`, then `FAILED: nuttx`): an image with no file extension.
+    re(
+        "ninja.failed_after_link",
+        "ninja",
+        LinkError,
+        r"^(?P<msg>FAILED: \S+)\s*$",
+    )
+    .weight(2)
+    .follows(&["build.last_step"]),
     re(
         "ninja.link_failed",
         "ninja",
@@ -4285,6 +4364,19 @@ pub static RULES: &[Rule] = &[
         "flasher",
         FlashError,
         r"(?i)^\W*(?P<msg>(?:(?:flash(?:ing)?|upload(?:ing)?|programming|(?:chip |sector |mass )?eras(?:e|ing)|writ(?:e|ing) (?:to )?flash)\b[^.]{0,40}?\b(?:failed|error|unsuccessful|aborted)|failed (?:uploading|flashing|to (?:flash|program|upload|erase))\b).*)$",
+    )
+    .weight(1)
+    .generic(),
+    // A failure that names the chip, the probe or the programmer (`Failed to init the device.`,
+    // `Cannot write to target`, `'' does not match any available port`), from a tool no rule
+    // knows: the flash's, at low confidence. The nouns stand as words (not `esp-idf/chip/`),
+    // and the vague ones only in a flasher's phrase (`to target`, not a build's `build
+    // target`; `the device`, not any `device`).
+    re(
+        "flash.device_failed",
+        "flasher",
+        FlashError,
+        r#"(?i)^\W*(?P<msg>(?:[^.]*?\b)?(?:fail(?:ed|ure|s)?|error|cannot|can ?not|unable to|could not|couldn't)\b[^.]*?(?:^|[\s'"(])(?:(?:to|the|no|a) target|target (?:device|chip|mcu|board|voltage)|(?:the|target|usb|dfu|debug) device|device id|chip|(?:debug|the|no|a) probe|programmer|debugger|st-?link|j-?link|dfu|bootloader|bootsel|mcu|swd|jtag|emulator)(?:[\s.,:;!'")]|$).*|'[^']*' does not match any available port)$"#,
     )
     .weight(1)
     .generic(),

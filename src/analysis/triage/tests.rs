@@ -1612,6 +1612,29 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Unable to open device (hint: try -w option)", "teensy.error"),
     ("dfu-util: Could not open file firmware.dfu for reading: No such file or directory", "dfu_util.error"),
     ("SW-DP scan failed!", "bmp.attach_failed"),
+    ("Available Targets:", "bmp.scan_found"),
+    ("Failed to get Device ID", "programmer.no_target"),
+    ("Can not connect to target!", "programmer.no_target"),
+    ("An error was reported by NRFJPROG DLL: -13 NO_EMULATOR_CONNECTED.", "nrfjprog.dll_error"),
+    ("Cannot set alt interface zero", "dfu_util.old_error"),
+    ("./tcl/airsense.cfg:42: Error:", "openocd.script_error_bare"),
+    (">>>> PASSED STEP: test.Helicopter at Mon May 29 14:51:13 2023", "ardupilot.step_passed"),
+    (">>>> FAILED STEP: test.Copter at Mon May 29 14:51:13 2023", "ardupilot.step_failed"),
+    ("FAILURE test/unit_test.c:677: ok == 200", "mongoose.test_failure"),
+    ("error: multiple serial ports available - use -port flag", "tinygo.port"),
+    (
+        "GNU MCU Eclipse (Microsemi SoftConsole build) 64-bits Open On-Chip Debugger 0.10.0+dev",
+        "openocd.vendor_banner",
+    ),
+    ("Failed to init the device.", "flash.device_failed"),
+    ("'' does not match any available port", "flash.device_failed"),
+    (
+        "\"../lnk_msp430f5529.cmd\", line 40: error: cannot find file \"rts430x.lib\"",
+        "ti.link_command_file",
+    ),
+    ("Error - section '.udata' can not fit the absolute section. Section", "mplink.error"),
+    ("make: *** Keine Regel, um „companion28“ zu erstellen.  Schluss.", "make.no_rule_translated"),
+    ("error: run placement fails for object \".stack\", size 0x200", "vendor.link_error"),
     (
         "Failed to upgrade target. Error is: Serial port could not be opened on /dev/ttyUSB0.",
         "nrfutil.failed",
@@ -2956,6 +2979,22 @@ fn the_proxmark_flashers_closing_word_follows_its_reset() {
     );
 }
 
+/// ninja's failed step right after its last step's `Linking` line is the link, whatever the
+/// image is called; the same `FAILED:` line alone says only that a step failed.
+#[test]
+fn a_failed_step_after_the_last_link_line_is_the_link() {
+    let t = classify_str("[2/2] Linking C executable nuttx\nFAILED: nuttx \n");
+    assert_eq!(t.class, TriageClass::LinkError, "{t:?}");
+    assert!(
+        t.matches
+            .iter()
+            .any(|m| m.rule_id == "ninja.failed_after_link"),
+        "{t:?}"
+    );
+    let bare = classify_str("FAILED: nuttx \n");
+    assert_ne!(bare.class, TriageClass::LinkError, "{bare:?}");
+}
+
 #[test]
 fn every_rule_with_a_class_has_a_sample() {
     let sampled: HashSet<&str> = SAMPLES.iter().map(|s| s.1).collect();
@@ -2975,6 +3014,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "shell.crashed_between_tests",
         "proxmark.flash_done",
         "libtest.case_panic",
+        "ninja.failed_after_link",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
