@@ -365,9 +365,10 @@ const TIMEOUT_RULE: &str = "timeout.no_verdict";
 /// Most bytes [`Triager::push_lines`] looks at in one go (its pieces end at a line break).
 const PUSH_PIECE_BYTES: usize = 1 << 20;
 
-/// The buffer [`classify_file`] reads through: a piece of [`PUSH_PIECE_BYTES`] at a time, so the
-/// threads that match a piece's lines have enough to share.
-const READ_BUFFER_BYTES: usize = PUSH_PIECE_BYTES;
+/// The buffer [`classify_file`] reads through: several pieces of [`PUSH_PIECE_BYTES`] at a
+/// time, so the threads that match a piece's lines have enough to share, and this thread claims
+/// one piece while they match the next (see [`Triager::push_lines`]).
+const READ_BUFFER_BYTES: usize = 8 * PUSH_PIECE_BYTES;
 
 /// Classifies a whole log held in memory.
 pub fn classify(text: &str, ctx: &TriageContext) -> Triage {
@@ -618,6 +619,9 @@ pub struct Triager {
     workers: usize,
     /// The shortest part of a piece given to a thread of its own.
     min_part_bytes: usize,
+    /// Most bytes of a piece ([`PUSH_PIECE_BYTES`]; less in tests, to claim one piece while
+    /// matching the next as often as a long log does).
+    piece_bytes: usize,
 }
 
 /// What the rules found in a part of a piece of whole lines, before the triager claims it: the
@@ -635,6 +639,15 @@ struct Found {
     rules: Vec<usize>,
     /// The first segments with a failure word: 1-based line in the part, and the segment.
     failing: Vec<(usize, Range<usize>)>,
+}
+
+/// A piece whose lines were matched, its hits not yet claimed.
+#[derive(Debug)]
+struct MatchedPiece<'a> {
+    piece: &'a [u8],
+    /// The parts it was matched in, each with its [`Found`].
+    parts: Vec<&'a [u8]>,
+    found: Vec<Found>,
 }
 
 /// A segment some rule matched, or a line to read on the triager's own thread.
@@ -734,7 +747,21 @@ impl Found {
         let cleaned = without_stamp(raw);
         let offset = offset + raw.len() - cleaned.len();
         for range in segments(cleaned) {
-            pending.push((self.lines, offset + range.start..offset + range.end));
+            let at = offset + range.start..offset + range.end;
+            let segment = &part[at.clone()];
+            if scratch.memo.get(segment).is_some() && !pending.is_empty() {
+                // Hits stay in log order.
+                self.match_pending(part, scratch, pending);
+            }
+            // Looked up again: matching what was pending may have made the memo start afresh.
+            if let Some(known) = scratch.memo.peek(segment) {
+                self.record(self.lines, at, |rules| {
+                    rules.extend_from_slice(&known.rules);
+                    known.failing
+                });
+                continue;
+            }
+            pending.push((self.lines, at));
             if pending.len() == SIDE_BY_SIDE {
                 self.match_pending(part, scratch, pending);
             }
@@ -753,10 +780,18 @@ impl Found {
             Ok(queued) => {
                 let found = scratch
                     .matches_side_by_side(queued.each_ref().map(|(_, range)| &part[range.clone()]));
-                for ((line, range), hits) in queued.iter().zip(found) {
-                    self.record(*line, range.clone(), |rules| {
+                let mut answers = [(0, 0, false); SIDE_BY_SIDE];
+                for (((line, range), hits), answer) in queued.iter().zip(found).zip(&mut answers) {
+                    let first = self.rules.len();
+                    let failing = self.record(*line, range.clone(), |rules| {
                         rules_of_hits(&part[range.clone()], hits, rules)
                     });
+                    *answer = (first, self.rules.len(), failing);
+                }
+                for ((_, range), (first, end, failing)) in queued.iter().zip(answers) {
+                    scratch
+                        .memo
+                        .remember(&part[range.clone()], &self.rules[first..end], failing);
                 }
             }
             Err(_) => {
@@ -770,14 +805,14 @@ impl Found {
         pending.clear();
     }
 
-    /// Records what `matcher` finds of a segment's rules: the segment at `range` of line
-    /// `line` of the part.
+    /// Records what `matcher` finds of a segment's rules (the segment at `range` of line `line`
+    /// of the part), pushed onto [`Found::rules`]; returns whether it holds a failure word.
     fn record(
         &mut self,
         line: usize,
         range: Range<usize>,
         matcher: impl FnOnce(&mut Vec<usize>) -> bool,
-    ) {
+    ) -> bool {
         let first = self.rules.len();
         let failing = matcher(&mut self.rules);
         if failing && self.failing.len() < fallback::MAX_EVIDENCE_LINES {
@@ -790,6 +825,7 @@ impl Found {
                 rules: first..self.rules.len(),
             });
         }
+        failing
     }
 }
 
@@ -875,6 +911,7 @@ impl Triager {
             scratch: Scratches(vec![SetScratch::take()]),
             workers: *WORKERS,
             min_part_bytes: MIN_PART_BYTES,
+            piece_bytes: PUSH_PIECE_BYTES,
         }
     }
 
@@ -887,12 +924,14 @@ impl Triager {
         }
     }
 
-    /// A triager that splits every piece among `workers` threads, however short the parts.
+    /// A triager that splits every piece among `workers` threads, however short the parts, and
+    /// reads pieces of at most `piece_bytes`.
     #[cfg(test)]
-    fn with_workers(ctx: TriageContext, workers: usize) -> Triager {
+    fn with_workers(ctx: TriageContext, workers: usize, piece_bytes: usize) -> Triager {
         Triager {
             workers,
             min_part_bytes: 1,
+            piece_bytes,
             ..Triager::new(ctx)
         }
     }
@@ -963,75 +1002,118 @@ impl Triager {
     /// Feeds whole lines, each ending in `\n` (`region` ends with one): the same as feeding
     /// each to [`Triager::push_bytes`], but a line the prefilter finds nothing in costs only its
     /// count. Reads a piece of [`PUSH_PIECE_BYTES`] at a time, so that a stretch of binary noise
-    /// slows down only its own piece.
+    /// slows down only its own piece. While worker threads match a piece's lines, this thread
+    /// claims the hits of the piece before (claiming is in log order, and the triager's state
+    /// is this thread's alone), so the two overlap.
     pub fn push_lines(&mut self, region: &[u8]) {
         let mut start = 0;
+        let mut matched: Option<MatchedPiece<'_>> = None;
         while start < region.len() && !self.stopped() {
             let rest = &region[start..];
+            let fed = self.bytes + matched.as_ref().map_or(0, |m| m.piece.len() as u64);
             // The log's first piece is one part long, read on this thread alone: the workers
             // then start from a copy of the DFA states it built rather than each building them.
-            let most = if self.bytes == 0 {
-                self.min_part_bytes.min(PUSH_PIECE_BYTES)
+            let most = if fed == 0 {
+                self.min_part_bytes.min(self.piece_bytes)
             } else {
-                PUSH_PIECE_BYTES
+                self.piece_bytes
             };
             let piece = match memchr::memrchr(b'\n', &rest[..rest.len().min(most)]) {
                 Some(at) => at + 1,
                 None => memchr::memchr(b'\n', rest).map_or(rest.len(), |at| at + 1),
             };
-            self.push_piece(&rest[..piece]);
+            matched = self.push_piece(&rest[..piece], fed, matched.take());
             start += piece;
+        }
+        if let Some(last) = matched {
+            self.claim_piece(last);
         }
     }
 
-    fn push_piece(&mut self, piece: &[u8]) {
+    /// Matches `piece`, whose first byte is the `fed`th of the input, while claiming `before`
+    /// (the piece matched last, not yet claimed): returns `piece` matched, for the caller to
+    /// claim next, or None when it was read line by line here.
+    fn push_piece<'a>(
+        &mut self,
+        piece: &'a [u8],
+        fed: u64,
+        before: Option<MatchedPiece<'a>>,
+    ) -> Option<MatchedPiece<'a>> {
         // A piece can be passed by only if neither the binary test nor the cap can stop the
-        // reading inside it: text only, in a log that is not binary so far, below the cap.
+        // reading inside it: text only, in a log that is not binary so far, below the cap. (A
+        // piece matched and not yet claimed is text: claiming it cannot make the log binary.)
         let fast = self.prefiltered
             && !self.is_binary()
             && count_binary(piece) == 0
-            && self.bytes + (piece.len() as u64) < MAX_LOG_BYTES;
-        let mut start = 0;
+            && fed + (piece.len() as u64) < MAX_LOG_BYTES;
         if !fast {
+            if let Some(before) = before {
+                self.claim_piece(before);
+            }
+            let mut start = 0;
             for end in memchr::memchr_iter(b'\n', piece) {
                 if self.stopped() {
-                    return;
+                    return None;
                 }
                 self.push_bytes(without_cr(&piece[start..end]), (end + 1 - start) as u64);
                 start = end + 1;
             }
-            return;
+            return None;
         }
         let parts = split_lines(piece, self.workers, self.min_part_bytes);
+        // The workers' scratches come after this thread's own, which claiming uses.
+        let wanted = if parts.len() > 1 { parts.len() + 1 } else { 1 };
         if let Some(own) = self.scratch.0.first() {
-            if self.scratch.0.len() < parts.len() {
+            if self.scratch.0.len() < wanted {
                 let warm = own.clone();
-                self.scratch.0.resize(parts.len(), warm);
+                self.scratch.0.resize(wanted, warm);
             }
         }
-        let found: Vec<Found> = match (parts.split_first(), self.scratch.0.split_first_mut()) {
-            (Some((first, rest)), Some((own, others))) if !rest.is_empty() => {
-                std::thread::scope(|scope| {
-                    let workers: Vec<_> = rest
-                        .iter()
-                        .zip(others.iter_mut())
-                        .map(|(part, scratch)| scope.spawn(move || Found::in_part(part, scratch)))
-                        .collect();
-                    let mut found = vec![Found::in_part(first, own)];
-                    // A worker that panicked did so on a bug, not on the input: its lines are
-                    // matched again here rather than lost.
-                    for (part, worker) in rest.iter().zip(workers) {
-                        found.push(
-                            worker
-                                .join()
-                                .unwrap_or_else(|_| Found::in_part(part, &mut SetScratch::take())),
-                        );
-                    }
-                    found
-                })
+        let found: Vec<Found> = if parts.len() > 1 && self.scratch.0.len() > parts.len() {
+            let mut others = self.scratch.0.split_off(1);
+            let found = std::thread::scope(|scope| {
+                let workers: Vec<_> = parts
+                    .iter()
+                    .zip(others.iter_mut())
+                    .map(|(part, scratch)| scope.spawn(move || Found::in_part(part, scratch)))
+                    .collect();
+                if let Some(before) = before {
+                    self.claim_piece(before);
+                }
+                // A worker that panicked did so on a bug, not on the input: its lines are
+                // matched again here rather than lost.
+                parts
+                    .iter()
+                    .zip(workers)
+                    .map(|(part, worker)| {
+                        worker
+                            .join()
+                            .unwrap_or_else(|_| Found::in_part(part, &mut SetScratch::take()))
+                    })
+                    .collect()
+            });
+            self.scratch.0.append(&mut others);
+            found
+        } else {
+            if let Some(before) = before {
+                self.claim_piece(before);
             }
-            _ => vec![Found::in_part(piece, &mut self.scratch.0[0])],
+            vec![Found::in_part(piece, &mut self.scratch.0[0])]
         };
+        Some(MatchedPiece {
+            piece,
+            parts: if found.len() == 1 { vec![piece] } else { parts },
+            found,
+        })
+    }
+
+    /// Claims the hits of a matched piece, in log order.
+    fn claim_piece(&mut self, matched: MatchedPiece<'_>) {
+        let MatchedPiece {
+            piece,
+            parts,
+            found,
+        } = matched;
         for (part, found) in parts.iter().zip(&found) {
             let first_line = self.line;
             // Failure lines are kept in log order: a line with escapes is matched only here,
@@ -1597,9 +1679,16 @@ fn failed_before_timeout(candidates: &[Candidate<'_>]) -> bool {
 /// piece can be matched on other threads. True when the segment holds a failure word, for
 /// [`fallback`] (found by the same search), unless a known harmless line's rule (no class)
 /// claims it whatever came before: a line the rules know to be harmless is no evidence to the
-/// fallback either.
+/// fallback either. A segment the scratch's memo holds is looked up rather than searched.
 fn matching_rules(segment: &[u8], scratch: &mut SetScratch, out: &mut Vec<usize>) -> bool {
-    rules_of_hits(segment, scratch.matches(segment), out)
+    if let Some(known) = scratch.memo.get(segment) {
+        out.extend_from_slice(&known.rules);
+        return known.failing;
+    }
+    let first = out.len();
+    let failing = rules_of_hits(segment, scratch.matches(segment), out);
+    scratch.memo.remember(segment, &out[first..], failing);
+    failing
 }
 
 /// [`matching_rules`] given the patterns of the set that match `segment`.

@@ -15,6 +15,8 @@
 //! `error:` or `ERROR:` line, a Python exception, a lone timeout), which only a line no rule
 //! above knows reaches.
 
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::{LazyLock, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder};
@@ -23,6 +25,7 @@ use regex_automata::hybrid::LazyStateID;
 use regex_automata::nfa::thompson::WhichCaptures;
 use regex_automata::nfa::thompson::{self, pikevm};
 use regex_automata::{hybrid, Input, MatchKind, PatternSet};
+use rustc_hash::FxHasher;
 
 use super::prefilter::Prefilter;
 use super::set_patterns;
@@ -2223,7 +2226,7 @@ pub static RULES: &[Rule] = &[
         "stm32cube.error",
         "stm32cubeprogrammer",
         FlashError,
-        r"^Error: (?P<msg>No STM32 target found!?|No debug probe detected\.?|Target device not found.*|ST-LINK error \(DEV_.*|failed to download (?:the )?(?:Segment|file).*|failed to erase memory)$",
+        r"^(?:\d\d:\d\d:\d\d : )?(?:Error: )?(?P<msg>No STM32 target found!?|No debug probe detected\.?|Target device not found.*|ST-LINK error \(DEV_.*|failed to download (?:the )?(?:Segment|file).*|failed to erase memory)$",
     ),
     // STM32CubeProgrammer's own line when a write does not go through (`Downloading 8-bit data
     // failed...`), also after its progress bar.
@@ -3407,11 +3410,20 @@ pub static RULES: &[Rule] = &[
         "vendor.link_error",
         "ld",
         LinkError,
-        r"(?P<msg>\b[EF]0562\d{3}\s*:.+|\berror #10\d{3}(?:-D)?: .+|#10010 errors encountered during linking.*|\bunresolved symbols remain\b.*|^unresolved symbol \S+, first referenced in .*)$",
+        r"(?P<msg>\b[EF]0562\d{3}\s*:.+|\berror #10\d{3}(?:-D)?: .+|#10010 errors encountered during linking.*|\berrors encountered during linking\b.*|\bprogram will not fit into available memory\b.*|\brun placement fails for object\b.*|\bunresolved symbols remain\b.*|^unresolved symbol \S+, first referenced in .*)$",
     )
     .weight(2),
     // TI's and Green Hills' compilers: `"src/x.c", line 276: error #20: identifier "y" is
     // undefined` (the linker's `#10xxx` errors are claimed above).
+    // TI's linker on its command file (`"../lnk_msp430f2274.cmd", line 75: error: run placement
+    // fails for object ".stack"`): the same shape as a compiler's, but the file is the link's.
+    re(
+        "ti.link_command_file",
+        "ld",
+        LinkError,
+        r#"^"[^"]+\.cmd", line \d+: (?P<msg>(?:fatal )?error(?: #\d+(?:-D)?)?:.*)$"#,
+    )
+    .weight(2),
     re(
         "ti.compile_error",
         "cc",
@@ -4376,7 +4388,7 @@ pub static RULES: &[Rule] = &[
         "flash.device_failed",
         "flasher",
         FlashError,
-        r#"(?i)^\W*(?P<msg>(?:[^.]*?\b)?(?:fail(?:ed|ure|s)?|error|cannot|can ?not|unable to|could not|couldn't)\b[^.]*?(?:^|[\s'"(])(?:(?:to|the|no|a) target|target (?:device|chip|mcu|board|voltage)|(?:the|target|usb|dfu|debug) device|device id|chip|(?:debug|the|no|a) probe|programmer|debugger|st-?link|j-?link|dfu|bootloader|bootsel|mcu|swd|jtag|emulator)(?:[\s.,:;!'")]|$).*|'[^']*' does not match any available port)$"#,
+        r#"(?i)^\W*(?:[\w-]+:\s+)?(?P<msg>(?:fail(?:ed|ure|s)?|error|cannot|can ?not|unable to|could not|couldn't)\b[^.]*?[\s'"(](?:(?:to|the|no|a) target|target (?:device|chip|mcu|board|voltage)|(?:the|target|usb|dfu|debug) device|device id|chip|(?:debug|the|no|a) probe|programmer|debugger|st-?link|j-?link|dfu|bootloader|bootsel|mcu|swd|jtag|emulator)(?:[\s.,:;!'")]|$).*|'[^']*' does not match any available port)$"#,
     )
     .weight(1)
     .generic(),
@@ -4636,6 +4648,107 @@ pub(super) struct SetScratch {
     grouped: Option<Vec<(DfaCache, Option<pikevm::Cache>)>>,
     /// What [`SetScratch::matches_side_by_side`] found, a segment each.
     side: [Matched; SIDE_BY_SIDE],
+    /// The segments this thread matched before, and the rules they matched.
+    pub memo: Memo,
+}
+
+/// Segments already matched, with the rules they matched and whether they hold a failure word.
+/// A long log repeats its lines (a status line every second, the same suite's output every
+/// run), and looking a segment up costs a hash of its bytes where searching the set walks the
+/// lazy DFA over them. What a segment matches depends on its bytes alone (the triager's state
+/// applies after), so a remembered answer is the search's.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Memo {
+    known: HashMap<Box<[u8]>, Remembered, BuildHasherDefault<FxHasher>>,
+    /// What `known` holds, counted as in [`Memo::remember`].
+    bytes: usize,
+    /// Lookups `known` answered, and segments it took in, since it last started afresh.
+    hits: usize,
+    taken: usize,
+    /// Segments still to pass by without a lookup: a memo that filled up while answering fewer
+    /// lookups than it took in is a log of ever new lines, where hashing and keeping each
+    /// segment is all cost (a third more CPU on such a log). It tries again after them.
+    resting: usize,
+}
+
+/// A remembered segment's answer.
+#[derive(Debug, Clone)]
+pub(super) struct Remembered {
+    pub rules: Box<[usize]>,
+    pub failing: bool,
+}
+
+/// Most bytes a [`Memo`] holds; past it, it forgets everything and starts again (a log of ever
+/// new lines gains nothing from it, and keeps its memory flat).
+const MEMO_BYTES: usize = 8 << 20;
+
+/// Longest segment remembered: longer lines rarely repeat byte for byte (they carry addresses
+/// and counters), and hashing them costs more than it saves.
+const MEMO_SEGMENT_BYTES: usize = 256;
+
+/// What an entry costs besides its bytes and rules: the map's slot and the two allocations.
+const MEMO_ENTRY_OVERHEAD: usize = 64;
+
+/// Segments a memo that did not pay passes by before it tries again (see [`Memo::resting`]):
+/// some tens of megabytes of a log.
+const MEMO_REST_SEGMENTS: usize = 1 << 20;
+
+impl Memo {
+    /// The answer for `segment`, if it was matched before.
+    pub fn get(&mut self, segment: &[u8]) -> Option<&Remembered> {
+        if segment.len() > MEMO_SEGMENT_BYTES || self.resting > 0 {
+            return None;
+        }
+        let known = self.known.get(segment);
+        self.hits += usize::from(known.is_some());
+        known
+    }
+
+    /// [`Memo::get`] without counting a lookup.
+    pub fn peek(&self, segment: &[u8]) -> Option<&Remembered> {
+        if segment.len() > MEMO_SEGMENT_BYTES || self.resting > 0 {
+            return None;
+        }
+        self.known.get(segment)
+    }
+
+    /// Remembers the answer for `segment` (a segment [`Memo::get`] did not know).
+    pub fn remember(&mut self, segment: &[u8], rules: &[usize], failing: bool) {
+        if self.resting > 0 {
+            self.resting -= 1;
+            return;
+        }
+        if segment.len() > MEMO_SEGMENT_BYTES {
+            return;
+        }
+        let cost = segment.len() + std::mem::size_of_val(rules) + MEMO_ENTRY_OVERHEAD;
+        if self.bytes + cost > MEMO_BYTES {
+            if self.hits < self.taken {
+                self.resting = MEMO_REST_SEGMENTS;
+            }
+            self.known.clear();
+            self.bytes = 0;
+            self.hits = 0;
+            self.taken = 0;
+            if self.resting > 0 {
+                return;
+            }
+        }
+        let answer = Remembered {
+            rules: rules.into(),
+            failing,
+        };
+        if self.known.insert(segment.into(), answer).is_none() {
+            self.bytes += cost;
+            self.taken += 1;
+        }
+    }
+
+    /// Segments remembered.
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.known.len()
+    }
 }
 
 /// Segments [`SetScratch::matches_side_by_side`] walks at once.
@@ -4725,6 +4838,7 @@ impl SetScratch {
                 grouped: None,
                 matched: Matched::new(set.pattern_len()),
                 side: std::array::from_fn(|_| Matched::new(set.pattern_len())),
+                memo: Memo::default(),
             }
         })
     }
@@ -5040,5 +5154,50 @@ mod tests {
                 "no rule for {class}"
             );
         }
+    }
+
+    /// However many new segments it is given, a memo holds at most [`MEMO_BYTES`] of them and
+    /// none longer than [`MEMO_SEGMENT_BYTES`]; filled up by segments it was never asked for
+    /// again, it rests (neither answers nor keeps) for [`MEMO_REST_SEGMENTS`], then keeps again.
+    #[test]
+    fn the_memo_stays_bounded_and_rests_on_a_log_of_new_lines() {
+        let mut memo = Memo::default();
+        let mut most = 0;
+        let mut n = 0;
+        while memo.resting == 0 {
+            let segment = format!("line {n} of a log that never repeats itself");
+            assert!(memo.get(segment.as_bytes()).is_none());
+            memo.remember(segment.as_bytes(), &[n], n % 2 == 0);
+            most = most.max(memo.len());
+            assert!(memo.bytes <= MEMO_BYTES, "{} bytes", memo.bytes);
+            n += 1;
+        }
+        assert!(most > 10_000, "{most} entries");
+        assert_eq!(memo.len(), 0);
+        memo.remember(b"a line", &[1], true);
+        assert!(memo.get(b"a line").is_none());
+        for _ in 1..MEMO_REST_SEGMENTS {
+            memo.remember(b"another line", &[], false);
+        }
+        assert_eq!(memo.resting, 0);
+        memo.remember(b"a line", &[1], true);
+        let known = memo.get(b"a line").map(|r| (r.rules.to_vec(), r.failing));
+        assert_eq!(known, Some((vec![1], true)));
+        let long = vec![b'x'; MEMO_SEGMENT_BYTES + 1];
+        memo.remember(&long, &[1], true);
+        assert!(memo.get(&long).is_none());
+    }
+
+    /// A memo whose segments are asked for again starts afresh when full, without resting.
+    #[test]
+    fn a_memo_that_pays_never_rests() {
+        let mut memo = Memo::default();
+        for n in 0..200_000 {
+            let segment = format!("line {n} of a log that prints each line twice");
+            memo.remember(segment.as_bytes(), &[n], false);
+            assert!(memo.get(segment.as_bytes()).is_some());
+            assert!(memo.bytes <= MEMO_BYTES, "{} bytes", memo.bytes);
+        }
+        assert_eq!(memo.resting, 0);
     }
 }

@@ -3698,6 +3698,35 @@ fn the_set_in_groups_matches_every_recorded_line_as_each_rule_alone() {
     }
 }
 
+/// The memo's answer for a segment, the second time it is met, is what searching the set gives:
+/// every segment of every recorded log, met twice, against a scratch that only searches.
+#[test]
+fn remembered_segments_match_as_searched() {
+    let mut remembering = SetScratch::take();
+    let mut searching = SetScratch::take();
+    for (path, bytes) in every_recorded_log() {
+        for raw in bytes.split(|&b| b == b'\n') {
+            let cleaned = clean(raw).into_owned();
+            for range in segments(&cleaned) {
+                let segment = &cleaned[range];
+                let mut searched = Vec::new();
+                let failing = rules_of_hits(segment, searching.matches(segment), &mut searched);
+                for _ in 0..2 {
+                    let mut found = Vec::new();
+                    let found_failing = matching_rules(segment, &mut remembering, &mut found);
+                    assert_eq!(
+                        (found, found_failing),
+                        (searched.clone(), failing),
+                        "{}: {}",
+                        path.display(),
+                        String::from_utf8_lossy(segment)
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn segments_walked_side_by_side_match_as_each_alone() {
     let mut scratch = SetScratch::take();
@@ -3760,7 +3789,7 @@ fn reading_in_parallel_parts_and_small_buffers_changes_no_classification() {
             plain.push_text(&bytes);
             let plain = plain.finish();
             for workers in [2, 3] {
-                let mut whole = Triager::with_workers(ctx, workers);
+                let mut whole = Triager::with_workers(ctx, workers, PUSH_PIECE_BYTES);
                 whole.push_text(&bytes);
                 assert_eq!(
                     whole.finish(),
@@ -3768,9 +3797,19 @@ fn reading_in_parallel_parts_and_small_buffers_changes_no_classification() {
                     "{} in {workers} parts",
                     path.display()
                 );
+                // Pieces of a few lines: each claimed while the next is matched.
+                let mut pieces = Triager::with_workers(ctx, workers, 300);
+                pieces.push_text(&bytes);
+                assert_eq!(
+                    pieces.finish(),
+                    plain,
+                    "{} in {workers} parts of pieces of 300 bytes",
+                    path.display()
+                );
                 for buffer in [97, 4096] {
                     let reader = io::BufReader::with_capacity(buffer, bytes.as_slice());
-                    let read = read_into(reader, Triager::with_workers(ctx, workers)).unwrap();
+                    let read =
+                        read_into(reader, Triager::with_workers(ctx, workers, 1000)).unwrap();
                     assert_eq!(
                         read,
                         plain,
