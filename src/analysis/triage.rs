@@ -1779,7 +1779,7 @@ static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     let compile = |p: &str| built_in(regex::bytes::RegexBuilder::new(p).case_insensitive(true));
     (
         compile(
-            r"\b(?:success(?:ful(?:ly)?)?|succeeded|completed?|done|finished|verified|pass(?:ed)?)\b",
+            r"\b(?:success(?:ful(?:ly)?)?|succeeded|completed?|concluded|done|finished|verified|pass(?:ed)?)\b",
         ),
         compile(
             r"\b(?:fail\w*|error\w*|not|unsuccessful\w*|abort\w*|timeout|timed out|nothing|erasing|test\w*|exit code [1-9]|job|pipeline|workflow|finished: success)\b|\b0 passed|\[\d+/\d+\]|hash of data verified|init(?:iali[sz](?:ation|ed))?\b",
@@ -1857,12 +1857,14 @@ fn quoted_by_bar(text: &[u8]) -> Option<&[u8]> {
     (starts_with_text && memchr::memchr(b'|', rest).is_none()).then_some(rest)
 }
 
-/// The line a Markdown quote (`> `) or Nix's failed-build tail (`       > `) quoted, if `text`
-/// is one.
+/// The line a Markdown quote (`> `), Nix's failed-build tail (`       > `) or a mail's quote
+/// without a blank (`>collect2: ld returned 1 exit status`) quoted, if `text` is one. Arrows
+/// and prompts (`>>>`, `=>`) are not quotes.
 fn quoted_by_angle(text: &[u8]) -> Option<&[u8]> {
-    let rest = text.trim_ascii_start().strip_prefix(b"> ")?;
+    let quoted = text.trim_ascii_start().strip_prefix(b">")?;
+    let rest = quoted.strip_prefix(b" ").unwrap_or(quoted);
     rest.first()
-        .is_some_and(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| !b.is_ascii_whitespace() && *b != b'>')
         .then_some(rest)
 }
 

@@ -994,6 +994,14 @@ pub static RULES: &[Rule] = &[
     re("ceedling.failed", "ceedling", TestFailure, r"^(?P<msg>FAILED:\s+[1-9]\d*)$").verdict(),
     re("ceedling.passed", "ceedling", Pass, r"^(?P<msg>FAILED:\s+0)$").verdict(),
     re("ceedling.test_failures", "ceedling", TestFailure, r"^(?P<msg>Unit test failures\.)$").verdict(),
+    // Its failure right after a test executable the shell could not find: the harness's.
+    re(
+        "ceedling.missing_executable_failed",
+        "ceedling",
+        InfraError,
+        r"^ERROR: (?P<msg>Test executable \S+ failed\.)$",
+    )
+    .follows(&["ceedling.executable_missing"]),
     re(
         "ceedling.test_crashed",
         "ceedling",
@@ -1218,6 +1226,16 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>\S+\.(?:cpp|cc|cxx|c|hpp|h):\d+: Failure)$",
     )
     .weight(2),
+    // pytest's rewritten assertion under a failing test (`E       assert 72.02 <= 60`).
+    re("pytest.assert_detail", "pytest", TestFailure, r"^E {3,}(?P<msg>assert .+)$").weight(2),
+    // A test pytest-timeout stopped (`ERROR tests/x.py::test_y - Failed: Timeout (>600.0s) from
+    // pytest-timeout.`): the run hung, whatever pytest counts it as.
+    re(
+        "pytest.timeout_row",
+        "pytest",
+        Hang,
+        r"^(?:ERROR|FAILED) (?P<msg>\S+::\S+ - Failed: Timeout \(>[\d.]+s\) from pytest-timeout)\.?$",
+    ),
     // The exception pytest quotes under a failing test (`E       AssertionError: ...`); the
     // rules above see a pexpect timeout or a serial port's failure in it first.
     re(
@@ -1346,6 +1364,22 @@ pub static RULES: &[Rule] = &[
         r"(?i)\b(?P<msg>[1-9]\d* (?:tests? )?passed\W+0 (?:tests? )?failed\b.*)$",
     )
     .weight(2),
+    // Ceedling running a test executable its build did not leave (`sh: 1:
+    // build/test/out/test_x.out: not found`): the harness's failure, not a missing tool.
+    re(
+        "ceedling.executable_missing",
+        "ceedling",
+        InfraError,
+        r"^sh: \d+: (?P<msg>\S*build/test/out/\S+: not found)$",
+    ),
+    // Nim on Windows not finding the C compiler it was told to run (`Error: invocation of
+    // external compiler program failed. The system cannot find the file specified.`).
+    re(
+        "nim.compiler_missing",
+        "nim",
+        ToolMissing,
+        r"^Error: (?P<msg>invocation of external compiler program failed\. The system cannot find the file specified\.?)$",
+    ),
     // A program that is not installed.
     re(
         "shell.not_found",
@@ -2029,7 +2063,7 @@ pub static RULES: &[Rule] = &[
         "dfu_util.error",
         "dfu-util",
         FlashError,
-        prefixed!(r"(?:(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes)?dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|unable to read DFU status after completion.*|(?:Only DfuSe file version|Could not open file|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
+        prefixed!(r"(?:(?:Download|Upload)\s*\[[= ]*\]\s*\d+%\s*\d+ bytes)?dfu-util(?:\.exe)?: (?P<msg>No DFU capable USB device available|Cannot open DFU device.*|Cannot claim interface.*|Cannot set alternate interface.*|Error during (?:download|upload).*|Lost device after RESET\?|More than one DFU capable USB device found!.*|unable to read DFU status after completion.*|(?:Only DfuSe file version|Could not open file|Could not read name|Unsupported|Wrong|No valid DFU|Device has DFU interface, but has no DFU functional descriptor|Cannot|Can't|Error)\b.*)$"),
     ),
     // dfu-util's report of the device's state: at the start it finds a `dfuERROR` the last
     // session left and clears it on its own (`DFU state(10) = dfuERROR, status(10) = Device's
@@ -2114,6 +2148,33 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>Attaching to Remote target failed|(?:SW-DP|JTAG(?: device)?) scan failed!?.*)$",
     ),
+    // Silicon Labs' flash utilities and efm8load: the bootloader refused, or the download
+    // counted errors (`Download complete with [ 7 ] errors`; with `[ 0 ]` it passed).
+    re(
+        "silabs.bootloader_failed",
+        "flasher",
+        FlashError,
+        r"(?P<msg>Bootload(?:er)? (?:Run Command failure|returned failure response)\b.*|Download complete with \[\s*[1-9]\d*\s*\] errors)$",
+    ),
+    re(
+        "efm8load.done",
+        "efm8load",
+        Pass,
+        r"^(?P<msg>Download complete with \[\s*0\s*\] errors)$",
+    )
+    .weight(2),
+    // ExpressLRS's WiFi upload script closing (`** UPLOAD SUCCESS. Flashing in progress.`).
+    // A flash or upload the tool called off (ExpressLRS's `Target mismatch, flashing
+    // cancelled`).
+    re(
+        "flash.cancelled",
+        "flasher",
+        FlashError,
+        r"(?i)\b(?P<msg>(?:flashing|uploading|upload|programming) (?:was )?(?:cancell?ed|aborted)\b.*)$",
+    )
+    .weight(1)
+    .generic(),
+    re("elrs.upload_success", "expresslrs", Pass, r"^\*\* (?P<msg>UPLOAD SUCCESS)\b.*$").weight(2),
     // Black Magic Probe's scan that found targets: it lists them under this header (a scan
     // that found none says `SW-DP scan failed!` instead).
     re("bmp.scan_found", "blackmagic", Pass, r"^Available Targets:$").weight(2),
@@ -3221,11 +3282,23 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .echo(),
+    // GNU ld's missing library on a line of its own, its `ld: ` prefix on the line before (a
+    // mail client wrapped it).
+    re("ld.cannot_find_wrapped", "ld", LinkError, r"^(?P<msg>cannot find -l\S+)$").weight(2),
+    // gcc's driver given a source file that is not there (`i686-apple-darwin9-gcc-4.0.1:
+    // crc32.c: No such file or directory`), also at the end of a command line a page merged.
+    re(
+        "gcc.no_input_file",
+        "gcc",
+        BuildError,
+        r"(?:^|\s)(?P<msg>\S*(?:gcc|g\+\+|cc1|clang)(?:-[\d.]+)?: \S+\.(?:c|cc|cpp|cxx|S|s): No such file or directory)$",
+    )
+    .weight(2),
     re(
         "ld.collect2",
         "ld",
         LinkError,
-        r"^(?:collect2(?:\.exe)?: error: ld returned \d+ exit status|\S*clang\S*: error: (?:linker|ld\.lld|lld) command failed.*)$",
+        r"^(?:collect2(?:\.exe)?: (?:error: )?ld returned \d+ exit status|\S*clang\S*: error: (?:linker|ld\.lld|lld) command failed.*)$",
     )
     .weight(1),
     re(
@@ -3550,6 +3623,14 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"\bmeson\.build:\d+:\d+: (?P<msg>ERROR: .+)$",
     ),
+    // PlatformIO refusing its project file (`UndefinedEnvPlatformError: Please specify platform
+    // for 'x' environment`): the build's configuration.
+    re(
+        "platformio.env_error",
+        "platformio",
+        BuildError,
+        r"^(?:Error: )?(?P<msg>(?:UndefinedEnvPlatformError|UnknownEnvNamesError|InvalidProjectConfError|UnknownBoard|UnknownPlatform): .+)$",
+    ),
     re(
         "platformio.config",
         "platformio",
@@ -3816,6 +3897,14 @@ pub static RULES: &[Rule] = &[
         prefixed!(r"(?P<msg>Fatal exception \(?\d+\)?.*|Exception \(\d+\):.*)$"),
     )
     .consequence(),
+    // The same exception as the ESP exception decoder prints it (`Exception 29: StoreProhibited:
+    // A store referenced a page mapped with an attribute that does not permit stores`).
+    re(
+        "esp8266.exception_decoded",
+        "esp8266",
+        Crash,
+        r"^(?P<msg>Exception \d+: \w+: .+)$",
+    ),
     re(
         "esp8266.restart_reason",
         "esp8266",
@@ -3988,6 +4077,34 @@ pub static RULES: &[Rule] = &[
         r"^\s*\d+\s+\w+\s+\d+\s+\d+\s+(?P<msg>FAULT: .*)$",
     ),
     re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
+    // An Xtensa core's exception registers without the panic's first line (cut by the page or
+    // the serial monitor): a CPU exception, unless a line of the log names what it was (an
+    // interrupt watchdog prints the same registers).
+    re(
+        "xtensa.exception_registers",
+        "esp-idf",
+        Crash,
+        r"(?:^|\s)(?P<msg>EXCCAUSE\s*: 0x[0-9a-fA-F]{8})(?:\s|$)",
+    )
+    .weight(1)
+    .generic(),
+    // Zephyr's fault dump on ARC cores (`***** Exception vector: 0x2, cause code: 0x1,
+    // parameter 0x0`).
+    re(
+        "zephyr.arc_exception",
+        "zephyr",
+        Crash,
+        r"\*{5} (?P<msg>Exception vector: 0x[0-9a-fA-F]+, cause code: 0x[0-9a-fA-F]+.*)$",
+    ),
+    // U-Boot's (and an ARM Linux kernel's) register dump after an exception (`pc : [<01000004>]
+    // lr : [<3ff74bc0>]`).
+    re(
+        "arm.exception_registers",
+        "u-boot",
+        Crash,
+        r"^(?P<msg>pc : \[<[0-9a-fA-F]{8,16}>\]\s+lr : \[<[0-9a-fA-F]{8,16}>\]).*$",
+    )
+    .weight(2),
     // A firmware's panic handler naming a fault or a safety check (Zig's `panic: reached
     // unreachable code`, `panic: Unhandled exception: HardFault`).
     re(
@@ -4359,6 +4476,10 @@ pub static RULES: &[Rule] = &[
         r"^(?:fatal|ERROR|remote): (?P<msg>[Rr]epository (?:'[^']*' )?not found\.?.*)$",
     )
     .weight(2),
+    // pyOCD's info and debug log lines (`0000912 I Asserting reset prior to connect
+    // [coresight_target]`): what it did, not a failure, whatever words they hold. After every
+    // rule that knows one of them (pyOCD's closing `Erased ... programmed ...`).
+    noise("pyocd.info_line", "pyocd", r"^\d{7} [ID] .+ \[[\w.]+\]$"),
     // A bare error line that names a debug probe, an adapter or the flash: a flashing tool's,
     // whichever it is (OpenOCD's own `Error:` lines without its banner, a vendor tool's).
     re(
@@ -4375,7 +4496,7 @@ pub static RULES: &[Rule] = &[
         "flash.generic_failed",
         "flasher",
         FlashError,
-        r"(?i)^\W*(?P<msg>(?:(?:flash(?:ing)?|upload(?:ing)?|programming|(?:chip |sector |mass )?eras(?:e|ing)|writ(?:e|ing) (?:to )?flash)\b[^.]{0,40}?\b(?:failed|error|unsuccessful|aborted)|failed (?:uploading|flashing|to (?:flash|program|upload|erase))\b).*)$",
+        r"(?i)^\W*(?P<msg>(?:(?:flash(?:ing)?|upload(?:ing)?|programming|(?:chip |sector |mass )?eras(?:e|ing)|writ(?:e|ing) (?:to )?flash)\b[^.]{0,40}?\b(?:failed|error|unsuccessful|aborted|cancell?ed)|failed (?:uploading|flashing|to (?:flash|program|upload|erase))\b).*)$",
     )
     .weight(1)
     .generic(),
