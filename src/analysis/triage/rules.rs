@@ -1072,6 +1072,14 @@ pub static RULES: &[Rule] = &[
         r"^(?:\S+:\d+: )?(?P<msg>Assertion failed: \(.*\) \S+ \(.*\)(?:, file \S+, line \d+)?\.?)$",
     )
     .weight(2),
+    // AUnit's summary with tests that timed out and none that failed: the run hung.
+    re(
+        "aunit.summary_timed_out",
+        "aunit",
+        Hang,
+        r"^(?P<msg>TestRunner summary: \d+ passed, 0 failed, \d+ skipped, [1-9]\d* timed out, out of \d+ test\(s\)\.?)",
+    )
+    .verdict(),
     re(
         "arduinounit.summary_fail",
         "arduinounit",
@@ -1104,6 +1112,15 @@ pub static RULES: &[Rule] = &[
     // failure of one test (a `# TODO` or `# SKIP` one is none).
     noise("tap.not_ok_directive", "tap", r"^not ok \d+\b.*#\s*(?i:TODO|SKIP)\b"),
     re("tap.not_ok", "tap", TestFailure, r"^(?P<msg>not ok \d+\b.*)$").weight(2),
+    // The same behind docker compose's service column and a runner's stamps (`client-1  |
+    // [2024-07-05T20:50:39.141Z][worker-os]   not ok 7 - ...`).
+    re(
+        "tap.not_ok_in_service",
+        "tap",
+        TestFailure,
+        r"^\S+\s+\|\s+(?:\[[^\]]*\])*\s*(?P<msg>not ok \d+ - .*)$",
+    )
+    .weight(2),
     // A result printed as a keyword argument (`UCS7604 leds=1 passed=False bytes=12`).
     re("result.passed_false", "test", TestFailure, r"(?P<msg>.*\bpassed=False\b.*)$").weight(2),
     re(
@@ -1226,6 +1243,40 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>\S+\.(?:cpp|cc|cxx|c|hpp|h):\d+: Failure)$",
     )
     .weight(2),
+    // greentea's row of a test the host could not talk to (`test 'x' .....  IOERR_SERIAL in
+    // 17.09 sec`): the lab's serial link.
+    re(
+        "greentea.ioerr",
+        "greentea",
+        InfraError,
+        r"^test '[^']+' \.{3,}\s+(?P<msg>IOERR_\w+) in [\d.]+ sec$",
+    )
+    .weight(2),
+    // A test framework's expect that never saw its prompt (`Prompt 'root@x:~#' not found in
+    // 30 seconds.`): the device hung.
+    re("expect.prompt_timeout", "robot", Hang, r"^(?P<msg>Prompt '.*' not found in \d+ seconds\.?)$"),
+    // A test script's simulator (a Java one, Cooja's) that aborted or faulted: the harness's.
+    // (`Killed` is a kill from outside: a timeout's or someone's.)
+    re(
+        "script.java_killed",
+        "sh",
+        InfraError,
+        r"\b(?P<msg>line \d+:\s+\d+ (?:Aborted|Segmentation fault)\s+(?:\(core dumped\)\s+)?java\b.*)$",
+    )
+    .weight(2),
+    // ArduPilot SITL's own handler for a floating point exception.
+    re(
+        "ardupilot.fpe",
+        "ardupilot",
+        Crash,
+        r"^(?:ERROR: )?(?P<msg>Floating point exception - aborting)$",
+    ),
+    // A test tool's closing result line (`RESULT: watchdog soak PASS (ack, ...)`).
+    re("result.pass", "any", Pass, r"\bRESULT: (?P<msg>[^`]*\bPASS\b[^`]*)").weight(2).verdict(),
+    // go test's package line (`ok  	crypto/md5	0.002s`, `FAIL	crypto/md5	0.1s`).
+    re("go_test.ok", "go", Pass, r"^(?P<msg>ok\s+\S+\s+[\d.]+s)$").weight(2).verdict(),
+    // A minimal C library's assert (`assert: 'e' failed`, a serial terminal's ␍␊ after it).
+    re("libc.assert_quoted", "libc", Assert, prefixed!(r"(?P<msg>assert: '.+' failed)\b")),
     // pytest's rewritten assertion under a failing test (`E       assert 72.02 <= 60`).
     re("pytest.assert_detail", "pytest", TestFailure, r"^E {3,}(?P<msg>assert .+)$").weight(2),
     // A test pytest-timeout stopped (`ERROR tests/x.py::test_y - Failed: Timeout (>600.0s) from
@@ -1372,6 +1423,8 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^sh: \d+: (?P<msg>\S*build/test/out/\S+: not found)$",
     ),
+    // PlatformIO's native platform without a host compiler (`error: tool 'gcc' not found`).
+    re("platformio.tool_not_found", "platformio", ToolMissing, r"^error: (?P<msg>tool '[^']+' not found)$"),
     // Nim on Windows not finding the C compiler it was told to run (`Error: invocation of
     // external compiler program failed. The system cannot find the file specified.`).
     re(
@@ -2148,6 +2201,38 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>Attaching to Remote target failed|(?:SW-DP|JTAG(?: device)?) scan failed!?.*)$",
     ),
+    // More flashers not reaching the board or the chip: pyOCD's old flash tool, a probe-run
+    // without its RTT block, LPCXpresso's Redlink, HackRF's tools, OpenOCD's `verify_image`
+    // listing the bytes that differ.
+    re(
+        "flasher.no_board",
+        "flasher",
+        FlashError,
+        r"(?P<msg>^No available (?:boards|debug probes) are connected\.?$|^Error: RTT control block not available\b.*|Could not start execution from stop: Ee\(\w+\)\..*|^hackrf_\w+\(\) failed: .+)$",
+    ),
+    re(
+        "openocd.verify_diff",
+        "openocd",
+        FlashError,
+        r"^(?P<msg>diff \d+ address 0x[0-9a-fA-F]+\. Was 0x[0-9a-fA-F]+ instead of 0x[0-9a-fA-F]+)$",
+    )
+    .weight(2),
+    // stlink's success in its own log format (`2021-03-22T19:22:50 INFO common.c: Flash written
+    // and verified! jolly good!`), and a flasher's closing `Flash complete.`.
+    // st-flash's banner: a flash starts, whose outcome the log must then show.
+    re("stlink.banner", "stlink", FlashError, r"^st-flash v?\d+\.\d+\.\d+\S*$")
+        .context()
+        .starts_step(),
+    re(
+        "stlink.logged_success",
+        "stlink",
+        Pass,
+        r"^\S+ INFO \w+\.c: (?P<msg>Flash written and verified! jolly good!)$",
+    )
+    .weight(2),
+    re("flash.complete", "flasher", Pass, r"^(?P<msg>Flash(?:ing)? complete[d]?[.!]*)$")
+        .weight(2)
+        .verdict(),
     // Silicon Labs' flash utilities and efm8load: the bootloader refused, or the download
     // counted errors (`Download complete with [ 7 ] errors`; with `[ 0 ]` it passed).
     re(
@@ -2688,6 +2773,24 @@ pub static RULES: &[Rule] = &[
         r#"^\s*File "(?:(?:.*[/\\])?(?:SConscript|SConstruct)(?:\.py)?"|.*[/\\](?:SCons|platformio[/\\]builder)[/\\]).*, line \d+"#,
     )
     .context(),
+    // A frame of Python's subprocess starting a program: a traceback through it that ends in
+    // `FileNotFoundError` is a program that is not there.
+    re(
+        "python.spawn_frame",
+        "python",
+        ToolMissing,
+        r#"^>?\s*File "(?:.*[/\\])?subprocess\.py", line \d+, in _execute_child$"#,
+    )
+    .context(),
+    // A frame of ESPHome's configuration and code generation: a traceback through it is the
+    // build's.
+    re(
+        "python.esphome_codegen_frame",
+        "python",
+        BuildError,
+        r#"^\s*File "(?:.*[/\\])?esphome[/\\](?:config|codegen|cpp_generator|cpp_helpers|yaml_util)\.py", line \d+"#,
+    )
+    .context(),
     // A frame of a test harness's or lab tool's own code: a traceback through it is the
     // harness's failure, not the firmware's.
     re(
@@ -2755,7 +2858,7 @@ pub static RULES: &[Rule] = &[
         "emulator.host_assert",
         "emulator",
         InfraError,
-        r"^(?P<msg>(?:[\w.+-]*(?i:qemu|emulator|simulator)[\w.+-]*|[\w.+-]*(?i:emu)|spike|verilator[\w.+-]*|gem5[\w.+-]*): \S+:\d+: .*Assertion [`'].*' failed\.?)$",
+        r"^\**(?P<msg>(?:[\w.+-]*(?i:qemu|emulator|simulator)[\w.+-]*|[\w.+-]*(?i:emu)|spike|verilator[\w.+-]*|gem5[\w.+-]*): \S+:\d+: .*Assertion [`'].*' failed\.?)\**$",
     ),
     // The Windows C runtime's assertion report (`Assertion failed!`, then `Program:` and the
     // program's path, on its line or the next): an emulator's path makes the assertion the
@@ -3629,7 +3732,7 @@ pub static RULES: &[Rule] = &[
         "platformio.env_error",
         "platformio",
         BuildError,
-        r"^(?:Error: )?(?P<msg>(?:UndefinedEnvPlatformError|UnknownEnvNamesError|InvalidProjectConfError|UnknownBoard|UnknownPlatform): .+)$",
+        r"^(?:Error: )?(?P<msg>(?:UndefinedEnvPlatformError|NotPlatformIOProjectError|UnknownEnvNamesError|InvalidProjectConfError|UnknownBoard|UnknownPlatform): .+)$",
     ),
     re(
         "platformio.config",

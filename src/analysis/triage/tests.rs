@@ -1621,6 +1621,43 @@ const SAMPLES: &[(&str, &str)] = &[
     ("sh: 1: build/test/out/test_lights.out: not found", "ceedling.executable_missing"),
     ("cannot find -lfloat", "ld.cannot_find_wrapped"),
     (
+        "TestRunner summary: 0 passed, 0 failed, 0 skipped, 1 timed out, out of 1 test(s).",
+        "aunit.summary_timed_out",
+    ),
+    (
+        "client-1  | [2024-07-05T20:50:39.141Z][worker-os]   not ok 7 - Firmware will not load",
+        "tap.not_ok_in_service",
+    ),
+    ("No available boards are connected", "flasher.no_board"),
+    ("Error: RTT control block not available", "flasher.no_board"),
+    ("hackrf_open() failed: HACKRF_ERROR_NOT_FOUND (-5)", "flasher.no_board"),
+    ("diff 115 address 0x0000020b. Was 0x00 instead of 0x4b", "openocd.verify_diff"),
+    (
+        "2021-03-22T19:22:50 INFO common.c: Flash written and verified! jolly good!",
+        "stlink.logged_success",
+    ),
+    ("Flash complete.", "flash.complete"),
+    ("st-flash 1.7.0", "stlink.banner"),
+    ("test 'mbed-drivers-test-echo' ......  IOERR_SERIAL in 17.09 sec", "greentea.ioerr"),
+    ("Prompt 'root@3mdeb:/home/ubuntu#' not found in 30 seconds.", "expect.prompt_timeout"),
+    (
+        "./tests/simexec.sh: line 67:  3239 Aborted                 (core dumped) java -jar x",
+        "script.java_killed",
+    ),
+    ("ERROR: Floating point exception - aborting", "ardupilot.fpe"),
+    ("- `RESULT: watchdog soak PASS (ack, ping)`", "result.pass"),
+    ("ok  \tcrypto/md5\t0.002s", "go_test.ok"),
+    ("assert: 'e' failed", "libc.assert_quoted"),
+    ("error: tool 'gcc' not found", "platformio.tool_not_found"),
+    (
+        "  File \"C:\\Python311\\Lib\\subprocess.py\", line 1493, in _execute_child",
+        "python.spawn_frame",
+    ),
+    (
+        "  File \"/esphome/esphome/config.py\", line 61, in iter_component_configs",
+        "python.esphome_codegen_frame",
+    ),
+    (
         "Error: invocation of external compiler program failed. The system cannot find the file specified.",
         "nim.compiler_missing",
     ),
