@@ -224,7 +224,7 @@ async fn a_busy_scheduler_keeps_host_lines_small_and_every_uart_line() {
     for board in [MPS2, LM3S] {
         let dir = built_ok(board);
         let elf = dir.path().join(format!("rtos/build/{board}/ok/rtos.elf"));
-        let (capture, log) = run(board, &elf, Duration::from_secs(3)).await;
+        let (capture, log) = run(board, &elf, Duration::from_secs(10)).await;
         assert_eq!(capture.end, RunEnd::Timeout, "{board}: {log}");
         let host: usize = capture
             .lines
