@@ -1794,7 +1794,7 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"),
         // fwfix's console.log stamp, then the prefixes test runners put before the device's
         // own lines: twister's `DEBUG - DEVICE: `, pyterm's `... - INFO # `, mbedhtrun's
-        // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] `, Python
+        // `[...][CONN][RXD] `, a serial terminal's `[2019-09-04 17:37:27.873] ` or `[03:02:52.411]`, Python
         // logging's `2024-01-22 17:23:26,864:ERROR:` (a flashing GUI's log), a GUI tool's or a
         // CI's clock (`11:21:53:481 : `, `21:42:25: `, `09:23:14 `), J-Link RTT Viewer's terminal
         // number (`0> `), a CI runner's raw log (GitHub Actions', Azure Pipelines'
@@ -1802,7 +1802,7 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // IDE's serial monitor's (`22:58:57.694 -> `), Meshtastic's level and clock (`DEBUG |
         // ??:??:?? 0 `, the clock unset).
         compile(
-            r"^(?:\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\[\d\d:\d\d:\d\d\.\d{3}\] ?|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });

@@ -972,7 +972,7 @@ pub static RULES: &[Rule] = &[
         "platformio.env_failed",
         "platformio",
         BuildError,
-        r"^(?P<msg>=+ \[FAILED\] Took [\d.]+ seconds =+|\[(?:FAILED|ERROR)\] Took [\d.]+ seconds|\S+\s+FAILED\s+\d\d:\d\d:\d\d\.\d+)$",
+        r"^(?P<msg>=+ \[(?:FAILED|ERROR)\] Took [\d.]+ seconds =+|\[(?:FAILED|ERROR)\] Took [\d.]+ seconds|\S+\s+FAILED\s+\d\d:\d\d:\d\d\.\d+)$",
     )
     .weight(1)
     .echo(),
@@ -1264,12 +1264,13 @@ pub static RULES: &[Rule] = &[
         r"\b(?P<msg>line \d+:\s+\d+ (?:Aborted|Segmentation fault)\s+(?:\(core dumped\)\s+)?java\b.*)$",
     )
     .weight(2),
-    // ArduPilot SITL's own handler for a floating point exception.
+    // ArduPilot SITL's own handler for a floating point exception, and dronekit-sitl's report of
+    // one that ended the SITL binary.
     re(
         "ardupilot.fpe",
         "ardupilot",
         Crash,
-        r"^(?:ERROR: )?(?P<msg>Floating point exception - aborting)$",
+        r"^(?:ERROR: )?(?P<msg>Floating point exception - aborting)$|^ERROR: (?P<bare>Floating point exception)$",
     ),
     // A test tool's closing result line (`RESULT: watchdog soak PASS (ack, ...)`).
     re("result.pass", "any", Pass, r"\bRESULT: (?P<msg>[^`]*\bPASS\b[^`]*)").weight(2).verdict(),
@@ -2163,6 +2164,36 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>error reading intel hex file .*|Warning, HEX parse error line \d+|ihex: parse error line \d+|error writing to Teensy|Unable to open device\b.*|Unable to read \S+)$",
     ),
+    // The kernel's log of a USB control transfer a flasher's process (`teensy_loader_c`, its
+    // name cut to 15 characters) sent and the device never answered.
+    re(
+        "usbfs.flasher_control_failed",
+        "kernel",
+        FlashError,
+        r"\busbfs: (?P<msg>USBDEVFS_\w+ failed cmd (?:teensy_loader|avrdude|openocd|dfu-util|st-flash|st-util|esptool|pyocd|probe-rs|picotool|JLink\w*|bossac|stm32flash|edbg|nrfjprog|\w*flash\w*|\w*loader\w*|\w*upload\w*)\b.*)$",
+    ),
+    // usbpicprog's log (its lines run together when pasted): a verify or a write of one of the
+    // PIC's areas failed.
+    re(
+        "usbpicprog.failed",
+        "usbpicprog",
+        FlashError,
+        r"(?P<msg>Verify (?:code|data|config) failed at 0x[0-9A-Fa-f]+\b.*|Error programming (?:code|data|config) memory\b.*)$",
+    ),
+    // minichlink (ch32fun's WCH-LinkE programmer): a debug-module write the chip refused.
+    re(
+        "minichlink.fault",
+        "minichlink",
+        FlashError,
+        r"^(?P<msg>Fault writing memory \(DMABSTRACTS = [0-9a-fA-F]+\).*|Fault on Default\w+\b.*)$",
+    ),
+    // hackrf_spiflash refusing an image built for another board.
+    re(
+        "hackrf.incompatible",
+        "hackrf",
+        FlashError,
+        r"^(?P<msg>Could not find appropriate platform for board id \d+\b.*)$",
+    ),
     // NXP's uuu (mfgtools): its closing count of failed boards, and the failing step of a board
     // in its status line (`2:7      1/ 0 [Failure open usb device               ]`).
     re(
@@ -2428,6 +2459,10 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r#"^(?:FATAL ERROR|ERROR|west: error): (?P<msg>no west workspace found\b.*|extension command "\w+" could not be run\b.*|argument <command>: invalid choice: '(?:build|flash|debug|sign|twister|boards)'.*)$"#,
     ),
+    // A west command's arguments it refused (`west build: error: argument -p/--pristine: invalid
+    // choice: 'none'`): nothing ran, the step asked for failed.
+    re("west.build_usage", "west", BuildError, r"^(?P<msg>west build: error: .+)$"),
+    re("west.flash_usage", "west", FlashError, r"^(?P<msg>west (?:flash|debug|debugserver): error: .+)$"),
     re(
         "west.update_failed",
         "west",
@@ -2757,6 +2792,15 @@ pub static RULES: &[Rule] = &[
     .generic(),
     // TI's MSP430 Flasher's banner (`*    /_   /   MSP430 Flasher v1.3.7   *`).
     re("msp430_flasher.banner", "msp430-flasher", FlashError, r"MSP430 Flasher v\d").context(),
+    re(
+        "msp430_flasher.no_fet",
+        "msp430-flasher",
+        FlashError,
+        r"^\* (?P<msg>Couldn't find any connected USB FETs!)$",
+    ),
+    // edbg's first line names the CMSIS-DAP debugger it opened: its bare `Error:` lines are the
+    // flash's.
+    re("edbg.debugger", "edbg", FlashError, r"^Debugger: .+ CMSIS-DAP\b.*$").context(),
     re(
         "python.flasher_frame",
         "python",
@@ -3453,7 +3497,7 @@ pub static RULES: &[Rule] = &[
         "scons.command_failed",
         "scons",
         BuildError,
-        r"^(?P<msg>(?:scons: )?\*\*\* \[[^\]]+\] Error -?\d+)$",
+        r#"^(?P<msg>(?:scons: )?\*\*\* \[[^\]]+\] Error -?\d+)"?$"#,
     )
     .weight(1)
     .echo(),
@@ -3468,6 +3512,8 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1),
     re("scons.error", "scons", BuildError, r"^scons: \*\*\* (?P<msg>.+)$").weight(2),
+    // The same without its `scons: ` (PlatformIO's builds): a target and what went wrong.
+    re("scons.target_error", "scons", BuildError, r"^\*\*\* (?P<msg>\[[^\]]+\] .+)$").weight(2),
     // nmake: `U1077` is the echo of a command that failed; the others are its own.
     re(
         "nmake.command_failed",
@@ -3503,7 +3549,7 @@ pub static RULES: &[Rule] = &[
         "kconfig.error",
         "kconfig",
         BuildError,
-        r"(?P<msg>\S*Kconfig\S*:\d+: (?:syntax error|invalid option).*|^error: Aborting\b.*)$",
+        r"(?P<msg>\S*Kconfig\S*:\d+: (?:syntax error|invalid option|'[^']+' not found \(in '\w*source\b).*|^error: Aborting\b.*)$",
     ),
     // OpenOCD's own configuration scripts failing (`target/efm32s2.cfg:8: Error: Can't find
     // target/swj-dp.tcl`): the flasher could not start, nothing was compiled.
@@ -4021,12 +4067,13 @@ pub static RULES: &[Rule] = &[
         .weight(2)
         .consequence(),
     // The reset reason firmware log on the ESP8266 (`ESP.getResetReason()`, `getResetInfo()`):
-    // a hardware or software watchdog's reset is a hang.
+    // a hardware or software watchdog's reset is a hang, and so is ESPurna's crash record of
+    // one (`Reason of restart: 3`, the SDK's `REASON_SOFT_WDT_RST`; 1 is the hardware one's).
     re(
         "esp8266.watchdog_reset_reason",
         "esp8266",
         Hang,
-        r"(?i)(?P<msg>(?:reset|reboot|restart) (?:reason|cause)\s*[:=]\s*(?:hardware|software|soft) (?:watchdog|wdt)\b.*|\bFatal exception:\d+ flag:\d+ \((?:SOFT_)?WDT\).*)$",
+        r"(?i)(?P<msg>(?:reset|reboot|restart) (?:reason|cause)\s*[:=]\s*(?:hardware|software|soft) (?:watchdog|wdt)\b.*|\bFatal exception:\d+ flag:\d+ \((?:SOFT_)?WDT\).*|\bReason of restart: [13]\s*$)",
     )
     .weight(2),
     // Tasmota's status reports the last restart: an exception's is a crash.
@@ -4565,6 +4612,15 @@ pub static RULES: &[Rule] = &[
         r"^\s*Results:\s+(?P<msg>\d+ PASS, [1-9]\d* FAIL, \d+ SKIP)\s*$",
     )
     .weight(2),
+    // docker-compose that could not start a service (a LAVA lab's dispatcher whose board device
+    // is missing): the lab, not the firmware.
+    re(
+        "compose.service_failed",
+        "docker",
+        InfraError,
+        r"^ERROR: (?P<msg>for \S+\s+Cannot (?:start|create) service .+|Encountered errors while bringing up the project\.)$",
+    )
+    .weight(2),
     re(
         "lava.bad_result",
         "lava",
@@ -4623,6 +4679,16 @@ pub static RULES: &[Rule] = &[
         "flasher",
         FlashError,
         r"(?i)(?:^|[^\w\s]\s*|\b(?:flash|write|program|programming|page|memory|data)\s+)(?P<msg>verif(?:y|ication) (?:error|failed)\b.*)$",
+    )
+    .weight(1)
+    .generic(),
+    // A test report's JSON entry whose value is a failure (`"interrupts":"fail"`, Markdown's bold
+    // around it in an issue): a test failed, at low confidence.
+    re(
+        "json.test_failed",
+        "any",
+        TestFailure,
+        r#"^"(?P<msg>[\w .-]+"\s*:\s*"(?:\*\*)?(?:fail|failed|failure|FAIL|FAILED)(?:\*\*)?)",?$"#,
     )
     .weight(1)
     .generic(),

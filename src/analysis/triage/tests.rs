@@ -1573,6 +1573,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "Reset info: Fatal exception:4 flag:1 (WDT) epc1:0x40201234 epc2:0x00000000 epc3:0x00000000 excvaddr:0x00000000 depc:0x00000000",
         "esp8266.watchdog_reset_reason",
     ),
+    ("[154003] [DEBUG] Reason of restart: 3", "esp8266.watchdog_reset_reason"),
     (
         r#"10:00:00.123 MQT: stat/plug/STATUS1 = {"StatusPRM":{"Baudrate":115200,"RestartReason":{"Exception":3,"Reason":"Exception","EPC":["4000df64","00000000","00000000"]}}}"#,
         "tasmota.restart_exception",
@@ -2059,6 +2060,44 @@ const SAMPLES: &[(&str, &str)] = &[
     (
         "*    /_   /   MSP430 Flasher v1.3.7                          *",
         "msp430_flasher.banner",
+    ),
+    ("* Couldn't find any connected USB FETs!", "msp430_flasher.no_fet"),
+    (
+        "16/4/2012 13:51:06: Verify code failed at 0x0. Read: 0xFF, Expected: 0x0A",
+        "usbpicprog.failed",
+    ),
+    (
+        "Debugger: ATMEL EDBG CMSIS-DAP ATML2127031800008888 02.01.0157 (S)",
+        "edbg.debugger",
+    ),
+    (
+        "[  657.946363] usb 1-1: usbfs: USBDEVFS_CONTROL failed cmd teensy_loader_c rqt 33 rq 9 len 1088 ret -110",
+        "usbfs.flasher_control_failed",
+    ),
+    (
+        "Fault writing memory (DMABSTRACTS = 08000302) (Execption executing Abstract Command) DMSTATUS: 004c0382",
+        "minichlink.fault",
+    ),
+    (
+        "Could not find appropriate platform for board id 5 (unknown).",
+        "hackrf.incompatible",
+    ),
+    (
+        "west build: error: argument -p/--pristine: invalid choice: 'none' (choose from 'auto', 'always', 'never')",
+        "west.build_usage",
+    ),
+    (
+        "west flash: error: argument -r/--runner: invalid choice: 'stlink'",
+        "west.flash_usage",
+    ),
+    (
+        "ERROR: for lab-slave-0  Cannot start service lab-slave-0: linux runtime spec devices: error gathering device information",
+        "compose.service_failed",
+    ),
+    ("\"interrupts\":\"**fail**\"", "json.test_failed"),
+    (
+        "*** [.pioenvs/nodemcuv2_en/firmware.bin] ./builds/latest_en.bin: No such file or directory",
+        "scons.target_error",
     ),
     (
         " *  Executing task: /opt/pico-sdk/picotool/picotool load build/app.elf -fx",
@@ -2938,6 +2977,8 @@ fn a_serial_monitors_and_a_firmwares_stamps_are_cut() {
     assert_eq!(t.class, TriageClass::Crash, "{t:?}");
     let t =
         classify_str("INFO  | ??:??:?? 0 Init NodeDB\nERROR | ??:??:?? 0 LFS assert: head >= 2\n");
+    assert_eq!(t.class, TriageClass::Assert, "{t:?}");
+    let t = classify_str("[03:02:52.411]ASSERT_PARAM(1 28), in lld_evt.c at line 2411\n");
     assert_eq!(t.class, TriageClass::Assert, "{t:?}");
 }
 
