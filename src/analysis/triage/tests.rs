@@ -2061,7 +2061,70 @@ const SAMPLES: &[(&str, &str)] = &[
         "*    /_   /   MSP430 Flasher v1.3.7                          *",
         "msp430_flasher.banner",
     ),
-    ("* Couldn't find any connected USB FETs!", "msp430_flasher.no_fet"),
+    ("* Couldn't find any connected USB FETs!", "msp430.no_fet"),
+    ("No unused FET found.", "msp430.no_fet"),
+    (
+        "verify..       4096/266307Found difference between flash and file!",
+        "iceprog.verify_failed",
+    ),
+    (
+        "stk500_getsync() attempt 10 of 10: not in sync: resp=0xc2",
+        "flasher.not_in_sync",
+    ),
+    ("Error: sync: not synced", "flasher.not_in_sync"),
+    ("Waiting for MCU, please cycle power: done", "stcgal.waiting"),
+    (
+        "Switching to 9600 baud: Serial port error: read timeout",
+        "stcgal.error",
+    ),
+    (
+        "ERROR: Timeout waiting for ACK/NACK after 'Synch (0x55 0x55)'",
+        "flasher.not_in_sync",
+    ),
+    (
+        "Sector 1: .......................Error on writing block_CRC (1)",
+        "lpc21isp.failed",
+    ),
+    (
+        "[8:28:27 PM] INCOMPATIBLE BOOTLOADER VERSION",
+        "flash.incompatible_bootloader",
+    ),
+    (
+        "zsh: abort (core dumped)  ./sunxi-fel version",
+        "shell.flasher_died",
+    ),
+    ("$ newt mfg create blinky 1", "newt.build_command"),
+    ("$ newt load nrf52_boot", "newt.load_command"),
+    ("src/usb.h:23: error 78: incompatible types", "sdcc.error"),
+    (
+        "#1  0x1005d2f2 in panic (fmt=0x100c194c \"Out of memory\")",
+        "gdb.panic_frame",
+    ),
+    (
+        "CORE: *** Invalid read address PC=1cc2 SP=08e4 O=918c Address 859e out of ram (08ff)",
+        "simavr.crashed",
+    ),
+    (
+        "\"Synchronous Abort\" handler, esr 0x96000000",
+        "uboot.exception",
+    ),
+    (
+        "Invalid Read @ 0x00000000 by insn @ rb_erase+0x122/0x3b4",
+        "linux.arc_fault",
+    ),
+    ("potentially unexpected fatal signal 11.", "linux.arc_fault"),
+    (
+        "failed: smoke: starry qemu test failed for case `smoke`: QEMU timed out after 5s",
+        "runner.qemu_timed_out",
+    ),
+    ("ERROR: Output timeout reached! (1800s)", "runner.qemu_timed_out"),
+    ("  5 - tst_ofdm_mod_plain (Failed)", "ctest.failed_test"),
+    ("monitor_test: OK (25 checks, 107s)", "checks.ok"),
+    ("Error: Unable to locate sunxi-fel utility.", "script.tool_not_found"),
+    (
+        "Error: Couldn't find a working QEMU executable",
+        "script.tool_not_found",
+    ),
     (
         "16/4/2012 13:51:06: Verify code failed at 0x0. Read: 0xFF, Expected: 0x0A",
         "usbpicprog.failed",
@@ -3141,7 +3204,6 @@ fn harmless_lines_are_not_evidence() {
         "dfu-util: error resetting after download (LIBUSB_ERROR_NO_DEVICE)",
         "Program dtc found: YES (/usr/bin/dtc)",
         "<err> net_sock: connect failed: Network is unreachable",
-        "    1 - test_foo (Failed)",
         "arm-none-eabi-gcc -c src/error_handler.c -o build/error_handler.o",
         "src/sensor.c:5:14: warning: unused variable 'v' [-Wunused-variable]",
         "2023-10-06T21:01:33 INFO flash_loader.c: Clear CFSR",
@@ -4410,6 +4472,13 @@ fn rules_that_read_a_line_only_after_their_header() {
         (TriageClass::TestFailure, &[1][..])
     );
     let t = classify_str("The following tests FAILED:\n\t  3 - test_crc (Failed)\n");
+    assert_eq!(
+        (t.class, t.lines.as_slice()),
+        (TriageClass::TestFailure, &[1][..])
+    );
+    // A row of the list without its header (an excerpt that cut it off) still says a test
+    // failed.
+    let t = classify_str("    1 - test_foo (Failed)\n");
     assert_eq!(
         (t.class, t.lines.as_slice()),
         (TriageClass::TestFailure, &[1][..])
