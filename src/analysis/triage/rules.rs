@@ -1280,7 +1280,7 @@ pub static RULES: &[Rule] = &[
         "ardupilot.fpe",
         "ardupilot",
         Crash,
-        r"^(?:ERROR: )?(?P<msg>Floating point exception - aborting)$|^ERROR: (?P<bare>Floating point exception)$",
+        r"^(?:ERROR: )?(?P<msg>Floating point exception - aborting)$|^ERROR: Floating point exception$",
     ),
     // A test tool's closing result line (`RESULT: watchdog soak PASS (ack, ...)`).
     re("result.pass", "any", Pass, r"\bRESULT: (?P<msg>[^`]*\bPASS\b[^`]*)").weight(2).verdict(),
@@ -2192,7 +2192,7 @@ pub static RULES: &[Rule] = &[
         "usbfs.flasher_control_failed",
         "kernel",
         FlashError,
-        r"\busbfs: (?P<msg>USBDEVFS_\w+ failed cmd (?:teensy_loader|avrdude|openocd|dfu-util|st-flash|st-util|esptool|pyocd|probe-rs|picotool|JLink\w*|bossac|stm32flash|edbg|nrfjprog|\w*flash\w*|\w*loader\w*|\w*upload\w*)\b.*)$",
+        r"\busbfs: (?P<msg>USBDEVFS_\w+ failed cmd (?:avrdude|openocd|dfu-util|st-flash|st-util|esptool|pyocd|probe-rs|picotool|JLink\w*|bossac|edbg|nrfjprog|\w*flash\w*|\w*loader\w*|\w*upload\w*)\b.*)$",
     ),
     // usbpicprog's log (its lines run together when pasted): a verify or a write of one of the
     // PIC's areas failed.
