@@ -74,7 +74,9 @@
 //! Bayes model trained on the labelled real logs (see [`fallback`]; its weights are a
 //! committed, generated file) names a failure class when it is at least 70% sure and two
 //! distinct lines back the class (90% when one line alone does), never PASS, and its reason
-//! says the confidence is low and which words decided. It runs once per log,
+//! says the confidence is low and which words decided. When a generic failure line alone
+//! decided a log and no context named its step, the model overrules that guess if it is 95%
+//! sure of another failure class. It runs once per log,
 //! in [`Triager::finish`], on at most [`fallback::MAX_EVIDENCE_LINES`] kept lines.
 //!
 //! A log with no verdict in it (output that just stops) is `HANG` when the run is known to have
@@ -1331,18 +1333,23 @@ impl Triager {
             .iter()
             .any(|k| RULES[k.rule].scope == Scope::Specific && RULES[k.rule].class.is_some());
         self.failure_words = !self.failing.is_empty();
-        let evidence = fallback::Evidence {
-            lines: if binary {
-                Vec::new()
-            } else {
-                std::mem::take(&mut self.failing)
-            },
-            rules_spoke,
+        let lines = if binary {
+            Vec::new()
+        } else {
+            std::mem::take(&mut self.failing)
         };
-        (self.decide(), evidence)
+        let (triage, guess) = self.decide();
+        let evidence = fallback::Evidence {
+            lines,
+            rules_spoke,
+            guess,
+        };
+        (triage, evidence)
     }
 
-    fn decide(self) -> Triage {
+    /// The rules' triage, and whether its class is only a generic failure line's guess (no
+    /// line names what failed, nor the step it failed in): see [`fallback::Evidence::guess`].
+    fn decide(self) -> (Triage, bool) {
         let ctx = self.ctx;
         let saw_verdict = self.saw_verdict;
         let verdict_line = self.verdict_line;
@@ -1424,12 +1431,15 @@ impl Triager {
                 self.binary_reason(),
                 self.nul_bytes
             );
-            return Triage {
-                class: TriageClass::Unknown,
-                lines: Vec::new(),
-                reason: self.with_cap_note(reason),
-                matches: Vec::new(),
-            };
+            return (
+                Triage {
+                    class: TriageClass::Unknown,
+                    lines: Vec::new(),
+                    reason: self.with_cap_note(reason),
+                    matches: Vec::new(),
+                },
+                false,
+            );
         }
         let Some(mut class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
             let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
@@ -1438,16 +1448,19 @@ impl Triager {
             } else if self.last_line.is_none() {
                 "the log is empty".to_string()
             } else if let Some(pass) = self.success_tail() {
-                return pass;
+                return (pass, false);
             } else {
                 "no rule matched: nothing in the log shows a verdict or a failure".to_string()
             };
-            return Triage {
-                class: TriageClass::Unknown,
-                lines: Vec::new(),
-                reason: self.with_cap_note(reason),
-                matches,
-            };
+            return (
+                Triage {
+                    class: TriageClass::Unknown,
+                    lines: Vec::new(),
+                    reason: self.with_cap_note(reason),
+                    matches,
+                },
+                false,
+            );
         };
         // fwfix's own timeout over a log with no verdict is a hang whatever failed before it.
         let stopped_by_us = ctx.timed_out && !saw_verdict;
@@ -1479,12 +1492,15 @@ impl Triager {
                 deciding.len(),
                 lines.first().copied().unwrap_or(0)
             );
-            return Triage {
-                class: TriageClass::Unknown,
-                lines,
-                reason: self.with_cap_note(reason),
-                matches,
-            };
+            return (
+                Triage {
+                    class: TriageClass::Unknown,
+                    lines,
+                    reason: self.with_cap_note(reason),
+                    matches,
+                },
+                false,
+            );
         }
         if let Some((step_line, step)) = self.step_started.as_ref().filter(|(step_line, _)| {
             class == TriageClass::Pass
@@ -1500,29 +1516,36 @@ impl Triager {
                  `{step}`, and the log ends before its outcome",
                 lines.last().copied().unwrap_or(0)
             );
-            return Triage {
-                class: TriageClass::Unknown,
-                lines,
-                reason: self.with_cap_note(reason),
-                matches,
-            };
+            return (
+                Triage {
+                    class: TriageClass::Unknown,
+                    lines,
+                    reason: self.with_cap_note(reason),
+                    matches,
+                },
+                false,
+            );
         }
         if matches!(class, TriageClass::Pass | TriageClass::TestFailure) && !saw_verdict {
             reason.push_str(" (no final verdict in the log)");
         }
-        if deciding.iter().all(|c| c.scope != Scope::Specific) {
-            reason.push_str(if deciding.iter().any(|c| c.from_context) {
+        let generic = deciding.iter().all(|c| c.scope != Scope::Specific);
+        let in_context = deciding.iter().any(|c| c.from_context);
+        if generic {
+            reason.push_str(if in_context {
                 " (low confidence: a generic failure line, its step named by the log's context)"
             } else {
                 " (low confidence: a generic failure line; no line names what failed)"
             });
         }
-        Triage {
+        let guess = generic && !in_context && class != TriageClass::Pass;
+        let triage = Triage {
             class,
             lines,
             reason: self.with_cap_note(reason),
             matches,
-        }
+        };
+        (triage, guess)
     }
 
     /// The reason, saying so when the log was longer than triage reads.

@@ -314,6 +314,22 @@ pub static RULES: &[Rule] = &[
     re("unity.summary_ok", "unity", Pass, r"^\d+ Tests 0 Failures \d+ Ignored$"),
     re("unity.summary_fail", "unity", TestFailure, r"^\d+ Tests [1-9]\d* Failures \d+ Ignored$"),
     re("unity.ok", "unity", Pass, r"^OK$").verdict().follows(UNITY_SUMMARIES),
+    // cgreen-runner's summary of a suite (`Completed "tests": 4 passes, 2 skipped, 9 failures
+    // in 9ms.`; `, 1 exception` when a test crashed).
+    re(
+        "cgreen.summary_fail",
+        "cgreen",
+        TestFailure,
+        r#"^(?P<msg>Completed "[^"]*": \d+ pass(?:es)?,(?: \d+ skipped,)? (?:[1-9]\d* failures?\b|\d+ failures?, [1-9]\d* exceptions?\b).*)$"#,
+    )
+    .verdict(),
+    re(
+        "cgreen.summary_ok",
+        "cgreen",
+        Pass,
+        r#"^(?P<msg>Completed "[^"]*": [1-9]\d* pass(?:es)?,(?: \d+ skipped,)? 0 failures(?:, 0 exceptions)? in \S+)$"#,
+    )
+    .verdict(),
     re("unity.verdict_fail", "unity", TestFailure, r"^FAIL$").verdict().follows(UNITY_SUMMARIES),
     // NuttX's fault handlers' panic (`Assertion failed at file:armv7-m/up_hardfault.c`) and its
     // assert (`Assertion failed at file:sched/foo.c line: 12 task: init`): before ztest's
@@ -1480,21 +1496,31 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?P<msg>\bJLINKARM_DLL_NOT_FOUND\b.*)$",
     ),
-    // A build script that looked for a tool on the PATH and did not find it (`Could not find
-    // arm-none-eabi-g++ in PATH, looked in [...] (RuntimeError)`).
+    // A build script or an IDE extension that looked for a tool on the PATH and did not find it
+    // (`Could not find arm-none-eabi-g++ in PATH, looked in [...] (RuntimeError)`,
+    // `qemu-system-xtensa is not in PATH or access is denied`).
     re(
         "script.tool_not_in_path",
         "host",
         ToolMissing,
-        r"(?P<msg>Could not find \S+ in (?:the )?PATH\b.*)$",
+        r"(?P<msg>Could not find \S+ in (?:the )?PATH\b.*|[\w.+-]+ is not in (?:your |the )?PATH\b.*)$",
+    ),
+    // A script that needs a newer interpreter than the one it found (`Cannot use 'python',
+    // Python 2.6 or later is required.`).
+    re(
+        "python.version_required",
+        "python",
+        ToolMissing,
+        r"(?P<msg>\bPython [23](?:\.\d+)* or (?:later|newer|higher) is required\b.*)$",
     ),
     // The dynamic loader cannot start a program whose shared library is not installed
-    // (`st-flash: error while loading shared libraries: libstlink.so.1: ...`).
+    // (`st-flash: error while loading shared libraries: libstlink.so.1: ...`; macOS's
+    // `dyld[3956]: Library not loaded: '/usr/local/opt/libusb/lib/libusb-1.0.0.dylib'`).
     re(
         "loader.missing_library",
         "ld.so",
         ToolMissing,
-        r"(?P<msg>error while loading shared libraries: \S+: cannot open shared object file.*)$",
+        r"(?P<msg>error while loading shared libraries: \S+: cannot open shared object file.*|\bdyld(?:\[\d+\])?: Library not loaded: .*)$",
     ),
     // Keil µVision's build cannot start its compiler (`--- Error: failed to execute
     // 'BIN40\ARMcc'`): the toolchain named in the project is not installed there.
@@ -1511,6 +1537,15 @@ pub static RULES: &[Rule] = &[
         "sh",
         ToolMissing,
         r"^(?:/bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?P<msg>/\S+: No such file or directory)$",
+    ),
+    // A shell given a program of the source tree, by a relative path, that is not there
+    // (`/usr/bin/bash: line 1: tools/mkconfig: No such file or directory`): the build was to
+    // make it first and did not.
+    re(
+        "shell.tree_program_missing",
+        "sh",
+        BuildError,
+        r"^(?:/usr)?(?:/bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?P<msg>(?:\./)?[\w.-]+/[\w./-]+: No such file or directory)$",
     ),
     // A build system that reports the command it was told to run cannot be found.
     re(
@@ -1540,10 +1575,15 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^make(?:\[\d+\])?: (?P<msg>[^*\s:][^:]*: No such file or directory)$",
     ),
+    // make's status 127 is the shell's `command not found`; a line that names what the shell
+    // could not run says more (a program of the source tree the build never made is a build
+    // error), so it counts only when nothing else explains the log.
     re("make.error_127", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Error 127$")
-        .weight(1),
+        .weight(1)
+        .generic(),
     re("make.error_127_translated", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Fehler 127$")
-        .weight(1),
+        .weight(1)
+        .generic(),
     // OE-core's sanity checker naming the host programs it needs.
     // PlatformIO asking for a program it needs to install a package (`Please install Git client`,
     // older versions' ``VCS: `git` client is not installed in your system``).
@@ -1564,6 +1604,14 @@ pub static RULES: &[Rule] = &[
         "gcc",
         ToolMissing,
         r"(?P<msg>(?:cannot execute|error trying to exec) '[^']+': execvp: No such file or directory)",
+    ),
+    // Bazel's process wrapper could not start an action's program (`"execvp(fusesoc, ...)": No
+    // such file or directory`).
+    re(
+        "bazel.execvp_missing",
+        "bazel",
+        ToolMissing,
+        r#"(?P<msg>"execvp\([\w.+-]+, \.\.\.\)": No such file or directory)"#,
     ),
     re(
         "env.no_interpreter",
@@ -2464,7 +2512,7 @@ pub static RULES: &[Rule] = &[
         "flasher.no_target",
         "flasher",
         FlashError,
-        r"^(?:__main__\.)?(?P<msg>Programmer is not responding\.?|Last page at 0x[0-9A-Fa-f]+ is not writeable.*|(?:SWD|JTAG) scan failed!?|Target failed to enter bootload mode\..*|Failed to enter bootload phase|PassthroughFailed:.*)$",
+        r"^(?:__main__\.|dfu-util(?:\.exe)?: )?(?P<msg>Programmer is not responding\.?|Last page at 0x[0-9A-Fa-f]+ is not writeable.*|(?:SWD|JTAG) scan failed!?|Target failed to enter bootload mode\..*|Failed to enter bootload phase|PassthroughFailed:.*)$",
     ),
     re(
         "stm32cube.error",
@@ -2618,12 +2666,12 @@ pub static RULES: &[Rule] = &[
     // More flashers' closing success lines: nrfjprog's progress line `Verify file - Done
     // verifying`, flashrom's `Verifying flash... VERIFIED.`, Black Magic Probe's command-line
     // tool's `Read/Verify succeeded for N bytes`, OpenOCD's `verified N bytes`, stm32flash's
-    // last write at 100%, esptool's erase, J-Link's flash download summary.
+    // last write at 100%, esptool's erase, J-Link's flash download summary, Rockchip's upgrade_tool's `Upgrade firmware ok.`.
     re(
         "flash.closing_line",
         "flasher",
         Pass,
-        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*)$",
+        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.)$",
     )
     .weight(2),
     // teensy_loader_cli: `Programming....` then `Booting` once the image is written.
@@ -2641,6 +2689,34 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?i)(?P<msg>(?:unable to|cannot|can't|could not|couldn't|failed to) (?:locate|find|detect) (?:a |the |any )?(?:\w+ )?(?:USB )?(?:device|board|target) to (?:be )?(?:flash|program|upload)\w*.*)$",
     ),
+    // Bouffalo Lab's blisp (and PineFlash, which runs it) that got no answer from the chip's
+    // ROM bootloader.
+    re(
+        "blisp.no_handshake",
+        "blisp",
+        FlashError,
+        r"^(?:Blisp: )?(?P<msg>Failed to handshake with device\.?|Received no response from chip\.?)$",
+    ),
+    // esptool-ck, the ESP8266 Arduino core's old uploader (`error: espcomm_open failed`).
+    re(
+        "esptool_ck.failed",
+        "esptool-ck",
+        FlashError,
+        r"^error: (?P<msg>espcomm_\w+ failed)$",
+    ),
+    // AliOS Things' `aos burn` that could not put the board into its bootloader.
+    re(
+        "aos.burn_failed",
+        "aos",
+        FlashError,
+        r"^\[ScriptPrint\] (?P<msg>(?:reboot|burn|download)\w* fail(?:ed)?\b.*)$",
+    ),
+    // FlyMcu, the STM32 serial-bootloader flasher, writing in Chinese: `写入出错在0KB` (a
+    // write error at 0 KB).
+    re("flymcu.write_error", "flymcu", FlashError, r"(?P<msg>写入出错.*)$"),
+    // The Crazyflie's cfloader putting the radio's target into its bootloader: its traceback
+    // is the flash's.
+    re("cfloader.reset", "cfloader", FlashError, r"^Reset to bootloader mode\b").context(),
     // PX4's uploader (px_uploader.py) talking to the board's bootloader.
     re(
         "px4.uploader",
@@ -2962,6 +3038,9 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+:\s+(?:assertion failed\b|code should not be reached\b).*)$"#,
     ),
+    // QEMU's TCG interpreter stopping on an instruction it cannot run (`tci.c:1234: tcg fatal
+    // error`): the emulator broke.
+    re("qemu.tcg_fatal", "qemu", InfraError, r"^\S+\.c:\d+: (?P<msg>tcg fatal error)$"),
     // The same from an emulator or simulator built on glibc, named in its assert line
     // (`rv32emu: malloc.c:2617: sysmalloc: Assertion `...' failed.`,
     // `emulator-rocketchip-DefaultConfig: ../fesvr/dtm.cc:69: ...: Assertion `n <= ram_words()'
@@ -3310,7 +3389,12 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>.*context deadline exceeded \(Client\.Timeout.*)$",
     )
     .weight(2),
-    re("esp.brownout", "esp-idf", InfraError, r"(?P<msg>Brownout detector was triggered)"),
+    re(
+        "esp.brownout",
+        "esp-idf",
+        InfraError,
+        r"(?P<msg>Brownout detector was triggered|\brst:0xf \(BROWNOUT_RST\).*)",
+    ),
     // Python's requests/urllib3 giving up on a host (`HTTPSConnectionPool(host='...', port=443):
     // Max retries exceeded`): the network or the server.
     re(
@@ -3695,6 +3779,14 @@ pub static RULES: &[Rule] = &[
         r"^g?make(?:\[\d+\])?: \*\*\* (?P<msg>Keine Regel, um .+ zu erstellen\b.*|Pas de r\S+gle pour fabriquer la cible .*|No hay ninguna regla para construir el objetivo .*|Nessuna regola per generare l'obiettivo .*)$",
     ),
     diag("make.makefile", "make", BuildError, "make", &["makefile"]),
+    // make's missing rule with its target wrapped onto the next line by a forum or an IDE's
+    // console.
+    re(
+        "make.no_rule_wrapped",
+        "make",
+        BuildError,
+        r"^make(?:\[\d+\])?: \*\*\* (?P<msg>No rule to make target)\s*$",
+    ),
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
@@ -4181,12 +4273,14 @@ pub static RULES: &[Rule] = &[
         r"(?i)(?P<msg>(?:reset|reboot|restart) (?:reason|cause)\s*[:=]\s*(?:hardware|software|soft) (?:watchdog|wdt)\b.*|\bFatal exception:\d+ flag:\d+ \((?:SOFT_)?WDT\).*|\bReason of restart: [13]\s*$)",
     )
     .weight(2),
-    // Tasmota's status reports the last restart: an exception's is a crash.
+    // Tasmota's status reports the last restart: an exception's is a crash. Its `Status 12`
+    // is the stack dump such a restart left (`"StatusSTK":{"Exception":29,"Reason":
+    // "Exception",...`, or one field a line).
     re(
         "tasmota.restart_exception",
         "tasmota",
         Crash,
-        r#"(?P<msg>"RestartReason":\s*(?:"Exception"|\{\s*"Exception":\s*\d+,\s*"Reason":\s*"Exception").*)$"#,
+        r#"(?P<msg>"RestartReason":\s*(?:"Exception"|\{\s*"Exception":\s*\d+,\s*"Reason":\s*"Exception").*|"StatusSTK":\{.*|^\s*"Reason":\s*"Exception",?)$"#,
     )
     .weight(2),
     // Tock's kernel panic handler: `Kernel panic at kernel/src/process.rs:517:`, its message on
@@ -4232,6 +4326,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>ESP_ERROR_CHECK failed: .*|^0x[0-9a-fA-F]{8}: _esp_error_check_failed\w* at .*)$",
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
+    // nRF5 SDK's hard-fault handler through its logger (`<error> hardfault: HARD FAULT at
+    // 0x00012280`), and the nRF Connect SDK's secure firmware's fault (`Platform Exception: SPU
+    // Fault`).
+    re(
+        "nordic.hardfault",
+        "nordic",
+        Crash,
+        r"(?P<msg><error> hardfault: HARD FAULT at 0x[0-9A-Fa-f]+|Platform Exception: \w+ Fault\b)",
+    ),
     // RIOT's panic line comes first (`*** RIOT kernel panic:`), its reason on the next line.
     re("riot.failed_assertion", "riot", Assert, prefixed!(r"(?P<msg>FAILED ASSERTION)\.?$")),
     // A firmware's own assert macro reporting itself (`RFCORE_ASSERT(len <= n) failed at line
