@@ -175,6 +175,7 @@ impl Farm {
         wait_for(
             || TcpStream::connect(&coordinator).is_ok(),
             "the coordinator",
+            dir.path(),
         );
         let image = dir.path().join("image.elf");
         let serial = free_port();
@@ -213,6 +214,7 @@ impl Farm {
         wait_for(
             || String::from_utf8_lossy(&farm.client(&["resources"]).stdout).contains("exp/sim"),
             "the exporter's resources",
+            farm.dir.path(),
         );
         for args in [
             vec!["create"],
@@ -279,10 +281,25 @@ impl Farm {
     }
 }
 
-fn wait_for(mut ready: impl FnMut() -> bool, what: &str) {
-    let until = Instant::now() + Duration::from_secs(20);
+/// How long a farm's Python processes get to start. Several labgrid tests start farms at once
+/// beside the QEMU tests, and on a loaded 2-core machine an exporter took more than 20 s to
+/// register its resources: a start-up bound, not a timing assertion.
+const FARM_START: Duration = Duration::from_secs(60);
+
+/// Waits for `ready`; if it never is, fails with the farm's stderr logs in `dir`, which say why.
+fn wait_for(mut ready: impl FnMut() -> bool, what: &str, dir: &Path) {
+    let until = Instant::now() + FARM_START;
     while !ready() {
-        assert!(Instant::now() < until, "{what} did not come up");
+        if Instant::now() >= until {
+            let mut logs = String::new();
+            for name in ["coordinator.err", "exporter.err"] {
+                let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
+                let start = text.len().saturating_sub(2000);
+                let tail = text.get(start..).unwrap_or(&text);
+                logs.push_str(&format!("\n--- {name} (its end):\n{tail}"));
+            }
+            panic!("{what} did not come up in {FARM_START:?}{logs}");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
