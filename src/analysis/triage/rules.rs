@@ -779,6 +779,21 @@ pub static RULES: &[Rule] = &[
         r"^TargetTest::.+? (?P<msg>\[(?:FAIL|ERROR)\] in [\d.]+ of [\d.]+ sec)",
     )
     .weight(2),
+    // The same results in singletest's closing table (` TIMEOUT | NUCLEO_F746ZG | ARM | MBED_11
+    // | Ticker Int | 30.38 | 15 | 0/1 |`).
+    re(
+        "mbed.singletest_table_timeout",
+        "mbed",
+        Hang,
+        r"^\s*(?P<msg>TIMEOUT \| [\w-]+ \| \w+ \| \w+ \| .*)$",
+    ),
+    re(
+        "mbed.singletest_table_failed",
+        "mbed",
+        TestFailure,
+        r"^\s*(?P<msg>(?:FAIL|ERROR) \| [\w-]+ \| \w+ \| \w+ \| .*)$",
+    )
+    .weight(2),
     re(
         "mbed.singletest_ok",
         "mbed",
@@ -942,6 +957,13 @@ pub static RULES: &[Rule] = &[
     .verdict(),
     re("cargo.test_ok", "cargo", Pass, r"^(?P<msg>test result: ok\. \d+ passed; 0 failed.*)$")
         .verdict(),
+    // A log record (`ERROR probe_rs::util::rtt: ...`, a Rust module path) that the host tool
+    // printed onto a test's line before its outcome: not the outcome, which follows.
+    noise(
+        "libtest.log_record_in_case",
+        "cargo",
+        r"^test \S+\s+\.\.\. ERROR [a-z_]\w*(?:::\w+)+:",
+    ),
     // libtest's line per test when it fails (`test tests::x ... FAILED`; embedded-test prints
     // `... ERROR` and then the panic that failed it).
     re(
@@ -1251,6 +1273,15 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     re("pytest.failed", "pytest", TestFailure, r"^(?P<msg>FAILED \S+::\S+.*)$").weight(1),
+    // pytest's verbose row of a failed test (`test_example/test_example.py::test_hello FAILED
+    // [  0%]`): a run cut before its summary has failed all the same.
+    re(
+        "pytest.verbose_failed",
+        "pytest",
+        TestFailure,
+        r"^(?P<msg>\S+\.py::\S+ FAILED)\s+\[\s*\d+%\]$",
+    )
+    .weight(2),
     // A serial device that is not there, opened by a harness or a script (pytest-embedded's
     // `E  FileNotFoundError: [Errno 2] No such file or directory: '/dev/ttyUSB100'`): the lab's
     // port, or the flasher's upload port in a flash's log.
@@ -1546,6 +1577,15 @@ pub static RULES: &[Rule] = &[
         "sh",
         BuildError,
         r"^(?:/usr)?(?:/bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?P<msg>(?:\./)?[\w.-]+/[\w./-]+: No such file or directory)$",
+    ),
+    // A recipe's shell command that does not parse (`/bin/sh: -c: line 1: syntax error:
+    // unexpected end of file`, after `unexpected EOF while looking for matching`): a quote the
+    // makefile or its variables left open, so the build's.
+    re(
+        "shell.recipe_syntax_error",
+        "sh",
+        BuildError,
+        r"^(?:/usr)?/bin/(?:ba|da)?sh: -c: line \d+: (?P<msg>syntax error: unexpected end of file|unexpected EOF while looking for matching .*)$",
     ),
     // A build system that reports the command it was told to run cannot be found.
     re(
@@ -1843,6 +1883,14 @@ pub static RULES: &[Rule] = &[
         "any",
         ToolMissing,
         r"^(?:(?:ERROR|Error|error|FATAL ERROR):\s*|(?:[Tt]ool|[Pp]rogram) )(?P<msg>(?:[Tt]ool |[Pp]rogram |[Tt]he (?:program |tool |command )?)?'?[\w./+-]+'? (?:is|was) not installed\b.*)$",
+    ),
+    // A flasher or build tool named as not installed, in a message quoted anywhere (`Error
+    // writing firmware…dfu-util is not installed`).
+    re(
+        "tool.named_not_installed",
+        "any",
+        ToolMissing,
+        r"(?P<msg>\b(?:dfu-util|avrdude|openocd|esptool(?:\.py)?|st-flash|pyocd|probe-rs|picotool|nrfjprog|JLinkExe|bossac|teensy_loader_cli|arm-none-eabi-gcc|cmake|ninja|west) (?:is|was) not installed\b.*)$",
     ),
     // A vendor tool's words that the software it drives is missing (`It seems that JLink
     // software is not installed please download ...`).
@@ -2181,7 +2229,7 @@ pub static RULES: &[Rule] = &[
         "dfu_util.old_error",
         "dfu-util",
         FlashError,
-        r"^(?P<msg>Cannot set alt interface \S+|Cannot claim interface\b.*|Cannot open DFU device \S+.*)$",
+        r"^(?P<msg>Cannot set alt interface \S+|Cannot claim interface\b.*|Cannot open DFU device \S+.*|No DFU capable USB device available\b.*)$",
     ),
     re(
         "dfu_util.error",
@@ -2197,12 +2245,13 @@ pub static RULES: &[Rule] = &[
         "dfu-util",
         r"^(?:DFU state\(\d+\) = \w+(?:-\w+)*, status\(\d+\) = .+|Determining device status: state = \w+, status = \d+|dfuERROR, clearing status)$",
     ),
-    // dfu-programmer reading back what it wrote.
+    // dfu-programmer reading back what it wrote, or refused the write (`Memory write error, use
+    // debug for more info.` after `Device is write protected.`).
     re(
         "dfu_programmer.validate_failed",
         "dfu-programmer",
         FlashError,
-        r"^(?P<msg>Validating\.\.\.\s+ERROR|Memory did not validate\..*)$",
+        r"^(?P<msg>Validating\.\.\.\s+ERROR|Memory did not validate\..*|Memory write error, use debug for more info\.)$",
     ),
     // A flasher that finds no board in its bootloader: the Teensy IDE's `No Teensy boards were
     // found on any USB ports`, dfu-programmer's `no device present`, QMK's `Bootloader not
@@ -2340,12 +2389,13 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r#"^(?P<msg>Failed to open port: .+|Cannot handle device ".*"|Error probing interface ".*"|Failed to init device\b.*)$"#,
     ),
-    // Black Magic Probe, through gdb: its scan or its attach to the target failed.
+    // Black Magic Probe, through gdb: its scan or its attach to the target failed (`Attaching
+    // to Remote target failed with: T05`).
     re(
         "bmp.attach_failed",
         "blackmagic",
         FlashError,
-        r"^(?P<msg>Attaching to Remote target failed|(?:SW-DP|JTAG(?: device)?) scan failed!?.*)$",
+        r"^(?P<msg>Attaching to Remote target failed\b.*|(?:SW-DP|JTAG(?: device)?) scan failed!?.*)$",
     ),
     // More flashers not reaching the board or the chip: pyOCD's old flash tool, a probe-run
     // without its RTT block, LPCXpresso's Redlink, HackRF's tools, OpenOCD's `verify_image`
@@ -2365,6 +2415,11 @@ pub static RULES: &[Rule] = &[
     .weight(2),
     // stlink's success in its own log format (`2021-03-22T19:22:50 INFO common.c: Flash written
     // and verified! jolly good!`), and a flasher's closing `Flash complete.`.
+    // avrdude's banner: an upload starts, whose outcome the log must then show (a build's
+    // size report before it is no pass of the log).
+    re("avrdude.banner", "avrdude", FlashError, r"^avrdude(?:\.exe)?: Version \d+\.\d+")
+        .context()
+        .starts_step(),
     // st-flash's banner: a flash starts, whose outcome the log must then show.
     re("stlink.banner", "stlink", FlashError, r"^st-flash v?\d+\.\d+\.\d+\S*$")
         .context()
@@ -2505,6 +2560,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>(?:Writing|Programming|Verifying|Flashing|Erasing) [^.]*\.{3}\s*(?:failed|error)!?)$",
     ),
+    // flashrom's read-back that differs from what it wrote (`VERIFY FAILED at 0x00000086!`),
+    // and its warning that the chip is left half written.
+    re(
+        "flashrom.verify_failed",
+        "flashrom",
+        FlashError,
+        r"^(?P<msg>VERIFY FAILED at 0x[0-9A-Fa-f]+!.*|Your flash chip is in an unknown state\.)$",
+    ),
     // uisp's lost programmer, dfu-util's DfuSe write past the flash's last writeable page,
     // Black Magic Probe's scan that found no target, the Artemis SVL bootloader that never
     // answered, ExpressLRS's passthrough that could not reach the receiver.
@@ -2512,7 +2575,7 @@ pub static RULES: &[Rule] = &[
         "flasher.no_target",
         "flasher",
         FlashError,
-        r"^(?:__main__\.|dfu-util(?:\.exe)?: )?(?P<msg>Programmer is not responding\.?|Last page at 0x[0-9A-Fa-f]+ is not writeable.*|(?:SWD|JTAG) scan failed!?|Target failed to enter bootload mode\..*|Failed to enter bootload phase|PassthroughFailed:.*)$",
+        r"^(?:__main__\.|[_*]?dfu-util(?:\.exe)?: )?(?P<msg>Programmer is not responding\.?|Last page at 0x[0-9A-Fa-f]+ is not writeable.*|(?:SWD|JTAG) scan failed!?|Target failed to enter bootload mode\..*|Failed to enter bootload phase|PassthroughFailed:.*)$",
     ),
     re(
         "stm32cube.error",
@@ -2671,7 +2734,7 @@ pub static RULES: &[Rule] = &[
         "flash.closing_line",
         "flasher",
         Pass,
-        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.)$",
+        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.|^Updating application: \d+ of \d+ bytes transferred\.{3}OK)$",
     )
     .weight(2),
     // teensy_loader_cli: `Programming....` then `Booting` once the image is written.
@@ -2717,6 +2780,24 @@ pub static RULES: &[Rule] = &[
     // The Crazyflie's cfloader putting the radio's target into its bootloader: its traceback
     // is the flash's.
     re("cfloader.reset", "cfloader", FlashError, r"^Reset to bootloader mode\b").context(),
+    // pylink's J-Link flash write that failed, as its exception names it in a traceback.
+    re(
+        "pylink.flash_exception",
+        "pylink",
+        FlashError,
+        r"(?P<msg>\bJLinkFlashException\b.*)$",
+    ),
+    // NXP's uuu (mfgtools): a command of its script failed (`1:15>Fail
+    // Bulk(W):LIBUSB_ERROR_TIMEOUT`).
+    re("uuu.fail", "uuu", FlashError, r"^(?:\d+%)?\d+:\d+>(?P<msg>Fail\b.*)$"),
+    // TI's MSP Flasher: its banner and command line name the step of its bare `ERROR:` lines.
+    re(
+        "msp_flasher.banner",
+        "msp-flasher",
+        FlashError,
+        r"(?:\bMSP Flasher v\d+\.\d+|^MSP430Flasher(?:\.exe)? -)",
+    )
+    .context(),
     // PX4's uploader (px_uploader.py) talking to the board's bootloader.
     re(
         "px4.uploader",
@@ -3038,6 +3119,22 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r#"^["'`]?(?:Bail out! )?ERROR:(?P<msg>\S+\.c:\d+:\w+:\s+(?:assertion failed\b|code should not be reached\b).*)$"#,
     ),
+    // The GNU ARM Eclipse (xPack) QEMU's report of a semihosted program's exit status: 0 is the
+    // program's own success.
+    re("qemu.semihosting_exit_ok", "qemu", Pass, r"^(?P<msg>QEMU exit\(0\))$")
+        .weight(2)
+        .verdict(),
+    // A CPU simulator (usim, a 6809's) stopping on an opcode the firmware should never run.
+    re(
+        "simulator.invalid_instruction",
+        "simulator",
+        Crash,
+        r"^(?P<msg>invalid instruction\s*: pc = \[[0-9A-Fa-f]+\].*)$",
+    ),
+    // Python itself failing while it printed a program's exception: the tool broke, and the
+    // log says no more of why.
+    re("python.excepthook_failed", "python", InfraError, r"^(?P<msg>Error in sys\.excepthook:)$")
+        .generic(),
     // QEMU's TCG interpreter stopping on an instruction it cannot run (`tci.c:1234: tcg fatal
     // error`): the emulator broke.
     re("qemu.tcg_fatal", "qemu", InfraError, r"^\S+\.c:\d+: (?P<msg>tcg fatal error)$"),
@@ -3549,7 +3646,7 @@ pub static RULES: &[Rule] = &[
         "serial.vanished",
         "pyserial",
         InfraError,
-        r"(?P<msg>device reports readiness to read but returned no data.*|read failed: \[Errno 5\] Input/output error|Input/output error: '/dev/tty\S*|OSError: \[Errno 5\] Input/output error)",
+        r"(?P<msg>device reports readiness to read but returned no data.*|read failed: \[Errno 5\] Input/output error|Input/output error: '/dev/tty\S*|OSError: \[Errno 5\] Input/output error|SerialException: Attempting to use a port that is not open)",
     )
     .yields_to_context(),
     // Compiler, assembler, make and linker diagnostics.

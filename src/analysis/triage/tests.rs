@@ -679,6 +679,74 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Brownout detector was triggered", "esp.brownout"),
     (
+        "/usr/bin/sh: -c: line 2: syntax error: unexpected end of file",
+        "shell.recipe_syntax_error",
+    ),
+    (
+        "/bin/sh: -c: line 0: unexpected EOF while looking for matching `\"'",
+        "shell.recipe_syntax_error",
+    ),
+    (
+        "@rickkas7 it tells me “Error writing firmware…dfu-util is not installed”",
+        "tool.named_not_installed",
+    ),
+    (
+        "No DFU capable USB device available”",
+        "dfu_util.old_error",
+    ),
+    (
+        "_dfu-util: Last page at 0x080a14d7 is not writeable",
+        "flasher.no_target",
+    ),
+    (
+        "    raise errors.JLinkFlashException(bytes_flashed)",
+        "pylink.flash_exception",
+    ),
+    ("1%1:15>Fail Bulk(W):LIBUSB_ERROR_TIMEOUT", "uuu.fail"),
+    (
+        "Attaching to Remote target failed with: T05",
+        "bmp.attach_failed",
+    ),
+    ("* /_ / MSP Flasher v1.3.15 *", "msp_flasher.banner"),
+    (
+        "avrdude: Version 6.0.1, compiled on Apr 15 2015 at 19:59:58",
+        "avrdude.banner",
+    ),
+    (
+        "VERIFY FAILED at 0x00000086! Expected=0x40, Read=0xc0, failed byte count from 0x00000000-0x00ffffff: 0x2",
+        "flashrom.verify_failed",
+    ),
+    (
+        "Updating application: 17152 of 17152 bytes transferred...OK",
+        "flash.closing_line",
+    ),
+    ("QEMU exit(0)", "qemu.semihosting_exit_ok"),
+    (
+        "invalid instruction : pc = [e01e], ir = [0013]",
+        "simulator.invalid_instruction",
+    ),
+    ("Error in sys.excepthook:", "python.excepthook_failed"),
+    (
+        "Memory write error, use debug for more info.",
+        "dfu_programmer.validate_failed",
+    ),
+    (
+        "test_example/test_example.py::test_hello FAILED                          [  0%]",
+        "pytest.verbose_failed",
+    ),
+    (
+        " TIMEOUT | NUCLEO_F746ZG | ARM | MBED_11 | Ticker Int | 30.38 | 15 | 0/1 |",
+        "mbed.singletest_table_timeout",
+    ),
+    (
+        " FAIL | K64F | GCC_ARM | MBED_A1 | Basic | 2.11 | 10 | 0/1 |",
+        "mbed.singletest_table_failed",
+    ),
+    (
+        "serial.serialutil.SerialException: Attempting to use a port that is not open",
+        "serial.vanished",
+    ),
+    (
         r#"00:17:54 RSL: stat/tasmota_A06CF6/STATUS12 = {"StatusSTK":{"Exception":29,"Reason":"Exception","EPC":["4000df64"]}}"#,
         "tasmota.restart_exception",
     ),
@@ -3708,6 +3776,21 @@ fn a_noise_line_is_not_evidence() {
     let t = classify_reader(log.as_slice(), &PLAIN).unwrap();
     assert_eq!(t.class, TriageClass::Unknown, "{t:#?}");
     assert!(t.matches.is_empty());
+}
+
+/// A host tool's log record printed onto a test's line (`ERROR probe_rs::util::rtt:`) is not
+/// the test's outcome: the `ok` after it is, and libtest's summary decides.
+#[test]
+fn a_log_record_on_a_tests_line_is_not_its_outcome() {
+    let log = "running 1 test\n\
+               test tests::test_send_receive ... ERROR probe_rs::util::rtt: \n\
+               Error reading from RTT: The control block has been corrupted.\n\
+               ok\n\n\
+               test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n";
+    let t = classify_str(log);
+    assert_eq!(t.class, TriageClass::Pass, "{t:?}");
+    let failed = classify_str("test tests::x ... ERROR\npanicked at src/lib.rs:3:5\n");
+    assert_ne!(failed.class, TriageClass::Pass, "{failed:?}");
 }
 
 /// Regression: `fwfix triage /dev/zero` never ended (one endless line, read to its end).
