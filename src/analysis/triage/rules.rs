@@ -345,7 +345,8 @@ pub static RULES: &[Rule] = &[
         "nuttx",
         Assert,
         r"^(?:\w+: )?(?P<msg>Assertion failed at file:\s*\S+ line: \d+.*)$",
-    ),
+    )
+    .consequence(),
     re("ztest.assert", "ztest", TestFailure, r"^Assertion failed at (?P<msg>.+)$"),
     re("ztest.summary_fail", "ztest", TestFailure, r"^- FAIL - \[").weight(2),
     re("ztest.fail", "ztest", TestFailure, r"^FAIL - \S+"),
@@ -1884,6 +1885,14 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:(?:ERROR|Error|error|FATAL ERROR):\s*|(?:[Tt]ool|[Pp]rogram) )(?P<msg>(?:[Tt]ool |[Pp]rogram |[Tt]he (?:program |tool |command )?)?'?[\w./+-]+'? (?:is|was) not installed\b.*)$",
     ),
+    // A toolchain's CMake file that did not find the compiler where the toolchain should be
+    // (`CMAKE_C_COMPILER is not in kendryte-toolchain dist/bin folder.`).
+    re(
+        "cmake.compiler_not_in_toolchain",
+        "cmake",
+        ToolMissing,
+        r"(?P<msg>\bCMAKE_(?:C|CXX|ASM)_COMPILER is not in \S+.*)$",
+    ),
     // A flasher or build tool named as not installed, in a message quoted anywhere (`Error
     // writing firmware…dfu-util is not installed`).
     re(
@@ -2641,6 +2650,8 @@ pub static RULES: &[Rule] = &[
     // choice: 'none'`): nothing ran, the step asked for failed.
     re("west.build_usage", "west", BuildError, r"^(?P<msg>west build: error: .+)$"),
     re("west.flash_usage", "west", FlashError, r"^(?P<msg>west (?:flash|debug|debugserver): error: .+)$"),
+    // west update's header for each project: its step is the workspace's fetch, the lab's.
+    re("west.updating", "west", InfraError, r"^\x60?=== updating [\w.-]+ \([^)]+\):").context(),
     re(
         "west.update_failed",
         "west",
@@ -2734,7 +2745,7 @@ pub static RULES: &[Rule] = &[
         "flash.closing_line",
         "flasher",
         Pass,
-        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.|^Updating application: \d+ of \d+ bytes transferred\.{3}OK)$",
+        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.|^Updating application: \d+ of \d+ bytes transferred\.{3}OK|^Programming BIN: \|=+\| 100\.0%.*|^PGM Memory Verification finished successfully\.)$",
     )
     .weight(2),
     // teensy_loader_cli: `Programming....` then `Booting` once the image is written.
@@ -2777,9 +2788,34 @@ pub static RULES: &[Rule] = &[
     // FlyMcu, the STM32 serial-bootloader flasher, writing in Chinese: `写入出错在0KB` (a
     // write error at 0 KB).
     re("flymcu.write_error", "flymcu", FlashError, r"(?P<msg>写入出错.*)$"),
+    // A Chinese flasher's closing success: `烧录完成 (耗时 33.3 秒)` (burning complete).
+    re("flasher.done_chinese", "flasher", Pass, r"(?P<msg>烧录(?:完成|成功).*)$").weight(2),
     // The Crazyflie's cfloader putting the radio's target into its bootloader: its traceback
     // is the flash's.
     re("cfloader.reset", "cfloader", FlashError, r"^Reset to bootloader mode\b").context(),
+    // The Teensy loader asking for the PROGRAM button: the board never entered its bootloader.
+    re(
+        "teensy.no_program_mode",
+        "teensy",
+        FlashError,
+        r"(?P<msg>Teensy did not respond to a USB-based request to enter program mode\b.*)$",
+    ),
+    // ESPHome's upload losing its connection mid-image (`ERROR Error sending data: [Errno 32]
+    // Broken pipe`).
+    re(
+        "esphome.upload_failed",
+        "esphome",
+        FlashError,
+        r"^ERROR (?P<msg>Error sending data: .*)$",
+    ),
+    // dfu-programmer refusing an image that would overwrite its bootloader (QMK Toolbox then
+    // says `Flash complete` all the same).
+    re(
+        "dfu_programmer.bootloader_overlap",
+        "dfu-programmer",
+        FlashError,
+        r"^(?:> )?(?P<msg>Bootloader and code overlap\.)$",
+    ),
     // pylink's J-Link flash write that failed, as its exception names it in a traceback.
     re(
         "pylink.flash_exception",
@@ -3130,6 +3166,28 @@ pub static RULES: &[Rule] = &[
         "simulator",
         Crash,
         r"^(?P<msg>invalid instruction\s*: pc = \[[0-9A-Fa-f]+\].*)$",
+    ),
+    // labgrid's exporter marking a resource it could not start (`marked as broken: start
+    // failed`): the lab's.
+    re("labgrid.resource_broken", "labgrid", InfraError, r"\bmarked as broken: (?P<msg>.+)$"),
+    // Node.js's network errors (`Error: connect ETIMEDOUT 52.216.64.224:443`, `getaddrinfo
+    // ENOTFOUND`): a download or a service the lab needs did not answer.
+    re(
+        "node.network_error",
+        "node",
+        InfraError,
+        r"^(?:\w*Error: )?(?P<msg>(?:connect|getaddrinfo|read) (?:ETIMEDOUT|ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN)\b.*)$",
+    ),
+    // A test runner's shell that never showed its prompt (Phoenix-RTOS's `SHELL ERROR:
+    // Couldn't find a prompt!`): it timed out waiting for the device.
+    re("runner.no_prompt", "runner", Hang, r"^SHELL ERROR: (?P<msg>Couldn't find a prompt!)"),
+    // A host tool written in Go (AWS IoT Device Tester) panicking, through its logger
+    // (`level=error msg=panic: runtime error: ...`): the harness broke, not the firmware.
+    re(
+        "host.go_panic_logged",
+        "host",
+        InfraError,
+        r#"\blevel=error msg="?(?P<msg>panic: .+)$"#,
     ),
     // Python itself failing while it printed a program's exception: the tool broke, and the
     // log says no more of why.
@@ -3887,6 +3945,17 @@ pub static RULES: &[Rule] = &[
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
+    // Keil's 8051 linker (BL51, LX51): `*** ERROR L103: EXTERNAL ATTRIBUT DO NOT MATCH PUBLIC
+    // SYMBOL: ...`.
+    re("keil.bl51_error", "keil", LinkError, r"^\*{3} (?P<msg>ERROR L\d+: .+)$"),
+    // cortex-m-rt's linker script asserting the memory layout (`ERROR(cortex-m-rt): The .text
+    // section must be placed inside the FLASH memory.`), under `rust-lld: error:`.
+    re(
+        "cortex_m_rt.layout",
+        "cortex-m-rt",
+        LinkError,
+        r"\bERROR\(cortex-m-rt\): (?P<msg>.+)$",
+    ),
     diag("ld.missing_library", "ld", LinkError, "linker", &["missing_library"]),
     diag("ld.error", "ld", LinkError, "linker", &[]).weight(2),
     // GNU ld given a file it cannot read as an object or archive (an archive built for another
@@ -4169,6 +4238,17 @@ pub static RULES: &[Rule] = &[
         r"^(?:\[\s*\d+%\]\s+|\[\d+/\d+\]\s+)?\s*(?:Building (?:C|CXX|ASM) object \S+|Building \S+\.o|Compiling \S+\.(?:c|cc|cpp|cxx|S|s)\b.*)$",
     )
     .context(),
+    // make's failure of a target that flashes (`make: *** [../rules.mk:159:
+    // awesomesauce.flash] Error 1`, `[program-dfu]`, `[upload]`): the flash's, when no line says
+    // more.
+    re(
+        "make.flash_target_error",
+        "make",
+        FlashError,
+        r"^(?P<msg>g?make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[:/ ])?(?:[\w-]+\.)?(?:flash|upload|program|burn)(?:-[\w-]+)?\] Error \d+)$",
+    )
+    .weight(1)
+    .generic(),
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
         .weight(1)
         .echo(),
@@ -4423,6 +4503,11 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>ESP_ERROR_CHECK failed: .*|^0x[0-9a-fA-F]{8}: _esp_error_check_failed\w* at .*)$",
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
+    // Kendryte's K210 SDK trap handler (`core dump: fault load`, then `Cause 0x5, EPC 0x...`).
+    re("kendryte.core_dump", "kendryte", Crash, r"^(?P<msg>core dump: .+)$"),
+    // A Rust panic handler that prints the `PanicInfo` itself (`*** PanicInfo { payload: Any {
+    // .. }, message: Some(...), location: ... }`).
+    re("rust.panic_info", "firmware", Crash, r"(?P<msg>\bPanicInfo \{ payload: .*)$"),
     // nRF5 SDK's hard-fault handler through its logger (`<error> hardfault: HARD FAULT at
     // 0x00012280`), and the nRF Connect SDK's secure firmware's fault (`Platform Exception: SPU
     // Fault`).

@@ -727,6 +727,63 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Error in sys.excepthook:", "python.excepthook_failed"),
     (
+        "make: *** [../rules.mk:159: awesomesauce.flash] Error 1",
+        "make.flash_target_error",
+    ),
+    ("make[2]: *** [program-dfu] Error 74", "make.flash_target_error"),
+    (
+        "=== updating civetweb (modules\\lib\\civetweb):",
+        "west.updating",
+    ),
+    (
+        "Error: connect ETIMEDOUT 52.216.64.224:443",
+        "node.network_error",
+    ),
+    ("SHELL ERROR: Couldn't find a prompt!", "runner.no_prompt"),
+    (
+        "*** ERROR L103: EXTERNAL ATTRIBUT DO NOT MATCH PUBLIC SYMBOL: ?_PRINTF?BYTE MODULE: C51FPL.LIB (PRINTF)",
+        "keil.bl51_error",
+    ),
+    (
+        "2024-04-29T15:14:26 marked as broken: start failed",
+        "labgrid.resource_broken",
+    ),
+    (
+        "Teensy did not respond to a USB-based request to enter program mode.",
+        "teensy.no_program_mode",
+    ),
+    (
+        "ERROR Error sending data: [Errno 32] Broken pipe",
+        "esphome.upload_failed",
+    ),
+    ("> Bootloader and code overlap.", "dfu_programmer.bootloader_overlap"),
+    (
+        "Programming BIN: |=============================================| 100.0% 10kiB/s",
+        "flash.closing_line",
+    ),
+    (
+        "PGM Memory Verification finished successfully.",
+        "flash.closing_line",
+    ),
+    ("23:06:13 | 烧录完成 (耗时 33.3 秒)", "flasher.done_chinese"),
+    ("core dump: fault load", "kendryte.core_dump"),
+    (
+        "*** PanicInfo { payload: Any { .. }, message: Some(freeing a memory area we don't know of), location: Location { file: \"src/compat/malloc.rs\", line: 94, col: 13 } }",
+        "rust.panic_info",
+    ),
+    (
+        "          ERROR(cortex-m-rt): The .text section must be placed inside the FLASH memory.",
+        "cortex_m_rt.layout",
+    ),
+    (
+        "  CMAKE_C_COMPILER is not in kendryte-toolchain dist/bin folder.",
+        "cmake.compiler_not_in_toolchain",
+    ),
+    (
+        r#"time="2020-10-28T17:02:54+05:30" level=error msg=panic: runtime error: invalid memory address or nil pointer dereference executionId=4f62"#,
+        "host.go_panic_logged",
+    ),
+    (
         "Memory write error, use debug for more info.",
         "dfu_programmer.validate_failed",
     ),
