@@ -1431,15 +1431,7 @@ impl Triager {
                 self.binary_reason(),
                 self.nul_bytes
             );
-            return (
-                Triage {
-                    class: TriageClass::Unknown,
-                    lines: Vec::new(),
-                    reason: self.with_cap_note(reason),
-                    matches: Vec::new(),
-                },
-                false,
-            );
+            return self.undecided(Vec::new(), reason, Vec::new());
         }
         let Some(mut class) = candidates.iter().map(|c| c.class).min_by_key(|c| c.rank()) else {
             let reason = if self.stop == Some(Stop::Binary) || (self.is_binary() && self.bytes > 0)
@@ -1452,15 +1444,7 @@ impl Triager {
             } else {
                 "no rule matched: nothing in the log shows a verdict or a failure".to_string()
             };
-            return (
-                Triage {
-                    class: TriageClass::Unknown,
-                    lines: Vec::new(),
-                    reason: self.with_cap_note(reason),
-                    matches,
-                },
-                false,
-            );
+            return self.undecided(Vec::new(), reason, matches);
         };
         // fwfix's own timeout over a log with no verdict is a hang whatever failed before it.
         let stopped_by_us = ctx.timed_out && !saw_verdict;
@@ -1492,15 +1476,7 @@ impl Triager {
                 deciding.len(),
                 lines.first().copied().unwrap_or(0)
             );
-            return (
-                Triage {
-                    class: TriageClass::Unknown,
-                    lines,
-                    reason: self.with_cap_note(reason),
-                    matches,
-                },
-                false,
-            );
+            return self.undecided(lines, reason, matches);
         }
         if let Some((step_line, step)) = self.step_started.as_ref().filter(|(step_line, _)| {
             class == TriageClass::Pass
@@ -1516,15 +1492,7 @@ impl Triager {
                  `{step}`, and the log ends before its outcome",
                 lines.last().copied().unwrap_or(0)
             );
-            return (
-                Triage {
-                    class: TriageClass::Unknown,
-                    lines,
-                    reason: self.with_cap_note(reason),
-                    matches,
-                },
-                false,
-            );
+            return self.undecided(lines, reason, matches);
         }
         if matches!(class, TriageClass::Pass | TriageClass::TestFailure) && !saw_verdict {
             reason.push_str(" (no final verdict in the log)");
@@ -1546,6 +1514,23 @@ impl Triager {
             matches,
         };
         (triage, guess)
+    }
+
+    /// An UNKNOWN decision (no generic line's guess), its reason saying so when the log was
+    /// longer than triage reads.
+    fn undecided(
+        &self,
+        lines: Vec<usize>,
+        reason: String,
+        matches: Vec<RuleMatch>,
+    ) -> (Triage, bool) {
+        let triage = Triage {
+            class: TriageClass::Unknown,
+            lines,
+            reason: self.with_cap_note(reason),
+            matches,
+        };
+        (triage, false)
     }
 
     /// The reason, saying so when the log was longer than triage reads.
