@@ -952,6 +952,51 @@ mod tests {
         );
     }
 
+    /// A generic line's guess is overruled only when the model is very sure of another class,
+    /// and a class the rules named (no guess) never is.
+    #[test]
+    fn the_fallback_overrules_a_guess_only_above_its_bar() {
+        let guessed = Triage {
+            class: TriageClass::BuildError,
+            lines: vec![2],
+            reason: "Error 1 (low confidence: a generic failure line)".into(),
+            matches: Vec::new(),
+        };
+        let evidence = |guess| Evidence {
+            lines: vec![
+                (1, "uploader: cannot open target".into()),
+                (2, "upload failed".into()),
+            ],
+            rules_spoke: false,
+            guess,
+        };
+        let overruled = apply(guessed.clone(), &evidence(true), &toy());
+        assert_eq!(overruled.class, TriageClass::FlashError, "{overruled:?}");
+        assert!(
+            overruled
+                .reason
+                .contains("a generic failure line read as BUILD_ERROR"),
+            "{}",
+            overruled.reason
+        );
+        assert_eq!(overruled.lines.first(), Some(&1));
+        assert_eq!(apply(guessed.clone(), &evidence(false), &toy()), guessed);
+        let sure = toy()
+            .decide_at(&evidence(true).line_word_sets(), 0.0)
+            .map(|d| d.probability)
+            .unwrap_or(0.0);
+        assert!(sure >= GUESS_PROBABILITY, "{sure}");
+        assert_eq!(
+            apply_at(
+                guessed.clone(),
+                &evidence(true),
+                &toy(),
+                sure.min(1.0) + 0.001
+            ),
+            guessed
+        );
+    }
+
     #[test]
     fn trackers_group_by_owner_and_repository() {
         let log = |address: &str| CorpusLog {
