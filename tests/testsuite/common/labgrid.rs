@@ -294,8 +294,11 @@ fn wait_for(mut ready: impl FnMut() -> bool, what: &str, dir: &Path) {
             let mut logs = String::new();
             for name in ["coordinator.err", "exporter.err"] {
                 let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-                let start = text.len().saturating_sub(2000);
-                let tail = text.get(start..).unwrap_or(&text);
+                let mut start = text.len().saturating_sub(2000);
+                while !text.is_char_boundary(start) {
+                    start += 1;
+                }
+                let tail = &text[start..];
                 logs.push_str(&format!("\n--- {name} (its end):\n{tail}"));
             }
             panic!("{what} did not come up in {FARM_START:?}{logs}");
