@@ -1318,7 +1318,7 @@ impl Triager {
     }
 
     /// Decides the class (see the module docs for the precedence), the built-in fallback
-    /// deciding when no rule did.
+    /// deciding when no rule did, or overruling a generic line's guess.
     pub fn finish(self) -> Triage {
         let (triage, evidence) = self.finish_rules();
         fallback::apply(triage, &evidence, &fallback::BUILT_IN)

@@ -571,7 +571,8 @@ fn real_logs_held_out_accuracy() {
 /// (97.4%) after round 33 (unscored/ joined, its misses tuned on); 4390/4511 (97.3%) after
 /// round 34 (unjudged/ joined, its misses tuned on); 4535/4658 (97.4%) after round 35
 /// (unweighed/ joined, its misses tuned on); 4667/4791 (97.4%) after round 36 (unrated/
-/// joined, its misses tuned on).
+/// joined, its misses tuned on), 4664/4791 (97.3%) after its review withdrew two rules and
+/// narrowed four.
 const TUNING_FLOOR: f64 = 96.5;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.

@@ -37,7 +37,8 @@
 //! `model.tsv` next to this file, which [`BUILT_IN`] includes), and a unit test fails when the
 //! committed file is not what the trainer makes of the corpus. [`cross_validate`] measures how
 //! the whole pipeline does on logs the model was not trained on (`-- cv`). This module reads no
-//! file but the corpus it is asked to read, and decides nothing the rules decided.
+//! file but the corpus it is asked to read, and overrules no class a line that names what failed
+//! decided.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -134,8 +135,10 @@ pub struct Evidence {
     /// with no verdict): the rules knew the log, even if they decided nothing.
     pub rules_spoke: bool,
     /// The rules' class is a guess: only generic failure lines decided it (`Error: command
-    /// failed`), and no line names the tool or the step that failed. The model may overrule it
-    /// when it is very sure ([`GUESS_PROBABILITY`]).
+    /// failed`), and no context line named the step. A generic rule's line may name a step
+    /// loosely (make's `[flash] Error 1`); it is generic so that a line naming the failure
+    /// outranks it, and the model may overrule it too, when it is very sure
+    /// ([`GUESS_PROBABILITY`]).
     pub guess: bool,
 }
 

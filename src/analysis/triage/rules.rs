@@ -345,8 +345,7 @@ pub static RULES: &[Rule] = &[
         "nuttx",
         Assert,
         r"^(?:\w+: )?(?P<msg>Assertion failed at file:\s*\S+ line: \d+.*)$",
-    )
-    .consequence(),
+    ),
     re("ztest.assert", "ztest", TestFailure, r"^Assertion failed at (?P<msg>.+)$"),
     re("ztest.summary_fail", "ztest", TestFailure, r"^- FAIL - \[").weight(2),
     re("ztest.fail", "ztest", TestFailure, r"^FAIL - \S+"),
@@ -1535,7 +1534,7 @@ pub static RULES: &[Rule] = &[
         "script.tool_not_in_path",
         "host",
         ToolMissing,
-        r"(?P<msg>Could not find \S+ in (?:the )?PATH\b.*|[\w.+-]+ is not in (?:your |the )?PATH\b.*)$",
+        r"(?:^|[\s'\x22\x60])(?P<msg>(?:Could not find \S+ in (?:the )?PATH|[\w.+-]+ is not in (?:your |the )?PATH)\b.*)$",
     ),
     // A script that needs a newer interpreter than the one it found (`Cannot use 'python',
     // Python 2.6 or later is required.`).
@@ -1577,7 +1576,7 @@ pub static RULES: &[Rule] = &[
         "shell.tree_program_missing",
         "sh",
         BuildError,
-        r"^(?:/usr)?(?:/bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?P<msg>(?:\./)?[\w.-]+/[\w./-]+: No such file or directory)$",
+        r"^(?:/usr)?(?:/bin/)?(?:ba|da|z)?sh: (?:line \d+: |\d+: )?(?P<msg>[\w-][\w.-]*/[\w./-]+: No such file or directory)$",
     ),
     // A recipe's shell command that does not parse (`/bin/sh: -c: line 1: syntax error:
     // unexpected end of file`, after `unexpected EOF while looking for matching`): a quote the
@@ -1899,7 +1898,7 @@ pub static RULES: &[Rule] = &[
         "tool.named_not_installed",
         "any",
         ToolMissing,
-        r"(?P<msg>\b(?:dfu-util|avrdude|openocd|esptool(?:\.py)?|st-flash|pyocd|probe-rs|picotool|nrfjprog|JLinkExe|bossac|teensy_loader_cli|arm-none-eabi-gcc|cmake|ninja|west) (?:is|was) not installed\b.*)$",
+        r"(?P<msg>\b(?:dfu-util|avrdude|openocd|esptool(?:\.py)?|st-flash|pyocd|probe-rs|picotool|nrfjprog|JLinkExe|bossac|teensy_loader_cli|arm-none-eabi-gcc) (?:is|was) not installed\b.*)$",
     ),
     // A vendor tool's words that the software it drives is missing (`It seems that JLink
     // software is not installed please download ...`).
@@ -2650,8 +2649,6 @@ pub static RULES: &[Rule] = &[
     // choice: 'none'`): nothing ran, the step asked for failed.
     re("west.build_usage", "west", BuildError, r"^(?P<msg>west build: error: .+)$"),
     re("west.flash_usage", "west", FlashError, r"^(?P<msg>west (?:flash|debug|debugserver): error: .+)$"),
-    // west update's header for each project: its step is the workspace's fetch, the lab's.
-    re("west.updating", "west", InfraError, r"^\x60?=== updating [\w.-]+ \([^)]+\):").context(),
     re(
         "west.update_failed",
         "west",
@@ -2826,14 +2823,6 @@ pub static RULES: &[Rule] = &[
     // NXP's uuu (mfgtools): a command of its script failed (`1:15>Fail
     // Bulk(W):LIBUSB_ERROR_TIMEOUT`).
     re("uuu.fail", "uuu", FlashError, r"^(?:\d+%)?\d+:\d+>(?P<msg>Fail\b.*)$"),
-    // TI's MSP Flasher: its banner and command line name the step of its bare `ERROR:` lines.
-    re(
-        "msp_flasher.banner",
-        "msp-flasher",
-        FlashError,
-        r"(?:\bMSP Flasher v\d+\.\d+|^MSP430Flasher(?:\.exe)? -)",
-    )
-    .context(),
     // PX4's uploader (px_uploader.py) talking to the board's bootloader.
     re(
         "px4.uploader",
@@ -3051,7 +3040,15 @@ pub static RULES: &[Rule] = &[
     )
     .generic(),
     // TI's MSP430 Flasher's banner (`*    /_   /   MSP430 Flasher v1.3.7   *`).
-    re("msp430_flasher.banner", "msp430-flasher", FlashError, r"MSP430 Flasher v\d").context(),
+    // TI's MSP Flasher: its banner (`MSP430 Flasher v1.3`, later `MSP Flasher v1.3.15`) and
+    // command line name the step of its bare `ERROR:` lines.
+    re(
+        "msp430_flasher.banner",
+        "msp430-flasher",
+        FlashError,
+        r"(?:MSP(?:430)? Flasher v\d|^MSP430Flasher(?:\.exe)? -)",
+    )
+    .context(),
     // No MSP430 debug interface (a FET) found: MSP430 Flasher's and mspdebug's words.
     re(
         "msp430.no_fet",
@@ -4457,7 +4454,7 @@ pub static RULES: &[Rule] = &[
         "tasmota.restart_exception",
         "tasmota",
         Crash,
-        r#"(?P<msg>"RestartReason":\s*(?:"Exception"|\{\s*"Exception":\s*\d+,\s*"Reason":\s*"Exception").*|"StatusSTK":\{.*|^\s*"Reason":\s*"Exception",?)$"#,
+        r#"(?P<msg>"RestartReason":\s*(?:"Exception"|\{\s*"Exception":\s*\d+,\s*"Reason":\s*"Exception").*|"StatusSTK":\{"Exception":\d+,"Reason":"Exception".*|^\s*"Reason":\s*"Exception",?)$"#,
     )
     .weight(2),
     // Tock's kernel panic handler: `Kernel panic at kernel/src/process.rs:517:`, its message on
@@ -4504,7 +4501,12 @@ pub static RULES: &[Rule] = &[
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
     // Kendryte's K210 SDK trap handler (`core dump: fault load`, then `Cause 0x5, EPC 0x...`).
-    re("kendryte.core_dump", "kendryte", Crash, r"^(?P<msg>core dump: .+)$"),
+    re(
+        "kendryte.core_dump",
+        "kendryte",
+        Crash,
+        r"^(?P<msg>core dump: (?:fault|illegal|misaligned|breakpoint)\b.*)$",
+    ),
     // A Rust panic handler that prints the `PanicInfo` itself (`*** PanicInfo { payload: Any {
     // .. }, message: Some(...), location: ... }`).
     re("rust.panic_info", "firmware", Crash, r"(?P<msg>\bPanicInfo \{ payload: .*)$"),
