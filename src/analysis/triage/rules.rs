@@ -537,10 +537,36 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"(?P<msg>\{\{result;timeout\}\}|(?:stopped and )?returned 'TIMEOUT'|test suite '[^']+' \.+ TIMEOUT\b.*|\|\s*TIMEOUT\s*\|)",
     ),
+    // OpenHTF's closing line (`Finishing test execution with outcome PASS.`).
+    re(
+        "openhtf.outcome_pass",
+        "openhtf",
+        Pass,
+        r"^(?P<msg>Finishing test execution with outcome PASS\.?)$",
+    )
+    .verdict(),
+    re(
+        "openhtf.outcome_fail",
+        "openhtf",
+        TestFailure,
+        r"^(?P<msg>Finishing test execution with outcome (?:FAIL|ERROR|ABORTED)\.?)$",
+    )
+    .verdict(),
+    // A shell-script test runner's row for a script that failed (MicroPython's mpremote tests:
+    // `./test_filesystem.sh: FAIL`).
+    re("script_tests.fail", "tests", TestFailure, r"\.sh: FAIL$").weight(2),
     // The older mbed host test protocol: the device ends its run with `{{success}}` or
     // `{{failure}}`, then `{{end}}`.
     re("mbed.host_test_success", "mbed", Pass, r"^\s*(?P<msg>\{\{success\}\})\s*$").verdict(),
     re("mbed.host_test_failure", "mbed", TestFailure, r"^\s*(?P<msg>\{\{failure\}\})\s*$").verdict(),
+    // Old greentea's per-test row when the board's serial port or its disk failed
+    // (`IOERR_SERIAL`, `IOERR_COPY`, `IOERR_DISK`): the lab's.
+    re(
+        "greentea.io_error",
+        "greentea",
+        InfraError,
+        r"^\s*test '[^']+' \.{3,} (?P<msg>IOERR_\w+)$",
+    ),
     re(
         "greentea.sync_failed",
         "greentea",
@@ -1884,6 +1910,23 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:(?:ERROR|Error|error|FATAL ERROR):\s*|(?:[Tt]ool|[Pp]rogram) )(?P<msg>(?:[Tt]ool |[Pp]rogram |[Tt]he (?:program |tool |command )?)?'?[\w./+-]+'? (?:is|was) not installed\b.*)$",
     ),
+    // A compiler a toolchain's CMake module looked for and did not find (`No Microchip XC16
+    // compiler was found.`), arduino-cli's upload tool that is not installed, GPRbuild's
+    // missing archiver or compiler (`gprbuild: unable to locate archive builder
+    // "aarch64-linux-gnu-ar"`).
+    re(
+        "toolchain.not_found",
+        "toolchain",
+        ToolMissing,
+        r#"(?P<msg>\bNo (?:Microchip )?\w+ compiler was found\b.*|^Upload tool '[^']+' not found\.?|^gprbuild: unable to locate .+)$"#,
+    ),
+    // ravedude (avr-hal's runner) that could not run avrdude to read its version.
+    re(
+        "ravedude.no_avrdude",
+        "ravedude",
+        ToolMissing,
+        r"(?P<msg>Failed reading avrdude version information\b.*)$",
+    ),
     // A toolchain's CMake file that did not find the compiler where the toolchain should be
     // (`CMAKE_C_COMPILER is not in kendryte-toolchain dist/bin folder.`).
     re(
@@ -2179,7 +2222,7 @@ pub static RULES: &[Rule] = &[
         "arduino.upload_failed",
         "arduino",
         FlashError,
-        r"^(?P<msg>An error occurred while uploading the sketch|Failed (?:uploading|programming): .+|Error during Upload: .+)$",
+        r"^(?P<msg>An error occurred while uploading the sketch|Une erreur est survenue lors du transfert du croquis|Failed (?:uploading|programming): .+|Error during Upload: .+)$",
     ),
     re(
         "picotool.no_device",
@@ -2742,7 +2785,7 @@ pub static RULES: &[Rule] = &[
         "flash.closing_line",
         "flasher",
         Pass,
-        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.|^Updating application: \d+ of \d+ bytes transferred\.{3}OK|^Programming BIN: \|=+\| 100\.0%.*|^PGM Memory Verification finished successfully\.)$",
+        r"(?P<msg>\|\s*Verify file - Done verifying|^Verifying flash\.\.\. VERIFIED\.|Read/Verify succeeded for \d+ bytes\b.*|^verified \d+ bytes\b.*|^Wrote (?:address|and verified address) 0x[0-9a-fA-F]+ \(100\.00%\) Done\.|Chip erase completed successfully in [\d.]+ ?s|J-Link: Flash download: Total time needed: .*|^Verification OK|\bVerifying\.\.\. OK!.*|^Upgrade firmware ok\.|^Updating application: \d+ of \d+ bytes transferred\.{3}OK|^Programming BIN: \|=+\| 100\.0%.*|^PGM Memory Verification finished successfully\.|^Verifying Flash:\s+\[=+\]\s+100%|\bAll images download done)$",
     )
     .weight(2),
     // teensy_loader_cli: `Programming....` then `Booting` once the image is written.
@@ -2813,6 +2856,37 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?:> )?(?P<msg>Bootloader and code overlap\.)$",
     ),
+    // A flash chip's status register that did not take the value written (bk7231tools:
+    // `RuntimeError: Writing Status Register failed: wrote 0x0000, got 0x0001`), an ESC
+    // configurator that could not read an ESC through its passthrough, OpenOCD's RISC-V hart
+    // that never ran after a reset, the Arduino IDE's uploader that could not open the board's
+    // port for its reset (`Error touching serial port '/dev/cu.usbmodem1411'.`).
+    re(
+        "flasher.target_unresponsive",
+        "flasher",
+        FlashError,
+        r"(?P<msg>\bWriting Status Register failed\b.*|\bFailed (?:reading|writing|flashing) ESC \d+\b.*|\bHart \d+ didn't run coming out of reset\b.*|\bError touching serial port '[^']+'.*)$",
+    ),
+    // Proxmark3's flasher losing the device mid-write.
+    re(
+        "proxmark.send_failed",
+        "proxmark3",
+        FlashError,
+        r"^(?P<msg>Sending bytes to proxmark failed)\b",
+    ),
+    // mspdebug's serial port for the ROM bootloader (`sport_open: System cannot find the file
+    // specified.`).
+    re("mspdebug.sport_open", "mspdebug", FlashError, r"^(?P<msg>sport_open: .+)$"),
+    // uf2conv, as the Arduino-Pico core runs it, that found no drive to copy the image to.
+    re("uf2conv.no_drive", "uf2conv", FlashError, r"^(?P<msg>Unable to build drive list)$"),
+    // kflash (Kendryte K210): its ISP handshake names the step of a bare Python error after it.
+    re(
+        "kflash.isp",
+        "kflash",
+        FlashError,
+        r"^\[INFO\] (?:Trying to Enter the ISP Mode|Greeting Message Detected)",
+    )
+    .context(),
     // pylink's J-Link flash write that failed, as its exception names it in a traceback.
     re(
         "pylink.flash_exception",
@@ -3185,6 +3259,18 @@ pub static RULES: &[Rule] = &[
         "host",
         InfraError,
         r#"\blevel=error msg="?(?P<msg>panic: .+)$"#,
+    ),
+    // A Python tool's exception message printed bare (`index out of range`): something broke,
+    // in the step a context names.
+    re("python.bare_index_error", "python", InfraError, r"^(?P<msg>(?:list |string |tuple )?index out of range)$")
+        .generic(),
+    // A download whose checksum is not the one expected (`Error: Downloaded GCC MD5 doesn't
+    // match expected value`): the lab's.
+    re(
+        "download.checksum_mismatch",
+        "host",
+        InfraError,
+        r"(?P<msg>\bDownloaded [\w.-]+ (?:MD5|SHA\d*) doesn't match expected value\b.*)$",
     ),
     // Python itself failing while it printed a program's exception: the tool broke, and the
     // log says no more of why.
@@ -3942,6 +4028,24 @@ pub static RULES: &[Rule] = &[
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
+    // GNU as rejecting an instruction, without its file and line (`Error: lo register required
+    // -- \x60sub ip,#1'`).
+    re(
+        "as.operand_error",
+        "as",
+        BuildError,
+        r"^Error: (?P<msg>[^\x60]+ -- \x60[^\x60]+')$",
+    ),
+    // GPRbuild (Ada) that could not process a project file.
+    re("gprbuild.failed", "gprbuild", BuildError, r"^(?P<msg>gprbuild: .+ processing failed)$"),
+    // The TinyGo compiler's own goroutine trace after a panic (`github.com/tinygo-org/tinygo/
+    // builder.loadProgramSize(...)`): the compiler broke, so the build.
+    re(
+        "tinygo.compiler_panic",
+        "tinygo",
+        BuildError,
+        r"^(?P<msg>github\.com/tinygo-org/tinygo/(?:builder|compiler|loader|transform|interp)\.\S+)",
+    ),
     // Keil's 8051 linker (BL51, LX51): `*** ERROR L103: EXTERNAL ATTRIBUT DO NOT MATCH PUBLIC
     // SYMBOL: ...`.
     re("keil.bl51_error", "keil", LinkError, r"^\*{3} (?P<msg>ERROR L\d+: .+)$"),
@@ -4246,7 +4350,9 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
-    re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*Error \d+)$")
+    // (GNU make in Chinese, German, French or Japanese says `错误 1`, `Fehler 1`, `Erreur 1`,
+    // `エラー 1`.)
+    re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*(?:Error|错误|Fehler|Erreur|エラー) \d+)$")
         .weight(1)
         .echo(),
     // make reporting a command whose failure the makefile ignores (`make[1]: [makefile:139:
@@ -4500,6 +4606,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>ESP_ERROR_CHECK failed: .*|^0x[0-9a-fA-F]{8}: _esp_error_check_failed\w* at .*)$",
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
+    // An ESP32's backtrace with no panic line above it (cut from a forum post): the firmware
+    // crashed; after a panic, an assert or a watchdog it is their consequence.
+    re(
+        "esp.bare_backtrace",
+        "esp-idf",
+        Crash,
+        r"^(?P<msg>Backtrace: ?0x[0-9a-fA-F]{8}:0x[0-9a-fA-F]{8}\b.*)$",
+    )
+    .consequence(),
     // Kendryte's K210 SDK trap handler (`core dump: fault load`, then `Cause 0x5, EPC 0x...`).
     re(
         "kendryte.core_dump",

@@ -737,6 +737,92 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("SHELL ERROR: Couldn't find a prompt!", "runner.no_prompt"),
     (
+        "  No Microchip XC16 compiler was found.  Please provide the path to an XC16",
+        "toolchain.not_found",
+    ),
+    ("Upload tool 'avrdude' not found.", "toolchain.not_found"),
+    (
+        r#"gprbuild: unable to locate archive builder "aarch64-linux-gnu-ar""#,
+        "toolchain.not_found",
+    ),
+    (
+        "RuntimeError: Writing Status Register failed: wrote 0x0000, got 0x0001",
+        "flasher.target_unresponsive",
+    ),
+    (
+        "2026/02/28 13:11:16: Failed reading ESC 1",
+        "flasher.target_unresponsive",
+    ),
+    (
+        "Error: Hart 0 didn't run coming out of reset in 1s; dmstatus=0x4303a2",
+        "flasher.target_unresponsive",
+    ),
+    (
+        "Caused by: processing.app.SerialException: Error touching serial port '/dev/cu.usbmodem1411'.",
+        "flasher.target_unresponsive",
+    ),
+    (
+        "make[1]: *** [/d/sdk/make_scripts_riscv/component_wrapper.mk:313：src/host/gatt.o] 错误 1",
+        "make.error",
+    ),
+    (
+        "Une erreur est survenue lors du transfert du croquis",
+        "arduino.upload_failed",
+    ),
+    (
+        "    test 'mbed-test-functionpointer' ............................................. IOERR_SERIAL",
+        "greentea.io_error",
+    ),
+    (
+        "Finishing test execution with outcome PASS.",
+        "openhtf.outcome_pass",
+    ),
+    (
+        "Finishing test execution with outcome FAIL.",
+        "openhtf.outcome_fail",
+    ),
+    ("./test_filesystem.sh: FAIL", "script_tests.fail"),
+    ("Sending bytes to proxmark failed          ", "proxmark.send_failed"),
+    (
+        "sport_open: System cannot find the file specified.",
+        "mspdebug.sport_open",
+    ),
+    ("Unable to build drive list", "uf2conv.no_drive"),
+    ("[INFO] Trying to Enter the ISP Mode... ", "kflash.isp"),
+    (
+        "Verifying Flash:      [==============================]  100%",
+        "flash.closing_line",
+    ),
+    (
+        "[2026-07-09 10:51:03.860][I] [/dev/ttyUSB0]All images download done",
+        "flash.closing_line",
+    ),
+    (
+        "Error: Failed reading avrdude version information.",
+        "ravedude.no_avrdude",
+    ),
+    ("index out of range", "python.bare_index_error"),
+    (
+        "Error: Downloaded GCC MD5 doesn't match expected value: ae07 != f3d1",
+        "download.checksum_mismatch",
+    ),
+    (
+        "Error: lo register required -- `sub ip,#1'",
+        "as.operand_error",
+    ),
+    (
+        r#"gprbuild: "cf_ada_spark.gpr" processing failed"#,
+        "gprbuild.failed",
+    ),
+    (
+        "github.com/tinygo-org/tinygo/builder.loadProgramSize({0xc001770fc0, 0xc001b89ce8}, 0xc002d61860)",
+        "tinygo.compiler_panic",
+    ),
+    (
+        "Backtrace: 0x400f1501:0x3ffd11e0 0x400f15fb:0x3ffd1200",
+        "esp.bare_backtrace",
+    ),
+    (
         "*** ERROR L103: EXTERNAL ATTRIBUT DO NOT MATCH PUBLIC SYMBOL: ?_PRINTF?BYTE MODULE: C51FPL.LIB (PRINTF)",
         "keil.bl51_error",
     ),
