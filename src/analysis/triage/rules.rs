@@ -537,7 +537,8 @@ pub static RULES: &[Rule] = &[
         Hang,
         r"(?P<msg>\{\{result;timeout\}\}|(?:stopped and )?returned 'TIMEOUT'|test suite '[^']+' \.+ TIMEOUT\b.*|\|\s*TIMEOUT\s*\|)",
     ),
-    // OpenHTF's closing line (`Finishing test execution with outcome PASS.`).
+    // OpenHTF's closing line (`Finishing test execution with outcome PASS.`). Its `ERROR`
+    // (a phase raised) and `ABORTED` (the operator stopped the run) are no test's verdict.
     re(
         "openhtf.outcome_pass",
         "openhtf",
@@ -549,24 +550,16 @@ pub static RULES: &[Rule] = &[
         "openhtf.outcome_fail",
         "openhtf",
         TestFailure,
-        r"^(?P<msg>Finishing test execution with outcome (?:FAIL|ERROR|ABORTED)\.?)$",
+        r"^(?P<msg>Finishing test execution with outcome FAIL\.?)$",
     )
     .verdict(),
     // A shell-script test runner's row for a script that failed (MicroPython's mpremote tests:
     // `./test_filesystem.sh: FAIL`).
-    re("script_tests.fail", "tests", TestFailure, r"\.sh: FAIL$").weight(2),
+    re("script_tests.fail", "tests", TestFailure, r"^(?P<msg>\S+\.sh: FAIL)$").weight(2),
     // The older mbed host test protocol: the device ends its run with `{{success}}` or
     // `{{failure}}`, then `{{end}}`.
     re("mbed.host_test_success", "mbed", Pass, r"^\s*(?P<msg>\{\{success\}\})\s*$").verdict(),
     re("mbed.host_test_failure", "mbed", TestFailure, r"^\s*(?P<msg>\{\{failure\}\})\s*$").verdict(),
-    // Old greentea's per-test row when the board's serial port or its disk failed
-    // (`IOERR_SERIAL`, `IOERR_COPY`, `IOERR_DISK`): the lab's.
-    re(
-        "greentea.io_error",
-        "greentea",
-        InfraError,
-        r"^\s*test '[^']+' \.{3,} (?P<msg>IOERR_\w+)$",
-    ),
     re(
         "greentea.sync_failed",
         "greentea",
@@ -1327,12 +1320,13 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2),
     // greentea's row of a test the host could not talk to (`test 'x' .....  IOERR_SERIAL in
-    // 17.09 sec`): the lab's serial link.
+    // 17.09 sec`; older versions leave out the time): the lab's serial link or disk.
+    // (`IOERR_COPY`, the image not copied to the board's drive, is a flash's.)
     re(
         "greentea.ioerr",
         "greentea",
         InfraError,
-        r"^test '[^']+' \.{3,}\s+(?P<msg>IOERR_\w+) in [\d.]+ sec$",
+        r"^test '[^']+' \.{3,}\s+(?P<msg>IOERR_(?:SERIAL|DISK)\w*)(?: in [\d.]+ sec)?$",
     )
     .weight(2),
     // A test framework's expect that never saw its prompt (`Prompt 'root@x:~#' not found in
@@ -1644,12 +1638,14 @@ pub static RULES: &[Rule] = &[
     // make's status 127 is the shell's `command not found`; a line that names what the shell
     // could not run says more (a program of the source tree the build never made is a build
     // error), so it counts only when nothing else explains the log.
-    re("make.error_127", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Error 127$")
-        .weight(1)
-        .generic(),
-    re("make.error_127_translated", "make", ToolMissing, r"^make(?:\[\d+\])?: \*\*\* \[.*\] Fehler 127$")
-        .weight(1)
-        .generic(),
+    re(
+        "make.error_127",
+        "make",
+        ToolMissing,
+        r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error|错误|Fehler|Erreur|エラー) 127$",
+    )
+    .weight(1)
+    .generic(),
     // OE-core's sanity checker naming the host programs it needs.
     // PlatformIO asking for a program it needs to install a package (`Please install Git client`,
     // older versions' ``VCS: `git` client is not installed in your system``).
@@ -1918,7 +1914,7 @@ pub static RULES: &[Rule] = &[
         "toolchain.not_found",
         "toolchain",
         ToolMissing,
-        r#"(?P<msg>\bNo (?:Microchip )?\w+ compiler was found\b.*|^Upload tool '[^']+' not found\.?|^gprbuild: unable to locate .+)$"#,
+        r#"^(?P<msg>No Microchip \w+ compiler was found\b.*|Upload tool '[^']+' not found\.?|gprbuild: unable to locate (?:archive builder|compiler)\b.*)$"#,
     ),
     // ravedude (avr-hal's runner) that could not run avrdude to read its version.
     re(
@@ -2247,7 +2243,7 @@ pub static RULES: &[Rule] = &[
         "make.flash_target",
         "make",
         FlashError,
-        r"(?P<msg>recipe for target '(?:flash|upload|program)(?:-only)?' failed|make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[: ])?(?:flash|upload|program)(?:-only)?\] Error \d+)",
+        r"(?P<msg>recipe for target '(?:flash|upload|program)(?:-only)?' failed|make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[: ])?(?:flash|upload|program)(?:-only)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)",
     ),
     re(
         "probe_rs.report",
@@ -2856,16 +2852,23 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?:> )?(?P<msg>Bootloader and code overlap\.)$",
     ),
-    // A flash chip's status register that did not take the value written (bk7231tools:
-    // `RuntimeError: Writing Status Register failed: wrote 0x0000, got 0x0001`), an ESC
-    // configurator that could not read an ESC through its passthrough, OpenOCD's RISC-V hart
-    // that never ran after a reset, the Arduino IDE's uploader that could not open the board's
-    // port for its reset (`Error touching serial port '/dev/cu.usbmodem1411'.`).
+    // A flash chip's status register that did not take the value written (bk7231tools'
+    // exception: `RuntimeError: Writing Status Register failed: wrote 0x0000, got 0x0001`; a
+    // firmware's own flash driver may log the words), an ESC configurator that could not read
+    // an ESC through its passthrough, OpenOCD's RISC-V hart that never ran after a reset.
     re(
         "flasher.target_unresponsive",
         "flasher",
         FlashError,
-        r"(?P<msg>\bWriting Status Register failed\b.*|\bFailed (?:reading|writing|flashing) ESC \d+\b.*|\bHart \d+ didn't run coming out of reset\b.*|\bError touching serial port '[^']+'.*)$",
+        r"(?P<msg>\bRuntimeError: Writing Status Register failed\b.*|\bFailed (?:reading|writing|flashing) ESC \d+\b.*|\bHart \d+ didn't run coming out of reset\b.*)$",
+    ),
+    // The Arduino IDE's uploader that could not open the board's port to reset it into its
+    // bootloader (`Error touching serial port '/dev/cu.usbmodem1411'.`).
+    re(
+        "arduino.touch_port_failed",
+        "arduino",
+        FlashError,
+        r"(?P<msg>\bError touching serial port '[^']+'.*)$",
     ),
     // Proxmark3's flasher losing the device mid-write.
     re(
@@ -4028,8 +4031,8 @@ pub static RULES: &[Rule] = &[
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
     diag("ld.region_overflow", "ld", LinkError, "linker", &["region_overflow"]),
-    // GNU as rejecting an instruction, without its file and line (`Error: lo register required
-    // -- \x60sub ip,#1'`).
+    // GNU as rejecting an instruction, without its file and line (``Error: lo register
+    // required -- `sub ip,#1'``).
     re(
         "as.operand_error",
         "as",
@@ -4346,12 +4349,12 @@ pub static RULES: &[Rule] = &[
         "make.flash_target_error",
         "make",
         FlashError,
-        r"^(?P<msg>g?make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[:/ ])?(?:[\w-]+\.)?(?:flash|upload|program|burn)(?:-[\w-]+)?\] Error \d+)$",
+        r"^(?P<msg>g?make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[:/ ])?(?:[\w-]+\.)?(?:flash|upload|program|burn)(?:-[\w-]+)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)$",
     )
     .weight(1)
     .generic(),
     // (GNU make in Chinese, German, French or Japanese says `错误 1`, `Fehler 1`, `Erreur 1`,
-    // `エラー 1`.)
+    // `エラー 1`; the rules for a flash target and for 127 above read them too.)
     re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*(?:Error|错误|Fehler|Erreur|エラー) \d+)$")
         .weight(1)
         .echo(),
@@ -4607,13 +4610,16 @@ pub static RULES: &[Rule] = &[
     ),
     re("riot.hardfault", "riot", Crash, r"(?i)(?P<msg>context before hard ?fault.*)$"),
     // An ESP32's backtrace with no panic line above it (cut from a forum post): the firmware
-    // crashed; after a panic, an assert or a watchdog it is their consequence.
+    // crashed; after a panic, an assert or a watchdog it is their consequence, and lighter
+    // than a panic's own line. (An interrupt watchdog's panic cut above its backtrace reads
+    // as a crash: the excerpt no longer says which.)
     re(
         "esp.bare_backtrace",
         "esp-idf",
         Crash,
         r"^(?P<msg>Backtrace: ?0x[0-9a-fA-F]{8}:0x[0-9a-fA-F]{8}\b.*)$",
     )
+    .weight(2)
     .consequence(),
     // Kendryte's K210 SDK trap handler (`core dump: fault load`, then `Cause 0x5, EPC 0x...`).
     re(

@@ -759,7 +759,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     (
         "Caused by: processing.app.SerialException: Error touching serial port '/dev/cu.usbmodem1411'.",
-        "flasher.target_unresponsive",
+        "arduino.touch_port_failed",
     ),
     (
         "make[1]: *** [/d/sdk/make_scripts_riscv/component_wrapper.mk:313：src/host/gatt.o] 错误 1",
@@ -771,8 +771,16 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     (
         "    test 'mbed-test-functionpointer' ............................................. IOERR_SERIAL",
-        "greentea.io_error",
+        "greentea.ioerr",
     ),
+    ("make: *** [flash] 错误 1", "make.flash_target"),
+    (
+        "make: *** [src/avr/Makefile:34: flash] Fehler 1",
+        "make.flash_target",
+    ),
+    ("make[2]: *** [all] Erreur 2", "make.error"),
+    ("make: *** [all] エラー 2", "make.error"),
+    ("make: *** [tools/gen] 错误 127", "make.error_127"),
     (
         "Finishing test execution with outcome PASS.",
         "openhtf.outcome_pass",
@@ -789,6 +797,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     ("Unable to build drive list", "uf2conv.no_drive"),
     ("[INFO] Trying to Enter the ISP Mode... ", "kflash.isp"),
+    ("[INFO] Greeting Message Detected, Start Downloading ISP ", "kflash.isp"),
     (
         "Verifying Flash:      [==============================]  100%",
         "flash.closing_line",
@@ -2492,7 +2501,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     (
         "make[1]: *** [../common/Makefile.common:90: obj/version.o] Fehler 127",
-        "make.error_127_translated",
+        "make.error_127",
     ),
     (
         "    Please install the following missing utilities: makeinfo,chrpath",
