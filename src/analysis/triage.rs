@@ -1808,9 +1808,10 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // number (`0> `), a CI runner's raw log (GitHub Actions', Azure Pipelines'
         // `2024-01-19T11:58:23.5778720Z `, indented when pasted into an issue), the Arduino
         // IDE's serial monitor's (`22:58:57.694 -> `), Meshtastic's level and clock (`DEBUG |
-        // ??:??:?? 0 `, the clock unset).
+        // ??:??:?? 0 `, the clock unset), a phpBB forum's code box's `Code: Select all`, copied
+        // with the first line.
         compile(
-            r"^(?:\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\[\d\d:\d\d:\d\d\.\d{3}\] ?|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:Code: Select all|\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\[\d\d:\d\d:\d\d\.\d{3}\] ?|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });

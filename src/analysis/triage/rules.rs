@@ -556,6 +556,22 @@ pub static RULES: &[Rule] = &[
     // A shell-script test runner's row for a script that failed (MicroPython's mpremote tests:
     // `./test_filesystem.sh: FAIL`).
     re("script_tests.fail", "tests", TestFailure, r"^(?P<msg>\S+\.sh: FAIL)$").weight(2),
+    // Perl's Test::More (op-test's TAP output): `#   Failed test 'name'`.
+    re("tap.failed_test", "tap", TestFailure, r"^#\s+(?P<msg>Failed test '[^']*')$"),
+    // cmockery's failed check: `ERROR: test.c:123 Failure!`.
+    re("cmockery.failure", "cmockery", TestFailure, r"^ERROR: (?P<msg>\S+:\d+ Failure!)$"),
+    // A testbench's driver that stopped waiting for the firmware's verdict (CEP's `C_ERROR:
+    // Time out while waiting for Pass/Fail`).
+    re(
+        "testbench.verdict_timeout",
+        "tests",
+        Hang,
+        r"\bC_ERROR: (?P<msg>Time out while waiting for Pass/Fail)\b",
+    ),
+    // Ceedling (Ruby) raising inside itself (`EXCEPTION: ArgumentError ==> wrong number of
+    // arguments`): the harness broke, not the build. Only Ruby's own errors: a compiler's
+    // failure comes as `EXCEPTION: ShellException ==> ...`.
+    re("ceedling.exception", "ceedling", InfraError, r"^EXCEPTION: (?P<msg>\w*Error ==> .+)$"),
     // The older mbed host test protocol: the device ends its run with `{{success}}` or
     // `{{failure}}`, then `{{end}}`.
     re("mbed.host_test_success", "mbed", Pass, r"^\s*(?P<msg>\{\{success\}\})\s*$").verdict(),
@@ -1760,7 +1776,7 @@ pub static RULES: &[Rule] = &[
         "cmake.compiler_check_failed",
         "cmake",
         BuildError,
-        r#"^(?P<msg>Compiling the \w+ compiler identification source file \S+ failed\.|.*\bis not able to compile a simple test program\.)$"#,
+        r#"^(?P<msg>Compiling the \w+ compiler identification source file \S+ failed\.|.*\bis not able to compile a simple(?: test program\.)?)$"#,
     ),
     // CMake and meson say which program or package they looked for and did not find.
     re(
@@ -1922,6 +1938,31 @@ pub static RULES: &[Rule] = &[
         "ravedude",
         ToolMissing,
         r"(?P<msg>Failed reading avrdude version information\b.*)$",
+    ),
+    // CMake's FindPackageHandleStandardArgs naming what it did not find of a library
+    // (`Log4cxx_INCLUDE_DIR (missing: Log4cxx_LIBRARY)`).
+    re(
+        "cmake.package_parts_missing",
+        "cmake",
+        ToolMissing,
+        r"^(?P<msg>\w+ \(missing: \w+(?: \w+)*\))$",
+    ),
+    // A script's shell given a program by an absolute path that is not there, in English or
+    // Chinese (`没有那个文件或目录`, no such file or directory). (A bare name not there is a
+    // file `source` or a redirect wanted, no program.)
+    re(
+        "script.program_not_found",
+        "sh",
+        ToolMissing,
+        r"^\./[\w.-]+: (?:line |行 ?)\d+: (?P<msg>/\S+: (?:No such file or directory|没有那个文件或目录))$",
+    ),
+    // Robot Framework's failed check quoting a shell's missing program (`'/bin/sh: 1: sshpass:
+    // not found' should be empty.`): the test could not run its tool.
+    re(
+        "robot.shell_not_found",
+        "robot",
+        ToolMissing,
+        r"^'(?:/bin/)?(?:ba|da)?sh: (?:\d+: )?(?P<msg>[^\s:]+: (?:command )?not found)' should be empty\.?$",
     ),
     // A toolchain's CMake file that did not find the compiler where the toolchain should be
     // (`CMAKE_C_COMPILER is not in kendryte-toolchain dist/bin folder.`).
@@ -2245,6 +2286,24 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>recipe for target '(?:flash|upload|program)(?:-only)?' failed|make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[: ])?(?:flash|upload|program)(?:-only)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)",
     ),
+    // OpenOCD's `dump_image` that read the flash back whole: a read-back's success, weighed as
+    // a flash's closing line (so, like one, it outweighs a failed command's generic lines).
+    re(
+        "openocd.dump_done",
+        "openocd",
+        Pass,
+        r"^(?P<msg>dumped \d+ bytes in [\d.]+s\b.*)$",
+    )
+    .weight(2),
+    // probe-run's end of a program that ran to its end (its `(HOST) INFO  success!` only ends
+    // the flash; the program's run follows).
+    re(
+        "probe_run.halted",
+        "probe-run",
+        Pass,
+        r"^\(HOST\) INFO\s+(?P<msg>device halted without error)$",
+    )
+    .weight(2),
     re(
         "probe_rs.report",
         "probe-rs",
@@ -2535,7 +2594,7 @@ pub static RULES: &[Rule] = &[
         "avrdude.error",
         "avrdude",
         FlashError,
-        r"^>?avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout).*)$",
+        r"^>?avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout|Invalid device signature).*)$",
     ),
     // mspdebug's read-back after a write (`ERROR: mismatch at b692 (read bf, expected 00)`).
     re(
@@ -2880,6 +2939,37 @@ pub static RULES: &[Rule] = &[
     // mspdebug's serial port for the ROM bootloader (`sport_open: System cannot find the file
     // specified.`).
     re("mspdebug.sport_open", "mspdebug", FlashError, r"^(?P<msg>sport_open: .+)$"),
+    // mspdebug's FET that answered but could not tell the chip (`fet: identify failed`), and TI's
+    // MSP430 debug library under it (`tilib: MSP430_Erase: Could not communicate with FET
+    // (error = 35)`).
+    re(
+        "mspdebug.fet_failed",
+        "mspdebug",
+        FlashError,
+        r"^(?P<msg>fet: identify failed|tilib: MSP430_\w+: .+\(error = \d+\))$",
+    ),
+    // dfu-util with two boards in DFU mode and nothing to tell them apart.
+    re(
+        "dfu_util.many_devices",
+        "dfu-util",
+        FlashError,
+        r"^(?P<msg>More than one DFU capable USB device found!.*)$",
+    ),
+    // bossac, as the Arduino IDE runs it, that found no SAM-BA bootloader on the port.
+    re(
+        "bossac.no_board",
+        "bossac",
+        FlashError,
+        r"^(?P<msg>Couldn't find a Board on the selected port\..*)$",
+    ),
+    // OpenOCD's Xtensa debug module: an instruction the probe had the core run failed
+    // (`DSR (00000088) indicates DIR instruction generated an overrun!`).
+    re(
+        "openocd.xtensa_dir_failed",
+        "openocd",
+        FlashError,
+        r"(?P<msg>\bDSR \([0-9A-Fa-f]+\) indicates DIR instruction generated an (?:overrun|exception)!)",
+    ),
     // uf2conv, as the Arduino-Pico core runs it, that found no drive to copy the image to.
     re("uf2conv.no_drive", "uf2conv", FlashError, r"^(?P<msg>Unable to build drive list)$"),
     // kflash (Kendryte K210): its ISP handshake names the step of a bare Python error after it.
@@ -4041,6 +4131,28 @@ pub static RULES: &[Rule] = &[
     ),
     // GPRbuild (Ada) that could not process a project file.
     re("gprbuild.failed", "gprbuild", BuildError, r"^(?P<msg>gprbuild: .+ processing failed)$"),
+    // colcon (micro-ROS's build scripts) given a package it cannot find in the workspace.
+    re(
+        "colcon.package_not_found",
+        "colcon",
+        BuildError,
+        r"^(?P<msg>Package '[^']+' specified with --packages-(?:up-to|select) was not found)$",
+    ),
+    // imgtool (MCUboot's image signer) in a traceback: the build's signing step broke.
+    re(
+        "imgtool.traceback",
+        "imgtool",
+        BuildError,
+        r#"^File "[^"]*imgtool[^"]*\.py", line \d+"#,
+    )
+    .context(),
+    // SDCC's linker (aslink): `Multiple definition of _handle_get_descriptor`.
+    re(
+        "aslink.multiple_definition",
+        "sdcc",
+        LinkError,
+        r"^(?P<msg>Multiple definition of \S+)$",
+    ),
     // The TinyGo compiler's own goroutine trace after a panic (`github.com/tinygo-org/tinygo/
     // builder.loadProgramSize(...)`): the compiler broke, so the build.
     re(
@@ -4621,6 +4733,24 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2)
     .consequence(),
+    // OPAL firmware (skiboot) stopping itself (`[   73.066841857,0] Aborting!`). Its `CPU 0008
+    // Backtrace:` also follows warnings it lives through (a lock spinning too long).
+    re(
+        "skiboot.abort",
+        "skiboot",
+        Crash,
+        r"^(?P<msg>\[\s*[\d.]+,0\] Aborting!)$",
+    ),
+    // Hostboot's init service ending the boot (`System shutting down with error status
+    // 0x90000289`).
+    re(
+        "hostboot.shutdown_error",
+        "hostboot",
+        Crash,
+        r"\|(?P<msg>System shutting down with error status 0x[0-9a-fA-F]+)$",
+    ),
+    // Mbed OS's `new` out of memory: the firmware stops there.
+    re("mbed.out_of_memory", "mbed", Crash, r"^(?P<msg>Operator new(?:\[\])? out of memory)$"),
     // Kendryte's K210 SDK trap handler (`core dump: fault load`, then `Cause 0x5, EPC 0x...`).
     re(
         "kendryte.core_dump",

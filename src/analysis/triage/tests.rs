@@ -781,6 +781,88 @@ const SAMPLES: &[(&str, &str)] = &[
     ("make[2]: *** [all] Erreur 2", "make.error"),
     ("make: *** [all] エラー 2", "make.error"),
     ("make: *** [tools/gen] 错误 127", "make.error_127"),
+    ("fet: identify failed", "mspdebug.fet_failed"),
+    (
+        "tilib: MSP430_Erase: Could not communicate with FET (error = 35)",
+        "mspdebug.fet_failed",
+    ),
+    (
+        "More than one DFU capable USB device found! Try --list and specify the serial number",
+        "dfu_util.many_devices",
+    ),
+    (
+        "Couldn't find a Board on the selected port. Check that you have the correct port selected.",
+        "bossac.no_board",
+    ),
+    (
+        "Error: cpu0: esp32_fetch_all_regs (line 227): DSR (00000088) indicates DIR instruction generated an overrun!",
+        "openocd.xtensa_dir_failed",
+    ),
+    (
+        "Error: cpu0: xtensa_write_memory (line 761): DSR (8080CC13) indicates DIR instruction generated an exception!",
+        "openocd.xtensa_dir_failed",
+    ),
+    ("avrdude: Yikes!  Invalid device signature.", "avrdude.error"),
+    (
+        "#   Failed test 'Test IPMI Lock/Unlock Functionality.8'",
+        "tap.failed_test",
+    ),
+    ("ERROR: test.c:123 Failure!", "cmockery.failure"),
+    (
+        "cep_tb.cpuId[0].driver C_ERROR: Time out while waiting for Pass/Fail",
+        "testbench.verdict_timeout",
+    ),
+    (
+        "EXCEPTION: ArgumentError ==> wrong number of arguments (given 2, expected 1)",
+        "ceedling.exception",
+    ),
+    (
+        "  Log4cxx_INCLUDE_DIR (missing: Log4cxx_LIBRARY)",
+        "cmake.package_parts_missing",
+    ),
+    (
+        "./mkboot: line 145: /opt/tools/mkbootimg_tools/mkbootfs: No such file or directory",
+        "script.program_not_found",
+    ),
+    (
+        "./mkboot: 行 101: /opt/mkbootimg_tools/mkbootimg: 没有那个文件或目录",
+        "script.program_not_found",
+    ),
+    (
+        "'/bin/sh: 1: sshpass: not found' should be empty.",
+        "robot.shell_not_found",
+    ),
+    (
+        "Package 'micro_ros_agent' specified with --packages-up-to was not found",
+        "colcon.package_not_found",
+    ),
+    (
+        r#"  File "../../../../scripts/imgtool.py", line 148, in <module>"#,
+        "imgtool.traceback",
+    ),
+    (
+        "Multiple definition of _handle_get_descriptor",
+        "aslink.multiple_definition",
+    ),
+    (
+        r#"  The C compiler "/usr/bin/arm-none-eabi-gcc" is not able to compile a simple"#,
+        "cmake.compiler_check_failed",
+    ),
+    ("[   73.066841857,0] Aborting!", "skiboot.abort"),
+    (
+        "  9.38946|System shutting down with error status 0x90000289",
+        "hostboot.shutdown_error",
+    ),
+    ("Operator new[] out of memory", "mbed.out_of_memory"),
+    ("(HOST) INFO  device halted without error", "probe_run.halted"),
+    (
+        "dumped 131072 bytes in 1.149703s (111.333 KiB/s)",
+        "openocd.dump_done",
+    ),
+    (
+        "Code: Select allException (0): epc1=0x90001adf epc2=0x00000000 epc3=0x00000000",
+        "esp8266.exception",
+    ),
     (
         "Finishing test execution with outcome PASS.",
         "openhtf.outcome_pass",
