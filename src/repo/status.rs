@@ -10,6 +10,11 @@
 //! tracked file pay for the ignore rules (one check each, which prunes an ignored build tree
 //! whole), and so do the few untracked files. Content is compared as the bytes on disk, without
 //! git's filters; submodules and nested repositories are left alone.
+//!
+//! Where git may convert content between the index and the disk (`core.autocrlf`, an attributes
+//! file), a file git calls clean can hold other bytes than its blob: a CRLF checkout of an LF
+//! blob. Such an entry is found by its size (the index records the file's, the object database
+//! the blob's) and hashed, so that a snapshot keeps the bytes on disk, not the blob.
 
 use super::error::RepoError;
 use super::files::{self, MODE_EXEC, MODE_FILE, MODE_GITLINK, MODE_LINK};
@@ -66,6 +71,7 @@ pub(crate) fn scan(
     let index_written = fs::metadata(git.path().join("index"))
         .map(|m| m.mtime())
         .unwrap_or(i64::MAX);
+    let converted = converted_entries(git, &entries)?;
     let dirs = tracked_dirs(&entries);
     let mut own: Vec<Vec<usize>> = vec![Vec::new(); dirs.len()];
     for (i, entry) in entries.iter().enumerate() {
@@ -81,6 +87,7 @@ pub(crate) fn scan(
         entries: &entries,
         dirs: &dirs,
         index_written,
+        converted: &converted,
         filemode,
     };
     // A second thread costs about what a few directories of files do.
@@ -136,6 +143,52 @@ pub(crate) fn scan(
     Ok(status)
 }
 
+/// Per entry, whether git may have written its file with other bytes than its blob's: only
+/// where conversion is configured at all, and then where the size the index recorded for the
+/// file is not the blob's. All false otherwise, without a look at the object database.
+fn converted_entries(git: &Repository, entries: &[IndexEntry]) -> Result<Vec<bool>, RepoError> {
+    if !conversion_configured(git, entries) {
+        return Ok(vec![false; entries.len()]);
+    }
+    let odb = git
+        .odb()
+        .map_err(|e| RepoError::git("open object database", git.path(), e))?;
+    Ok(entries
+        .iter()
+        .map(|entry| {
+            entry.mode != MODE_GITLINK
+                && odb
+                    .read_header(entry.id)
+                    .map_or(true, |(size, _)| size as u64 != u64::from(entry.file_size))
+        })
+        .collect())
+}
+
+/// Whether git converts content for this repository anywhere: `core.autocrlf` (`true` or
+/// `input`), a tracked `.gitattributes`, `info/attributes`, or a global attributes file.
+fn conversion_configured(git: &Repository, entries: &[IndexEntry]) -> bool {
+    let config = git.config().ok();
+    let value = |name: &str| config.as_ref().and_then(|c| c.get_string(name).ok());
+    let autocrlf = value("core.autocrlf").is_some_and(|v| {
+        !matches!(
+            v.to_ascii_lowercase().as_str(),
+            "" | "false" | "no" | "off" | "0"
+        )
+    });
+    let tracked = entries
+        .iter()
+        .any(|entry| entry.path == b".gitattributes" || entry.path.ends_with(b"/.gitattributes"));
+    let global = value("core.attributesFile").is_some()
+        || std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|dir| !dir.is_empty())
+            .map(|dir| Path::new(&dir).join("git/attributes"))
+            .or_else(|| {
+                std::env::var_os("HOME").map(|home| Path::new(&home).join(".config/git/attributes"))
+            })
+            .is_some_and(|file| file.exists());
+    autocrlf || tracked || global || git.path().join("info/attributes").exists()
+}
+
 /// Every directory that holds a tracked entry, the root (empty path) included, sorted.
 fn tracked_dirs(entries: &[IndexEntry]) -> Vec<Vec<u8>> {
     let mut dirs: Vec<Vec<u8>> = vec![Vec::new()];
@@ -171,6 +224,8 @@ struct Context<'a> {
     dirs: &'a [Vec<u8>],
     /// When the index file was written (seconds).
     index_written: i64,
+    /// Per entry, whether its file's size is not its blob's ([`converted_entries`]).
+    converted: &'a [bool],
     filemode: bool,
 }
 
@@ -231,7 +286,7 @@ impl Context<'_> {
                     return Err(RepoError::io("stat", path, e.into()));
                 }
             };
-            if let Some(change) = self.compare(entry, &stat)? {
+            if let Some(change) = self.compare(entry, self.converted[i], &stat)? {
                 found.changes.push((i, change));
             }
         }
@@ -308,10 +363,17 @@ impl Context<'_> {
         Ok(())
     }
 
-    /// Whether the tracked `entry`, found with `stat`, still holds the index's content and mode.
-    fn compare(&self, entry: &IndexEntry, stat: &FileStat) -> Result<Option<Change>, RepoError> {
+    /// Whether the tracked `entry`, found with `stat`, still holds the index's content and mode;
+    /// a `converted` entry is hashed whatever its stat data says.
+    fn compare(
+        &self,
+        entry: &IndexEntry,
+        converted: bool,
+        stat: &FileStat,
+    ) -> Result<Option<Change>, RepoError> {
         let intent_to_add = entry.flags_extended & INTENT_TO_ADD != 0;
         if !intent_to_add
+            && !converted
             && stat_matches(entry, stat, self.filemode)
             && i64::from(entry.mtime.seconds()) < self.index_written
         {

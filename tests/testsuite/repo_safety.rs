@@ -1420,6 +1420,69 @@ fn restore_in_an_autocrlf_checkout_gives_back_the_bytes_not_a_checkout_of_them()
     assert!(repo.restore(&snap).unwrap().is_noop());
 }
 
+/// Regression: in a checkout made long before the run, a file git calls clean holds CRLF bytes
+/// while its blob holds LF (git converted it on the way out or on the way in). The snapshot took
+/// the blob for the bytes, so a rollback after a patch to that file wrote it back with LF: every
+/// line of the person's file changed. Each way git converts is tried: `core.autocrlf=true`, an
+/// `eol=crlf` attribute, and `core.autocrlf=input` (a CRLF file added, stored as LF, left CRLF).
+#[test]
+fn a_clean_file_git_converted_gets_its_own_bytes_back_after_a_patch() {
+    let original = "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n";
+    for how in ["autocrlf", "attribute", "input"] {
+        let f = Fixture::new();
+        match how {
+            "autocrlf" => f.git(&["config", "core.autocrlf", "true"]),
+            "attribute" => {
+                f.write(".gitattributes", "*.c text eol=crlf\n");
+                f.git(&["config", "core.autocrlf", "false"])
+            }
+            _ => f.git(&["config", "core.autocrlf", "input"]),
+        };
+        f.git(&["config", "core.safecrlf", "false"]);
+        f.write("src/uart.c", original);
+        f.commit_all("a Windows checkout's source");
+        if how != "input" {
+            // Out of git's objects again, as a clone or a checkout writes it.
+            fs::remove_file(f.path("src/uart.c")).unwrap();
+            f.git(&["checkout", "--", "src/uart.c"]);
+        }
+        assert_eq!(
+            f.read_text("src/uart.c"),
+            original,
+            "{how}: checked out with CRLF"
+        );
+        assert_eq!(
+            f.git(&["cat-file", "-p", "HEAD:src/uart.c"]),
+            original.replace("\r\n", "\n"),
+            "{how}: stored with LF"
+        );
+        // Older than the index, so not racily clean: git trusts its stat data.
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+        for file in f.git(&["ls-files"]).lines() {
+            let file = fs::File::options().write(true).open(f.path(file)).unwrap();
+            file.set_modified(long_ago).unwrap();
+        }
+        f.git(&["update-index", "-q", "--refresh"]);
+        assert_eq!(f.git(&["status", "--porcelain"]), "", "{how}: clean");
+        let before = f.state();
+
+        let repo = f.open();
+        let snap = repo.snapshot("run-1", "base").unwrap();
+        repo.apply_patch(
+            "--- a/src/uart.c\n+++ b/src/uart.c\n@@ -1,4 +1,4 @@\n int uart_init(void)\n {\n-    return 1;\n+    return 0;\n }\n",
+        )
+        .unwrap();
+        assert_ne!(f.read_text("src/uart.c"), original, "{how}: patched");
+        repo.restore(&snap).unwrap();
+        assert_eq!(
+            f.read_text("src/uart.c"),
+            original,
+            "{how}: bytes given back"
+        );
+        assert_eq!(f.state(), before, "{how}");
+    }
+}
+
 /// Regression: a hunk with no context (`@@ -2,0 +3 @@`, as a model adding an include writes
 /// it) matched a CRLF file byte for byte and wrote its LF line among the CRLF ones.
 #[test]
