@@ -33,7 +33,27 @@ struct Effort {
     triage_bytes: u64,
     /// How long the RTOS capture figure runs the scheduler fixture.
     rtos_seconds: u64,
+    /// Whether the first round starts with a warm-up run of each command (the first fwfix run in
+    /// a repository fills its caches).
+    warmup: bool,
     quick: bool,
+}
+
+impl Effort {
+    /// For what takes seconds a run (pytest-embedded's expect timeout, a hang): one round of one
+    /// run and no warm-up in quick mode, which still shows its order of magnitude.
+    fn slow(self) -> Effort {
+        if self.quick {
+            Effort {
+                rounds: 1,
+                runs: 1,
+                warmup: false,
+                ..self
+            }
+        } else {
+            self
+        }
+    }
 }
 
 /// One measured command: every run's wall time, and its mean user and system CPU time.
@@ -83,7 +103,8 @@ fn hyperfine() -> String {
 }
 
 /// Times `commands` (label, shell command) in `effort.rounds` interleaved rounds of
-/// `effort.runs` runs each. Non-zero exits are expected (a failing test exits 1).
+/// `effort.runs` runs each, the first round after a warm-up run if `effort.warmup`. Non-zero
+/// exits are expected (a failing test exits 1).
 fn measure(commands: &[(&str, String)], effort: Effort, scratch: &Path) -> Vec<Timing> {
     let mut timings = vec![Timing::default(); commands.len()];
     for round in 0..effort.rounds {
@@ -94,7 +115,7 @@ fn measure(commands: &[(&str, String)], effort: Effort, scratch: &Path) -> Vec<T
                 .arg(effort.runs.to_string())
                 .arg("--export-json")
                 .arg(&json);
-            if round == 0 {
+            if round == 0 && effort.warmup {
                 cmd.args(["--warmup", "1"]);
             }
             let status = cmd
@@ -269,17 +290,16 @@ fn figure_pass(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row>)
         "make -s -C {} BOARD=mps2-an385 build/mps2-an385/test_ringbuf.elf",
         quote(repo)
     );
-    let mut cmds = vec![
+    let cmds = [
         ("fwfix test", fwfix_test(repo, "ringbuf", "")),
         ("make + qemu", format!("{make} && {}", qemu_raw(&elf, ""))),
         ("qemu", qemu_raw(&elf, "")),
     ];
-    cmds.extend(pytest_embedded(&elf).map(|c| ("pytest-embedded", c)));
     let t = measure(&cmds, effort, scratch);
     let ratio = t[0].median() / t[1].median();
-    let pytest = t
-        .get(3)
-        .map(|p| format!("; pytest-embedded one test {}", spread(p)))
+    let pytest = pytest_embedded(&elf)
+        .map(|c| measure(&[("pytest-embedded", c)], effort.slow(), scratch))
+        .map(|p| format!("; pytest-embedded one test {}", spread(&p[0])))
         .unwrap_or_default();
     rows.push(Row {
         figure: "one passing test, image up to date".into(),
@@ -332,12 +352,14 @@ fn figure_repeat(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row
 
 fn figure_crash(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
     let elf = repo.join("build/mps2-an385/test_sensor.elf");
-    let mut cmds = vec![("fwfix crash", fwfix_test(repo, "sensor", ""))];
-    cmds.extend(pytest_embedded(&elf).map(|c| ("pytest-embedded", c)));
-    let t = measure(&cmds, effort, scratch);
-    let pytest = t
-        .get(1)
-        .map(|p| format!("; pytest-embedded (its expect timeout) {}", spread(p)))
+    let t = measure(
+        &[("fwfix crash", fwfix_test(repo, "sensor", ""))],
+        effort,
+        scratch,
+    );
+    let pytest = pytest_embedded(&elf)
+        .map(|c| measure(&[("pytest-embedded", c)], effort.slow(), scratch))
+        .map(|p| format!("; pytest-embedded (its expect timeout) {}", spread(&p[0])))
         .unwrap_or_default();
     let samples: Vec<f64> = (0..effort.rounds * effort.runs)
         .map(|_| qemu_fault_line_latency(&elf))
@@ -360,10 +382,14 @@ fn figure_crash(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row>
 fn figure_hang(repo: &Path, effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
     let elf = repo.join("build/mps2-an385/test_event.elf");
     let profile = repo.join("hang3s.toml");
-    let hang_effort = Effort {
-        rounds: effort.rounds.min(2),
-        runs: effort.runs.min(3),
-        ..effort
+    let hang_effort = if effort.quick {
+        effort.slow()
+    } else {
+        Effort {
+            rounds: 2,
+            runs: 3,
+            ..effort
+        }
     };
     let cmds = [
         (
@@ -516,9 +542,11 @@ fn triage_row(effort: Effort, scratch: &Path, log: &Path, what: &str, rows: &mut
         "triage".into(),
         log.display().to_string(),
     ]);
+    // The RSS reading just read the log: it is in the page cache already.
     let triage_effort = Effort {
         rounds: 2,
         runs: if effort.quick { 1 } else { 3 },
+        warmup: !effort.quick,
         ..effort
     };
     let cmds = [
@@ -568,19 +596,22 @@ fn criterion_median(id: &str) -> Option<f64> {
         .map(|ns| ns / 1e9)
 }
 
+/// The stash round trip on the repository shape the snapshot kernel (benches/kernels.rs) builds:
+/// 20,000 tracked files of their own content, 100 modified, 20 staged, 20 untracked.
 fn figure_snapshot(effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
     let repo = scratch.join("big-repo");
     std::fs::create_dir_all(&repo).unwrap();
     sh(
         &repo,
-        "for d in $(seq -w 0 199); do mkdir -p src/m$d; for f in $(seq -w 0 99); do \
-           echo \"int f$f;\" > src/m$d/f$f.c; done; done && git init -q && git config gc.auto 0 && git add -A && \
+        "for d in $(seq -f %03g 0 199); do mkdir -p src/m$d; for f in $(seq -f %03g 0 99); do \
+           echo \"int m${d}_f$f(void) { return $f; }\" > src/m$d/f$f.c; done; done && \
+         git init -q && git config gc.auto 0 && git add -A && \
          git -c user.name=bench -c user.email=bench@example.invalid commit -q -m 20k && git repack -a -q && \
          sleep 1.1 && git update-index -q --refresh && \
-         for i in $(seq -w 0 99); do echo modified > src/m0$i/f0$i.c 2>/dev/null || \
-           echo modified > src/m1$((i % 99))/f0$i.c; done && \
-         for i in $(seq -w 0 19); do echo staged > src/m150/f0$i.c; git add src/m150/f0$i.c; done && \
-         for i in $(seq 1 20); do echo new > src/new_$i.c; done",
+         for i in $(seq -f %03g 0 99); do echo \"int modified_$i;\" > src/m$i/f$i.c; done && \
+         for i in $(seq -f %02g 0 19); do echo \"int staged_$i;\" > src/m1$i/f0$i.c; done && \
+         git add -u src/m1[01]? && \
+         for i in $(seq 0 19); do echo \"int untracked_$i;\" > src/new_$i.c; done",
     );
     let stash = format!(
         "cd {} && git stash push -q -u && git stash pop -q",
@@ -645,7 +676,7 @@ fn figure_rtos(effort: Effort, scratch: &Path, rows: &mut Vec<Row>) {
     let once = Effort {
         rounds: 1,
         runs: if effort.quick { 1 } else { 2 },
-        ..effort
+        ..effort.slow()
     };
     let cmds = [
         (
@@ -710,10 +741,16 @@ fn render(rows: &[Row], effort: Effort) -> String {
         md,
         "# fwfix benchmarks\n\nWritten by `scripts/bench{}` — do not edit by hand. Medians with \
          [min–max] over {} interleaved rounds of {} runs (hyperfine); ratios are fwfix's median \
-         over its reference's, measured in the same run.\n\nMachine: {}\n",
+         over its reference's, measured in the same run.{}\n\nMachine: {}\n",
         if effort.quick { " --quick" } else { "" },
         effort.rounds,
         effort.runs,
+        if effort.quick {
+            " Quick mode: what takes seconds a run (pytest-embedded, the hang, the RTOS capture) \
+             runs once, without a warm-up run."
+        } else {
+            " The hang runs in 2 rounds of 3 runs, the RTOS capture in one of 2."
+        },
         machine_facts()
     );
     md.push_str("| figure | fwfix | reference (same run) | ratio | target | met | reproduce |\n");
@@ -749,7 +786,8 @@ fn main() {
             // The size the target names: on less, the fixed start (compiling the rule set,
             // building its first DFA states) weighs in and the figure is another one.
             triage_bytes: 1 << 30,
-            rtos_seconds: 10,
+            rtos_seconds: 3,
+            warmup: true,
             quick,
         }
     } else {
@@ -758,21 +796,43 @@ fn main() {
             runs: 5,
             triage_bytes: 1 << 30,
             rtos_seconds: 60,
+            warmup: true,
             quick,
         }
     };
     let scratch = tempfile::tempdir().unwrap();
     let mut rows = Vec::new();
+    let scratch = scratch.path();
+    let timed = |name: &str, figure: &mut dyn FnMut()| {
+        let start = Instant::now();
+        figure();
+        eprintln!(
+            "figures: {name} took {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
+    };
     // First: its RSS reading needs to be the first child's.
-    figure_triage(effort, scratch.path(), &mut rows);
-    let repo = fixture_repo(scratch.path());
-    figure_pass(&repo, effort, scratch.path(), &mut rows);
-    figure_repeat(&repo, effort, scratch.path(), &mut rows);
-    figure_crash(&repo, effort, scratch.path(), &mut rows);
-    figure_hang(&repo, effort, scratch.path(), &mut rows);
-    figure_jobs(&repo, effort, scratch.path(), &mut rows);
-    figure_snapshot(effort, scratch.path(), &mut rows);
-    figure_rtos(effort, scratch.path(), &mut rows);
+    timed("triage", &mut || figure_triage(effort, scratch, &mut rows));
+    let repo = fixture_repo(scratch);
+    timed("pass", &mut || {
+        figure_pass(&repo, effort, scratch, &mut rows)
+    });
+    timed("repeat", &mut || {
+        figure_repeat(&repo, effort, scratch, &mut rows)
+    });
+    timed("crash", &mut || {
+        figure_crash(&repo, effort, scratch, &mut rows)
+    });
+    timed("hang", &mut || {
+        figure_hang(&repo, effort, scratch, &mut rows)
+    });
+    timed("jobs", &mut || {
+        figure_jobs(&repo, effort, scratch, &mut rows)
+    });
+    timed("snapshot", &mut || {
+        figure_snapshot(effort, scratch, &mut rows)
+    });
+    timed("rtos", &mut || figure_rtos(effort, scratch, &mut rows));
     let md = render(&rows, effort);
     std::fs::write(&out, &md).unwrap();
     print!("{md}");
