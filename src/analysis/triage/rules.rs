@@ -645,7 +645,7 @@ pub static RULES: &[Rule] = &[
         "riot.test_failed_list",
         "riot",
         TestFailure,
-        r"^- \[(?P<msg>[^\]]+)\]\(\S+/test\.failed\)$",
+        r"^- \[(?P<msg>[^\]]+)\]\(\S+/test\.failed\)(?:\s.*)?$",
     )
     .weight(1),
     re(
@@ -1448,6 +1448,15 @@ pub static RULES: &[Rule] = &[
         r"^\W*(?P<msg>[\w-]+\.\w+ \([^()]+\.c \d+\) .+)$",
     ),
     re("riot.test_success", "riot", Pass, r"^(?P<msg>\[SUCCESS\])$").verdict(),
+    // RIOT's compile_and_test_for_board failing a board (`ERROR:cc2650-launchpad:Tests failed:
+    // 11`); no verdict, so a hang it also reports still decides.
+    re(
+        "riot.tests_failed",
+        "riot",
+        TestFailure,
+        r"^(?P<msg>ERROR:[\w-]+:Tests failed: [1-9]\d*)$",
+    )
+    .weight(2),
     // RIOT's compile_and_test_for_board: `INFO:<board>.<app>:Success` once an application
     // built, flashed and passed its test.
     // Its summary names the step the listed applications failed in.
@@ -1479,6 +1488,24 @@ pub static RULES: &[Rule] = &[
         r"^INFO:[\w.-]+\.[\w/.-]+:(?P<msg>Success)$",
     )
     .weight(2),
+    // Arm's architecture compliance suites (SBSA, BSA ACS) closing a run with failures.
+    re(
+        "arm_acs.failed",
+        "arm-acs",
+        TestFailure,
+        r"^\*\*\*\s*(?P<msg>One or more tests have failed\b.*)$",
+    )
+    .weight(2)
+    .verdict(),
+    // arduino-lint's closing line when no rule failed at its level.
+    re(
+        "arduino_lint.passed",
+        "arduino-lint",
+        Pass,
+        r"^(?P<msg>Rules passed: true)$",
+    )
+    .weight(2)
+    .verdict(),
     re("embunit.ok", "embunit", Pass, r"^(?P<msg>OK \(\d+ tests?\))$").verdict(),
     // Any runner's closing words, after every runner above had its turn: `all tests passed!`
     // (defmt-test), `Tests finished successfully :)` and `Some tests failed :(` (Renode's
@@ -1638,6 +1665,15 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?i)^(?:\S+: error: |ERROR: )?(?:\w+: )?(?P<msg>could not find (?:the )?executable for \S+?|command '[^']+' (?:can't|cannot|could not) be found)\.?$",
     ),
+    // The compiler driver refusing an option it does not know (a host's flags such as macOS's
+    // `-arch arm64` handed to a cross compiler): the build's configuration, not a missing tool.
+    re(
+        "gcc.unrecognized_option",
+        "gcc",
+        BuildError,
+        r"(?:^|\s)\S*(?:gcc|g\+\+|clang|cc)(?:-[\d.]+)?(?:\.exe)?: (?:fatal )?error: (?P<msg>(?:unrecognized (?:argument in )?(?:command[- ]line )?option|unknown argument:?|unsupported option) .*)$",
+    )
+    .weight(2),
     // The compiler driver, linking, handed an object or archive that is not there.
     re(
         "gcc.missing_link_input",
@@ -1651,6 +1687,25 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^make(?:\[\d+\])?: (?P<msg>[^*\s:][^:]*: No such file or directory)$",
     ),
+    // make that found the program a recipe runs but could not execute it (`make[1]:
+    // .../bin/xsc: Invalid argument`): a program the build itself made. A toolchain built for
+    // another host says `Exec format error`, which stays a missing tool.
+    re(
+        "make.exec_failed",
+        "make",
+        BuildError,
+        r"^make(?:\[\d+\])?: (?P<msg>[^*\s:][^:]*: Invalid argument)$",
+    )
+    .weight(2),
+    // A program that runs `python3` by name on a machine without it (`python3: No such file or
+    // directory`, as a build recipe's spawn reports it).
+    re(
+        "python.interpreter_missing",
+        "shell",
+        ToolMissing,
+        r"^(?P<msg>python[\d.]*(?:\.exe)?: No such file or directory)$",
+    )
+    .weight(2),
     // make's status 127 is the shell's `command not found`; a line that names what the shell
     // could not run says more (a program of the source tree the build never made is a build
     // error), so it counts only when nothing else explains the log.
@@ -1710,6 +1765,14 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"(?P<msg>(?:The following )?Python requirements? (?:are|is) not satisfied.*)$",
     ),
+    // avr-libc's configure finding a compiler for another target than the one it builds for.
+    re(
+        "configure.wrong_compiler",
+        "autoconf",
+        BuildError,
+        r"^configure: error: (?P<msg>Wrong C compiler found\b.*)$",
+    )
+    .weight(2),
     // CMake names a program it looked for and did not find `<VAR>-NOTFOUND` (its own `--`
     // status lines say so about optional programs too, and are left alone).
     re(
@@ -2421,6 +2484,36 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>^(?:- )?stk500v?2?_\w*getsync\(\)(?: attempt \d+ of \d+)?: not in sync\b.*|^Error: sync: not synced\b.*|Timeout waiting for ACK/NACK after '[^']*'.*)$",
     ),
+    // Mongoose OS's `mgos flash` starting its flasher on the chip: a bare `Error:` after it is
+    // the flash's.
+    re("mgos.flasher", "mgos", FlashError, r"^Running flasher @ \d+\.\.\.$").context(),
+    // WCH's MounRiver flashing through a WCH-Link (`20:24:14:358 >> Fail to convert data hex file
+    // to bin`).
+    re(
+        "wch.flash_failed",
+        "mounriver",
+        FlashError,
+        r"^\d\d:\d\d:\d\d:\d{3} >> (?P<msg>Fail(?:ed)? to .*)$",
+    )
+    .weight(2),
+    // NXP's blhost with a status other than 0 (`Response status = 10004 (0x2714) No response
+    // packet from target device.`).
+    re(
+        "blhost.status",
+        "blhost",
+        FlashError,
+        r"^(?P<msg>Response status = [1-9]\d* \(0x[0-9A-Fa-f]+\) .*)$",
+    )
+    .weight(2),
+    // SWUpdate refusing or failing an image (`[ERROR] : SWUPDATE failed [1] Installation
+    // failed !`): the update of the device failed.
+    re(
+        "swupdate.failed",
+        "swupdate",
+        FlashError,
+        r"(?P<msg>SWUPDATE failed \[\d+\] .*)$",
+    )
+    .weight(2),
     // stcgal waiting for the MCU's bootloader: its serial port's and protocol's errors after
     // it are the flash's.
     re("stcgal.waiting", "stcgal", FlashError, r"^Waiting for MCU, please cycle power:.*$").context(),
@@ -2761,6 +2854,14 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>FATAL ERROR: command exited with status \d+.*)$",
     )
     .echo(),
+    // probe-run failing to walk the stack after the program stopped (`(HOST) ERROR error
+    // occurred during backtrace creation: An error with the usage of the probe occurred`): the
+    // flash and the run were done, and what stopped the program is in the frames above it.
+    noise(
+        "probe_run.backtrace_error",
+        "probe-run",
+        r"^\(HOST\) ERROR error occurred during backtrace creation: ",
+    ),
     // probe-rs's own errors, wherever its library's message is quoted (a debugger's log line, a
     // VS Code extension's event): the probe could not attach to or talk to the target.
     re(
@@ -3688,7 +3789,7 @@ pub static RULES: &[Rule] = &[
         "net.unreachable",
         "host",
         InfraError,
-        r"(?P<msg>Could not resolve host:? \S+.*|Temporary failure in name resolution.*|fatal: unable to access '[^']+'.*|Cannot connect to the Docker daemon.*)$",
+        r"(?P<msg>Could(?: not|n't) resolve host:? \S+.*|Temporary failure in name resolution.*|fatal: unable to access '[^']+'.*|Cannot connect to the Docker daemon.*)$",
     ),
     re(
         "platformio.install",
@@ -3866,6 +3967,16 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^\*{4} (?P<msg>Failed to open the serial port \S+) \*{4}$",
     ),
+    // Rust's serialport on Windows: the port refused an ioctl (a monitor's USB serial adapter
+    // gone or not a serial port).
+    re(
+        "serialport.bad_command",
+        "serialport",
+        InfraError,
+        r"^Error: (?P<msg>The device does not recognize the command\. \(os error 22\))$",
+    )
+    .weight(2)
+    .yields_to_context(),
     re("serial.open", "pyserial", InfraError, r"(?P<msg>[Cc]ould not (?:open|exclusively lock) (?:serial )?port .*)$")
         .yields_to_context(),
     re(
@@ -4230,6 +4341,24 @@ pub static RULES: &[Rule] = &[
         r#"^"[^"]+", line \d+: (?P<msg>(?:fatal )?error(?: #\d+(?:-D)?)?:.*)$"#,
     )
     .weight(2),
+    // GNU ld reading a linker script (or an input) it cannot parse (`ld:platform_user_ram.ld:1:
+    // syntax error`): the link stopped on its script, not on a source file.
+    re(
+        "ld.script_syntax",
+        "ld",
+        LinkError,
+        r"(?P<msg>\S*\bld(?:\.exe)?:\S+:\d+: syntax error\b.*)$",
+    )
+    .weight(3),
+    // Apple's linker naming symbols nothing defines (`Undefined symbols for architecture
+    // x86_64:`, a host test build's link).
+    re(
+        "ld64.undefined_symbols",
+        "ld64",
+        LinkError,
+        r"^(?P<msg>Undefined symbols for architecture \S+:)$",
+    )
+    .weight(2),
     // A linker script that cannot be laid out: the location counter moved backwards, or two
     // output sections overlap.
     re(
@@ -4286,6 +4415,15 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^(?:-- )?devicetree error: (?P<msg>.+)$",
     ),
+    // Arduino's size check after a link that used more RAM than the board has (`Not enough
+    // memory; see ... for tips on reducing your footprint.`): the sketch does not fit.
+    re(
+        "arduino.not_enough_memory",
+        "arduino",
+        BuildError,
+        r"^(?P<msg>Not enough memory; see \S+ for tips on reducing your footprint\.?)$",
+    )
+    .weight(2),
     // Arduino's closing lines: `exit status 1` is the echo of whichever tool failed (the linker
     // as well as the compiler).
     re(
@@ -4306,11 +4444,13 @@ pub static RULES: &[Rule] = &[
     // The IDE's summary of whatever failed: the compiler's or the linker's own lines above it
     // say which (`undefined reference` makes it a link error).
     .echo(),
+    // armlink's numbered errors, `E` and the unrecoverable `U`; uVision's build pane prints
+    // them without `Error: `.
     re(
         "armlink.error",
         "armlink",
         LinkError,
-        r"Error: (?P<msg>L6\d{3}E: .+|Symbol \S+ multiply defined.*)$",
+        r"(?:Error: |^)(?P<msg>L6\d{3}[EU]: .+|Symbol \S+ multiply defined.*)$",
     ),
     // The other Arm Compiler 5/6 tools' numbered errors, the letter naming the tool: `A` armasm,
     // `C` armcc, `Q` fromelf (`Error: Q0147E: Failed to create Directory ...`).
@@ -4505,6 +4645,24 @@ pub static RULES: &[Rule] = &[
         "tasmota",
         r"^\d\d:\d\d:\d\d\.\d{3} (?:TFS|UFS|CFG): ",
     ),
+    // gdb stopped in an assert function that was handed the failed check's place
+    // (`my_assert_func (file=file@entry=0x1000acbc "...sd_card.c", line=line@entry=789, ...`).
+    re(
+        "gdb.assert_frame",
+        "gdb",
+        Assert,
+        r"^(?:#\d+\s+(?:0x[0-9A-Fa-f]+ in )?)?(?P<msg>\w*assert\w* \(file=(?:<optimized out>, )?(?:file@entry=)?0x[0-9A-Fa-f]+ .*)$",
+    )
+    .weight(2),
+    // Little Kernel's Cortex-M fault report (`exception frame at 0x20000be8`, then the
+    // registers): the firmware faulted.
+    re(
+        "lk.exception_frame",
+        "lk",
+        Crash,
+        r"(?P<msg>\bexception frame at 0x[0-9A-Fa-f]+.*)$",
+    )
+    .weight(2),
     re(
         "freertos.assert_hook",
         "freertos",

@@ -856,6 +856,68 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Operator new[] out of memory", "mbed.out_of_memory"),
     ("(HOST) INFO  device halted without error", "probe_run.halted"),
     (
+        "/opt/gcc-arm/bin/../arm-none-eabi/bin/ld:platform_user_ram.ld:1: syntax error",
+        "ld.script_syntax",
+    ),
+    ("Undefined symbols for architecture x86_64:", "ld64.undefined_symbols"),
+    (
+        "L6031U: Could not open scatter description file $(RelLinkerScriptPath): No such file or directory",
+        "armlink.error",
+    ),
+    (
+        "[cmake]     arm-none-eabi-gcc-9.2.1: error: unrecognized command line option '-arch'; did you mean '-march='?",
+        "gcc.unrecognized_option",
+    ),
+    (
+        "make[1]: ~/moddable/build/bin/lin/debug/xsc: Invalid argument",
+        "make.exec_failed",
+    ),
+    ("    python3: No such file or directory", "python.interpreter_missing"),
+    ("Running flasher @ 460800...", "mgos.flasher"),
+    (
+        "20:24:14:358 >> Fail to convert data hex file to bin",
+        "wch.flash_failed",
+    ),
+    (
+        "Response status = 10004 (0x2714) No response packet from target device.",
+        "blhost.status",
+    ),
+    (
+        "[ERROR] : SWUPDATE failed [1] Installation failed !",
+        "swupdate.failed",
+    ),
+    (
+        "my_assert_func (file=file@entry=0x1000acbc \"sd_card.c\", line=line@entry=789, func=func@entry=0x1000b198 <__func__.2> \"sd_init_card\")",
+        "gdb.assert_frame",
+    ),
+    (
+        "mutex tester thread 0x20000888 starting up, will go for busfault: exception frame at 0x20000be8",
+        "lk.exception_frame",
+    ),
+    ("ERROR:cc2650-launchpad:Tests failed: 11", "riot.tests_failed"),
+    (
+        "- [tests/bloom_bytes](tests/bloom_bytes/test.failed) [hardfaults]",
+        "riot.test_failed_list",
+    ),
+    (
+        "      ***One or more tests have failed... ***",
+        "arm_acs.failed",
+    ),
+    ("Rules passed: true", "arduino_lint.passed"),
+    ("curl: (6) Couldn't resolve host 'github.com'", "net.unreachable"),
+    (
+        "Error: The device does not recognize the command. (os error 22)",
+        "serialport.bad_command",
+    ),
+    (
+        "Not enough memory; see https://support.arduino.cc/hc/en-us/articles/360013825179 for tips on reducing your footprint.",
+        "arduino.not_enough_memory",
+    ),
+    (
+        "configure: error: Wrong C compiler found; check the PATH!",
+        "configure.wrong_compiler",
+    ),
+    (
         "dumped 131072 bytes in 1.149703s (111.333 KiB/s)",
         "openocd.dump_done",
     ),
@@ -3382,6 +3444,16 @@ fn every_rule_claims_its_sample_line() {
     for (line, rule) in SAMPLES {
         assert_eq!(rule_of(line).as_deref(), Some(*rule), "{line}");
     }
+}
+
+/// probe-run that could not finish a backtrace after a HardFault: the probe's error is about the
+/// backtrace, not the flash, which was done; the fault is what stopped the program.
+#[test]
+fn a_backtrace_probe_run_could_not_finish_is_no_flash_failure() {
+    let log = "(HOST) INFO  success!\nstack backtrace:\n   0: HardFaultTrampoline\n      <exception entry>\n\
+               (HOST) ERROR error occurred during backtrace creation: An error with the usage of the probe occurred\n";
+    let triage = classify_str(log);
+    assert_eq!(triage.class, TriageClass::Crash, "{triage:?}");
 }
 
 /// A program running tests that dies of a signal between two of them crashed; the same bare
