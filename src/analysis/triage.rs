@@ -1782,7 +1782,8 @@ pub const SUCCESS_TAIL_RULE: &str = "tail.success";
 /// the job's, not the firmware's), a test case's own line (passing cases without a summary are
 /// no verdict), a build step's counter (`[4/5] Completed 'bootloader'`), a step before the
 /// writing (`Finished erasing`), one segment's hash, a non-zero exit code, a boot step's
-/// (`MemoryInit Done`).
+/// (`MemoryInit Done`), a check just starting (st-flash's `Starting verification of write
+/// complete`).
 static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     let compile = |p: &str| built_in(regex::bytes::RegexBuilder::new(p).case_insensitive(true));
     (
@@ -1790,7 +1791,7 @@ static SUCCESS_TAIL: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
             r"\b(?:success(?:ful(?:ly)?)?|succeeded|completed?|concluded|done|finished|verified|pass(?:ed)?)\b",
         ),
         compile(
-            r"\b(?:fail\w*|error\w*|not|unsuccessful\w*|abort\w*|timeout|timed out|nothing|erasing|test\w*|exit code [1-9]|job|pipeline|workflow|finished: success)\b|\b0 passed|\[\d+/\d+\]|hash of data verified|init(?:iali[sz](?:ation|ed))?\b",
+            r"\b(?:fail\w*|error\w*|not|unsuccessful\w*|abort\w*|timeout|timed out|nothing|erasing|starting verification|test\w*|exit code [1-9]|job|pipeline|workflow|finished: success)\b|\b0 passed|\[\d+/\d+\]|hash of data verified|init(?:iali[sz](?:ation|ed))?\b",
         ),
     )
 });
@@ -1809,9 +1810,9 @@ static NOISE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
         // `2024-01-19T11:58:23.5778720Z `, indented when pasted into an issue), the Arduino
         // IDE's serial monitor's (`22:58:57.694 -> `), Meshtastic's level and clock (`DEBUG |
         // ??:??:?? 0 `, the clock unset), a phpBB forum's code box's `Code: Select all`, copied
-        // with the first line.
+        // with the first line, and VS Code's CMake Tools' channel (`[build] `, `[cmake] `).
         compile(
-            r"^(?:Code: Select all|\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\[\d\d:\d\d:\d\d\.\d{3}\] ?|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
+            r"^(?:Code: Select all|\[(?:build|cmake|main|proc|driver|kit|ctest)\] +|\s*\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z |\d\d:\d\d:\d\d\.\d{3} -> |(?:DEBUG|INFO|WARN|ERROR|TRACE|CRIT)\s*\| (?:\d\d|\?\?):(?:\d\d|\?\?):(?:\d\d|\?\?) \d+ |\d\d:\d\d:\d\d(?:[:.,]\d{1,6})? ?: |\d\d:\d\d:\d\d |\d> |\[\s*\d+\.\d{3}\] (?:uart|host)  |(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} - twister - )?(?:DEBUG|INFO)\s+- (?:DEVICE|QEMU \(\d+\)): |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?:- INFO )?# |\[\d+\.\d+\]\[CONN\]\[RXD\] |\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\] |\[\d\d:\d\d:\d\d\.\d{3}\] ?|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL):)",
         ),
     )
 });

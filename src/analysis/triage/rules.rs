@@ -382,6 +382,43 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2)
     .verdict(),
+    // An Xtensa instruction-set simulator's report of a CPU exception in the program under
+    // test (`*WARNING* Unhandled user exception: LoadStoreAlignmentCause (0x000130da)`).
+    re(
+        "xtensa_iss.exception",
+        "xtensa-iss",
+        Crash,
+        r"(?P<msg>Unhandled user exception: \w+Cause\b.*)$",
+    )
+    .weight(2),
+    // Sound Open Firmware's host driver waiting in vain for the DSP firmware's reply (`error:
+    // ipc timed out for 0x50020000 size 108`): the firmware stopped answering.
+    re(
+        "sof.ipc_timeout",
+        "sof",
+        Hang,
+        r"(?P<msg>\bipc (?:tx )?timed out for 0x[0-9A-Fa-f]+\b.*)$",
+    )
+    .weight(2),
+    // TensorFlow Lite Micro's test macros (`expected_output_data[i] (1.89*2^7) near
+    // output_data[i] (1.39*2^7) failed at .../conv_test.cc:106`, `x == y failed at f.cc:12 (1
+    // vs 2)`).
+    re(
+        "tflm.expect_near_failed",
+        "tflite-micro",
+        TestFailure,
+        r"^(?P<msg>\S+(?: \([^()]*\))? (?:near|==|!=) \S+(?: \([^()]*\))? failed at \S+:\d+(?: \(-?\w+ vs -?\w+\))?)$",
+    )
+    .weight(2),
+    // The Matter SDK's Python certification tests (`* Test test_TC_SC_7_1 failed for the
+    // following reason:` in their starred box).
+    re(
+        "matter.test_failed",
+        "matter",
+        TestFailure,
+        r"^\* Test (?P<msg>\S+ failed for the following reason:)",
+    )
+    .weight(2),
     // TF-M's regression tests: `TESTSUITE PASSED!`/`TESTSUITE FAILED!` closing a suite, and the
     // summary's `Test suite 'X' has PASSED`.
     re("tfm.testsuite_failed", "tf-m", TestFailure, r"^(?P<msg>TESTSUITE FAILED!)$").verdict(),
@@ -2106,6 +2143,16 @@ pub static RULES: &[Rule] = &[
         "esptool",
         r"^Couldn't connect\. \[.*\]\. Retrying\.\.\.$",
     ),
+    // esp-at's build script wrapping idf.py in esptool's words (`A fatal error occurred: idf.py
+    // build failed`): the echo of the build's own failure, no flash.
+    re(
+        "esp_at.build_failed",
+        "esp-at",
+        BuildError,
+        r"^A fatal error occurred: (?P<msg>idf\.py build failed)$",
+    )
+    .echo(),
+    // esptool giving up (`A fatal error occurred: ...`).
     re(
         "esptool.fatal",
         "esptool",
@@ -2322,7 +2369,7 @@ pub static RULES: &[Rule] = &[
         "arduino.upload_failed",
         "arduino",
         FlashError,
-        r"^(?P<msg>An error occurred while uploading the sketch|Une erreur est survenue lors du transfert du croquis|Failed (?:uploading|programming): .+|Error during Upload: .+)$",
+        r"^(?P<msg>An error occurred while uploading the sketch|Une erreur est survenue lors du transfert du croquis|Beim Hochladen des Sketches ist ein Fehler aufgetreten|Problem beim Hochladen auf das Board\..*|Fehlgeschlagenes Hochladen: .+|Failed (?:uploading|programming): .+|Error during Upload: .+)$",
     ),
     re(
         "picotool.no_device",
@@ -2512,6 +2559,30 @@ pub static RULES: &[Rule] = &[
         "swupdate",
         FlashError,
         r"(?P<msg>SWUPDATE failed \[\d+\] .*)$",
+    )
+    .weight(2),
+    // megaTinyCore's SerialUPDI programmer (prog.py): its bare Python traceback is the flash's.
+    re(
+        "serialupdi.banner",
+        "serialupdi",
+        FlashError,
+        r"^UPDI programming for Arduino using a serial adapter$",
+    )
+    .context(),
+    // picotool's usage after a command it does not know: its bare `ERROR:` is the flasher's.
+    re(
+        "picotool.usage",
+        "picotool",
+        FlashError,
+        r#"^Use "picotool help <cmd>" for more info$"#,
+    )
+    .context(),
+    // J-Link Commander that cannot read the command script a flash runner wrote for it.
+    re(
+        "jlink.script_missing",
+        "jlink",
+        FlashError,
+        r"^(?P<msg>Could not open script file '[^']*')",
     )
     .weight(2),
     // stcgal waiting for the MCU's bootloader: its serial port's and protocol's errors after
@@ -2759,13 +2830,15 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>(?:Writing|Programming|Verifying|Flashing|Erasing) [^.]*\.{3}\s*(?:failed|error)!?)$",
     ),
-    // flashrom's read-back that differs from what it wrote (`VERIFY FAILED at 0x00000086!`),
-    // and its warning that the chip is left half written.
+    // flashrom's (and flashprog's) read-back that differs from what it wrote (`VERIFY FAILED at
+    // 0x00000086!`), and its warning that the chip is left half written; a forum's post may run
+    // its lines together. (`ERASE FAILED!` alone is not the end: flashrom then tries another
+    // erase function.)
     re(
         "flashrom.verify_failed",
         "flashrom",
         FlashError,
-        r"^(?P<msg>VERIFY FAILED at 0x[0-9A-Fa-f]+!.*|Your flash chip is in an unknown state\.)$",
+        r"(?:^|\s)(?P<msg>VERIFY FAILED at 0x[0-9A-Fa-f]+!.*|Your flash chip is in an unknown state\..*)$",
     ),
     // uisp's lost programmer, dfu-util's DfuSe write past the flash's last writeable page,
     // Black Magic Probe's scan that found no target, the Artemis SVL bootloader that never
@@ -2967,12 +3040,13 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?:Blisp: )?(?P<msg>Failed to handshake with device\.?|Received no response from chip\.?)$",
     ),
-    // esptool-ck, the ESP8266 Arduino core's old uploader (`error: espcomm_open failed`).
+    // esptool-ck, the ESP8266 Arduino core's old uploader (`error: espcomm_open failed`, in a
+    // quoted paste too).
     re(
         "esptool_ck.failed",
         "esptool-ck",
         FlashError,
-        r"^error: (?P<msg>espcomm_\w+ failed)$",
+        r#"^"?error: (?P<msg>espcomm_\w+ failed)"?$"#,
     ),
     // AliOS Things' `aos burn` that could not put the board into its bootloader.
     re(
@@ -3056,6 +3130,8 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>More than one DFU capable USB device found!.*)$",
     ),
+    // bossac's read-back after writing (`Verify successful`): the flash is done and checked.
+    re("bossac.verified", "bossac", Pass, r"^(?P<msg>Verify successful)$").weight(2),
     // bossac, as the Arduino IDE runs it, that found no SAM-BA bootloader on the port.
     re(
         "bossac.no_board",
@@ -3906,13 +3982,14 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"^(?P<msg>\+\+\+ killed by SIG(?:SEGV|BUS|ILL|ABRT|FPE|SYS)\b.*\+\+\+)$",
     ),
-    // gdb stopping a program that received a fatal signal: the program under the debugger
-    // crashed (a simulator build, a host-run test).
+    // gdb stopping a program, or one of its threads (`Thread 2 "system_tests" received signal
+    // SIGSEGV`), that received a fatal signal: the program under the debugger crashed (a
+    // simulator build, a host-run test).
     re(
         "gdb.fatal_signal",
         "gdb",
         Crash,
-        r"^(?P<msg>Program received signal SIG(?:SEGV|BUS|ILL|FPE|ABRT)\b.*)$",
+        r#"^(?P<msg>(?:Program|Thread \d+(?:\.\d+)?(?: "[^"]*")?) received signal SIG(?:SEGV|BUS|ILL|FPE|ABRT)\b.*)$"#,
     ),
     // A backtrace through the SDK's `panic()` (pico-sdk's `#1 0x1005d2f2 in panic
     // (fmt=0x100c194c "Out of memory")`): the firmware panicked.
@@ -4450,15 +4527,16 @@ pub static RULES: &[Rule] = &[
         "armlink.error",
         "armlink",
         LinkError,
-        r"(?:Error: |^)(?P<msg>L6\d{3}[EU]: .+|Symbol \S+ multiply defined.*)$",
+        r"(?:(?:Fatal error|Error): |^)(?P<msg>L6\d{3}[EU]: .+|Symbol \S+ multiply defined.*)$",
     ),
     // The other Arm Compiler 5/6 tools' numbered errors, the letter naming the tool: `A` armasm,
-    // `C` armcc, `Q` fromelf (`Error: Q0147E: Failed to create Directory ...`).
+    // `C` armcc, `Q` fromelf (`Error: Q0147E: Failed to create Directory ...`, `Fatal error:
+    // A3900U: Unrecognized option ...`).
     re(
         "arm_tools.error",
         "armcc",
         BuildError,
-        r"(?:^|\s)Error: (?P<msg>[ACQ]\d{4}[EU]: .+)$",
+        r"(?:^|\s)(?:Fatal error|Error): (?P<msg>[ACQ]\d{4}[EU]: .+)$",
     ),
     re(
         "gcc.fatal_error",

@@ -856,6 +856,56 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Operator new[] out of memory", "mbed.out_of_memory"),
     ("(HOST) INFO  device halted without error", "probe_run.halted"),
     (
+        "A fatal error occurred: idf.py build failed",
+        "esp_at.build_failed",
+    ),
+    (
+        "expected_output_data[i] (1.8984370*2^7) near output_data[i] (1.3906247*2^7) failed at tensorflow/lite/micro/kernels/conv_test.cc:106",
+        "tflm.expect_near_failed",
+    ),
+    (
+        "* Test test_TC_SC_7_1 failed for the following reason:",
+        "matter.test_failed",
+    ),
+    ("Verify successful", "bossac.verified"),
+    (
+        "Beim Hochladen des Sketches ist ein Fehler aufgetreten",
+        "arduino.upload_failed",
+    ),
+    (
+        "Thread 2 \"system_tests\" received signal SIGSEGV, Segmentation fault.",
+        "gdb.fatal_signal",
+    ),
+    (
+        "p... FAILED at 0x00002005! ERASE FAILED! FAILED! Your flash chip is in an unknown state. Please report this",
+        "flashrom.verify_failed",
+    ),
+    ("error: espcomm_open failed\"", "esptool_ck.failed"),
+    (
+        "Fatal error: A3900U: Unrecognized option '--target=armv7em-arm-none-eabi'.",
+        "arm_tools.error",
+    ),
+    (
+        "UPDI programming for Arduino using a serial adapter",
+        "serialupdi.banner",
+    ),
+    (
+        "Use \"picotool help <cmd>\" for more info",
+        "picotool.usage",
+    ),
+    (
+        "Could not open script file 'C:\\Users\\me\\AppData\\Local\\Temp\\tmp_r1nnte2.jlink'",
+        "jlink.script_missing",
+    ),
+    (
+        "*WARNING* Unhandled user exception: LoadStoreAlignmentCause (0x000130da)( Xtensa ISS )",
+        "xtensa_iss.exception",
+    ),
+    (
+        "[   50.992745] sof-audio-pci 0000:00:1f.3: error: ipc timed out for 0x50020000 size 108",
+        "sof.ipc_timeout",
+    ),
+    (
         "/opt/gcc-arm/bin/../arm-none-eabi/bin/ld:platform_user_ram.ld:1: syntax error",
         "ld.script_syntax",
     ),
@@ -3454,6 +3504,29 @@ fn a_backtrace_probe_run_could_not_finish_is_no_flash_failure() {
                (HOST) ERROR error occurred during backtrace creation: An error with the usage of the probe occurred\n";
     let triage = classify_str(log);
     assert_eq!(triage.class, TriageClass::Crash, "{triage:?}");
+}
+
+/// VS Code's CMake Tools channel prefix is cut like a stamp: ninja's failed step under it is
+/// read as it is without it.
+#[test]
+fn cmake_tools_channel_prefix_is_cut() {
+    let log = "[build] FAILED: CMakeFiles/demo.dir/startup.o \n\
+               [build] ninja: build stopped: subcommand failed.\n";
+    let triage = classify_str(log);
+    assert_eq!(triage.class, TriageClass::BuildError, "{triage:?}");
+    assert!(
+        triage.matches.iter().any(|m| m.rule_id == "ninja.stopped"),
+        "{triage:?}"
+    );
+}
+
+/// st-flash's `Starting verification of write complete` starts the check of what it wrote: as a
+/// last line it is no success of the log, though it says `complete`.
+#[test]
+fn a_step_starting_is_no_success_tail() {
+    let log = "Flash written\nStarting verification of write complete\n";
+    let triage = classify_str(log);
+    assert_eq!(triage.class, TriageClass::Unknown, "{triage:?}");
 }
 
 /// A program running tests that dies of a signal between two of them crashed; the same bare
