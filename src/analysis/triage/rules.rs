@@ -365,6 +365,15 @@ pub static RULES: &[Rule] = &[
         r"^(?:\* )?(?P<msg>[a-z]+_\d+(?:\.\d+)* FAILED(?: first error at \S+:\d+)?)$",
     )
     .weight(2),
+    // xtest's failed check (`regression_4000.c:333: ret_orig has an unexpected value: 0x1 =
+    // TEEC_ORIGIN_API, expected 0x4 = ...`).
+    re(
+        "xtest.unexpected_value",
+        "xtest",
+        TestFailure,
+        r"^\S+\.c:\d+: (?P<msg>\S+ has an unexpected value: .*)$",
+    )
+    .weight(2),
     // xtest's closing tally (`29320 subtests of which 0 failed`, `687 test cases of which 0
     // failed`): the run's verdict.
     re(
@@ -382,6 +391,31 @@ pub static RULES: &[Rule] = &[
     )
     .weight(2)
     .verdict(),
+    // Mbed TLS's self-test closing its run (`[ All tests PASS ]`, `[ 2 tests FAIL ]`).
+    re(
+        "mbedtls.selftest_passed",
+        "mbedtls",
+        Pass,
+        r"^(?P<msg>\[ All tests PASS \])$",
+    )
+    .weight(2)
+    .verdict(),
+    re(
+        "mbedtls.selftest_failed",
+        "mbedtls",
+        TestFailure,
+        r"^(?P<msg>\[ [1-9]\d* tests? FAIL \])$",
+    )
+    .weight(2)
+    .verdict(),
+    // U-Boot's `mtest` finding a word it read back other than it wrote: the memory test failed.
+    re(
+        "uboot.mtest_error",
+        "u-boot",
+        TestFailure,
+        r"^(?P<msg>## Error \(read/write\) @ 0x[0-9A-Fa-f]+: expected 0x[0-9A-Fa-f]+, found 0x[0-9A-Fa-f]+.*)$",
+    )
+    .weight(2),
     // An Xtensa instruction-set simulator's report of a CPU exception in the program under
     // test (`*WARNING* Unhandled user exception: LoadStoreAlignmentCause (0x000130da)`).
     re(
@@ -1795,6 +1829,16 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:(?:ModuleNotFoundError|ImportError): |\S*python[\d.]*(?:\.exe)?: )(?P<msg>No module named '?[\w.]+'?.*)$",
     ),
+    // idf.py run outside the environment ESP-IDF's installer set up (`Cannot import module
+    // "esp_idf_monitor". This usually means that "idf.py" was not spawned within an ESP-IDF
+    // shell environment`): its tools are not installed where it runs.
+    re(
+        "esp_idf.not_in_environment",
+        "esp-idf",
+        ToolMissing,
+        r#"^(?P<msg>Cannot import module "[\w.]+"\. This usually means that "idf\.py" was not spawned within an ESP-IDF shell environment\b.*)$"#,
+    )
+    .weight(2),
     // ESP-IDF checks its Python packages before it builds or flashes.
     re(
         "esp_idf.python_requirements",
@@ -2552,6 +2596,28 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Response status = [1-9]\d* \(0x[0-9A-Fa-f]+\) .*)$",
     )
     .weight(2),
+    // TinyFPGA's programmer finding the FPGA's bootloader not running (`Bootloader not active`):
+    // nothing was written, whatever the build tool's banner says after it.
+    re("tinyfpgab.no_bootloader", "tinyfpgab", FlashError, r"^(?P<msg>Bootloader not active)$")
+        .weight(2),
+    // Espruino's IDE (`The Firmware update failed: Unexpected response ...`).
+    re(
+        "espruino.update_failed",
+        "espruino",
+        FlashError,
+        r"(?P<msg>The Firmware update failed\b.*)$",
+    )
+    .weight(2),
+    // Particle's CLI: its system update done (`! System firmware update successfully
+    // completed!`), its cloud compile done (`Compile succeeded.`).
+    re(
+        "particle.update_done",
+        "particle",
+        Pass,
+        r"^!? ?(?P<msg>System firmware update successfully completed!)$",
+    )
+    .weight(2),
+    re("particle.compile_done", "particle", Pass, r"^(?P<msg>Compile succeeded\.)$").weight(2),
     // SWUpdate refusing or failing an image (`[ERROR] : SWUPDATE failed [1] Installation
     // failed !`): the update of the device failed.
     re(
@@ -3546,6 +3612,23 @@ pub static RULES: &[Rule] = &[
     // log says no more of why.
     re("python.excepthook_failed", "python", InfraError, r"^(?P<msg>Error in sys\.excepthook:)$")
         .generic(),
+    // QEMU's object model refusing a cast (`esp_cpu.c:81:esp_cpu_riscv_to_cpu: Object 0x... is
+    // not an instance of type espressif-riscv-cpu`), which aborts the emulator: its bug.
+    re(
+        "qemu.object_cast",
+        "qemu",
+        InfraError,
+        r"(?P<msg>Object 0x[0-9A-Fa-f]+ is not an instance of type \S+)",
+    )
+    .weight(2),
+    // Jumpstarter (a lab's board service) failing a driver call or losing its exporter.
+    re(
+        "jumpstarter.error",
+        "jumpstarter",
+        InfraError,
+        r"^Error: (?P<msg>DriverCall '[^']*' failed with gRPC .*|Connection to exporter lost\b.*)$",
+    )
+    .weight(2),
     // QEMU's TCG interpreter stopping on an instruction it cannot run (`tci.c:1234: tcg fatal
     // error`): the emulator broke.
     re("qemu.tcg_fatal", "qemu", InfraError, r"^\S+\.c:\d+: (?P<msg>tcg fatal error)$"),
@@ -3694,7 +3777,17 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>Killed signal terminated program \S+|\S+ terminated with signal \d+ \[Killed\]|Cannot allocate memory|out of memory allocating \d+ bytes|virtual memory exhausted.*)",
     ),
-    re("host.tool_panicked", "host", InfraError, r"^thread '[^']*' panicked at (?P<msg>.+)$")
+    // A Rust flasher's own panic (`thread 'tokio-runtime-worker' (259512563) panicked at
+    // .../probe-rs-0.30.0/src/probe/stlink/usb_interface.rs:124:60:`): the flash failed with it.
+    re(
+        "flasher.tool_panicked",
+        "flasher",
+        FlashError,
+        r"^thread '[^']*'(?: \(\d+\))? panicked at (?P<msg>\S*[/\\](?:probe-rs(?:-tools)?|espflash|cargo-flash|cargo-embed|probe-run)-\d[\w.-]*[/\\].*)$",
+    )
+    .weight(3),
+    // Any other tool's; newer Rust names the thread's id after its name.
+    re("host.tool_panicked", "host", InfraError, r"^thread '[^']*'(?: \(\d+\))? panicked at (?P<msg>.+)$")
         .weight(2)
         .yields_to_context(),
     // The terminal's echo of Ctrl-C right before a Python script's traceback: the user stopped
@@ -3871,7 +3964,7 @@ pub static RULES: &[Rule] = &[
         "platformio.install",
         "platformio",
         InfraError,
-        r"(?P<msg>Could not install (?:package )?'[^']+'.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*|idf_tools\.py installation failed\b.*)$",
+        r"(?P<msg>Could not install (?:package )?'[^']+'.*|InvalidJSONFile: Could not load broken JSON: \S*\.piopm\b.*|Could not find the package with '.*|Detected unknown package '.*|HTTPClientError.*|VCSBaseException: .*|Package Mirror: .*|idf_tools\.py installation failed\b.*)$",
     ),
     // BitBake's closing summary when recipes' tasks failed (`Summary: 7 tasks failed:`).
     re(
@@ -4478,6 +4571,18 @@ pub static RULES: &[Rule] = &[
     re("rustc.link_failed", "rustc", LinkError, r"^error: (?P<msg>linking with `[^`]+` failed.*)$")
         .weight(1),
     re("rustc.error", "rustc", BuildError, r"^error\[E\d{4}\]: (?P<msg>.+)$").weight(2),
+    // cargo's build script of a crate that failed (`error: failed to run custom build command
+    // for `openthread-sys v0.1.0 (...)``): a C library it builds, or bindings it generates.
+    re(
+        "cargo.build_script_failed",
+        "cargo",
+        BuildError,
+        r"^error: (?P<msg>failed to run custom build command for `[^`]+`.*)$",
+    )
+    .weight(2),
+    // A preprocessor `#error` line, under the compiler's diagnostic or pasted alone; weight 1, so
+    // it decides only when nothing else does.
+    re("cc.error_directive", "cc", BuildError, r"^(?P<msg>#\s*error\b.*)$").weight(1),
     re(
         "cargo.could_not_compile",
         "cargo",
@@ -4741,6 +4846,27 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\bexception frame at 0x[0-9A-Fa-f]+.*)$",
     )
     .weight(2),
+    // A TinyGo program's own panic on the device (`panic: runtime error at 0x00027c4d: alloc in
+    // interrupt`, then `[tinygo: panic at .../adapter_sd.go:74:4]`).
+    re(
+        "tinygo.runtime_panic",
+        "tinygo",
+        Crash,
+        r"^(?P<msg>panic: runtime error at 0x[0-9A-Fa-f]+: .*|\[tinygo: panic at \S+\])$",
+    )
+    .weight(2),
+    // LMIC's (IBM and MCCI LoRaWAN) failed assert: `FAILURE`, then the line naming its source
+    // file and line (`.../src/lmic/radio.c:801`); a backtrace's frame in LMIC ends the same way,
+    // so only right after the `FAILURE`.
+    re("lmic.failure", "lmic", Assert, r"^FAILURE$").context(),
+    re(
+        "lmic.assert",
+        "lmic",
+        Assert,
+        r"^(?P<msg>.*[/\\]lmic[/\\]\w+\.c:\d+)$",
+    )
+    .weight(2)
+    .follows(&["lmic.failure"]),
     re(
         "freertos.assert_hook",
         "freertos",

@@ -856,6 +856,64 @@ const SAMPLES: &[(&str, &str)] = &[
     ("Operator new[] out of memory", "mbed.out_of_memory"),
     ("(HOST) INFO  device halted without error", "probe_run.halted"),
     (
+        "/usr/src/debug/optee-test/3.20.0-r0/git/host/xtest/regression_4000.c:333: ret_orig has an unexpected value: 0x1 = TEEC_ORIGIN_API, expected 0x4 = TEEC_ORIGIN_TRUSTED_APP",
+        "xtest.unexpected_value",
+    ),
+    ("  [ All tests PASS ]", "mbedtls.selftest_passed"),
+    ("  [ 2 tests FAIL ]", "mbedtls.selftest_failed"),
+    (
+        "## Error (read/write) @ 0x81EBF21C: expected 0x0072FC88, found 0x0072FC87)",
+        "uboot.mtest_error",
+    ),
+    (
+        "thread 'tokio-runtime-worker' (259512563) panicked at /Users/me/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/probe-rs-0.30.0/src/probe/stlink/usb_interface.rs:124:60:",
+        "flasher.tool_panicked",
+    ),
+    (
+        "thread 'main' (4242) panicked at src/main.rs:10:5:",
+        "host.tool_panicked",
+    ),
+    (
+        "error: failed to run custom build command for `openthread-sys v0.1.0 (https://github.com/sysgrok/openthread.git?branch=next#df4585e1)`",
+        "cargo.build_script_failed",
+    ),
+    (
+        "#error C++ versions less than C++14 are not supported.",
+        "cc.error_directive",
+    ),
+    (
+        "Cannot import module \"esp_idf_monitor\". This usually means that \"idf.py\" was not spawned within an ESP-IDF shell environment or the python virtual environment used by \"idf.py\" is corrupted.",
+        "esp_idf.not_in_environment",
+    ),
+    (
+        "InvalidJSONFile: Could not load broken JSON: /pio/core/packages/framework-cmsis/.piopm",
+        "platformio.install",
+    ),
+    ("Bootloader not active", "tinyfpgab.no_bootloader"),
+    (
+        "The Firmware update failed: Unexpected response {\"dir\":1,\"cmd\":3}",
+        "espruino.update_failed",
+    ),
+    (
+        "! System firmware update successfully completed!",
+        "particle.update_done",
+    ),
+    ("Compile succeeded.", "particle.compile_done"),
+    (
+        "../target/riscv/esp_cpu.c:81:esp_cpu_riscv_to_cpu: Object 0x55555672ee20 is not an instance of type espressif-riscv-cpu",
+        "qemu.object_cast",
+    ),
+    (
+        "Error: DriverCall 'start' failed with gRPC UNKNOWN: [Errno 98] address already in use",
+        "jumpstarter.error",
+    ),
+    ("Error: Connection to exporter lost", "jumpstarter.error"),
+    (
+        "panic: runtime error at 0x00027c4d: alloc in interrupt",
+        "tinygo.runtime_panic",
+    ),
+    ("FAILURE", "lmic.failure"),
+    (
         "A fatal error occurred: idf.py build failed",
         "esp_at.build_failed",
     ),
@@ -3529,6 +3587,26 @@ fn a_step_starting_is_no_success_tail() {
     assert_eq!(triage.class, TriageClass::Unknown, "{triage:?}");
 }
 
+/// LMIC's failed assert names its file right after `FAILURE`; the same file in a backtrace
+/// frame is no assert.
+#[test]
+fn lmics_assert_is_the_file_line_after_its_failure_line() {
+    let assert = classify_str(
+        "Starting\nFAILURE\n.pio/libdeps/ttgo/MCCI LoRaWAN LMIC library/src/lmic/radio.c:801\n",
+    );
+    assert_eq!(assert.class, TriageClass::Assert, "{assert:?}");
+    assert!(
+        assert.matches.iter().any(|m| m.rule_id == "lmic.assert"),
+        "{assert:?}"
+    );
+    let frame =
+        classify_str("0x400d1234: os_runloop_once at /lib/arduino-lmic/src/lmic/oslmic.c:121\n");
+    assert!(
+        frame.matches.iter().all(|m| m.rule_id != "lmic.assert"),
+        "{frame:?}"
+    );
+}
+
 /// A program running tests that dies of a signal between two of them crashed; the same bare
 /// signal with no test line before it stays the environment's (a tool the shell ran).
 #[test]
@@ -3679,6 +3757,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "micropython.passed",
         "teensy.booting",
         "daplink.assert",
+        "lmic.assert",
         "summary.failed_after_count",
         "cmake.assertion",
         "shell.crashed_between_tests",
