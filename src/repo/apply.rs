@@ -388,13 +388,17 @@ impl Repo {
             FixBase::Snapshot => changes
                 .iter()
                 .filter_map(|c| c.old_path.as_deref())
-                .filter(|path| {
-                    let id = |tree: &Tree<'_>| tree.get_path(Path::new(path)).ok().map(|e| e.id());
-                    id(&head_tree) != id(&snapshot_tree)
+                .map(|path| {
+                    let head = head_tree.get_path(Path::new(path)).ok().map(|e| e.id());
+                    let ours = match snapshot_tree.get_path(Path::new(path)) {
+                        Ok(found) => Some(self.as_stored(path, found.id(), found.filemode())?),
+                        Err(_) => None,
+                    };
+                    Ok((head != ours).then(|| path.to_string()))
                 })
-                .map(str::to_string)
-                .collect::<BTreeSet<_>>()
+                .collect::<Result<BTreeSet<_>, RepoError>>()?
                 .into_iter()
+                .flatten()
                 .collect(),
         };
         Ok(PreparedFix {
@@ -405,6 +409,31 @@ impl Repo {
             uncommitted,
             report,
         })
+    }
+
+    /// The blob git would store for a file of the snapshot's working tree at `path`: a snapshot
+    /// keeps the bytes on disk (a CRLF checkout's CRLF), a commit what git's filters make of
+    /// them (`core.autocrlf`, `eol` attributes), as `git add` would. Links and submodules are
+    /// kept as they are.
+    fn as_stored(&self, path: &str, id: Oid, filemode: i32) -> Result<Oid, RepoError> {
+        if filemode != i32::from(git2::FileMode::Blob)
+            && filemode != i32::from(git2::FileMode::BlobExecutable)
+        {
+            return Ok(id);
+        }
+        let blob = self
+            .git
+            .find_blob(id)
+            .map_err(|e| self.err("read patched file", e))?;
+        let mut writer = self
+            .git
+            .blob_writer(Some(Path::new(path)))
+            .map_err(|e| self.err("store file content", e))?;
+        std::io::Write::write_all(&mut writer, blob.content())
+            .map_err(|e| RepoError::io("store file content", self.workdir.join(path), e))?;
+        writer
+            .commit()
+            .map_err(|e| self.err("store file content", e))
     }
 
     /// HEAD's tree with only the paths the patch touches taken from `patched` (the snapshot's
@@ -432,14 +461,15 @@ impl Repo {
         for path in paths {
             match patched.get_path(Path::new(path)) {
                 Ok(found) => {
+                    let id = self.as_stored(path, found.id(), found.filemode())?;
                     let size = self
                         .git
-                        .find_blob(found.id())
+                        .find_blob(id)
                         .map(|blob| u32::try_from(blob.size()).unwrap_or(u32::MAX))
                         .map_err(|e| self.err("read patched file", e))?;
                     let mode = u32::try_from(found.filemode()).unwrap_or(MODE_FILE);
                     index
-                        .add(&entry(path.as_bytes().to_vec(), found.id(), mode, size))
+                        .add(&entry(path.as_bytes().to_vec(), id, mode, size))
                         .map_err(|e| self.err("add file to tree", e))?;
                 }
                 // Not in the patched tree: the patch deleted or renamed it away.

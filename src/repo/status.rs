@@ -71,7 +71,7 @@ pub(crate) fn scan(
     let index_written = fs::metadata(git.path().join("index"))
         .map(|m| m.mtime())
         .unwrap_or(i64::MAX);
-    let converted = converted_entries(git, &entries)?;
+    let converted = converted_entries(git, workdir, &entries)?;
     let dirs = tracked_dirs(&entries);
     let mut own: Vec<Vec<usize>> = vec![Vec::new(); dirs.len()];
     for (i, entry) in entries.iter().enumerate() {
@@ -145,9 +145,14 @@ pub(crate) fn scan(
 
 /// Per entry, whether git may have written its file with other bytes than its blob's: only
 /// where conversion is configured at all, and then where the size the index recorded for the
-/// file is not the blob's. All false otherwise, without a look at the object database.
-fn converted_entries(git: &Repository, entries: &[IndexEntry]) -> Result<Vec<bool>, RepoError> {
-    if !conversion_configured(git, entries) {
+/// file is not the blob's (or the blob cannot be read). All false otherwise, without a look at
+/// the object database. A filter that keeps a file's size is not seen.
+fn converted_entries(
+    git: &Repository,
+    workdir: &Path,
+    entries: &[IndexEntry],
+) -> Result<Vec<bool>, RepoError> {
+    if !conversion_configured(git, workdir, entries) {
         return Ok(vec![false; entries.len()]);
     }
     let odb = git
@@ -156,29 +161,32 @@ fn converted_entries(git: &Repository, entries: &[IndexEntry]) -> Result<Vec<boo
     Ok(entries
         .iter()
         .map(|entry| {
-            entry.mode != MODE_GITLINK
+            // The index keeps a file's size in 32 bits.
+            compared(entry)
                 && odb
                     .read_header(entry.id)
-                    .map_or(true, |(size, _)| size as u64 != u64::from(entry.file_size))
+                    .map_or(true, |(size, _)| size as u32 != entry.file_size)
         })
         .collect())
 }
 
 /// Whether git converts content for this repository anywhere: `core.autocrlf` (`true` or
-/// `input`), a tracked `.gitattributes`, `info/attributes`, or a global attributes file.
-fn conversion_configured(git: &Repository, entries: &[IndexEntry]) -> bool {
-    let config = git.config().ok();
-    let value = |name: &str| config.as_ref().and_then(|c| c.get_string(name).ok());
-    let autocrlf = value("core.autocrlf").is_some_and(|v| {
-        !matches!(
-            v.to_ascii_lowercase().as_str(),
-            "" | "false" | "no" | "off" | "0"
-        )
+/// `input`), a `.gitattributes` (tracked, or at the top of the working tree), `info/attributes`
+/// (in the common git directory, which linked worktrees share), the system's or the user's
+/// attributes file. A configuration that cannot be read counts as converting.
+fn conversion_configured(git: &Repository, workdir: &Path, entries: &[IndexEntry]) -> bool {
+    let Ok(config) = git.config() else {
+        return true;
+    };
+    let autocrlf = config.get_bool("core.autocrlf").unwrap_or_else(|_| {
+        config
+            .get_string("core.autocrlf")
+            .is_ok_and(|v| v.eq_ignore_ascii_case("input"))
     });
     let tracked = entries
         .iter()
         .any(|entry| entry.path == b".gitattributes" || entry.path.ends_with(b"/.gitattributes"));
-    let global = value("core.attributesFile").is_some()
+    let user = config.get_string("core.attributesFile").is_ok()
         || std::env::var_os("XDG_CONFIG_HOME")
             .filter(|dir| !dir.is_empty())
             .map(|dir| Path::new(&dir).join("git/attributes"))
@@ -186,7 +194,22 @@ fn conversion_configured(git: &Repository, entries: &[IndexEntry]) -> bool {
                 std::env::var_os("HOME").map(|home| Path::new(&home).join(".config/git/attributes"))
             })
             .is_some_and(|file| file.exists());
-    autocrlf || tracked || global || git.path().join("info/attributes").exists()
+    let system =
+        std::env::var_os("GIT_ATTR_NOSYSTEM").is_none() && Path::new("/etc/gitattributes").exists();
+    autocrlf
+        || tracked
+        || user
+        || system
+        || workdir.join(".gitattributes").exists()
+        || git.commondir().join("info/attributes").exists()
+}
+
+/// Whether `entry` is one the scan compares: submodules are not ours, and git leaves
+/// skip-worktree and assume-unchanged entries alone.
+fn compared(entry: &IndexEntry) -> bool {
+    entry.mode != MODE_GITLINK
+        && entry.flags & ASSUME_VALID == 0
+        && entry.flags_extended & SKIP_WORKTREE == 0
 }
 
 /// Every directory that holds a tracked entry, the root (empty path) included, sorted.
@@ -224,7 +247,7 @@ struct Context<'a> {
     dirs: &'a [Vec<u8>],
     /// When the index file was written (seconds).
     index_written: i64,
-    /// Per entry, whether its file's size is not its blob's ([`converted_entries`]).
+    /// Per entry, whether its file may hold other bytes than its blob ([`converted_entries`]).
     converted: &'a [bool],
     filemode: bool,
 }
@@ -260,7 +283,7 @@ impl Context<'_> {
             // Gone, or no longer a directory: its tracked entries are gone with it.
             Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP) => {
                 for &i in own {
-                    if self.checked(&self.entries[i]) {
+                    if compared(&self.entries[i]) {
                         found.changes.push((i, Change::Deleted));
                     }
                 }
@@ -271,7 +294,7 @@ impl Context<'_> {
         self.list(dir, own, &full, &mut found)?;
         for &i in own {
             let entry = &self.entries[i];
-            if !self.checked(entry) {
+            if !compared(entry) {
                 continue;
             }
             let name = base_name(&entry.path);
@@ -291,14 +314,6 @@ impl Context<'_> {
             }
         }
         Ok(found)
-    }
-
-    /// Whether `entry` is one the scan compares: submodules are not ours, and git leaves
-    /// skip-worktree and assume-unchanged entries alone.
-    fn checked(&self, entry: &IndexEntry) -> bool {
-        entry.mode != MODE_GITLINK
-            && entry.flags & ASSUME_VALID == 0
-            && entry.flags_extended & SKIP_WORKTREE == 0
     }
 
     /// Lists `dir`, whose tracked entries are `own`, for what is not tracked in it.

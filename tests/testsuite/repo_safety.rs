@@ -1424,16 +1424,21 @@ fn restore_in_an_autocrlf_checkout_gives_back_the_bytes_not_a_checkout_of_them()
 /// while its blob holds LF (git converted it on the way out or on the way in). The snapshot took
 /// the blob for the bytes, so a rollback after a patch to that file wrote it back with LF: every
 /// line of the person's file changed. Each way git converts is tried: `core.autocrlf=true`, an
-/// `eol=crlf` attribute, and `core.autocrlf=input` (a CRLF file added, stored as LF, left CRLF).
+/// `eol=crlf` attribute (tracked, or in `info/attributes`), and `core.autocrlf=input` (a CRLF
+/// file added, stored as LF, left CRLF).
 #[test]
 fn a_clean_file_git_converted_gets_its_own_bytes_back_after_a_patch() {
     let original = "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n";
-    for how in ["autocrlf", "attribute", "input"] {
+    for how in ["autocrlf", "attribute", "info", "input"] {
         let f = Fixture::new();
         match how {
             "autocrlf" => f.git(&["config", "core.autocrlf", "true"]),
             "attribute" => {
                 f.write(".gitattributes", "*.c text eol=crlf\n");
+                f.git(&["config", "core.autocrlf", "false"])
+            }
+            "info" => {
+                f.write(".git/info/attributes", "*.c text eol=crlf\n");
                 f.git(&["config", "core.autocrlf", "false"])
             }
             _ => f.git(&["config", "core.autocrlf", "input"]),
@@ -1481,6 +1486,54 @@ fn a_clean_file_git_converted_gets_its_own_bytes_back_after_a_patch() {
         );
         assert_eq!(f.state(), before, "{how}");
     }
+}
+
+/// In a CRLF checkout of LF blobs, a fix that needs the person's uncommitted line is built on
+/// the snapshot, which holds the files' CRLF bytes: the fix commit stores what `git add` would
+/// (LF), so it changes only the fix's lines, and only the file with uncommitted work is named
+/// as such, not every file git converted.
+#[test]
+fn a_fix_built_on_a_crlf_snapshot_commits_what_git_would_store() {
+    let f = Fixture::new();
+    f.git(&["config", "core.autocrlf", "true"]);
+    f.git(&["config", "core.safecrlf", "false"]);
+    f.write(
+        "src/uart.c",
+        "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n",
+    );
+    f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 0;\r\n}\r\n");
+    f.commit_all("a Windows checkout's sources");
+    for file in ["src/uart.c", "src/crc.c"] {
+        fs::remove_file(f.path(file)).unwrap();
+    }
+    f.git(&["checkout", "--", "src"]);
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    for file in f.git(&["ls-files"]).lines() {
+        let file = fs::File::options().write(true).open(f.path(file)).unwrap();
+        file.set_modified(long_ago).unwrap();
+    }
+    f.git(&["update-index", "-q", "--refresh"]);
+    // The person's uncommitted line, which the fix edits.
+    f.write(
+        "src/uart.c",
+        "int uart_init(void)\r\n{\r\n    return 2;\r\n}\r\n",
+    );
+    let repo = f.open();
+    let base = repo.snapshot("run-crlf", "base").unwrap();
+    let patch = "--- a/src/uart.c\n+++ b/src/uart.c\n@@ -1,4 +1,4 @@\n int uart_init(void)\n {\n-    return 2;\n+    return 3;\n }\n";
+    let prepared = repo.prepare_fix("run-crlf", &base, patch).unwrap();
+    assert_eq!(prepared.uncommitted, ["src/uart.c"]);
+    let fix = repo.commit_fix("run-crlf", &base, patch, "fix\n").unwrap();
+    assert_eq!(fix.base, FixBase::Snapshot);
+    assert_eq!(
+        f.git(&["show", "fwfix/run-crlf:src/uart.c"]),
+        "int uart_init(void)\n{\n    return 3;\n}\n",
+        "stored with LF, as git add stores it"
+    );
+    assert_eq!(
+        f.git(&["diff", "--numstat", "fwfix/run-crlf^", "fwfix/run-crlf"]),
+        "1\t1\tsrc/uart.c\n"
+    );
 }
 
 /// Regression: a hunk with no context (`@@ -2,0 +3 @@`, as a model adding an include writes
