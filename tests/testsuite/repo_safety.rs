@@ -1379,15 +1379,7 @@ fn an_lf_patch_that_does_not_fit_a_crlf_file_says_the_line_endings_differ() {
 /// of them.
 #[test]
 fn restore_in_an_autocrlf_checkout_gives_back_the_bytes_not_a_checkout_of_them() {
-    let f = Fixture::new();
-    f.git(&["config", "core.autocrlf", "true"]);
-    f.git(&["config", "core.safecrlf", "false"]);
-    f.write(
-        "src/uart.c",
-        "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n",
-    );
-    f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 0;\r\n}\r\n");
-    f.commit_all("a Windows checkout's sources");
+    let f = autocrlf_fixture();
     // The person's work: a staged change, then a line saved with LF alone on top of it; a
     // modified file; a new file with CRLF endings.
     f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 7;\r\n}\r\n");
@@ -1418,6 +1410,32 @@ fn restore_in_an_autocrlf_checkout_gives_back_the_bytes_not_a_checkout_of_them()
     repo.restore(&snap).unwrap();
     assert_eq!(f.state(), before);
     assert!(repo.restore(&snap).unwrap().is_noop());
+}
+
+/// A Windows-style checkout (`core.autocrlf=true`) of two committed CRLF sources, which git
+/// stores with LF.
+fn autocrlf_fixture() -> Fixture {
+    let f = Fixture::new();
+    f.git(&["config", "core.autocrlf", "true"]);
+    f.git(&["config", "core.safecrlf", "false"]);
+    f.write(
+        "src/uart.c",
+        "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n",
+    );
+    f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 0;\r\n}\r\n");
+    f.commit_all("a Windows checkout's sources");
+    f
+}
+
+/// As in a checkout made long before the run: every tracked file older than the index, so none
+/// is racily clean and git trusts its stat data.
+fn age_checkout(f: &Fixture) {
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    for file in f.git(&["ls-files"]).lines() {
+        let file = fs::File::options().write(true).open(f.path(file)).unwrap();
+        file.set_modified(long_ago).unwrap();
+    }
+    f.git(&["update-index", "-q", "--refresh"]);
 }
 
 /// Regression: in a checkout made long before the run, a file git calls clean holds CRLF bytes
@@ -1461,13 +1479,7 @@ fn a_clean_file_git_converted_gets_its_own_bytes_back_after_a_patch() {
             original.replace("\r\n", "\n"),
             "{how}: stored with LF"
         );
-        // Older than the index, so not racily clean: git trusts its stat data.
-        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
-        for file in f.git(&["ls-files"]).lines() {
-            let file = fs::File::options().write(true).open(f.path(file)).unwrap();
-            file.set_modified(long_ago).unwrap();
-        }
-        f.git(&["update-index", "-q", "--refresh"]);
+        age_checkout(&f);
         assert_eq!(f.git(&["status", "--porcelain"]), "", "{how}: clean");
         let before = f.state();
 
@@ -1494,25 +1506,12 @@ fn a_clean_file_git_converted_gets_its_own_bytes_back_after_a_patch() {
 /// as such, not every file git converted.
 #[test]
 fn a_fix_built_on_a_crlf_snapshot_commits_what_git_would_store() {
-    let f = Fixture::new();
-    f.git(&["config", "core.autocrlf", "true"]);
-    f.git(&["config", "core.safecrlf", "false"]);
-    f.write(
-        "src/uart.c",
-        "int uart_init(void)\r\n{\r\n    return 1;\r\n}\r\n",
-    );
-    f.write("src/crc.c", "int crc(void)\r\n{\r\n    return 0;\r\n}\r\n");
-    f.commit_all("a Windows checkout's sources");
+    let f = autocrlf_fixture();
     for file in ["src/uart.c", "src/crc.c"] {
         fs::remove_file(f.path(file)).unwrap();
     }
     f.git(&["checkout", "--", "src"]);
-    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
-    for file in f.git(&["ls-files"]).lines() {
-        let file = fs::File::options().write(true).open(f.path(file)).unwrap();
-        file.set_modified(long_ago).unwrap();
-    }
-    f.git(&["update-index", "-q", "--refresh"]);
+    age_checkout(&f);
     // The person's uncommitted line, which the fix edits.
     f.write(
         "src/uart.c",
