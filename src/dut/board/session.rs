@@ -156,12 +156,19 @@ pub(super) async fn run(
         store,
         image_exit,
         gate,
+        verdict,
         ..
     } = session;
     let flash_done = flash_log.finish().await;
     let log_path = log.path().to_path_buf();
     let log_done = log.finish().await;
     let (end, fault, stopped_at) = result?;
+    // On a loaded machine the verdict line the image printed just before it exited can reach
+    // the reader only after gdb has said so: a verdict in the last drain is still the verdict.
+    let end = match end {
+        RunEnd::Exited { .. } if verdict => RunEnd::Verdict,
+        end => end,
+    };
     log_written(&flash_path, flash_done)?;
     log_written(&log_path, log_done)?;
     Ok(capture_of(
