@@ -565,6 +565,15 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Timed out looking for .+)$",
     )
     .weight(2),
+    // A board reporting that it restarted after a fatal error of its firmware (iCub's `DEBUG:
+    // tag00 + RESTARTED after FATAL error`, the handler and its kind on the lines after).
+    re(
+        "firmware.restarted_after_fatal",
+        "firmware",
+        Crash,
+        r"\b(?P<msg>RESTARTED after FATAL error\b.*)$",
+    )
+    .weight(2),
     // SerenityOS's and WebKit's kernel or library assertion (`ASSERTION FAILED: handler`), before
     // the panic it leads to.
     re("kernel.assertion_failed", "kernel", Assert, r"(?:^|\]: )(?P<msg>ASSERTION FAILED: .+)$"),
@@ -602,6 +611,31 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>\sPASSED \((?:device|qemu|native|\w+ [\d.]+s)\b.*|\brun status: \S+ passed\b.*)$",
     )
     .verdict(),
+    // twister's closing list of what went wrong (`1) drivers.timer.system_clock on
+    // qemu_rx/r5f562n8 (zephyr/gnu) failed (Timeout)`): each entry a test instance and why.
+    re(
+        "twister.issue_timeout",
+        "twister",
+        Hang,
+        r"^(?:INFO\s+- )?\d+\) (?P<msg>\S+ on \S+(?: \([^)]*\))? (?:failed|error) \(Timeout\))$",
+    )
+    .weight(2),
+    re(
+        "twister.issue_failed",
+        "twister",
+        TestFailure,
+        r"^(?:INFO\s+- )?\d+\) (?P<msg>\S+ on \S+(?: \([^)]*\))? failed \(Failed\))$",
+    )
+    .weight(2),
+    // twister's QEMU handler closing one test instance that passed (`QEMU (2771557) complete
+    // (passed) after 2.08 seconds`, newer `complete with passed`): not the run's verdict, which
+    // other instances may fail or hang.
+    re(
+        "twister.qemu_passed",
+        "twister",
+        Pass,
+        r"\b(?P<msg>QEMU \(\d+\) complete (?:\(passed\)|with passed\b).*)$",
+    ),
     re(
         "greentea.timeout",
         "greentea",
@@ -629,6 +663,30 @@ pub static RULES: &[Rule] = &[
     re("script_tests.fail", "tests", TestFailure, r"^(?P<msg>\S+\.sh: FAIL)$").weight(2),
     // Perl's Test::More (op-test's TAP output): `#   Failed test 'name'`.
     re("tap.failed_test", "tap", TestFailure, r"^#\s+(?P<msg>Failed test '[^']*')$"),
+    // CUnit's basic interface listing an assertion that failed (`1. tests/x_test.c:113  -
+    // CU_ASSERT_EQUAL(a,b)`), under `Suite S, Test T had failures:`.
+    re(
+        "cunit.failure",
+        "cunit",
+        TestFailure,
+        r"^\d+\. (?P<msg>\S+\.(?:c|cc|cpp):\d+  - .+)$",
+    )
+    .weight(2),
+    // Genode's depot_autopilot result row (`test-timer    failed   4300.890  timeout 30 sec`).
+    re(
+        "genode.test_timeout",
+        "genode",
+        Hang,
+        r"\[init -> depot_autopilot\]\s+(?P<msg>[\w.-]+\s+failed\s+[\d.]+\s+timeout \d+ sec)\s*$",
+    )
+    .weight(2),
+    re(
+        "genode.test_failed",
+        "genode",
+        TestFailure,
+        r"\[init -> depot_autopilot\]\s+(?P<msg>[\w.-]+\s+failed\s+[\d.]+\s+\S.*)$",
+    )
+    .weight(2),
     // cmockery's failed check: `ERROR: test.c:123 Failure!`.
     re("cmockery.failure", "cmockery", TestFailure, r"^ERROR: (?P<msg>\S+:\d+ Failure!)$"),
     // A testbench's driver that stopped waiting for the firmware's verdict (CEP's `C_ERROR:
@@ -653,6 +711,15 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>\{\{result;sync_failed\}\}|stopped and returned 'SYNC_FAILED')",
     ),
+    // greentea could not read the board's serial port or its disk (`mbedgt: test suite results:
+    // 1 IOERR_SERIAL`, its table's `| IOERR_SERIAL |`): the lab failed, not the test.
+    re(
+        "greentea.ioerr_summary",
+        "greentea",
+        InfraError,
+        r"(?P<msg>mbedgt: test suite results: .*\bIOERR_(?:SERIAL|DISK)\w*.*|\|\s*IOERR_(?:SERIAL|DISK)\w*\s*\|)",
+    )
+    .weight(2),
     // Robot Framework's console row for a test that failed, its message on the lines under it
     // (a timeout there is why it failed): before greentea's table rows, whose `| FAIL |` it
     // also ends in.
@@ -795,7 +862,7 @@ pub static RULES: &[Rule] = &[
         "ctest.failed",
         "ctest",
         TestFailure,
-        r"(?P<msg>Test +#\d+: \S+ \.*\s*\*\*\*(?:Failed|Exception)\b.*)$",
+        r"(?P<msg>Test +#\d+: \S+ \.*\s*(?:(?:Child|Subprocess) aborted)?\*\*\*(?:Failed|Exception)\b.*)$",
     )
     .weight(1),
     // A test script's list with a bracketed status per check (`nonce2key test   [ FAIL ]`).
@@ -1118,6 +1185,15 @@ pub static RULES: &[Rule] = &[
         "platformio",
         Pass,
         r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+|scons: done building targets\.|Finished: \d+ information, \d+ warnings? and 0 error messages\.|Creating load file for Flash: \S+\s+\[OK\])$"#,
+    )
+    .weight(2),
+    // binutils' `size` row for the linked image (`212320  5560  40868  258748  3f2bc
+    // ./obj/main/inav_REVO.elf`): the link finished.
+    re(
+        "build.size_report",
+        "size",
+        Pass,
+        r"^\s*\d+\s+\d+\s+\d+\s+\d+\s+[0-9a-fA-F]+\s+(?P<msg>\S+\.(?:elf|axf|out))$",
     )
     .weight(2),
     // `pio run`'s closing line (older versions': `[ERROR] Took 1.63 seconds`) and its table of
@@ -2196,6 +2272,16 @@ pub static RULES: &[Rule] = &[
         r"^A fatal error occurred: (?P<msg>idf\.py build failed)$",
     )
     .echo(),
+    // esptool's or espsecure's fatal error after a failed ninja step, no other evidence between:
+    // the build ran it (to sign an image, extract a key), so the build failed, not a flash.
+    re(
+        "esptool.fatal_in_build",
+        "esptool",
+        BuildError,
+        r"A fatal error occurred: (?P<msg>.+)$",
+    )
+    .weight(2)
+    .follows(&["ninja.step_failed"]),
     // esptool giving up (`A fatal error occurred: ...`).
     re(
         "esptool.fatal",
@@ -2573,7 +2659,7 @@ pub static RULES: &[Rule] = &[
         "flasher.not_in_sync",
         "flasher",
         FlashError,
-        r"(?P<msg>^(?:- )?stk500v?2?_\w*getsync\(\)(?: attempt \d+ of \d+)?: not in sync\b.*|^Error: sync: not synced\b.*|Timeout waiting for ACK/NACK after '[^']*'.*)$",
+        r"(?P<msg>^(?:- )?stk500v?2?_\w*getsync\(\)(?: attempt \d+ ?of \d+)?: not in sync\b.*|^Error: sync: not synced\b.*|Timeout waiting for ACK/NACK after '[^']*'.*)$",
     ),
     // Mongoose OS's `mgos flash` starting its flasher on the chip: a bare `Error:` after it is
     // the flash's.
@@ -2824,7 +2910,7 @@ pub static RULES: &[Rule] = &[
         "avrdude.error",
         "avrdude",
         FlashError,
-        r"^>?avrdude(?:\.exe)?(?::| \w+\(\))? (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout|Invalid device signature).*)$",
+        r"(?:^>?avrdude(?:\.exe)?(?::| \w+\(\))?|: avrdude(?:\.exe)?:) (?P<msg>.*(?:not responding|can't open device|initialization failed|verification error|not in sync|[Ee]rror|timeout|Invalid device signature).*)$",
     ),
     // mspdebug's read-back after a write (`ERROR: mismatch at b692 (read bf, expected 00)`).
     re(
@@ -3048,7 +3134,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+|Erase/write done\.)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+|Erase/write done\.|The device was asked to reboot back into application mode\.)$"
         ),
     )
     .weight(2),
@@ -3960,6 +4046,27 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"(?P<msg>Could(?: not|n't) resolve host:? \S+.*|Temporary failure in name resolution.*|fatal: unable to access '[^']+'.*|Cannot connect to the Docker daemon.*)$",
     ),
+    // curl giving up on a remote fetch (`curl: (60) SSL certificate problem: certificate has
+    // expired`; a proxy or host not resolved, an HTTP error, a TLS handshake, a CA file): a
+    // download the build or installer needed did not come. Its other codes (a closed pipe, a
+    // board's web server not answering) say nothing of the lab.
+    re(
+        "curl.failed",
+        "curl",
+        InfraError,
+        r"^(?P<msg>curl: \((?:5|6|22|35|60|77)\) .+)$",
+    )
+    .weight(2),
+    // A package, toolchain or SDK that could not be fetched (`ERROR: Toolchain download failed`,
+    // Mbed CLI's `[mbed] ERROR: Download failed!`), a registry without the image asked for
+    // (docker's `manifest unknown`), a download whose checksum is wrong.
+    re(
+        "download.not_fetched",
+        "host",
+        InfraError,
+        r"(?i)(?P<msg>\b(?:toolchain|package|sdk|archive|tarball|library)s? download(?:ing)? failed\b.*|^\[mbed\] ERROR: Download failed!?$|\bmanifest unknown\b.*|\bdownload(?:ing|ed)? successful\b.*\bchecksum (?:doesn't|does not|didn't|did not) match\b.*)",
+    )
+    .weight(2),
     re(
         "platformio.install",
         "platformio",
@@ -4461,7 +4568,7 @@ pub static RULES: &[Rule] = &[
         "ld.bad_format",
         "ld",
         LinkError,
-        r"(?P<msg>\S+: file format not recognized; treating as linker script|.+: error adding symbols: .+)$",
+        r"(?P<msg>\S+: file format not recognized; treating as linker script|.+: error adding symbols: .+|^\S+\.(?:o|obj|a): file not recognized: (?:[Ff]ile format not recognized|[Ff]ile truncated))$",
     )
     .weight(2),
     // Renesas's optlnk (`E0562310:Undefined external symbol "_x" referenced in "y"`) and TI's
@@ -4714,6 +4821,17 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^(?:\[ERROR\]\s+)?>>\s+(?P<msg>Build failed in step .*)$",
     ),
+    // Bazel's loading and analysis of the build graph failing (`ERROR: Analysis of target
+    // '//:hello' failed; build aborted: ...`, `ERROR: app/BUILD:7:1: every rule of type
+    // cc_binary implicitly depends upon ...`): the build could not start. Its failed actions
+    // (`Linking hello failed`) are left to the compiler's and linker's own lines.
+    re(
+        "bazel.analysis_failed",
+        "bazel",
+        BuildError,
+        r"^ERROR: (?P<msg>Analysis of target '[^']+' failed; build aborted\b.*|\S+/BUILD(?:\.bazel)?:\d+:\d+: .*\b(?:no such (?:package|target)|every rule of type|is not visible|in \w+ attribute of \w+ rule)\b.*)$",
+    )
+    .weight(2),
     // Steps that say only that a build step failed, like make's `Error 1`.
     re(
         "ninja.stopped",
@@ -4757,6 +4875,17 @@ pub static RULES: &[Rule] = &[
         "ninja",
         LinkError,
         r"^(?P<msg>FAILED: \S+\.(?:elf|axf|out)(?: \S+)*)$",
+    )
+    .weight(1)
+    .generic(),
+    // ninja's failed step whose output is not an executable image (`FAILED: CMakeFiles/app.dir/
+    // main.c.o`, `FAILED: signature_verification_key.bin`, a reporter's `...` after it): a
+    // build step failed.
+    re(
+        "ninja.step_failed",
+        "ninja",
+        BuildError,
+        r"^(?P<msg>FAILED: \S+\.(?:o|obj|a|bin|hex|map|h|c|cpp|ld|img|uf2|dfu))(?:\.{3,})?(?: \S+)*$",
     )
     .weight(1)
     .generic(),
@@ -5664,6 +5793,15 @@ pub static RULES: &[Rule] = &[
     )
     .weight(1)
     .generic(),
+    // Zephyr's build system told a board it does not know (`No board named 'nrf52840dk_nrf52840'
+    // found.`, then the boards it does): the build could not be configured.
+    re(
+        "zephyr.no_board",
+        "zephyr",
+        BuildError,
+        r"\b(?P<msg>No board named '[^']+' found\b.*)$",
+    )
+    .weight(2),
     // A failure that names the chip, the probe or the programmer (`Failed to init the device.`,
     // `Cannot write to target`, `'' does not match any available port`), from a tool no rule
     // knows: the flash's, at low confidence. The nouns stand as words (not `esp-idf/chip/`),

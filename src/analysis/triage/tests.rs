@@ -1532,7 +1532,7 @@ const SAMPLES: &[(&str, &str)] = &[
         "generic.error",
     ),
     ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
-    ("FAILED: build/app.o", "generic.error"),
+    ("FAILED: build/app.o", "ninja.step_failed"),
     ("Check Timeout", "generic.timeout"),
     ("*** Error: No CMSIS-DAP device found", "probe.error"),
     (
@@ -3410,6 +3410,30 @@ const SAMPLES: &[(&str, &str)] = &[
         "cmd.not_recognized",
     ),
     ("picotool load blink.uf2 -f", "flash.context"),
+    // Round 42.
+    (" 1/29 Test  #1: test_parse .......................Child aborted***Exception:   0.15 sec", "ctest.failed"),
+    ("INFO    - 3) drivers.timer.system_clock on qemu_rx/r5f562n8 (zephyr/gnu) failed (Timeout)", "twister.issue_timeout"),
+    ("INFO    - 1) kernel.common on qemu_x86 (zephyr/gnu) failed (Failed)", "twister.issue_failed"),
+    ("DEBUG   - QEMU (2771557) complete (passed) after 2.0869383811950684 seconds", "twister.qemu_passed"),
+    ("mbedgt: test suite results: 1 IOERR_SERIAL", "greentea.ioerr_summary"),
+    ("1. /home/u/wakaama/tests/tlv_json_lwm2m_data_test.c:113  - CU_ASSERT_EQUAL(original_length,length)", "cunit.failure"),
+    ("[init -> depot_autopilot]  test-timer                      failed   4300.890  timeout 30 sec", "genode.test_timeout"),
+    ("[init -> depot_autopilot]  test-rtc                        failed   12.5  log", "genode.test_failed"),
+    ("curl: (60) SSL certificate problem: certificate has expired", "curl.failed"),
+    ("ERROR: Toolchain download failed", "download.not_fetched"),
+    ("[mbed] ERROR: Download failed!", "download.not_fetched"),
+    ("**manifest unknown**", "download.not_fetched"),
+    (">>> Downloading successful, but checksum doesn't match. Calculated: 40069cec", "download.not_fetched"),
+    ("ERROR: Analysis of target '//:hello' failed; build aborted: no such package 'tools/arm_compiler'", "bazel.analysis_failed"),
+    ("ERROR: /src/fw/BUILD:7:1: every rule of type cc_binary implicitly depends upon the target '//tools:cc', but this target could not be found", "bazel.analysis_failed"),
+    ("WARNING No board named 'nrf52840dk_nrf52840' found.", "zephyr.no_board"),
+    ("(code 0x04000000, par16 0x0000 par64 0x0b0be50300004e20) -> DEBUG: tag00 + RESTARTED after FATAL error", "firmware.restarted_after_fatal"),
+    (" 212320    5560   40868  258748   3f2bc ./obj/main/inav_REVO.elf", "build.size_report"),
+    ("The device was asked to reboot back into application mode.", "flash.verified"),
+    ("Der Fehler lautet: avrdude: stk500_recv(): programmer is not responding", "avrdude.error"),
+    ("stk500_getsync() attempt 1of 10: not in sync: resp=0x00", "flasher.not_in_sync"),
+    ("../../fido2/apdu.o: file not recognized: file format not recognized", "ld.bad_format"),
+    ("FAILED: CMakeFiles/app.dir/src/main.c.obj", "ninja.step_failed"),
 ];
 
 /// dfu-util finds the `dfuERROR` a last session left and clears it itself: no failure, so a
@@ -3765,6 +3789,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "libtest.case_panic",
         "ninja.failed_after_link",
         "ceedling.missing_executable_failed",
+        "esptool.fatal_in_build",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -5388,5 +5413,45 @@ fn a_closing_success_no_rule_knows_is_a_low_confidence_pass() {
     ] {
         let t = classify(log, &PLAIN);
         assert_ne!(t.class, TriageClass::Pass, "{log}: {t:#?}");
+    }
+}
+
+/// Lines that look like round 42's rules' lines but are not their evidence: a closed pipe under
+/// curl, a command line naming avrdude, a numbered warning list, a board's own OTA check, a
+/// greentea copy failure (the flash's), a Bazel link action.
+#[test]
+fn look_alikes_of_round_42s_lines_stay_with_their_own_rules() {
+    for (line, not) in [
+        ("curl: (23) Failed writing body (0 != 16384)", "curl.failed"),
+        (
+            "curl: (7) Failed to connect to 192.168.4.1 port 80",
+            "curl.failed",
+        ),
+        (
+            "Executing: avrdude -c usbasp -p m328p -U flash:w:build/error_demo.hex",
+            "avrdude.error",
+        ),
+        (
+            "1. src/main.c:42 - warning: unused variable 'x'",
+            "cunit.failure",
+        ),
+        (
+            "E (5123) OTA: image download complete but checksum did not match",
+            "download.not_fetched",
+        ),
+        (
+            "mbedgt: test suite results: 1 IOERR_COPY",
+            "greentea.ioerr_summary",
+        ),
+        (
+            "ERROR: /src/fw/BUILD:7:1: Linking hello failed: (Exit 1)",
+            "bazel.analysis_failed",
+        ),
+        (
+            "FAILED: test_crc.c:42 expected 1 got 2",
+            "ninja.step_failed",
+        ),
+    ] {
+        assert_ne!(rule_of(line).as_deref(), Some(not), "{line}");
     }
 }
