@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "unvetted";
+const HELD_OUT_SET: &str = "unsettled";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -533,9 +533,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (unvetted/: 107/130, 82.3%, on round 42's rules; see unvetted/README.md). The goal
-/// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 81.5;
+/// one log (unsettled/: 117/133, 88.0%, on round 43's rules; see unsettled/README.md). The
+/// goal is 95%: this floor only catches a fall, it does not say the goal is met.
+const HELD_OUT_FLOOR: f64 = 87.0;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -577,7 +577,8 @@ fn real_logs_held_out_accuracy() {
 /// (97.3%) after round 39 (unsifted/ joined, its misses tuned on); 5202/5347 (97.3%) after
 /// round 40 (unmeasured/ joined, its misses tuned on); 5330/5481 (97.2%) after round 41
 /// (unscreened/ joined, its misses tuned on); 5461/5615 (97.3%) after round 42 (unproven/
-/// joined, its misses tuned on).
+/// joined, its misses tuned on); 5590/5745 (97.3%) after round 43 (unvetted/ joined, its
+/// misses tuned on).
 const TUNING_FLOOR: f64 = 96.5;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.

@@ -574,6 +574,46 @@ pub static RULES: &[Rule] = &[
         r"\b(?P<msg>RESTARTED after FATAL error\b.*)$",
     )
     .weight(2),
+    // U-Boot's exception handler on ColdFire and m68k (`*** Unexpected exception ***`, then the
+    // vector, PC and registers, and `*** Please Reset Board! ***`).
+    re(
+        "uboot.unexpected_exception",
+        "u-boot",
+        Crash,
+        r"^\*\*\* (?P<msg>Unexpected exception) \*\*\*$",
+    ),
+    // pico-sdk's `panic()` (`*** PANIC ***`, its message on the line after).
+    re("pico_sdk.panic", "pico-sdk", Crash, r"^\*\*\* (?P<msg>PANIC) \*\*\*$"),
+    // A CPU's or a checker's name for a division by zero, alone on its line (`Integer divide by
+    // zero`, then where: `at: lfs_dir_compact (lfs.c:1460)`).
+    re(
+        "cpu.divide_by_zero",
+        "cpu",
+        Crash,
+        r"^(?P<msg>Integer divide by zero)$",
+    )
+    .weight(2),
+    // gdb stopped in cortex-m-rt's handler for an exception nothing else handles
+    // (`cortex_m_rt::default_handler::h09ef... (ef=0x20004e00)`, `HardFault`). The crate's
+    // name is written with `.` for `_` so that the prefilter keys on the handler's name, not
+    // on `cortex_m`, which every Cortex-M build's paths hold.
+    re(
+        "cortex_m_rt.default_handler",
+        "cortex-m-rt",
+        Crash,
+        r"^(?:#\d+\s+(?:0x[0-9a-fA-F]+ in )?)?(?P<msg>cortex.m.rt::(?:default_handler|DefaultHandler_?|HardFault_?)\b.*)$",
+    )
+    .weight(2),
+    // Unicorn-based emulators and fuzzers stopping on the firmware's own fault, Unicorn's error
+    // in brackets (`Emulation stopped ... (UC_ERR_INSN_INVALID)`, an unmapped read, write or
+    // fetch); the bare name is a program's source or a hook's note.
+    re(
+        "unicorn.fault",
+        "unicorn",
+        Crash,
+        r"(?P<msg>.*\(UC_ERR_(?:INSN_INVALID|READ_UNMAPPED|WRITE_UNMAPPED|FETCH_UNMAPPED|READ_PROT|WRITE_PROT|FETCH_PROT|EXCEPTION)\).*)$",
+    )
+    .weight(2),
     // SerenityOS's and WebKit's kernel or library assertion (`ASSERTION FAILED: handler`), before
     // the panic it leads to.
     re("kernel.assertion_failed", "kernel", Assert, r"(?:^|\]: )(?P<msg>ASSERTION FAILED: .+)$"),
@@ -685,6 +725,41 @@ pub static RULES: &[Rule] = &[
         "genode",
         TestFailure,
         r"\[init -> depot_autopilot\]\s+(?P<msg>[\w.-]+\s+failed\s+[\d.]+\s+\S.*)$",
+    )
+    .weight(2),
+    // wolfCrypt's self-test (`RSA      test failed!`, then ` error = -7463`; `passed!` for each
+    // algorithm that passed), its names padded to eight characters: a board's `DRAM test
+    // failed!` is not it.
+    re(
+        "wolfcrypt.test_failed",
+        "wolfcrypt",
+        TestFailure,
+        r"^(?P<msg>[\w/-][\w/ -]{7,} test failed!)$",
+    )
+    .weight(2),
+    re(
+        "wolfcrypt.test_passed",
+        "wolfcrypt",
+        Pass,
+        r"^(?P<msg>[\w/-][\w/ -]{7,} test passed!)$",
+    )
+    .weight(1),
+    // libmodbus's unit tests (`- modbus_read_registers at special address: FAILED`, `2/2
+    // modbus_read_bits: FAILED (nb points -1)`).
+    re(
+        "libmodbus.test_failed",
+        "libmodbus",
+        TestFailure,
+        r"^(?:\d+/\d+ |[-*] )?(?P<msg>modbus_\w+[^:]*: FAILED\b.*)$",
+    )
+    .weight(2),
+    // riscv-tests' debug suite run by gdbserver.py (`[DebugBreakpoint] exception in 0.26s`): a
+    // test that failed or raised; `pass` and `not_applicable` are not failures.
+    re(
+        "gdbserver_py.test_failed",
+        "riscv-tests",
+        TestFailure,
+        r"^(?P<msg>\[\w+\] (?:fail|exception) in [\d.]+s)$",
     )
     .weight(2),
     // cmockery's failed check: `ERROR: test.c:123 Failure!`.
@@ -1187,6 +1262,13 @@ pub static RULES: &[Rule] = &[
         r#"^(?:\d\d:\d\d:\d\d )?(?P<msg>=+ (?:\[SUCCESS\] Took [\d.]+ seconds|\d+ succeeded in [\d:.]+) =+|\[SUCCESS\] Took [\d.]+ seconds|Project build complete\..*|Build Finished(?:\. 0 errors, \d+ warnings\.)? \(took [^)]*\)|Sketch uses [\d,.]+ bytes \(\d+%\) of program storage space\..*|"[^"]+" - 0 Error\(s\), \d+ Warning\(s\)\.|\[100%\] Built target \S+|Image: \S+\.(?:bin|hex)|Memory Usage on Teensy \S+:|Finished building target: \S+|scons: done building targets\.|Finished: \d+ information, \d+ warnings? and 0 error messages\.|Creating load file for Flash: \S+\s+\[OK\])$"#,
     )
     .weight(2),
+    // waf's summary after a build it finished (ArduPilot's `BUILD SUMMARY`, then `Build
+    // directory: ...` and each target's sizes): printed only once every target built. The
+    // header alone is any script's.
+    re("waf.build_summary_header", "waf", Pass, r"^(?P<msg>BUILD SUMMARY)$").weight(1),
+    re("waf.build_summary", "waf", Pass, r"^(?P<msg>Build directory: \S+)$")
+        .weight(2)
+        .follows(&["waf.build_summary_header"]),
     // binutils' `size` row for the linked image (`212320  5560  40868  258748  3f2bc
     // ./obj/main/inav_REVO.elf`): the link finished.
     re(
@@ -1938,6 +2020,24 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?P<msg>(?:[^-]|-[^-]).*\b[A-Z][A-Z0-9_]*-NOTFOUND\b.*)$",
     ),
+    // cargo-binutils without the binutils it wraps (`Failed to execute tool: objcopy`, then `No
+    // such file or directory (os error 2)`: the llvm-tools component is not installed).
+    re(
+        "cargo_binutils.no_tool",
+        "cargo-binutils",
+        ToolMissing,
+        r"^(?P<msg>Failed to execute tool: (?:rust-)?(?:ar|as|cov|lld|nm|objcopy|objdump|profdata|readobj|size|strip))$",
+    )
+    .weight(2),
+    // coreboot's check of its cross toolchain (`toolchain.inc:174: The coreboot toolchain for
+    // 'x86_32' architecture was not found.`).
+    re(
+        "coreboot.no_toolchain",
+        "coreboot",
+        ToolMissing,
+        r"(?P<msg>The coreboot toolchain (?:for '[^']+' architecture|version of \S+ '[^']+') was not found\b.*)$",
+    )
+    .weight(2),
     re(
         "make.command_not_found",
         "make",
@@ -2773,6 +2873,33 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"^(?P<msg>Fault writing memory \(DMABSTRACTS = [0-9a-fA-F]+\).*|Fault on Default\w+\b.*)$",
     ),
+    // minichlink finding no chip on its programmer (`link error, nothing connected to linker`,
+    // then `Could not setup interface.`): the flash never started.
+    re(
+        "minichlink.no_chip",
+        "minichlink",
+        FlashError,
+        r"^(?P<msg>link error, nothing connected to linker|Could not setup interface\.)$",
+    )
+    .weight(2),
+    // NEORV32's bootloader refusing an image sent over its UART (`Awaiting neorv32_exe.bin...
+    // ERROR_SIGNATURE`, `ERROR_SIZE`, `ERROR_CHECKSUM`).
+    re(
+        "neorv32.upload_error",
+        "neorv32",
+        FlashError,
+        r"^(?P<msg>Awaiting \S+\.\.\. ERROR_\w+)$",
+    )
+    .weight(2),
+    // MPLAB Harmony's bootloader host script (`btl_host.py`): a step the bootloader answered
+    // with a failure status (`Error: ... fail (status = 0x54)`).
+    re(
+        "btl_host.failed",
+        "btl_host",
+        FlashError,
+        r"^Error: (?P<msg>.*\bfail \(status = 0x[0-9a-fA-F]+\))$",
+    )
+    .weight(2),
     // hackrf_spiflash refusing an image built for another board.
     re(
         "hackrf.incompatible",
@@ -3134,7 +3261,7 @@ pub static RULES: &[Rule] = &[
         "flasher",
         Pass,
         prefixed!(
-            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+|Erase/write done\.|The device was asked to reboot back into application mode\.)$"
+            r"(?P<msg>\*\* Verified OK \*\*|Hard resetting(?: via RTS pin)?\.{3,}|Staying in bootloader\.|Leaving\.\.\.|svf file programmed successfully for \d+ commands with 0 errors|Flash written and verified! jolly good!|avrdude(?:\.exe)?: \d+ bytes of flash verified|File downloaded successfully|Download done\.|Bytes written: \d+|(?:INFO )?Successfully uploaded program\.|(?:>> )?Micronucleus done\. Thank you!|Download verified successfully|Device programming completed\.|CRC check passed\. Binaries successfully loaded\.|MD5 verified: [0-9a-fA-F]+|Erase/write done\.|The device was asked to reboot back into application mode\.|Image written\.)$"
         ),
     )
     .weight(2),
@@ -4025,6 +4152,15 @@ pub static RULES: &[Rule] = &[
         r"^(?:fatal|error): (?P<msg>the remote end hung up unexpectedly|early EOF|RPC failed; .*|index-pack failed|Could not read from remote repository\.?|unable to connect to .*)$",
     )
     .weight(2),
+    // git failing to clone a submodule (`fatal: clone of 'git://...' into submodule path '...'
+    // failed`, then `Failed to clone 'x' a second time, aborting`): the fetch, not the build.
+    re(
+        "git.submodule_clone",
+        "git",
+        InfraError,
+        r"^\**(?:[Ff]atal: )?(?P<msg>clone of '[^']+' into submodule path '[^']+' failed|Failed to clone '[^']+' a second time, aborting)\**$",
+    )
+    .weight(2),
     // A git server refusing a fetch (`fatal: remote error: upload-pack: not our ref ...`, as
     // `west update` shows it): the remote's state, not the code.
     re(
@@ -4497,6 +4633,15 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^g?make(?:\[\d+\])?: \*\*\* (?P<msg>Keine Regel, um .+ zu erstellen\b.*|Pas de r\S+gle pour fabriquer la cible .*|No hay ninguna regla para construir el objetivo .*|Nessuna regola per generare l'obiettivo .*)$",
     ),
+    // A makefile's own check of a toolchain it downloaded (TensorFlow Lite Micro's `*** Something
+    // went wrong with the GCC download: Bad checksum. ...  Stop.`): the download, not the build.
+    re(
+        "make.download_checksum",
+        "make",
+        InfraError,
+        r"\*\*\* (?P<msg>.*\bdownload: [Bb]ad checksum\b.*)$",
+    )
+    .weight(2),
     diag("make.makefile", "make", BuildError, "make", &["makefile"]),
     // make's missing rule with its target wrapped onto the next line by a forum or an IDE's
     // console.
@@ -4821,6 +4966,16 @@ pub static RULES: &[Rule] = &[
         BuildError,
         r"^(?:\[ERROR\]\s+)?>>\s+(?P<msg>Build failed in step .*)$",
     ),
+    // pico-sdk's build refusing the installed picotool (`ERROR: This picotool version
+    // (2.1.2-develop) is not compatible with SDK versions <=2.1.1 ...`): a tool is there, at a
+    // version the build cannot use.
+    re(
+        "pico_sdk.picotool_version",
+        "pico-sdk",
+        BuildError,
+        r"(?P<msg>This picotool version \(\S+\) is not compatible with .+)$",
+    )
+    .weight(2),
     // Bazel's loading and analysis of the build graph failing (`ERROR: Analysis of target
     // '//:hello' failed; build aborted: ...`, `ERROR: app/BUILD:7:1: every rule of type
     // cc_binary implicitly depends upon ...`): the build could not start. Its failed actions
@@ -5250,8 +5405,8 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>core dump: (?:fault|illegal|misaligned|breakpoint)\b.*)$",
     ),
     // A Rust panic handler that prints the `PanicInfo` itself (`*** PanicInfo { payload: Any {
-    // .. }, message: Some(...), location: ... }`).
-    re("rust.panic_info", "firmware", Crash, r"(?P<msg>\bPanicInfo \{ payload: .*)$"),
+    // .. }, message: Some(...), location: ... }`, or `Panicked at PanicInfo {payload: ...`).
+    re("rust.panic_info", "firmware", Crash, r"(?P<msg>\bPanicInfo \{ ?payload: .*)$"),
     // nRF5 SDK's hard-fault handler through its logger (`<error> hardfault: HARD FAULT at
     // 0x00012280`), and the nRF Connect SDK's secure firmware's fault (`Platform Exception: SPU
     // Fault`).

@@ -3434,6 +3434,27 @@ const SAMPLES: &[(&str, &str)] = &[
     ("stk500_getsync() attempt 1of 10: not in sync: resp=0x00", "flasher.not_in_sync"),
     ("../../fido2/apdu.o: file not recognized: file format not recognized", "ld.bad_format"),
     ("FAILED: CMakeFiles/app.dir/src/main.c.obj", "ninja.step_failed"),
+    // Round 43.
+    ("RSA      test failed!", "wolfcrypt.test_failed"),
+    ("AES      test passed!", "wolfcrypt.test_passed"),
+    ("- modbus_read_registers at special address: FAILED", "libmodbus.test_failed"),
+    ("[DebugBreakpoint] exception in 0.26s", "gdbserver_py.test_failed"),
+    ("BUILD SUMMARY", "waf.build_summary_header"),
+    ("link error, nothing connected to linker", "minichlink.no_chip"),
+    ("Image written.", "flash.verified"),
+    ("Awaiting neorv32_exe.bin... ERROR_SIGNATURE", "neorv32.upload_error"),
+    ("Error: ... fail (status = 0x54)", "btl_host.failed"),
+    ("*** Unexpected exception ***", "uboot.unexpected_exception"),
+    ("*** PANIC ***", "pico_sdk.panic"),
+    ("[Error | miralis] Panicked at PanicInfo {payload: Any { .. }, ", "rust.panic_info"),
+    ("Integer divide by zero", "cpu.divide_by_zero"),
+    ("cortex_m_rt::default_handler::h09ef7fbcd51f80a2 (ef=0x20004e00)", "cortex_m_rt.default_handler"),
+    ("[ERROR] Emulation stopped using just the prefix input (10: Invalid instruction (UC_ERR_INSN_INVALID))", "unicorn.fault"),
+    ("Failed to execute tool: objcopy", "cargo_binutils.no_tool"),
+    ("toolchain.inc:174: The coreboot toolchain for 'x86_32' architecture was not found.", "coreboot.no_toolchain"),
+    ("ERROR: This picotool version (2.1.2-develop) is not compatible with SDK versions <=2.1.1 - you must manually build & install picotool version 2.1.1", "pico_sdk.picotool_version"),
+    ("tensorflow/lite/micro/tools/make/targets/apollo3evb_makefile.inc:14: *** Something went wrong with the GCC download: Bad checksum. Expected: bc8a, Got: e588.  Stop.", "make.download_checksum"),
+    ("fatal: clone of 'git://git.kernel.org/pub/scm/linux/kernel/git/stable/linux-stable.git' into submodule path '/src/linux-stable' failed", "git.submodule_clone"),
 ];
 
 /// dfu-util finds the `dfuERROR` a last session left and clears it itself: no failure, so a
@@ -3790,6 +3811,7 @@ fn every_rule_with_a_class_has_a_sample() {
         "ninja.failed_after_link",
         "ceedling.missing_executable_failed",
         "esptool.fatal_in_build",
+        "waf.build_summary",
     ];
     for rule in RULES {
         if rule.class.is_some() && !in_context.contains(&rule.id) {
@@ -5454,4 +5476,32 @@ fn look_alikes_of_round_42s_lines_stay_with_their_own_rules() {
     ] {
         assert_ne!(rule_of(line).as_deref(), Some(not), "{line}");
     }
+}
+
+/// Lines that look like round 43's rules' lines but are not their evidence: a compiler naming
+/// Unicorn's error codes, a board's memory test, an agent's tool call, a script's header.
+#[test]
+fn look_alikes_of_round_43s_lines_stay_with_their_own_rules() {
+    for (line, not) in [
+        (
+            "src/emu.c:42:10: warning: 'UC_ERR_FETCH_PROT' is deprecated",
+            "unicorn.fault",
+        ),
+        (
+            "hook_mem_invalid: UC_ERR_READ_UNMAPPED at 0x40000000, mapping page and resuming",
+            "unicorn.fault",
+        ),
+        ("DRAM test failed!", "wolfcrypt.test_failed"),
+        (
+            "Failed to execute tool: run_shell",
+            "cargo_binutils.no_tool",
+        ),
+        ("BUILD SUMMARY", "waf.build_summary"),
+    ] {
+        assert_ne!(rule_of(line).as_deref(), Some(not), "{line}");
+    }
+    assert_ne!(
+        classify_str("Building fw_b... FAILED\nBUILD SUMMARY\nFailed: 1\n").class,
+        TriageClass::Pass
+    );
 }
