@@ -574,6 +574,15 @@ pub static RULES: &[Rule] = &[
         r"\b(?P<msg>RESTARTED after FATAL error\b.*)$",
     )
     .weight(2),
+    // NEORV32's bootloader trapping in the program it started (`ERROR_EXCEPTION 0x00000002
+    // 0x00000000 0xf14020f3 0x00000000`: the cause, the PC, the instruction, the value).
+    re(
+        "neorv32.exception",
+        "neorv32",
+        Crash,
+        r"^(?P<msg>ERROR_EXCEPTION(?: 0x[0-9a-fA-F]+)+)$",
+    )
+    .weight(2),
     // U-Boot's exception handler on ColdFire and m68k (`*** Unexpected exception ***`, then the
     // vector, PC and registers, and `*** Please Reset Board! ***`).
     re(
@@ -636,6 +645,13 @@ pub static RULES: &[Rule] = &[
         r"(?:\sFAILED |\brun status: \S+ )(?P<msg>(?:(?:\w+ )?Failed|Exception|Testsuite mismatch|Test suite mismatch)\b.*|failed$)",
     )
     .weight(1),
+    // Tasmota's Wi-Fi status lines (`00:00:07 WIF: Connect failed as AP cannot be reached`,
+    // then the next access point): the firmware's own retries, no failure of the run.
+    noise(
+        "tasmota.wifi_status",
+        "tasmota",
+        r"^(?:\d\d:\d\d:\d\d(?:\.\d+)? )?WIF: (?:Checking connection\.\.\.|Attempting connection\.\.\.|Connect failed (?:as AP cannot be reached|with AP (?:incorrect password|timeout|failure))|Connecting to AP\d? .*\.\.\.|Patch issue \d+|Connected|WifiManager active for \d+ minutes)$",
+    ),
     // twister starting the next test instance: what the log shows after it is that test's
     // outcome, not the one before.
     noise(
@@ -760,6 +776,15 @@ pub static RULES: &[Rule] = &[
         "riscv-tests",
         TestFailure,
         r"^(?P<msg>\[\w+\] (?:fail|exception) in [\d.]+s)$",
+    )
+    .weight(2),
+    // LiteX's BIOS testing the board's memory at boot (`Memtest KO`, MiSoC's `Memtest failed:
+    // 8191/532480 words incorrect`).
+    re(
+        "litex.memtest_failed",
+        "litex",
+        TestFailure,
+        r"^(?P<msg>Memtest KO|Memtest failed: \d+/\d+ words incorrect)$",
     )
     .weight(2),
     // cmockery's failed check: `ERROR: test.c:123 Failure!`.
@@ -1810,6 +1835,16 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^(?:line \d+: )?(?P<msg>[\w./+-]+: command not found)$",
     ),
+    // zsh running a script a shell function needs that is not there (ESP-IDF's
+    // `idf_export_main:33: no such file or directory: .../tools/idf_tools.py`): the tool's
+    // install is incomplete.
+    re(
+        "shell.function_script_missing",
+        "zsh",
+        ToolMissing,
+        r"^\w+:\d+: (?P<msg>no such file or directory: \S.*(?:\.(?:py|sh)|/bin/python[\d.]*))$",
+    )
+    .weight(2),
     re("shell.zsh_not_found", "zsh", ToolMissing, r"^zsh: (?P<msg>command not found: \S+)$"),
     // Nordic's tools without SEGGER's J-Link software (`CouldNotOpenDLL (0x7) Lowlevel error:
     // JLINKARM_DLL_NOT_FOUND`).
@@ -2900,6 +2935,15 @@ pub static RULES: &[Rule] = &[
         r"^Error: (?P<msg>.*\bfail \(status = 0x[0-9a-fA-F]+\))$",
     )
     .weight(2),
+    // teensy_loader_cli not knowing the chip it was told to load (`Unknown MCU type
+    // "imxrt1062"`, then the ones it supports).
+    re(
+        "teensy_loader.unknown_mcu",
+        "teensy_loader_cli",
+        FlashError,
+        r#"^(?P<msg>Unknown MCU type "[^"]+")$"#,
+    )
+    .weight(2),
     // hackrf_spiflash refusing an image built for another board.
     re(
         "hackrf.incompatible",
@@ -3633,7 +3677,7 @@ pub static RULES: &[Rule] = &[
         "flash.context",
         "flasher",
         FlashError,
-        r#"^(?:(?:DEBUG|INFO)\s+- |Info:\s*\S+\.c:\d+ \w+\(\): )?(?:Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `probe-(?:run|rs) .*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:(?:[\w.~/-]+ )?[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |(?:PS )?[A-Za-z]:\\[^>]*> ?)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|python\S* (?:\S*[/\\])?\w*(?:[Ff]lash|stlink)\w*\.py\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
+        r#"^(?:(?:DEBUG|INFO)\s+- |Info:\s*\S+\.c:\d+ \w+\(\): )?(?:Open On-Chip Debugger \S+.*|Info : auto-selecting first available session transport .*|Info : Listening on port \d+ for (?:gdb|tcl|telnet) connections|\*\* Programming Started \*\*|### Flashing Target ###|(?:-- )?west flash: .*|Using runner: \S+|(?:-- )?runners\.\w+: Flashing file: .*|Flashing Target Device|\(HOST\) INFO\s+flashing program.*|Running `(?:probe-(?:run|rs) |espflash (?:flash |--)).*|Configuring upload protocol\.\.\.|Looking for upload port\.\.\.|Uploading \S+\.(?:bin|hex|elf|uf2|zip)|Flashing (?:"[^"]+"|\S*/\S+)|(?:(?:(?:[\w.~/-]+ )?[$>%#]|\*\s+Executing task:|\S+@\S+:\S*[$#]) |(?:PS )?[A-Za-z]:\\[^>]*> ?)?(?:sudo )?(?:\S*[/\\])?(?:picotool (?:load|flash)|cargo (?:flash|embed|dfu|espflash)|python\S* uartprogram\b|python\S* (?:\S*[/\\])?\w*(?:[Ff]lash|stlink)\w*\.py\b|esptool(?:\.py)? .*write_flash|st-flash .*write|(?:dfu-util|avrdude)(?:\.exe)? -|JLinkExe|nrfjprog .*--program|probe-rs (?:download|run)|pyocd (?:flash|load)|openocd .*program|mcumgr(?:\.exe)? .*\bimage upload)\b.*)$"#,
     )
     .context(),
     // OpenOCD's banner in a vendor's build of it (`GNU MCU Eclipse (Microsemi SoftConsole build)
@@ -4976,6 +5020,43 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>This picotool version \(\S+\) is not compatible with .+)$",
     )
     .weight(2),
+    // tup's own errors (`tup error: Failed to find directory ID for dir ...`), and its closing
+    // count (`*** tup: 1 job failed.`), which only echoes what the job printed.
+    re(
+        "tup.error",
+        "tup",
+        BuildError,
+        r"^(?P<msg>tup error(?: \[[^\]]*\]:\d+)?: .+)$",
+    )
+    .weight(2),
+    re(
+        "tup.jobs_failed",
+        "tup",
+        BuildError,
+        r"^(?P<msg>\*\*\* tup: \d+ jobs? failed\.?)$",
+    )
+    .weight(1)
+    .echo(),
+    // zig build's step whose command failed (`zig build-exe app Debug thumb-freestanding-none:
+    // error: the following command terminated unexpectedly:`): the echo of what the command
+    // printed, which may be a flasher's.
+    re(
+        "zig.step_failed",
+        "zig",
+        BuildError,
+        r"^(?P<msg>.*error: the following command (?:terminated unexpectedly|failed with exit code \d+|exited with error code \d+|failed with \d+ compilation errors?):)$",
+    )
+    .weight(1)
+    .echo(),
+    // pico-sdk's configure step refusing a board for another chip (`PICO_PLATFORM is specified
+    // to be 'rp2350', but PICO_BOARD='pico_w' uses 'rp2040' which is incompatible.`).
+    re(
+        "pico_sdk.platform_mismatch",
+        "pico-sdk",
+        BuildError,
+        r"(?P<msg>PICO_PLATFORM is specified to be '[^']+', but PICO_BOARD='[^']+' uses\b.*)$",
+    )
+    .weight(3),
     // Bazel's loading and analysis of the build graph failing (`ERROR: Analysis of target
     // '//:hello' failed; build aborted: ...`, `ERROR: app/BUILD:7:1: every rule of type
     // cc_binary implicitly depends upon ...`): the build could not start. Its failed actions
@@ -5515,6 +5596,15 @@ pub static RULES: &[Rule] = &[
         Crash,
         r"^\s*\d+\s+\w+\s+\d+\s+\d+\s+(?P<msg>FAULT: .*)$",
     ),
+    // A double exception, which ESP-IDF's panic handler also takes while it reports another
+    // panic (an interrupt watchdog): how a failure was handled, so the cause before it decides.
+    re(
+        "esp_idf.double_exception",
+        "esp-idf",
+        Crash,
+        r"(?P<msg>Guru Meditation Error: Core\s*\d*\s+panic'ed \(Double exception\).*)$",
+    )
+    .consequence(),
     re("esp_idf.guru_meditation", "esp-idf", Crash, r"(?P<msg>Guru Meditation Error(?::| of type) .+)$"),
     // An Xtensa core's exception registers without the panic's first line (cut by the page or
     // the serial monitor): a CPU exception, unless a line of the log names what it was (an

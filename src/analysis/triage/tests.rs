@@ -3455,6 +3455,18 @@ const SAMPLES: &[(&str, &str)] = &[
     ("ERROR: This picotool version (2.1.2-develop) is not compatible with SDK versions <=2.1.1 - you must manually build & install picotool version 2.1.1", "pico_sdk.picotool_version"),
     ("tensorflow/lite/micro/tools/make/targets/apollo3evb_makefile.inc:14: *** Something went wrong with the GCC download: Bad checksum. Expected: bc8a, Got: e588.  Stop.", "make.download_checksum"),
     ("fatal: clone of 'git://git.kernel.org/pub/scm/linux/kernel/git/stable/linux-stable.git' into submodule path '/src/linux-stable' failed", "git.submodule_clone"),
+    // Round 44.
+    ("Memtest KO", "litex.memtest_failed"),
+    ("Memtest failed: 8191/532480 words incorrect", "litex.memtest_failed"),
+    ("ERROR_EXCEPTION 0x00000002 0x00000000 0xf14020f3 0x00000000", "neorv32.exception"),
+    ("tup error: Failed to find directory ID for dir './output/distortos.elf' relative to 1", "tup.error"),
+    (" *** tup: 1 job failed.", "tup.jobs_failed"),
+    ("Guru Meditation Error: Core  1 panic'ed (Double exception). ", "esp_idf.double_exception"),
+    ("zig build-exe STM32F429.minimal Debug thumb-freestanding-none: error: the following command terminated unexpectedly:", "zig.step_failed"),
+    ("[cmake]   PICO_PLATFORM is specified to be 'rp2350', but PICO_BOARD='pico_w' uses", "pico_sdk.platform_mismatch"),
+    ("idf_export_main:33: no such file or directory: /Users/u/esp/esp-idf/tools/idf_tools.py", "shell.function_script_missing"),
+    ("Unknown MCU type \"imxrt1062\"", "teensy_loader.unknown_mcu"),
+    ("Running `espflash --monitor target/riscv32imc-esp-espidf/debug/input`", "flash.context"),
 ];
 
 /// dfu-util finds the `dfuERROR` a last session left and clears it itself: no failure, so a
@@ -5504,4 +5516,22 @@ fn look_alikes_of_round_43s_lines_stay_with_their_own_rules() {
         classify_str("Building fw_b... FAILED\nBUILD SUMMARY\nFailed: 1\n").class,
         TriageClass::Pass
     );
+}
+
+/// Round 44's review: a count or a step's echo does not outrank the line that says what failed,
+/// and a double exception after an interrupt watchdog is how the hang was handled.
+#[test]
+fn echoes_and_consequences_of_round_44_give_way_to_their_cause() {
+    let tup = "main.c:(.text+0x8): undefined reference to `foo'\n\
+               collect2: error: ld returned 1 exit status\n *** tup: 1 job failed.\n";
+    assert_eq!(classify_str(tup).class, TriageClass::LinkError);
+    let zig = "error: Error: unable to find a matching CMSIS-DAP device\n\
+               zig build flash: error: the following command exited with error code 1:\n";
+    assert_ne!(classify_str(zig).class, TriageClass::BuildError);
+    let wdt = "Guru Meditation Error: Core  1 panic'ed (Interrupt wdt timeout on CPU1).\n\
+               Core  1 register dump:\nPC      : 0x601f8000  PS      : 0x3ffc4178\n\
+               Guru Meditation Error: Core  1 panic'ed (Double exception).\n";
+    assert_eq!(classify_str(wdt).class, TriageClass::Hang);
+    let alone = "Guru Meditation Error: Core  1 panic'ed (Double exception).\n";
+    assert_eq!(classify_str(alone).class, TriageClass::Crash);
 }
