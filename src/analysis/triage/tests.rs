@@ -5450,68 +5450,70 @@ fn a_closing_success_no_rule_knows_is_a_low_confidence_pass() {
     }
 }
 
-/// Lines that look like round 42's rules' lines but are not their evidence: a closed pipe under
-/// curl, a command line naming avrdude, a numbered warning list, a board's own OTA check, a
-/// greentea copy failure (the flash's), a Bazel link action.
+/// Lines that look like a rule's own but are not its evidence, each with the rule it must not
+/// reach: what the reviews of rounds 42 and 43 tried on the debug binary.
+const LOOK_ALIKES: &[(&str, &str)] = &[
+    // Round 42: a closed pipe under curl, a board's web server, a command line naming avrdude,
+    // a numbered warning list, a board's own OTA check, a greentea copy failure (the flash's),
+    // a Bazel link action, a test's own `FAILED:` line.
+    ("curl: (23) Failed writing body (0 != 16384)", "curl.failed"),
+    (
+        "curl: (7) Failed to connect to 192.168.4.1 port 80",
+        "curl.failed",
+    ),
+    (
+        "Executing: avrdude -c usbasp -p m328p -U flash:w:build/error_demo.hex",
+        "avrdude.error",
+    ),
+    (
+        "1. src/main.c:42 - warning: unused variable 'x'",
+        "cunit.failure",
+    ),
+    (
+        "E (5123) OTA: image download complete but checksum did not match",
+        "download.not_fetched",
+    ),
+    (
+        "mbedgt: test suite results: 1 IOERR_COPY",
+        "greentea.ioerr_summary",
+    ),
+    (
+        "ERROR: /src/fw/BUILD:7:1: Linking hello failed: (Exit 1)",
+        "bazel.analysis_failed",
+    ),
+    (
+        "FAILED: test_crc.c:42 expected 1 got 2",
+        "ninja.step_failed",
+    ),
+    // Round 43: a compiler naming Unicorn's error codes, a hook's note, a board's memory test,
+    // an agent's tool call, a script's header.
+    (
+        "src/emu.c:42:10: warning: 'UC_ERR_FETCH_PROT' is deprecated",
+        "unicorn.fault",
+    ),
+    (
+        "hook_mem_invalid: UC_ERR_READ_UNMAPPED at 0x40000000, mapping page and resuming",
+        "unicorn.fault",
+    ),
+    ("DRAM test failed!", "wolfcrypt.test_failed"),
+    (
+        "Failed to execute tool: run_shell",
+        "cargo_binutils.no_tool",
+    ),
+    ("BUILD SUMMARY", "waf.build_summary"),
+];
+
 #[test]
-fn look_alikes_of_round_42s_lines_stay_with_their_own_rules() {
-    for (line, not) in [
-        ("curl: (23) Failed writing body (0 != 16384)", "curl.failed"),
-        (
-            "curl: (7) Failed to connect to 192.168.4.1 port 80",
-            "curl.failed",
-        ),
-        (
-            "Executing: avrdude -c usbasp -p m328p -U flash:w:build/error_demo.hex",
-            "avrdude.error",
-        ),
-        (
-            "1. src/main.c:42 - warning: unused variable 'x'",
-            "cunit.failure",
-        ),
-        (
-            "E (5123) OTA: image download complete but checksum did not match",
-            "download.not_fetched",
-        ),
-        (
-            "mbedgt: test suite results: 1 IOERR_COPY",
-            "greentea.ioerr_summary",
-        ),
-        (
-            "ERROR: /src/fw/BUILD:7:1: Linking hello failed: (Exit 1)",
-            "bazel.analysis_failed",
-        ),
-        (
-            "FAILED: test_crc.c:42 expected 1 got 2",
-            "ninja.step_failed",
-        ),
-    ] {
-        assert_ne!(rule_of(line).as_deref(), Some(not), "{line}");
+fn no_rule_claims_its_look_alike_lines() {
+    for (line, not) in LOOK_ALIKES {
+        assert_ne!(rule_of(line).as_deref(), Some(*not), "{line}");
     }
 }
 
-/// Lines that look like round 43's rules' lines but are not their evidence: a compiler naming
-/// Unicorn's error codes, a board's memory test, an agent's tool call, a script's header.
+/// A script's `BUILD SUMMARY` header over a failed target is no pass: only waf's line after it
+/// is.
 #[test]
-fn look_alikes_of_round_43s_lines_stay_with_their_own_rules() {
-    for (line, not) in [
-        (
-            "src/emu.c:42:10: warning: 'UC_ERR_FETCH_PROT' is deprecated",
-            "unicorn.fault",
-        ),
-        (
-            "hook_mem_invalid: UC_ERR_READ_UNMAPPED at 0x40000000, mapping page and resuming",
-            "unicorn.fault",
-        ),
-        ("DRAM test failed!", "wolfcrypt.test_failed"),
-        (
-            "Failed to execute tool: run_shell",
-            "cargo_binutils.no_tool",
-        ),
-        ("BUILD SUMMARY", "waf.build_summary"),
-    ] {
-        assert_ne!(rule_of(line).as_deref(), Some(not), "{line}");
-    }
+fn a_build_summary_header_over_a_failure_is_no_pass() {
     assert_ne!(
         classify_str("Building fw_b... FAILED\nBUILD SUMMARY\nFailed: 1\n").class,
         TriageClass::Pass
