@@ -11,6 +11,7 @@
     reason = "test helpers too should stop the test loudly on anything unexpected"
 )]
 
+pub(crate) use crate::common::free_port;
 use crate::common::{gone_soon, pids_in};
 use fwfix::capture::{Capture, EndDetector, RunEnd, Stream};
 use fwfix::config::parse_board;
@@ -88,14 +89,6 @@ fn exit42_image(dir: &Path) -> PathBuf {
 
 /// A Unity transcript that passes.
 const UNITY_PASS: &str = "tests/t.c:3:test_one:PASS\ntests/t.c:9:test_two:PASS\n\n-----------------------\n2 Tests 0 Failures 0 Ignored \nOK\n";
-
-pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 pub(crate) fn wait_for_listener(port: u16) {
     let deadline = Instant::now() + Duration::from_secs(10);

@@ -5,6 +5,7 @@
 //! last flashed image when switched on and stops it when switched off. The flash command copies
 //! the ELF to where the switch reads it. Everything started here is killed when the farm drops.
 
+use super::free_port;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -31,14 +32,6 @@ pub fn path_with_venv() -> String {
         venv_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     )
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A child killed (with its waiting) when dropped.

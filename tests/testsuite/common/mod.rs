@@ -10,6 +10,30 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+/// A TCP port on 127.0.0.1 that nothing listens on, for a child the test starts (QEMU's gdbstub
+/// or UART server, a labgrid coordinator) to bind. Taken below Linux's ephemeral range (32768
+/// up), where outgoing connections pick their source ports, and never handed out twice in one
+/// run: a port that `bind(0)` gave and released could go to a parallel test, or become some
+/// connection's source port, before the child binds it (QEMU then exits and nothing listens).
+pub fn free_port() -> u16 {
+    use std::net::TcpListener;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    // Each run starts at its own place, so that two suites on one machine rarely meet.
+    let start = 20_000 + (std::process::id() % 1_000) * 10;
+    let _ = NEXT.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst);
+    loop {
+        let port = NEXT.fetch_add(1, Ordering::SeqCst);
+        let port = u16::try_from(port)
+            .ok()
+            .filter(|&p| p < 32_768)
+            .expect("a free port below the ephemeral range");
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// Fails loudly when a tool the integration tests drive is missing: these tests never skip.
 pub fn require_tools() {
     require(
