@@ -295,7 +295,7 @@ fn empty_and_binary_inputs_are_unknown_and_an_endless_one_ends() {
 
 /// The held-out corpus of real logs: collected and labelled by someone who never tuned triage
 /// nor read its rules, and never tuned on (see `real/README.md`).
-const HELD_OUT_SET: &str = "untapped";
+const HELD_OUT_SET: &str = "unprobed";
 
 /// One corpus of real logs (`real/`: the tuning set; [`HELD_OUT_SET`]: the held-out set):
 /// (name, label, source address) per log. A corpus that is missing fails the test that reads it.
@@ -533,9 +533,9 @@ fn real_corpora_are_complete_labelled_and_apart() {
 }
 
 /// What triage gets right on the held-out set must not fall below its first-sight figure, less
-/// one log (untapped/: 92/109, 84.4%, on round 44's rules; see untapped/README.md). The goal
+/// one log (unprobed/: 86/116, 74.1%, on round 45's rules; see unprobed/README.md). The goal
 /// is 95%: this floor only catches a fall, it does not say the goal is met.
-const HELD_OUT_FLOOR: f64 = 83.4;
+const HELD_OUT_FLOOR: f64 = 73.2;
 
 /// Triage on real public logs nobody tuning it has seen ([`HELD_OUT_SET`]).
 #[test]
@@ -579,7 +579,7 @@ fn real_logs_held_out_accuracy() {
 /// (unscreened/ joined, its misses tuned on); 5461/5615 (97.3%) after round 42 (unproven/
 /// joined, its misses tuned on); 5590/5745 (97.3%) after round 43 (unvetted/ joined, its
 /// misses tuned on); 5720/5878 (97.3%) after round 44 (unsettled/ joined, its misses tuned
-/// on).
+/// on); 5826/5987 (97.3%) after round 45 (untapped/ joined, its misses tuned on).
 const TUNING_FLOOR: f64 = 96.5;
 
 /// The logs the rules were tuned on: reported, and guarded against regressions.

@@ -290,6 +290,14 @@ macro_rules! qemu {
     };
 }
 
+/// GNU make as it names itself in its messages: `make`, `make[2]`, and where it is installed
+/// under another name, `gmake`, `mingw32-make`, `make.exe`.
+macro_rules! make_name {
+    () => {
+        r"(?:g|mingw32-)?make(?:\.exe)?(?:\[\d+\])?"
+    };
+}
+
 /// Whatever a logger, a quoting reply or a terminal puts before a line's own words: quote marks
 /// and emoji (`> `, `☠️ `), bracketed levels and tags (`[INFO]`, `[main]`), ISO and clock
 /// timestamps. A generic severity word counts after any of them.
@@ -623,6 +631,15 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>.*\(UC_ERR_(?:INSN_INVALID|READ_UNMAPPED|WRITE_UNMAPPED|FETCH_UNMAPPED|READ_PROT|WRITE_PROT|FETCH_PROT|EXCEPTION)\).*)$",
     )
     .weight(2),
+    // The seL4 kernel's own assertion and its `fail()`, which halts the kernel (`seL4 called
+    // fail at boot_sys.c:722 in function boot_sys, saying "..."`, then `halting...`).
+    re(
+        "sel4.assertion",
+        "sel4",
+        Assert,
+        r"^(?P<msg>seL4 failed assertion '.*' at \S+:\d+ in function \w+.*)$",
+    ),
+    re("sel4.fail", "sel4", Crash, r"^(?P<msg>seL4 called fail at \S+:\d+ in function \w+.*)$"),
     // SerenityOS's and WebKit's kernel or library assertion (`ASSERTION FAILED: handler`), before
     // the panic it leads to.
     re("kernel.assertion_failed", "kernel", Assert, r"(?:^|\]: )(?P<msg>ASSERTION FAILED: .+)$"),
@@ -1812,6 +1829,23 @@ pub static RULES: &[Rule] = &[
         ToolMissing,
         r"^Error: (?P<msg>invocation of external compiler program failed\. The system cannot find the file specified\.?)$",
     ),
+    // yotta's toolchain check (`ERROR: the arm toolchain program armcc could not be found.`,
+    // `ERROR: the arm gcc program arm-none-eabi-gcc could not be found`).
+    re(
+        "yotta.toolchain_missing",
+        "yotta",
+        ToolMissing,
+        r"^\s*ERROR: (?P<msg>the [\w -]+? program \S+ could not be found\b.*)$",
+    ),
+    // An Eclipse-based IDE's builder (STM32CubeIDE, MCUXpresso, CCS) that cannot start its
+    // build tool (`Cannot run program "make": Launching failed`, `Error: Program "make" not
+    // found in PATH`).
+    re(
+        "eclipse.program_missing",
+        "eclipse",
+        ToolMissing,
+        r#"^(?:Error: )?(?P<msg>Program "[^"]+" not found in PATH|Cannot run program "[^"]+": Launching failed)$"#,
+    ),
     // A program that is not installed.
     re(
         "shell.not_found",
@@ -1949,7 +1983,7 @@ pub static RULES: &[Rule] = &[
         "make.no_such_program",
         "make",
         ToolMissing,
-        r"^make(?:\[\d+\])?: (?P<msg>[^*\s:][^:]*: No such file or directory)$",
+        concat!(r"^", make_name!(), r": (?P<msg>[^*\s:][^:]*: No such file or directory)$"),
     ),
     // make that found the program a recipe runs but could not execute it (`make[1]:
     // .../bin/xsc: Invalid argument`): a program the build itself made. A toolchain built for
@@ -1958,7 +1992,7 @@ pub static RULES: &[Rule] = &[
         "make.exec_failed",
         "make",
         BuildError,
-        r"^make(?:\[\d+\])?: (?P<msg>[^*\s:][^:]*: Invalid argument)$",
+        concat!(r"^", make_name!(), r": (?P<msg>[^*\s:][^:]*: Invalid argument)$"),
     )
     .weight(2),
     // A program that runs `python3` by name on a machine without it (`python3: No such file or
@@ -1977,7 +2011,7 @@ pub static RULES: &[Rule] = &[
         "make.error_127",
         "make",
         ToolMissing,
-        r"^make(?:\[\d+\])?: \*\*\* \[.*\] (?:Error|错误|Fehler|Erreur|エラー) 127$",
+        concat!(r"^", make_name!(), r": \*\*\* \[.*\] (?:Error|错误|Fehler|Erreur|エラー) 127$"),
     )
     .weight(1)
     .generic(),
@@ -2077,7 +2111,7 @@ pub static RULES: &[Rule] = &[
         "make.command_not_found",
         "make",
         ToolMissing,
-        r"^make(?:\[\d+\])?: (?P<msg>[^*\s:][^:]*: Command not found)$",
+        concat!(r"^", make_name!(), r": (?P<msg>[^*\s:][^:]*: Command not found)$"),
     ),
     re(
         "cmd.not_recognized",
@@ -2549,6 +2583,14 @@ pub static RULES: &[Rule] = &[
         FlashError,
         r"(?P<msg>Error while programming flash: .*)$",
     ),
+    // J-Link's GDB server giving up before gdb connects (`Failed to get index for device name
+    // 'RA6M5'.GDBServer will be closed... Shutting down...`).
+    re(
+        "jlink.gdbserver_closed",
+        "jlink",
+        FlashError,
+        r"(?P<msg>Failed to get index for device name .*|.*\bGDBServer will be closed\b.*)$",
+    ),
     // Segger's stand-alone Flasher and J-Flash: `ERROR: Failed to prepare for programming.`,
     // `Failed to execute RAMCode for RAM check!`, `- ERROR: Erase failed`, `- ERROR: Failed to
     // auto program target`.
@@ -2659,7 +2701,7 @@ pub static RULES: &[Rule] = &[
         "make.flash_target",
         "make",
         FlashError,
-        r"(?P<msg>recipe for target '(?:flash|upload|program)(?:-only)?' failed|make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[: ])?(?:flash|upload|program)(?:-only)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)",
+        concat!(r"(?P<msg>recipe for target '(?:flash|upload|program)(?:-only)?' failed|", make_name!(), r": \*\*\* \[(?:[^\]]*[: ])?(?:flash|upload|program)(?:-only)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)"),
     ),
     // OpenOCD's `dump_image` that read the flash back whole: a read-back's success, weighed as
     // a flash's closing line (so, like one, it outweighs a failed command's generic lines).
@@ -3224,13 +3266,29 @@ pub static RULES: &[Rule] = &[
         InfraError,
         r"^(?:FATAL ERROR|ERROR): (?P<msg>can't load west manifest\b.*|Malformed manifest file\b.*)$",
     ),
-    // west run outside a workspace, or whose extension commands cannot load: the workspace is
-    // not set up, whatever command was asked for.
+    // west's build or flash command that cannot load (`FATAL ERROR: extension command "build"
+    // couldn't be run`, older: `extension command build was improperly defined and could not be
+    // run`): the step asked for failed before it started.
+    re(
+        "west.build_unloadable",
+        "west",
+        BuildError,
+        r#"^`?(?:FATAL ERROR|ERROR): (?P<msg>extension command "?build"? (?:was improperly defined and )?could(?: not|n't) be run\b.*)$"#,
+    ),
+    re(
+        "west.flash_unloadable",
+        "west",
+        FlashError,
+        r#"^`?(?:FATAL ERROR|ERROR): (?P<msg>extension command "?(?:flash|debug|debugserver|attach)"? (?:was improperly defined and )?could(?: not|n't) be run\b.*)$"#,
+    ),
+    // west run outside a workspace (west 1.1 on: `west: unknown command "build"; do you need to
+    // run this inside a workspace?`), or whose other extension commands cannot load: the
+    // workspace is not set up, whatever command was asked for.
     re(
         "west.no_workspace",
         "west",
         InfraError,
-        r#"^(?:FATAL ERROR|ERROR|west: error): (?P<msg>no west workspace found\b.*|extension command "\w+" could not be run\b.*|argument <command>: invalid choice: '(?:build|flash|debug|sign|twister|boards)'.*)$"#,
+        r#"^(?:FATAL ERROR|ERROR|west(?:: error)?): (?P<msg>no west workspace found\b.*|unknown command "[\w-]+"; (?:do you need to run this inside a workspace\?|workspace \S+ does not define this extension command\b.*)|extension command "?[\w-]+"? (?:was improperly defined and )?could(?: not|n't) be run\b.*|argument <command>: invalid choice: '(?:build|flash|debug|sign|twister|boards)'.*)$"#,
     ),
     // A west command's arguments it refused (`west build: error: argument -p/--pristine: invalid
     // choice: 'none'`): nothing ran, the step asked for failed.
@@ -3437,14 +3495,14 @@ pub static RULES: &[Rule] = &[
     // mspdebug's serial port for the ROM bootloader (`sport_open: System cannot find the file
     // specified.`).
     re("mspdebug.sport_open", "mspdebug", FlashError, r"^(?P<msg>sport_open: .+)$"),
-    // mspdebug's FET that answered but could not tell the chip (`fet: identify failed`), and TI's
+    // mspdebug's FET that did not open, answer or tell the chip (`fet: identify failed`), and TI's
     // MSP430 debug library under it (`tilib: MSP430_Erase: Could not communicate with FET
     // (error = 35)`).
     re(
         "mspdebug.fet_failed",
         "mspdebug",
         FlashError,
-        r"^(?P<msg>fet: identify failed|tilib: MSP430_\w+: .+\(error = \d+\))$",
+        r"^(?P<msg>fet: (?:(?:open|init|identify|reset|final reset|erase command|JTAG configuration|Spy-Bi-Wire configuration) failed|command C_IDENT1 failed|message C_IDENT2 failed|FET returned (?:NAK|error code \d+.*))|tilib: MSP430_\w+: .+\(error = \d+\))$",
     ),
     // dfu-util with two boards in DFU mode and nothing to tell them apart.
     re(
@@ -3716,6 +3774,14 @@ pub static RULES: &[Rule] = &[
         r"(?:MSP(?:430)? Flasher v\d|^MSP430Flasher(?:\.exe)? -)",
     )
     .context(),
+    // MSP Flasher's last words after a failure (`* Driver : closed (Internal error)`); a run that
+    // went well closes it with `(No error)`.
+    re(
+        "msp430_flasher.driver_error",
+        "msp430-flasher",
+        FlashError,
+        r"^\*\s*Driver\s*:\s*closed \((?P<msg>(?:[^N]|N[^o]|No[^ ]|No [^e]|No e[^r]).*)\)$",
+    ),
     // No MSP430 debug interface (a FET) found: MSP430 Flasher's and mspdebug's words.
     re(
         "msp430.no_fet",
@@ -4205,6 +4271,16 @@ pub static RULES: &[Rule] = &[
         r"^\**(?:[Ff]atal: )?(?P<msg>clone of '[^']+' into submodule path '[^']+' failed|Failed to clone '[^']+' a second time, aborting)\**$",
     )
     .weight(2),
+    // git refusing to check out a dependency over files left in its working tree (`error: The
+    // following untracked working tree files would be overwritten by checkout:`), as a package
+    // manager's update quotes it: the workspace's state, not the code.
+    re(
+        "git.untracked_overwritten",
+        "git",
+        InfraError,
+        r"\berror: (?P<msg>(?:The following untracked working tree files would be (?:overwritten|removed)|Your local changes to the following files would be overwritten) by [\w -]+):?$",
+    )
+    .weight(2),
     // A git server refusing a fetch (`fatal: remote error: upload-pack: not our ref ...`, as
     // `west update` shows it): the remote's state, not the code.
     re(
@@ -4567,6 +4643,9 @@ pub static RULES: &[Rule] = &[
         r"^(?P<msg>Building for \S+ \.+ failed|Errors: [1-9]\d* Warnings: \d+)$",
     )
     .weight(2),
+    // Silicon Labs' project generator (`slc generate`) refusing a project (`Generation failed:
+    // .../rcp-uart-802154.slcp contains parse issues`): nothing was built.
+    re("slc.generation_failed", "slc", BuildError, r"^(?P<msg>Generation failed: \S+\.slcp?\b.*)$"),
     // SCons: its own error about a target (`scons: *** [x] TypeError : ...`), or the echo of a
     // command that failed (`scons: *** [x] Error 1`).
     re(
@@ -4600,6 +4679,9 @@ pub static RULES: &[Rule] = &[
     .weight(1)
     .echo(),
     re("nmake.error", "nmake", BuildError, r"^NMAKE : fatal error (?P<msg>U\d{4}: .*)$").weight(2),
+    // mcumgr (or newtmgr) uploading an image over SMP that failed (`Error: ImageUpload
+    // unexpected error after 0/90644 bytes`).
+    re("mcumgr.upload_failed", "mcumgr", FlashError, r"^Error: (?P<msg>ImageUpload\b.*)$"),
     // Mynewt's newt building a target: its bare `Error:` lines are the build's.
     re("newt.building", "newt", BuildError, r"^Building target targets/\S+$").context(),
     // A newt command on a prompt: its bare `Error:` lines are the build's, or the load's.
@@ -4675,7 +4757,7 @@ pub static RULES: &[Rule] = &[
         "make.no_rule_translated",
         "make",
         BuildError,
-        r"^g?make(?:\[\d+\])?: \*\*\* (?P<msg>Keine Regel, um .+ zu erstellen\b.*|Pas de r\S+gle pour fabriquer la cible .*|No hay ninguna regla para construir el objetivo .*|Nessuna regola per generare l'obiettivo .*)$",
+        concat!(r"^", make_name!(), r": \*\*\* (?P<msg>Keine Regel, um .+ zu erstellen\b.*|Pas de r\S+gle pour fabriquer la cible .*|No hay ninguna regla para construir el objetivo .*|Nessuna regola per generare l'obiettivo .*)$"),
     ),
     // A makefile's own check of a toolchain it downloaded (TensorFlow Lite Micro's `*** Something
     // went wrong with the GCC download: Bad checksum. ...  Stop.`): the download, not the build.
@@ -4693,7 +4775,7 @@ pub static RULES: &[Rule] = &[
         "make.no_rule_wrapped",
         "make",
         BuildError,
-        r"^make(?:\[\d+\])?: \*\*\* (?P<msg>No rule to make target)\s*$",
+        concat!(r"^", make_name!(), r": \*\*\* (?P<msg>No rule to make target)\s*$"),
     ),
     diag("ld.undefined_reference", "ld", LinkError, "linker", &["undefined_reference"]),
     diag("ld.multiple_definition", "ld", LinkError, "linker", &["multiple_definition"]),
@@ -5149,13 +5231,22 @@ pub static RULES: &[Rule] = &[
         "make.flash_target_error",
         "make",
         FlashError,
-        r"^(?P<msg>g?make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*[:/ ])?(?:[\w-]+\.)?(?:flash|upload|program|burn)(?:-[\w-]+)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)$",
+        concat!(r"^(?P<msg>", make_name!(), r": \*\*\* \[(?:[^\]]*[:/ ])?(?:[\w-]+\.)?(?:flash|upload|program|burn)(?:-[\w-]+)?\] (?:Error|错误|Fehler|Erreur|エラー) \d+)$"),
     )
     .weight(1)
     .generic(),
+    // TI's XDCtools configuring a TI-RTOS image (`js: "main.cfg", line 125:
+    // xdc.services.global.XDCException: xdc.PACKAGE_NOT_FOUND: can't locate the package ...`):
+    // the configure step failed.
+    re(
+        "xdc.exception",
+        "xdctools",
+        BuildError,
+        r"\bxdc\.services\.global\.XDCException: (?P<msg>xdc\.[\w.]+: .+)$",
+    ),
     // (GNU make in Chinese, German, French or Japanese says `错误 1`, `Fehler 1`, `Erreur 1`,
     // `エラー 1`; the rules for a flash target and for 127 above read them too.)
-    re("make.error", "make", BuildError, r"^(?P<msg>make(?:\[\d+\])?: \*\*\* .*(?:Error|错误|Fehler|Erreur|エラー) \d+)$")
+    re("make.error", "make", BuildError, concat!(r"^(?P<msg>", make_name!(), r": \*\*\* .*(?:Error|错误|Fehler|Erreur|エラー) \d+)$"))
         .weight(1)
         .echo(),
     // make reporting a command whose failure the makefile ignores (`make[1]: [makefile:139:
@@ -5164,7 +5255,7 @@ pub static RULES: &[Rule] = &[
         "make.error_ignored",
         "make",
         BuildError,
-        r"^(?P<msg>make(?:\[\d+\])?: \[.*\] Error \d+ \(ignored\))$",
+        concat!(r"^(?P<msg>", make_name!(), r": \[.*\] Error \d+ \(ignored\))$"),
     )
     .weight(1)
     .echo(),
@@ -5174,7 +5265,7 @@ pub static RULES: &[Rule] = &[
         "make.stop",
         "make",
         BuildError,
-        r"^(?P<msg>make(?:\[\d+\])?: \*\*\* [^\[].*\.\s+Stop\.)$",
+        concat!(r"^(?P<msg>", make_name!(), r": \*\*\* [^\[].*\.\s+Stop\.)$"),
     )
     .weight(2),
     // Go's compiler (and TinyGo's): `config.go:34:22: undefined: machine.UART0_TX_PIN`.
@@ -5431,6 +5522,14 @@ pub static RULES: &[Rule] = &[
         "opensbi",
         Crash,
         r"^sbi_trap_error: hart\d+: (?P<msg>.*\b(?:failed|mcause=0x[0-9a-fA-F]+)\b.*)$",
+    ),
+    // Zephyr's exception stack frame on RISC-V (`E:    mepc: 2fc012da`, 16 digits on RV64):
+    // the pc of the fault.
+    re(
+        "zephyr.riscv_esf",
+        "zephyr",
+        Crash,
+        r"^(?:E:|\[[\d:.,]+\]\s*<err>\s*os:)\s+(?P<msg>mepc: (?:[0-9a-f]{8}|[0-9a-f]{16}))\s*$",
     ),
     // A RISC-V firmware's own trap dump: the cause and the faulting pc on one line.
     re(
@@ -5795,13 +5894,13 @@ pub static RULES: &[Rule] = &[
         "cortex_m.fault_banner",
         "firmware",
         Crash,
-        r"(?i)^(?P<msg>\W*(?:(?:hint|cause|reason|type|exception|fault):\s*)?(?:hard ?fault|mem(?:ory)? ?manage(?:ment)?(?: fault)?|bus ?fault|usage ?fault)(?:_handler)?(?:\s*$|\s*[^\w\s].*|\s+(?:at|in|detected|occurred|exception)\b.*))$",
+        r"(?i)^(?:<(?:e|err|error|fatal|crit|critical)\s*>\s*)?(?P<msg>\W*(?:(?:hint|cause|reason|type|exception|fault):\s*)?(?:hard ?fault|mem(?:ory)? ?manage(?:ment)?(?: fault)?|bus ?fault|usage ?fault)(?:_handler)?(?:\s*$|\s*[^\w\s].*|\s+(?:at|in|detected|occurred|exception)\b.*))$",
     ),
     re(
         "cortex_m.fault_status",
         "firmware",
         Crash,
-        r"\b(?P<msg>CFSR\s*[:=]\s*(?:0x)?[0-9a-fA-F]{1,8}\b.*)$",
+        r"\b(?P<msg>CFSR(?:\s*[:=]\s*(?:0x)?[0-9a-fA-F]{1,8}|\s+0x0*[1-9a-fA-F][0-9a-fA-F]{0,6})\b.*)$",
     ),
     re(
         "freertos.stack_overflow",
@@ -5892,6 +5991,20 @@ pub static RULES: &[Rule] = &[
         LinkError,
         r"^error: (?P<msg>No target memory available for section .*)$",
     ),
+    // ChibiOS's build-all scripts' tally per directory (`testhal/NRF51: 8 builds ok, 0 builds
+    // failed`).
+    re(
+        "chibios.builds_ok",
+        "chibios",
+        Pass,
+        r"^(?P<msg>\S+: [1-9]\d* builds ok, 0 builds failed)$",
+    ),
+    re(
+        "chibios.builds_failed",
+        "chibios",
+        BuildError,
+        r"^(?P<msg>\S+: \d+ builds ok, [1-9]\d* builds failed)$",
+    ),
     // Contiki-NG's compile test summary.
     re(
         "contiki.examples_failed",
@@ -5908,6 +6021,14 @@ pub static RULES: &[Rule] = &[
         r"(?P<msg>(?:^|\s)\S*(?:\.(?:dts|dtsi|overlay|conf|ld|lds|cmake|ya?ml|defconfig|toml|mk)|Kconfig[\w.-]*|CMakeLists\.txt)[:(]\s*\d+(?:[:.]\d+)?(?:-\d+(?:\.\d+)?)?(?:\s*\(column \d+\))?\)?:?\s*(?i:(?:fatal )?(?:parse |syntax )?error)\b.*)$",
     )
     .weight(2),
+    // AutoPTS's bot (Bluetooth qualification tests) listing the cases that did not pass
+    // (`<details><summary>Failed tests (13)</summary>GATT    GATT/SR/GAS/BV-02-C    FAIL<br>...`).
+    re(
+        "autopts.failed_tests",
+        "autopts",
+        TestFailure,
+        r"^<details><summary>(?P<msg>Failed tests(?: \([1-9]\d*\))?)</summary>",
+    ),
     // A generic tally with no failures under at least one pass (twister's DEBUG summary,
     // a CI comment's `Executed: 24` then `Failed: 0`), or one with failures.
     re(

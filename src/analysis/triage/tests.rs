@@ -1527,10 +1527,6 @@ const SAMPLES: &[(&str, &str)] = &[
         "serial.serialutil.SerialTimeoutException: Write timeout",
         "python.exception",
     ),
-    (
-        "error: Your local changes to the following files would be overwritten by checkout:",
-        "generic.error",
-    ),
     ("ERROR: Build directory build is for application /a, not /b", "generic.error"),
     ("FAILED: build/app.o", "ninja.step_failed"),
     ("Check Timeout", "generic.timeout"),
@@ -2769,7 +2765,7 @@ const SAMPLES: &[(&str, &str)] = &[
     ),
     (
         r#"ERROR: extension command "build" could not be run: could not import /src/zephyr/scripts/west_commands/build.py."#,
-        "west.no_workspace",
+        "west.build_unloadable",
     ),
     (
         "west: error: argument <command>: invalid choice: 'build' (choose from 'init', 'update')",
@@ -3467,6 +3463,72 @@ const SAMPLES: &[(&str, &str)] = &[
     ("idf_export_main:33: no such file or directory: /Users/u/esp/esp-idf/tools/idf_tools.py", "shell.function_script_missing"),
     ("Unknown MCU type \"imxrt1062\"", "teensy_loader.unknown_mcu"),
     ("Running `espflash --monitor target/riscv32imc-esp-espidf/debug/input`", "flash.context"),
+    // Round 45.
+    (
+        "js: \"C:/ti/app/main.cfg\", line 125: xdc.services.global.XDCException: xdc.PACKAGE_NOT_FOUND: can't locate the package 'ti.mw.fatfs' along the path",
+        "xdc.exception",
+    ),
+    ("gmake.exe: *** [package/cfg/main_pem4.xdl] Error 1", "make.error"),
+    ("mingw32-make[1]: *** [all] Error 2", "make.error"),
+    ("<error > HardFault:", "cortex_m.fault_banner"),
+    ("SCB->CFSR   0x01000000", "cortex_m.fault_status"),
+    (" ERROR: the arm toolchain program armcc could not be found.", "yotta.toolchain_missing"),
+    ("Error: Program \"make\" not found in PATH", "eclipse.program_missing"),
+    ("Cannot run program \"make\": Launching failed", "eclipse.program_missing"),
+    (
+        "Failed to get index for device name 'RA6M5'.GDBServer will be closed... Shutting down...",
+        "jlink.gdbserver_closed",
+    ),
+    ("fet: open failed", "mspdebug.fet_failed"),
+    ("fet: FET returned error code 4 (Could not find device or device not supported)", "mspdebug.fet_failed"),
+    (
+        "* Driver      : closed (Could not find device (or device not supported))",
+        "msp430_flasher.driver_error",
+    ),
+    ("ERROR: the arm gcc program arm-none-eabi-gcc could not be found", "yotta.toolchain_missing"),
+    ("E:    mepc: 0000000080001234", "zephyr.riscv_esf"),
+    ("[00:00:00.010,000] <err> os:    mepc: 2fc012da", "zephyr.riscv_esf"),
+    (
+        "error: Your local changes to the following files would be overwritten by checkout:",
+        "git.untracked_overwritten",
+    ),
+    (
+        "west: unknown command \"build\"; do you need to run this inside a workspace?",
+        "west.no_workspace",
+    ),
+    ("gmake: *** No rule to make target 'all'.  Stop.", "make.stop"),
+    ("* Driver : closed (Internal error)", "msp430_flasher.driver_error"),
+    ("E:    mepc: 2fc012da", "zephyr.riscv_esf"),
+    (
+        "seL4 failed assertion 'cap_get_capType(cap) == cap_frame_cap' at src/object/objecttype.c:412 in function deriveCap",
+        "sel4.assertion",
+    ),
+    (
+        "seL4 called fail at boot_sys.c:722 in function boot_sys, saying \"boot_sys failed for some reason :(",
+        "sel4.fail",
+    ),
+    (
+        "error: The following untracked working tree files would be overwritten by checkout:",
+        "git.untracked_overwritten",
+    ),
+    ("Error: ImageUpload unexpected error after 0/90644 bytes", "mcumgr.upload_failed"),
+    ("testhal/NRF51: 8 builds ok, 0 builds failed", "chibios.builds_ok"),
+    ("demos/STM32: 12 builds ok, 2 builds failed", "chibios.builds_failed"),
+    (
+        "<details><summary>Failed tests (13)</summary>GATT    GATT/SR/GAS/BV-02-C             FAIL<br>",
+        "autopts.failed_tests",
+    ),
+    (
+        "Generation failed: /src/build/rcp-uart-802154.slcp contains parse issues",
+        "slc.generation_failed",
+    ),
+    ("FATAL ERROR: extension command \"build\" couldn't be run", "west.build_unloadable"),
+    (
+        "`ERROR: extension command build was improperly defined and could not be run: could not import`",
+        "west.build_unloadable",
+    ),
+    ("FATAL ERROR: extension command \"flash\" could not be run", "west.flash_unloadable"),
+    ("FATAL ERROR: extension command \"sign\" couldn't be run", "west.no_workspace"),
 ];
 
 /// dfu-util finds the `dfuERROR` a last session left and clears it itself: no failure, so a
@@ -5453,6 +5515,26 @@ fn a_closing_success_no_rule_knows_is_a_low_confidence_pass() {
 /// Lines that look like a rule's own but are not its evidence, each with the rule it must not
 /// reach: what the reviews of rounds 42 and 43 tried on the debug binary.
 const LOOK_ALIKES: &[(&str, &str)] = &[
+    // Round 45: markup and info-level tags naming a fault, the fault status register's address
+    // or a zero value, a tally of nothing built, an empty failed list, mcumgr's timeout on any
+    // command, MSP Flasher's clean close.
+    (
+        "<td>BusFault</td><td>Bus error on instruction fetch</td>",
+        "cortex_m.fault_banner",
+    ),
+    ("<info> BusFault: enabled", "cortex_m.fault_banner"),
+    ("#define CFSR 0xE000ED28", "cortex_m.fault_status"),
+    ("SCB->CFSR   0x00000000", "cortex_m.fault_status"),
+    ("testhal: 0 builds ok, 0 builds failed", "chibios.builds_ok"),
+    (
+        "<details><summary>Failed tests (0)</summary>",
+        "autopts.failed_tests",
+    ),
+    ("Error: NMP timeout", "mcumgr.upload_failed"),
+    (
+        "* Driver : closed (No error)",
+        "msp430_flasher.driver_error",
+    ),
     // Round 42: a closed pipe under curl, a board's web server, a command line naming avrdude,
     // a numbered warning list, a board's own OTA check, a greentea copy failure (the flash's),
     // a Bazel link action, a test's own `FAILED:` line.
