@@ -100,7 +100,7 @@ use regex::bytes::Regex;
 use serde::{Deserialize, Serialize};
 
 use crate::machine::ErrorClass;
-use rules::{Matched, Matcher, Rule, Scope, SetScratch, COMPILED, RULES, SIDE_BY_SIDE};
+use rules::{Matched, Matcher, Rule, Scope, SetScratch, COMPILED, RULES};
 
 /// What a log shows, strongest first in [`TriageClass::PRECEDENCE`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -677,7 +677,6 @@ impl Found {
     fn in_part(part: &[u8], scratch: &mut SetScratch) -> Found {
         let prefilter = &COMPILED.prefilter;
         let mut found = Found::default();
-        let mut pending = Vec::with_capacity(SIDE_BY_SIDE);
         let mut hits = Vec::new();
         prefilter.hits(part, &mut hits);
         let mut start = 0;
@@ -690,11 +689,10 @@ impl Found {
             let raw = &raw[..raw.len().min(MAX_LINE_BYTES)];
             found.lines += 1;
             found.seen_bytes += raw.len() as u64;
-            found.match_line(part, raw, line, scratch, &mut pending);
+            found.match_line(part, raw, line, scratch);
             start = (end + 1).min(part.len());
         }
         found.pass_by(&part[start..]);
-        found.match_pending(part, scratch, &mut pending);
         found
     }
 
@@ -725,19 +723,9 @@ impl Found {
         }
     }
 
-    /// Matches the segments of `raw`, the line found at `offset` in `part`: queued in
-    /// `pending`, matched [`SIDE_BY_SIDE`] at a time.
-    fn match_line(
-        &mut self,
-        part: &[u8],
-        raw: &[u8],
-        offset: usize,
-        scratch: &mut SetScratch,
-        pending: &mut Vec<(usize, Range<usize>)>,
-    ) {
+    /// Matches the segments of `raw`, the line found at `offset` in `part`.
+    fn match_line(&mut self, part: &[u8], raw: &[u8], offset: usize, scratch: &mut SetScratch) {
         if memchr::memchr(0x1b, raw).is_some() {
-            // Hits stay in log order.
-            self.match_pending(part, scratch, pending);
             self.hits.push(Hit {
                 line: self.lines,
                 at: HitAt::Line(offset..offset + raw.len()),
@@ -751,60 +739,10 @@ impl Found {
         for range in segments(cleaned) {
             let at = offset + range.start..offset + range.end;
             let segment = &part[at.clone()];
-            if scratch.memo.get(segment).is_some() && !pending.is_empty() {
-                // Hits stay in log order.
-                self.match_pending(part, scratch, pending);
-            }
-            // Looked up again: matching what was pending may have made the memo start afresh.
-            if let Some(known) = scratch.memo.peek(segment) {
-                self.record(self.lines, at, |rules| {
-                    rules.extend_from_slice(&known.rules);
-                    known.failing
-                });
-                continue;
-            }
-            pending.push((self.lines, at));
-            if pending.len() == SIDE_BY_SIDE {
-                self.match_pending(part, scratch, pending);
-            }
+            self.record(self.lines, at, |rules| {
+                matching_rules(segment, scratch, rules)
+            });
         }
-    }
-
-    /// Matches the segments queued in `pending` (at most [`SIDE_BY_SIDE`], each a line of the
-    /// part and where it is in `part`), in order, and empties it.
-    fn match_pending(
-        &mut self,
-        part: &[u8],
-        scratch: &mut SetScratch,
-        pending: &mut Vec<(usize, Range<usize>)>,
-    ) {
-        match <&[_; SIDE_BY_SIDE]>::try_from(pending.as_slice()) {
-            Ok(queued) => {
-                let found = scratch
-                    .matches_side_by_side(queued.each_ref().map(|(_, range)| &part[range.clone()]));
-                let mut answers = [(0, 0, false); SIDE_BY_SIDE];
-                for (((line, range), hits), answer) in queued.iter().zip(found).zip(&mut answers) {
-                    let first = self.rules.len();
-                    let failing = self.record(*line, range.clone(), |rules| {
-                        rules_of_hits(&part[range.clone()], hits, rules)
-                    });
-                    *answer = (first, self.rules.len(), failing);
-                }
-                for ((_, range), (first, end, failing)) in queued.iter().zip(answers) {
-                    scratch
-                        .memo
-                        .remember(&part[range.clone()], &self.rules[first..end], failing);
-                }
-            }
-            Err(_) => {
-                for (line, range) in pending.iter() {
-                    self.record(*line, range.clone(), |rules| {
-                        matching_rules(&part[range.clone()], scratch, rules)
-                    });
-                }
-            }
-        }
-        pending.clear();
     }
 
     /// Records what `matcher` finds of a segment's rules (the segment at `range` of line `line`

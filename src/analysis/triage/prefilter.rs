@@ -9,6 +9,8 @@
 //! cannot match any pattern and is only counted; a line with one is read as before. The buffer
 //! is searched in a few stretches side by side, each step of each stretch one load from the
 //! automaton's table: a single walk waits for each load before the next, several overlap them.
+//! The same literals, each naming the patterns it is a literal of, then tell which patterns a
+//! candidate line's segment could match ([`Candidates`]): only those are searched.
 //!
 //! Completeness is what matters (a candidate too many costs time, one too few loses evidence),
 //! and it holds by construction:
@@ -44,20 +46,12 @@ const STRETCHES: usize = 4;
 const ESCAPE: &[u8] = b"\x1b";
 
 impl Prefilter {
-    /// The prefilter of `patterns`, compiled as the rule set compiles them (bytes, Unicode
-    /// classes off).
-    pub fn new(patterns: &[&str]) -> Prefilter {
+    /// The prefilter of patterns with the literals `of_patterns` (see [`literals_of`]).
+    pub fn new(of_patterns: &[Literals]) -> Prefilter {
         let mut literals: Vec<Vec<u8>> = vec![ESCAPE.to_vec()];
-        for pattern in patterns {
-            match pattern_literals(pattern) {
-                // A match holds every prefix of a literal it holds. Shorter literals make a
-                // smaller automaton, whose table stays in the CPU's cache (598 literals of up
-                // to 60 bytes become 358 of up to 8: 12% less time searching), and past 8
-                // bytes hardly a line holds one but not the other.
-                Some(set) => literals.extend(set.into_iter().map(|mut literal| {
-                    literal.truncate(LITERAL_BYTES);
-                    literal
-                })),
+        for set in of_patterns {
+            match set {
+                Some(set) => literals.extend(set.iter().cloned()),
                 None => return Prefilter { automaton: None },
             }
         }
@@ -155,6 +149,69 @@ impl Prefilter {
     }
 }
 
+/// Which patterns could match a segment: each pattern's own literals (as the prefilter derives
+/// them), searched all at once, each hit naming the patterns it is a literal of.
+#[derive(Debug)]
+pub(super) struct Candidates {
+    automaton: aho_corasick::AhoCorasick,
+    /// For each literal of `automaton`, the patterns it is a literal of, ascending.
+    of_literal: Vec<Vec<u32>>,
+    /// Patterns with no finite literal set: candidates of every segment.
+    always: Vec<u32>,
+}
+
+impl Candidates {
+    /// The candidates of patterns with the literals `of_patterns` (see [`literals_of`]).
+    #[expect(
+        clippy::expect_used,
+        reason = "the patterns are constants; the unit tests build their candidates"
+    )]
+    pub fn new(of_patterns: &[Literals]) -> Candidates {
+        let mut index: std::collections::HashMap<Vec<u8>, usize> = Default::default();
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut of_literal: Vec<Vec<u32>> = Vec::new();
+        let mut always = Vec::new();
+        for (pattern, set) in (0u32..).zip(of_patterns) {
+            let Some(set) = set else {
+                always.push(pattern);
+                continue;
+            };
+            for literal in set {
+                let at = *index.entry(literal.clone()).or_insert_with_key(|literal| {
+                    literals.push(literal.clone());
+                    of_literal.push(Vec::new());
+                    literals.len() - 1
+                });
+                if of_literal[at].last() != Some(&pattern) {
+                    of_literal[at].push(pattern);
+                }
+            }
+        }
+        let automaton = aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(aho_corasick::MatchKind::Standard)
+            .kind(Some(aho_corasick::AhoCorasickKind::ContiguousNFA))
+            .build(&literals)
+            .expect("the triage patterns' literals build an automaton");
+        Candidates {
+            automaton,
+            of_literal,
+            always,
+        }
+    }
+
+    /// Puts into `out` the patterns that could match `segment`, ascending, once each.
+    pub fn of(&self, segment: &[u8], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend_from_slice(&self.always);
+        for hit in self.automaton.find_overlapping_iter(segment) {
+            out.extend_from_slice(&self.of_literal[hit.pattern().as_usize()]);
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
 /// One byte of a stretch's walk: a hit records its position and jumps to the next line.
 #[inline(always)]
 fn step(
@@ -180,8 +237,33 @@ fn next_line(lines: &[u8], at: usize, end: usize) -> usize {
     memchr::memchr(b'\n', &lines[at..end]).map_or(end, |nl| at + nl + 1)
 }
 
-/// Longest literal searched for: see [`Prefilter::new`].
+/// Longest literal searched for: see [`literals_of`].
 const LITERAL_BYTES: usize = 8;
+
+/// One pattern's literals as searched for, or None when it has no finite set: one of them is in
+/// every match.
+pub(super) type Literals = Option<Vec<Vec<u8>>>;
+
+/// The literals of each of `patterns` (compiled as the rule set compiles them: bytes, Unicode
+/// classes off), derived once for [`Prefilter`] and [`Candidates`] alike, cut to
+/// [`LITERAL_BYTES`]. A match holds every prefix of a literal it holds. Shorter literals make a
+/// smaller automaton, whose table stays in the CPU's cache (598 literals of up to 60 bytes
+/// become 358 of up to 8: 12% less time searching), and past 8 bytes hardly a line holds one
+/// but not the other.
+pub(super) fn literals_of(patterns: &[&str]) -> Vec<Literals> {
+    patterns
+        .iter()
+        .map(|pattern| {
+            let mut set = pattern_literals(pattern)?;
+            for literal in &mut set {
+                literal.truncate(LITERAL_BYTES);
+            }
+            set.sort();
+            set.dedup();
+            Some(set)
+        })
+        .collect()
+}
 
 /// The literals of one pattern, lower case, or None when it has no finite set (or does not
 /// parse, which the rule table's own tests rule out).
@@ -349,7 +431,7 @@ mod tests {
 
     #[test]
     fn a_pattern_without_literals_makes_every_line_a_candidate() {
-        let prefilter = Prefilter::new(&[r"^\w+$", "abc"]);
+        let prefilter = Prefilter::new(&literals_of(&[r"^\w+$", "abc"]));
         assert!(!prefilter.is_effective());
         assert!(prefilter.is_candidate(b"xyz"));
         let mut hits = Vec::new();
@@ -359,7 +441,7 @@ mod tests {
 
     #[test]
     fn finds_literals_in_either_case_and_escape_bytes() {
-        let prefilter = Prefilter::new(&["(?i)abort", "Boom"]);
+        let prefilter = Prefilter::new(&literals_of(&["(?i)abort", "Boom"]));
         assert!(prefilter.is_effective());
         assert!(prefilter.is_candidate(b"x ABORT y"));
         assert!(prefilter.is_candidate(b"boom"));
@@ -369,7 +451,7 @@ mod tests {
 
     #[test]
     fn finds_one_position_in_each_line_with_a_literal_in_every_stretch() {
-        let prefilter = Prefilter::new(&["(?i)abort", "Boom"]);
+        let prefilter = Prefilter::new(&literals_of(&["(?i)abort", "Boom"]));
         let lines: Vec<&[u8]> = vec![
             b"a",
             b"boom boom",

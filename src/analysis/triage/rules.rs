@@ -20,14 +20,12 @@ use std::hash::BuildHasherDefault;
 use std::sync::{LazyLock, Mutex, OnceLock};
 
 use regex::bytes::{Regex, RegexBuilder};
-use regex_automata::hybrid::dfa::{Cache as DfaCache, OverlappingState, DFA};
-use regex_automata::hybrid::LazyStateID;
-use regex_automata::nfa::thompson::WhichCaptures;
-use regex_automata::nfa::thompson::{self, pikevm};
-use regex_automata::{hybrid, Input, MatchKind, PatternSet};
+use regex_automata::hybrid::dfa::{Cache as DfaCache, DFA};
+use regex_automata::nfa::thompson::{self, WhichCaptures};
+use regex_automata::{hybrid, Input};
 use rustc_hash::FxHasher;
 
-use super::prefilter::Prefilter;
+use super::prefilter::{self, Candidates, Prefilter};
 use super::set_patterns;
 use super::TriageClass;
 use crate::analysis::{Diagnostic, Severity};
@@ -6250,68 +6248,51 @@ pub(super) const DIAGNOSTIC_HINT: &str = r"(?i)error|undefined reference|multipl
 /// reads when no rule explains a log. Not a rule: it claims nothing, and it gives the prefilter
 /// no literal, so it is looked for only on the lines the rules' literals already bring to the
 /// set.
-const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|timeout|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash|assert|wdt|watchdog";
+pub(super) const FAILURE_WORDS: &str = r"(?i)error|fail|fatal|exception|abort|panic|timed out|timeout|cannot|can't|unable|not found|no such|refused|denied|traceback|undefined reference|missing|crash|assert|wdt|watchdog";
 
-/// The table compiled once: one set over every regex rule (plus the diagnostic hint and the
-/// failure words, last) to find the candidates of a line in one pass, and each rule's own regex
-/// for its `msg` group.
+/// The table compiled once: every regex rule's pattern (plus the diagnostic hint and the failure
+/// words, last) as the search needs it, the literals that tell which of them could match a
+/// line, and each rule's own regex for its `msg` group.
+///
+/// A segment is searched only with the patterns whose literals it holds, each by a lazy DFA of
+/// its own. One automaton of every pattern took a third the time on ordinary logs and three
+/// times it on logs of varied evidence: its states mix every pattern's partial matches, so a
+/// line of new text built new states, where a pattern's own automaton soon holds every state it
+/// needs (on the real corpus repeated, 69 MB, one release build: 4.2 s and 278 MB peak RSS
+/// before, 1.4 s and 140 MB after; the fixture logs repeated to 268 MB: 1.6 s before, 1.3 s
+/// after, a busy machine for both).
 ///
 /// The patterns run over bytes with Unicode classes off: `\w`, `\s` and `.` mean ASCII words,
-/// ASCII blanks and any byte. Tool output is ASCII where it matters, and Unicode classes make the
-/// set's automaton blow up on line noise (a serial console at the wrong baud rate), slowing it
-/// a hundredfold.
+/// ASCII blanks and any byte. Tool output is ASCII where it matters, and Unicode classes make an
+/// automaton blow up on line noise (a serial console at the wrong baud rate), slowing it a
+/// hundredfold.
 pub(super) struct Compiled {
-    /// The lazy DFA of every pattern, searched for all their matches with a cache per thread
-    /// ([`SetScratch`]). Driven directly rather than through `regex::bytes::RegexSet`: a line's
-    /// matches land in a bitset, where reading a `PatternSet` back scanned all its slots for
-    /// every candidate line (5% of triage's time).
-    whole: Group,
-    /// The set's patterns as searched, for [`Compiled::groups`].
+    /// Each pattern as searched (see [`set_patterns`]), for its lazy DFA.
     hirs: Vec<regex_syntax::hir::Hir>,
-    /// The same patterns in groups, each a lazy DFA of its own: what a scratch searches once
-    /// the whole set's cache grew past [`GROUPS_AFTER_BYTES`] (see [`GROUP_PATTERNS`]).
-    groups: OnceLock<Vec<Group>>,
-    /// For each pattern of `set` but the hint and the failure words, the rule it is the pattern of: ascending, so
-    /// the patterns a line matches give their rules in table order.
+    /// Each pattern's lazy DFA, built the first time a segment is a candidate of it.
+    searchers: Vec<OnceLock<DFA>>,
+    /// Which patterns a segment could match.
+    candidates: Candidates,
+    /// For each pattern but the hint and the failure words, the rule it is the pattern of:
+    /// ascending, so the patterns a line matches give their rules in table order.
     pub pattern_rule: Vec<usize>,
     /// The diagnostic rules, in table order: candidates of every line the hint matches.
     pub diagnostic_rules: Vec<usize>,
     /// For each rule, its own regex, compiled the first time it is needed (see
     /// [`Compiled::regex`]).
     regex: Vec<OnceLock<Regex>>,
-    /// The diagnostic hint's index in `set`.
+    /// The diagnostic hint's index among the patterns.
     pub hint: usize,
-    /// [`FAILURE_WORDS`]' index in `set`.
+    /// [`FAILURE_WORDS`]' index among the patterns.
     pub failure: usize,
-    /// The lines `set` could match, found over a whole buffer at once.
+    /// The lines some pattern could match, found over a whole buffer at once.
     pub prefilter: Prefilter,
 }
 
-/// The set's lazy DFA cache, an upper bound (it grows as states are needed). With the default
-/// (a few MiB) the union of every rule thrashes it and the search falls back to a PikeVM.
-const SET_CACHE_BYTES: usize = 64 << 20;
-
-/// The size of the whole set's cache past which a scratch searches the set in groups. One lazy
-/// DFA of every pattern needs a state for each mix of partial matches the text brings about:
-/// ordinary build and boot output brings few, and the whole set reads it fastest (one walk of
-/// each candidate line), but logs of varied evidence bring new mixes without end. The real
-/// corpus repeated (1.6 MB of distinct text) cleared the cache for every copy: 0.6 MB/s, and
-/// with a 1 GiB cache still 10 MB/s once warm at 420 MiB resident. Building the states is
-/// the cost, so the switch comes early: waiting for two clears of the cache took 4 s. Not too
-/// early: at 16 MiB, two anchored patterns more (a line's first word, then a literal) took a
-/// 122 MB log of distinct failure lines from 1.2 s to 2.4 s, its whole set's cache just past
-/// the switch and every line then walked once per group; at 24 MiB it stays at 1.2 s, and the
-/// real corpus repeated takes 6% longer.
-const GROUPS_AFTER_BYTES: usize = 24 << 20;
-
-/// Patterns a group holds: a group's states mix only its own patterns' partial matches. On the
-/// real corpus repeated four times (6.6 MB, one release build, this machine) the whole set took
-/// 10 s; groups of 32 took 0.41 s, of 64 0.52 s, of 110 0.66 s, each group one more walk of
-/// every candidate line.
-const GROUP_PATTERNS: usize = 32;
-
-/// A group's lazy DFA cache, an upper bound.
-const GROUP_CACHE_BYTES: usize = 16 << 20;
+/// A pattern's lazy DFA cache, an upper bound (it grows as states are needed, and is cleared
+/// and refilled past it). One pattern's states are few: on the real corpus the largest cache
+/// stays far below it.
+const PATTERN_CACHE_BYTES: usize = 1 << 20;
 
 #[expect(
     clippy::expect_used,
@@ -6350,12 +6331,12 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
         .map(|p| set_patterns::for_set(p))
         .collect::<Result<Vec<_>, _>>()
         .expect("built-in triage patterns parse");
-    let whole = group(&hirs, 0, SET_CACHE_BYTES);
+    let literals = prefilter::literals_of(&patterns);
     Compiled {
-        prefilter: Prefilter::new(&patterns[..failure]),
-        whole,
+        searchers: hirs.iter().map(|_| OnceLock::new()).collect(),
         hirs,
-        groups: OnceLock::new(),
+        candidates: Candidates::new(&literals),
+        prefilter: Prefilter::new(&literals[..failure]),
         pattern_rule,
         diagnostic_rules,
         regex: RULES.iter().map(|_| OnceLock::new()).collect(),
@@ -6364,55 +6345,36 @@ pub(super) static COMPILED: LazyLock<Compiled> = LazyLock::new(|| {
     }
 });
 
-/// The lazy DFA (its cache up to `cache_bytes`) and fallback of the patterns `hirs`, the first
-/// of them the set's `first`.
+/// The lazy DFA of one pattern. It never gives up: with no minimum of bytes searched between
+/// cache clears set, a search that fills the cache clears it and goes on.
 #[expect(
     clippy::expect_used,
-    reason = "the patterns are constants; the unit tests compile the set, whole and in groups"
+    reason = "the patterns are constants; the unit tests build every pattern's automaton"
 )]
-fn group(hirs: &[regex_syntax::hir::Hir], first: usize, cache_bytes: usize) -> Group {
+fn searcher(hir: &regex_syntax::hir::Hir) -> DFA {
     let nfa = thompson::Compiler::new()
         .configure(
             thompson::Config::new()
                 .utf8(false)
-                .which_captures(WhichCaptures::None)
-                .nfa_size_limit(Some(10 << 20)),
+                .which_captures(WhichCaptures::None),
         )
-        .build_many_from_hir(hirs)
-        .expect("built-in triage patterns compile as a set");
-    // As `RegexSet` configures its lazy DFA: it gives up, for the fallback, rather than
-    // rebuild states without end.
-    let dfa = hybrid::dfa::Builder::new()
-        .configure(
-            DFA::config()
-                .match_kind(MatchKind::All)
-                .cache_capacity(cache_bytes)
-                .minimum_cache_clear_count(Some(3))
-                .minimum_bytes_per_state(Some(10)),
-        )
-        .build_from_nfa(nfa.clone())
-        .expect("the triage set's lazy DFA builds");
-    let fallback = pikevm::Builder::new()
-        .configure(pikevm::Config::new().match_kind(MatchKind::All))
+        .build_from_hir(hir)
+        .expect("built-in triage pattern compiles");
+    hybrid::dfa::Builder::new()
+        .configure(DFA::config().cache_capacity(PATTERN_CACHE_BYTES))
         .build_from_nfa(nfa)
-        .expect("the triage set's fallback builds");
-    Group {
-        dfa,
-        fallback,
-        first,
-    }
+        .expect("a triage pattern's lazy DFA builds")
 }
 
 impl Compiled {
-    /// The set in groups, built the first time a scratch needs them.
-    fn groups(&self) -> &[Group] {
-        self.groups.get_or_init(|| {
-            self.hirs
-                .chunks(GROUP_PATTERNS)
-                .enumerate()
-                .map(|(at, hirs)| group(hirs, at * GROUP_PATTERNS, GROUP_CACHE_BYTES))
-                .collect()
-        })
+    /// Pattern `index`'s lazy DFA.
+    fn searcher(&self, index: usize) -> &DFA {
+        self.searchers[index].get_or_init(|| searcher(&self.hirs[index]))
+    }
+
+    /// How many patterns there are: the rules' regexes, the hint and the failure words.
+    pub fn patterns(&self) -> usize {
+        self.hirs.len()
     }
 
     /// Rule `index`'s own regex (None for a diagnostic rule). Only the rules that keep a match
@@ -6428,29 +6390,15 @@ impl Compiled {
     }
 }
 
-/// Some of the set's patterns (or all of them), searched by a lazy DFA of their own.
-struct Group {
-    dfa: DFA,
-    /// What searches them where the lazy DFA gives up (its cache cleared too often for the
-    /// bytes it searched), as `RegexSet` falls back: slower, same answer.
-    fallback: pikevm::PikeVM,
-    /// Index in the whole set of the group's first pattern.
-    first: usize,
-}
-
-/// What one thread needs to search the set: its own lazy DFA cache (shared, the
-/// threads would take turns or rebuild it), and room for the patterns a line matches.
+/// What one thread needs to search the patterns: its own cache for each pattern's lazy DFA
+/// (shared, the threads would take turns or rebuild them), and room for a segment's candidates
+/// and the patterns it matches.
 #[derive(Debug, Clone)]
 pub(super) struct SetScratch {
-    cache: DfaCache,
-    /// The fallback's cache, made the first time the lazy DFA gives up.
-    fallback: Option<pikevm::Cache>,
+    /// A cache for each pattern, made the first time the pattern searches.
+    caches: Vec<Option<DfaCache>>,
+    candidates: Vec<u32>,
     matched: Matched,
-    /// A cache and a fallback cache for each group, once the whole set's cache has cleared too
-    /// much (see [`GROUPS_AFTER_BYTES`]): from then on the groups are searched instead.
-    grouped: Option<Vec<(DfaCache, Option<pikevm::Cache>)>>,
-    /// What [`SetScratch::matches_side_by_side`] found, a segment each.
-    side: [Matched; SIDE_BY_SIDE],
     /// The segments this thread matched before, and the rules they matched.
     pub memo: Memo,
 }
@@ -6507,14 +6455,6 @@ impl Memo {
         known
     }
 
-    /// [`Memo::get`] without counting a lookup.
-    pub fn peek(&self, segment: &[u8]) -> Option<&Remembered> {
-        if segment.len() > MEMO_SEGMENT_BYTES || self.resting > 0 {
-            return None;
-        }
-        self.known.get(segment)
-    }
-
     /// Remembers the answer for `segment` (a segment [`Memo::get`] did not know).
     pub fn remember(&mut self, segment: &[u8], rules: &[usize], failing: bool) {
         if self.resting > 0 {
@@ -6554,19 +6494,7 @@ impl Memo {
     }
 }
 
-/// Segments [`SetScratch::matches_side_by_side`] walks at once.
-pub(super) const SIDE_BY_SIDE: usize = 4;
-
-/// Why a walk side by side stopped short.
-enum Walk {
-    /// A new state cleared the DFA's cache, so the other segments' states are gone: search
-    /// each again on its own.
-    Cleared,
-    /// The lazy DFA gave up: the fallback decides.
-    GaveUp,
-}
-
-/// The patterns of the set a segment matches: a bit each.
+/// The patterns a segment matches: a bit each.
 #[derive(Debug, Clone)]
 pub(super) struct Matched {
     words: Vec<u64>,
@@ -6634,31 +6562,14 @@ impl SetScratch {
     pub fn take() -> SetScratch {
         let spare = SPARE.lock().ok().and_then(|mut spare| spare.pop());
         spare.unwrap_or_else(|| {
-            let set = &COMPILED.whole.dfa;
+            let patterns = COMPILED.patterns();
             SetScratch {
-                cache: set.create_cache(),
-                fallback: None,
-                grouped: None,
-                matched: Matched::new(set.pattern_len()),
-                side: std::array::from_fn(|_| Matched::new(set.pattern_len())),
+                caches: (0..patterns).map(|_| None).collect(),
+                candidates: Vec::new(),
+                matched: Matched::new(patterns),
                 memo: Memo::default(),
             }
         })
-    }
-
-    /// A scratch that searches the set in groups from the start, as one does after a log of
-    /// varied evidence.
-    #[cfg(test)]
-    pub fn in_groups() -> SetScratch {
-        let mut scratch = SetScratch::take();
-        scratch.grouped = Some(
-            COMPILED
-                .groups()
-                .iter()
-                .map(|group| (group.dfa.create_cache(), None))
-                .collect(),
-        );
-        scratch
     }
 
     /// Keeps the scratch for the next triager.
@@ -6670,230 +6581,29 @@ impl SetScratch {
         }
     }
 
-    /// The patterns of the set that match somewhere in each of `segments`, the same as
-    /// [`SetScratch::matches`] on each, found by walking them through the lazy DFA side by
-    /// side. The walk is bound by loading each next state from a transition table too large for
-    /// the CPU's caches, and one segment's next load does not wait for another's, so the
-    /// loads overlap.
-    pub fn matches_side_by_side(&mut self, segments: [&[u8]; SIDE_BY_SIDE]) -> &[Matched] {
-        for matched in &mut self.side {
-            matched.clear();
-        }
-        if let Some(grouped) = &mut self.grouped {
-            for (group, (cache, fallback)) in COMPILED.groups().iter().zip(grouped) {
-                let set = Walker {
-                    dfa: &group.dfa,
-                    first: group.first,
-                };
-                if set
-                    .walk_side_by_side(cache, &mut self.side, segments)
-                    .is_err()
-                {
-                    for (matched, segment) in self.side.iter_mut().zip(segments) {
-                        search(&set, &group.fallback, cache, fallback, matched, segment);
-                    }
-                }
-            }
-            return &self.side;
-        }
-        let set = Walker {
-            dfa: &COMPILED.whole.dfa,
-            first: 0,
-        };
-        if set
-            .walk_side_by_side(&mut self.cache, &mut self.side, segments)
-            .is_err()
-        {
-            for (matched, segment) in self.side.iter_mut().zip(segments) {
-                matched.clear();
-                search(
-                    &set,
-                    &COMPILED.whole.fallback,
-                    &mut self.cache,
-                    &mut self.fallback,
-                    matched,
-                    segment,
-                );
-            }
-        }
-        self.group_if_thrashing();
-        &self.side
-    }
-
-    /// The patterns of the set that match somewhere in `haystack`.
+    /// The patterns that match somewhere in `haystack`: each candidate its literals give,
+    /// searched by its own lazy DFA.
     pub fn matches(&mut self, haystack: &[u8]) -> &Matched {
         self.matched.clear();
-        if let Some(grouped) = &mut self.grouped {
-            for (group, (cache, fallback)) in COMPILED.groups().iter().zip(grouped) {
-                let set = Walker {
-                    dfa: &group.dfa,
-                    first: group.first,
-                };
-                search(
-                    &set,
-                    &group.fallback,
-                    cache,
-                    fallback,
-                    &mut self.matched,
-                    haystack,
-                );
+        COMPILED.candidates.of(haystack, &mut self.candidates);
+        let input = Input::new(haystack).earliest(true);
+        for &pattern in &self.candidates {
+            let pattern = pattern as usize;
+            let dfa = COMPILED.searcher(pattern);
+            let Some(cache) = self.caches.get_mut(pattern) else {
+                continue;
+            };
+            let cache = cache.get_or_insert_with(|| dfa.create_cache());
+            // The search fails only on a quit byte or by giving up, and neither is configured
+            // (see `searcher`).
+            if dfa
+                .try_search_fwd(cache, &input)
+                .is_ok_and(|found| found.is_some())
+            {
+                self.matched.insert(pattern);
             }
-            return &self.matched;
         }
-        let set = Walker {
-            dfa: &COMPILED.whole.dfa,
-            first: 0,
-        };
-        search(
-            &set,
-            &COMPILED.whole.fallback,
-            &mut self.cache,
-            &mut self.fallback,
-            &mut self.matched,
-            haystack,
-        );
-        self.group_if_thrashing();
         &self.matched
-    }
-
-    /// Turns to the groups once the whole set's cache has grown too much, or cleared.
-    fn group_if_thrashing(&mut self) {
-        let thrashing =
-            self.cache.clear_count() > 0 || self.cache.memory_usage() > GROUPS_AFTER_BYTES;
-        if self.grouped.is_none() && thrashing {
-            self.grouped = Some(
-                COMPILED
-                    .groups()
-                    .iter()
-                    .map(|group| (group.dfa.create_cache(), None))
-                    .collect(),
-            );
-        }
-    }
-}
-
-/// A lazy DFA over some of the set's patterns, the first of them the set's `first`.
-struct Walker<'a> {
-    dfa: &'a DFA,
-    first: usize,
-}
-
-impl Walker<'_> {
-    /// The walk of [`SetScratch::matches_side_by_side`], with the lazy DFA's own transitions,
-    /// as its overlapping search takes them: a match state reports the patterns that matched
-    /// just before it (matches are delayed by a byte), and the end of the segment has a
-    /// transition of its own. On an error the segments are searched again one by one (the
-    /// matches found before it are matches all the same).
-    fn walk_side_by_side(
-        &self,
-        cache: &mut DfaCache,
-        side: &mut [Matched; SIDE_BY_SIDE],
-        segments: [&[u8]; SIDE_BY_SIDE],
-    ) -> Result<(), Walk> {
-        let set = self.dfa;
-        let clears = cache.clear_count();
-        cache.search_start(0);
-        let start = set
-            .start_state_forward(cache, &Input::new(segments[0]))
-            .map_err(|_| Walk::GaveUp)?;
-        if cache.clear_count() != clears {
-            return Err(Walk::Cleared);
-        }
-        let mut ids = [start; SIDE_BY_SIDE];
-        let mut walked = 0;
-        let longest = segments.iter().map(|s| s.len()).max().unwrap_or(0);
-        for at in 0..longest {
-            for (k, segment) in segments.iter().enumerate() {
-                if let Some(&byte) = segment.get(at) {
-                    ids[k] = step(set, cache, ids[k], byte, clears, walked)?;
-                    walked += 1;
-                    collect(set, cache, ids[k], self.first, &mut side[k]);
-                }
-            }
-        }
-        cache.search_update(walked);
-        for (id, matched) in ids.iter_mut().zip(side.iter_mut()) {
-            *id = set.next_eoi_state(cache, *id).map_err(|_| Walk::GaveUp)?;
-            if cache.clear_count() != clears {
-                return Err(Walk::Cleared);
-            }
-            collect(set, cache, *id, self.first, matched);
-        }
-        cache.search_finish(walked);
-        Ok(())
-    }
-}
-
-/// Puts into `matched` the patterns of `set` that match somewhere in `haystack`; `fallback`
-/// searches where its lazy DFA gives up.
-fn search(
-    set: &Walker<'_>,
-    fallback: &pikevm::PikeVM,
-    cache: &mut DfaCache,
-    fallback_cache: &mut Option<pikevm::Cache>,
-    matched: &mut Matched,
-    haystack: &[u8],
-) {
-    let input = Input::new(haystack);
-    let mut state = OverlappingState::start();
-    loop {
-        if set
-            .dfa
-            .try_search_overlapping_fwd(cache, &input, &mut state)
-            .is_err()
-        {
-            let mut found = PatternSet::new(set.dfa.pattern_len());
-            let cache = fallback_cache.get_or_insert_with(|| fallback.create_cache());
-            fallback.which_overlapping_matches(cache, &input, &mut found);
-            for pattern in found.iter() {
-                matched.insert(set.first + pattern.as_usize());
-            }
-            break;
-        }
-        match state.get_match() {
-            Some(m) => matched.insert(set.first + m.pattern().as_usize()),
-            None => break,
-        }
-    }
-}
-
-/// The lazy DFA's state after `id` and `byte`: looked up without touching the cache when it
-/// is known, else computed (which may clear the cache: then every other segment's state is
-/// gone). `walked`: bytes walked so far, for the cache's own measure of its use.
-#[inline(always)]
-fn step(
-    set: &DFA,
-    cache: &mut DfaCache,
-    id: LazyStateID,
-    byte: u8,
-    clears: usize,
-    walked: usize,
-) -> Result<LazyStateID, Walk> {
-    if !id.is_tagged() {
-        let next = set.next_state_untagged(cache, id, byte);
-        if !next.is_unknown() {
-            return Ok(next);
-        }
-    }
-    cache.search_update(walked);
-    let next = set.next_state(cache, id, byte).map_err(|_| Walk::GaveUp)?;
-    if cache.clear_count() != clears {
-        return Err(Walk::Cleared);
-    }
-    if next.is_quit() {
-        return Err(Walk::GaveUp);
-    }
-    Ok(next)
-}
-
-/// Adds to `matched` the patterns that `id` says matched, if it is a match state: `first` is
-/// the index in the whole set of the first pattern of the DFA's.
-#[inline(always)]
-fn collect(set: &DFA, cache: &DfaCache, id: LazyStateID, first: usize, matched: &mut Matched) {
-    if id.is_match() {
-        for index in 0..set.match_len(cache, id) {
-            matched.insert(first + set.match_pattern(cache, id, index).as_usize());
-        }
     }
 }
 
@@ -6920,7 +6630,7 @@ mod tests {
         );
         assert_eq!(compiled.pattern_rule.len(), compiled.hint);
         assert_eq!(compiled.hint + 1, compiled.failure);
-        assert_eq!(compiled.whole.dfa.pattern_len(), compiled.failure + 1);
+        assert_eq!(compiled.patterns(), compiled.failure + 1);
     }
 
     #[test]

@@ -4535,52 +4535,43 @@ fn every_line_the_rule_set_matches_is_a_prefilter_candidate() {
     assert!(matched > 500, "{matched} lines matched");
 }
 
-/// The set searched in groups (what a scratch turns to on logs of varied evidence), segments
-/// side by side and one by one, matches each recorded line as each rule alone does.
+/// Each pattern searched alone, among the candidates its literals give, matches each recorded
+/// line as each rule's own regex does, and the hint and the failure words as theirs do.
 #[test]
-fn the_set_in_groups_matches_every_recorded_line_as_each_rule_alone() {
-    let mut grouped = SetScratch::in_groups();
-    let mut alone = SetScratch::in_groups();
-    let mut whole = SetScratch::take();
+fn each_pattern_searched_alone_matches_every_recorded_line_as_its_regex() {
+    let failure_words = regex::bytes::RegexBuilder::new(rules::FAILURE_WORDS)
+        .unicode(false)
+        .build()
+        .unwrap();
+    let mut scratch = SetScratch::take();
+    let mut searched = 0;
     for (path, bytes) in every_recorded_log() {
-        let all: Vec<Vec<u8>> = bytes
-            .split(|&b| b == b'\n')
-            .flat_map(|raw| {
-                let cleaned = clean(without_cr(raw)).into_owned();
-                segments(&cleaned)
-                    .map(|range| cleaned[range].to_vec())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        for queued in all.chunks(SIDE_BY_SIDE) {
-            let together: [&[u8]; SIDE_BY_SIDE] =
-                std::array::from_fn(|k| queued.get(k).map_or(&b""[..], Vec::as_slice));
-            let found: Vec<Vec<usize>> = grouped
-                .matches_side_by_side(together)
-                .iter()
-                .map(|m| m.iter().collect())
-                .collect();
-            for (segment, found) in together.iter().zip(found) {
+        for raw in bytes.split(|&b| b == b'\n') {
+            let cleaned = clean(without_cr(raw)).into_owned();
+            for range in segments(&cleaned) {
+                let segment = &cleaned[range];
+                let what = || format!("{}: {}", path.display(), String::from_utf8_lossy(segment));
+                let hits = scratch.matches(segment);
+                assert_eq!(
+                    hits.contains(COMPILED.hint),
+                    HINT.is_match(segment),
+                    "{}",
+                    what()
+                );
+                assert_eq!(
+                    hits.contains(COMPILED.failure),
+                    failure_words.is_match(segment),
+                    "{}",
+                    what()
+                );
                 let mut own = Vec::new();
-                matching_rules(segment, &mut alone, &mut own);
-                assert_eq!(
-                    own,
-                    reference_rules(segment),
-                    "{}: {}",
-                    path.display(),
-                    String::from_utf8_lossy(segment)
-                );
-                let whole: Vec<usize> = whole.matches(segment).iter().collect();
-                assert_eq!(
-                    found,
-                    whole,
-                    "{}: {}",
-                    path.display(),
-                    String::from_utf8_lossy(segment)
-                );
+                rules_of_hits(segment, hits, &mut own);
+                assert_eq!(own, reference_rules(segment), "{}", what());
+                searched += 1;
             }
         }
     }
+    assert!(searched > 10_000, "{searched} segments");
 }
 
 /// The memo's answer for a segment, the second time it is met, is what searching the set gives:
@@ -4610,44 +4601,6 @@ fn remembered_segments_match_as_searched() {
             }
         }
     }
-}
-
-#[test]
-fn segments_walked_side_by_side_match_as_each_alone() {
-    let mut scratch = SetScratch::take();
-    let mut alone = SetScratch::take();
-    let mut walked = 0;
-    for (path, bytes) in every_recorded_log() {
-        let all: Vec<Vec<u8>> = bytes
-            .split(|&b| b == b'\n')
-            .flat_map(|raw| {
-                let cleaned = clean(raw).into_owned();
-                segments(&cleaned)
-                    .map(|range| cleaned[range].to_vec())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        for queued in all.chunks_exact(SIDE_BY_SIDE) {
-            let together: [&[u8]; SIDE_BY_SIDE] = std::array::from_fn(|k| queued[k].as_slice());
-            let found: Vec<Vec<usize>> = scratch
-                .matches_side_by_side(together)
-                .iter()
-                .map(|m| m.iter().collect())
-                .collect();
-            for (segment, found) in together.iter().zip(found) {
-                let own: Vec<usize> = alone.matches(segment).iter().collect();
-                assert_eq!(
-                    found,
-                    own,
-                    "{}: {}",
-                    path.display(),
-                    String::from_utf8_lossy(segment)
-                );
-                walked += 1;
-            }
-        }
-    }
-    assert!(walked > 10_000, "{walked} segments");
 }
 
 #[test]
