@@ -6405,8 +6405,8 @@ pub(super) struct SetScratch {
 
 /// Segments already matched, with the rules they matched and whether they hold a failure word.
 /// A long log repeats its lines (a status line every second, the same suite's output every
-/// run), and looking a segment up costs a hash of its bytes where searching the set walks the
-/// lazy DFA over them. What a segment matches depends on its bytes alone (the triager's state
+/// run), and looking a segment up costs a hash of its bytes where searching walks each candidate
+/// pattern's lazy DFA over them. What a segment matches depends on its bytes alone (the triager's state
 /// applies after), so a remembered answer is the search's.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Memo {

@@ -1,18 +1,18 @@
 //! The rule set's patterns as its search needs them: whether each matches a segment somewhere,
 //! not where or what it captures.
 //!
-//! Most rules end in `(?P<msg>.+)$`, which keeps a thread of the set's lazy DFA alive to the end
-//! of every line it starts on. Each such thread doubles the states the rest of the line walks
+//! Most rules end in `(?P<msg>.+)$`, which keeps a thread of a lazy DFA alive to the end of
+//! every line it starts on. Each such thread multiplies the states the rest of the line walks
 //! through, so the DFA's states grow with the distinct text of the log's evidence lines, and its
-//! transition table no longer stays in the CPU's caches: most of the set search was waiting on
-//! that table. For the set alone, each pattern is rewritten into one that matches a segment
-//! (which holds no line break: lines are split at `\n`, segments at `\r`) exactly when the
-//! original matches it somewhere:
-//! - capture groups are dropped (the set reports no captures);
+//! transition table no longer stays in the CPU's caches (when the rules shared one automaton,
+//! most of the search was waiting on that table). For the search alone, each pattern is
+//! rewritten into one that matches a segment (which holds no line break: lines are split at
+//! `\n`, segments at `\r`) exactly when the original matches it somewhere:
+//! - capture groups are dropped (the search reports no captures);
 //! - a tail any suffix satisfies is cut: `.*$` goes, `.+$` becomes one `.`, a trailing
 //!   repetition keeps only its minimum, and each branch of a trailing alternation (with the `$`
 //!   after it) is cut alike;
-//! - so is a head any prefix satisfies, the set being searched unanchored: `\S*?X` becomes `X`,
+//! - so is a head any prefix satisfies, each pattern being searched unanchored: `\S*?X` becomes `X`,
 //!   `\S+X` becomes `\SX` (a pattern anchored with `^` keeps its head).
 //!
 //! Each rule's own regex, which quotes the `msg` group, is compiled from the pattern unchanged.
