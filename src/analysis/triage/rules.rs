@@ -6631,6 +6631,15 @@ mod tests {
         assert_eq!(compiled.pattern_rule.len(), compiled.hint);
         assert_eq!(compiled.hint + 1, compiled.failure);
         assert_eq!(compiled.patterns(), compiled.failure + 1);
+        // Each pattern's lazy DFA is built the first time a line is its candidate: every one
+        // must build (its cache bound above the automaton's minimum), or that line would panic.
+        for index in 0..compiled.patterns() {
+            let dfa = compiled.searcher(index);
+            assert!(
+                dfa.create_cache().memory_usage() <= PATTERN_CACHE_BYTES,
+                "{index}"
+            );
+        }
     }
 
     #[test]
