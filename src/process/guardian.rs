@@ -530,7 +530,9 @@ mod tests {
     #[test]
     fn a_child_spawned_but_not_yet_announced_is_stopped_by_its_marker() {
         use std::os::unix::process::{CommandExt, ExitStatusExt};
-        let (read, write) = nix::unistd::pipe().unwrap();
+        // Close-on-exec, so that a child another test spawns meanwhile does not inherit the
+        // marker and get stopped by this test's guardian; the marked child gets it as stdin.
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         drop(write);
         let inode = nix::sys::stat::fstat(&read).unwrap().st_ino;
         let mut marked = std::process::Command::new("sh")
@@ -576,7 +578,9 @@ mod tests {
     #[test]
     fn the_marker_is_only_searched_when_a_spawn_was_under_way() {
         use std::os::unix::process::CommandExt;
-        let (read, write) = nix::unistd::pipe().unwrap();
+        // Close-on-exec, so that a child another test spawns meanwhile does not inherit the
+        // marker and get stopped by this test's guardian; the marked child gets it as stdin.
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
         drop(write);
         let inode = nix::sys::stat::fstat(&read).unwrap().st_ino;
         let mut marked = std::process::Command::new("sleep")
